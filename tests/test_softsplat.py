@@ -1,0 +1,273 @@
+"""Properties of the operator on the CPU (PyTorch path), and CUDA against it."""
+
+import pytest
+import torch
+
+import softsplat
+
+MODES = ["sum", "avg", "linear", "soft"]
+
+
+def _inputs(n=2, c=3, h=6, w=9, dtype=torch.float64, device="cpu", scale=2.0, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.rand(n, c, h, w, generator=g, dtype=torch.float64)
+    # keep flows away from integer positions so finite differences don't cross a floor()
+    flow = torch.randn(n, 2, h, w, generator=g, dtype=torch.float64) * scale
+    frac = flow - flow.floor()
+    flow = flow.floor() + frac.clamp(0.15, 0.85)
+    metric = torch.randn(n, 1, h, w, generator=g, dtype=torch.float64)
+    return x.to(device, dtype), flow.to(device, dtype), metric.to(device, dtype)
+
+
+def _metric_for(mode, metric):
+    return metric if mode.split("-")[0] in ("linear", "soft") else None
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_zero_flow_is_identity(mode):
+    x, flow, metric = _inputs(dtype=torch.float32)
+    out = softsplat.splat(x, torch.zeros_like(flow), _metric_for(mode, metric * 1e4), mode)
+    # avg/linear/soft divide by the weight plus 1e-7
+    torch.testing.assert_close(out, x, rtol=1e-5, atol=1e-6)
+
+
+def test_integer_flow_is_exact_shift():
+    x, flow, _ = _inputs(c=4, dtype=torch.float32)
+    flow = torch.zeros_like(flow)
+    flow[:, 0] = 2.0
+    flow[:, 1] = -1.0
+    out = softsplat.splat(x, flow, None, "sum")
+    expected = torch.zeros_like(x)
+    expected[:, :, :-1, 2:] = x[:, :, 1:, :-2]
+    assert torch.equal(out, expected)
+
+
+def test_sum_conserves_mass_inside_the_frame():
+    x, flow, _ = _inputs(h=16, w=16, scale=0.3)
+    # small flow on an interior region: every contribution lands inside
+    x[:, :, :2] = 0
+    x[:, :, -2:] = 0
+    x[:, :, :, :2] = 0
+    x[:, :, :, -2:] = 0
+    out = softsplat.splat(x, flow.clamp(-0.9, 0.9), None, "sum")
+    torch.testing.assert_close(out.sum(dim=(2, 3)), x.sum(dim=(2, 3)))
+
+
+def test_soft_is_invariant_to_metric_offset():
+    x, flow, metric = _inputs()
+    a = softsplat.splat(x, flow, metric, "soft-zeroeps")
+    b = softsplat.splat(x, flow, metric + 50.0, "soft-zeroeps")
+    torch.testing.assert_close(a, b)
+
+
+@pytest.mark.parametrize("magnitude", [1e2, 1e3, 1e4])
+def test_soft_is_finite_and_correct_for_large_metrics(magnitude):
+    x, flow, metric = _inputs(dtype=torch.float32)
+    out = softsplat.splat(x, flow, metric * magnitude, "soft")
+    assert torch.isfinite(out).all()
+    # reference in float64 with the metric scaled down: exp(m) itself would overflow,
+    # so compare against a hand-written per-target softmax instead
+    ref = _softmax_reference(x.double(), flow.double(), (metric * magnitude).double())
+    torch.testing.assert_close(out.double(), ref, rtol=1e-4, atol=1e-5)
+
+
+def _softmax_reference(x, flow, metric):
+    """Loop-based softmax splatting with a per-target max shift (independent of the library)."""
+    n, c, h, w = x.shape
+    out = torch.zeros(n, c, h, w, dtype=torch.float64)
+    entries = {}
+    for b in range(n):
+        for y in range(h):
+            for xx in range(w):
+                u, v = flow[b, 0, y, xx].item(), flow[b, 1, y, xx].item()
+                gx, gy = xx + u, y + v
+                x0, y0 = int(torch.floor(torch.tensor(gx))), int(torch.floor(torch.tensor(gy)))
+                fx, fy = gx - x0, gy - y0
+                for dx, dy, wt in ((0, 0, (1 - fx) * (1 - fy)), (1, 0, fx * (1 - fy)),
+                                   (0, 1, (1 - fx) * fy), (1, 1, fx * fy)):
+                    tx, ty = x0 + dx, y0 + dy
+                    if 0 <= tx < w and 0 <= ty < h and wt > 0:
+                        entries.setdefault((b, ty, tx), []).append((wt, metric[b, 0, y, xx].item(), x[b, :, y, xx]))
+    for (b, ty, tx), items in entries.items():
+        z = max(m for _, m, _ in items)
+        num = sum(wt * torch.exp(torch.tensor(m - z, dtype=torch.float64)) * val for wt, m, val in items)
+        den = sum(wt * torch.exp(torch.tensor(m - z, dtype=torch.float64)) for wt, m, _ in items)
+        out[b, :, ty, tx] = num / (den + 1e-7)
+    return out
+
+
+def test_nonfinite_flow_is_dropped():
+    x, flow, metric = _inputs(dtype=torch.float32)
+    flow[0, 0, 1, 1] = float("nan")
+    flow[1, 1, 2, 3] = float("inf")
+    for mode in MODES:
+        out = softsplat.splat(x, flow, _metric_for(mode, metric), mode)
+        assert torch.isfinite(out).all(), mode
+    keep = torch.ones_like(x)
+    keep[0, :, 1, 1] = 0
+    keep[1, :, 2, 3] = 0
+    clean = flow.clone()
+    clean[0, :, 1, 1] = 0
+    clean[1, :, 2, 3] = 0
+    torch.testing.assert_close(softsplat.splat(x, flow, None, "sum"), softsplat.splat(x * keep, clean, None, "sum"))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_dtype_is_preserved(dtype):
+    x, flow, metric = _inputs(dtype=dtype)
+    out = softsplat.splat(x, flow, metric, "soft")
+    assert out.dtype == dtype
+    ref = softsplat.splat(x.double(), flow.double(), metric.double(), "soft")
+    tol = 1e-2 if dtype in (torch.float16, torch.bfloat16) else 1e-5
+    torch.testing.assert_close(out.double(), ref, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("mode", MODES + ["soft-zeroeps", "soft-clipeps", "avg-zeroeps", "linear-clipeps"])
+def test_gradcheck(mode):
+    x, flow, metric = _inputs(n=2, c=2, h=4, w=5)
+    # non-contiguous inputs: transposed views of contiguous storage
+    x = x.transpose(2, 3).contiguous().transpose(2, 3).requires_grad_()
+    flow = flow.requires_grad_()
+    metric = metric.abs().add(0.5).requires_grad_() if mode.startswith("linear") else metric.requires_grad_()
+    inputs = (x, flow, metric) if _metric_for(mode, metric) is not None else (x, flow)
+    assert not x.is_contiguous()
+    assert torch.autograd.gradcheck(lambda *t: softsplat.splat(*t, None, mode) if len(t) == 2
+                                    else softsplat.splat(*t, mode), inputs)
+
+
+def test_published_call_style():
+    x, flow, metric = _inputs(dtype=torch.float32)
+    a = softsplat.softsplat(tenIn=x, tenFlow=flow, tenMetric=metric, strMode="soft")
+    b = softsplat.splat(x, flow, metric, mode="soft")
+    assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(x=torch.rand(3, 4, 5), flow=torch.rand(1, 2, 4, 5), metric=None, mode="sum"), "x must be"),
+        (dict(x=torch.rand(1, 3, 4, 5), flow=torch.rand(1, 2, 4, 6), metric=None, mode="sum"), "flow must be"),
+        (dict(x=torch.rand(1, 3, 4, 5), flow=torch.rand(1, 2, 4, 5), metric=None, mode="soft"), "metric is required"),
+        (dict(x=torch.rand(1, 3, 4, 5), flow=torch.rand(1, 2, 4, 5), metric=torch.rand(1, 1, 4, 5), mode="avg"),
+         "metric must be None"),
+        (dict(x=torch.rand(1, 3, 4, 5), flow=torch.rand(1, 2, 4, 5), metric=torch.rand(1, 2, 4, 5), mode="soft"),
+         "metric must be"),
+        (dict(x=torch.rand(1, 3, 4, 5), flow=torch.rand(1, 2, 4, 5), metric=None, mode="max"), "unknown mode"),
+        (dict(x=torch.rand(1, 3, 4, 5), flow=torch.rand(1, 2, 4, 5), metric=None, mode="sum-foo"), "unknown mode"),
+        (dict(x=torch.ones(1, 3, 4, 5, dtype=torch.long), flow=torch.rand(1, 2, 4, 5), metric=None, mode="sum"),
+         "floating-point"),
+    ],
+)
+def test_bad_input_raises_value_error(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        softsplat.splat(**kwargs)
+
+
+def test_deterministic_mode_is_bitwise_repeatable():
+    x, flow, metric = _inputs(n=1, c=3, h=32, w=32, dtype=torch.float32, scale=4.0)
+    with _deterministic():
+        a = softsplat.splat(x, flow, metric, "soft")
+        b = softsplat.splat(x, flow, metric, "soft")
+    assert torch.equal(a, b)
+
+
+class _deterministic:
+    def __enter__(self):
+        self.was = torch.are_deterministic_algorithms_enabled()
+        torch.use_deterministic_algorithms(True)
+
+    def __exit__(self, *exc):
+        torch.use_deterministic_algorithms(self.was)
+
+
+# ---------------------------------------------------------------- CUDA ---
+
+def _devices():
+    if not torch.cuda.is_available():
+        return ["cuda"]
+    return [f"cuda:{i}" for i in range(min(torch.cuda.device_count(), 2))]
+
+
+@pytest.mark.cuda
+def test_cuda_fast_path_is_available():
+    assert softsplat.cuda_available(), "CuPy did not import: install cupy-cudaXXx"
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("device", _devices())
+@pytest.mark.parametrize("mode", MODES + ["soft-zeroeps", "soft-clipeps", "avg-zeroeps"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_cuda_matches_pytorch(device, mode, dtype):
+    for seed in range(3):
+        x, flow, metric = _inputs(n=2, c=5, h=37, w=53, scale=6.0, seed=seed)
+        metric = metric * 30
+        if mode.startswith("linear"):
+            metric = metric.abs() + 0.1
+        args = [t.to(device, dtype).requires_grad_() for t in (x, flow, metric)]
+        ref_args = [t.detach().double().requires_grad_() for t in args]
+        m = 2 if _metric_for(mode, metric) is not None else None
+        out = softsplat.splat(args[0], args[1], args[m] if m else None, mode)
+        ref = softsplat._splat_torch(ref_args[0], ref_args[1], ref_args[m] if m else None, *softsplat._parse_mode(mode))
+        assert out.dtype == dtype
+        tol = 2e-2 if dtype in (torch.float16, torch.bfloat16) else 1e-4
+        torch.testing.assert_close(out.double().cpu(), ref.detach().cpu(), rtol=tol, atol=tol)
+        grad = torch.randn_like(ref)
+        out.backward(grad.to(device, dtype))
+        ref.backward(grad)
+        for name, a, b in zip(("x", "flow", "metric"), args, ref_args):
+            if b.grad is None:
+                assert a.grad is None or not a.grad.any(), name
+                continue
+            assert a.grad.dtype == dtype
+            scale = b.grad.abs().max().item() + 1e-6
+            err = (a.grad.double().cpu() - b.grad.cpu()).abs().max().item() / scale
+            assert err < (3e-2 if dtype in (torch.float16, torch.bfloat16) else 1e-4), (name, err)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("device", _devices())
+@pytest.mark.parametrize("mode", MODES + ["soft-zeroeps", "linear-clipeps"])
+def test_cuda_gradcheck(device, mode):
+    x, flow, metric = [t.to(device).requires_grad_() for t in _inputs(n=2, c=2, h=4, w=5)]
+    if mode.startswith("linear"):
+        metric = metric.detach().abs().add(0.5).requires_grad_()
+    if _metric_for(mode, metric) is not None:
+        assert torch.autograd.gradcheck(lambda a, b, c: softsplat.splat(a, b, c, mode), (x, flow, metric))
+    else:
+        assert torch.autograd.gradcheck(lambda a, b: softsplat.splat(a, b, None, mode), (x, flow))
+
+
+@pytest.mark.cuda
+def test_cuda_large_metric_is_finite():
+    x, flow, metric = _inputs(n=1, c=3, h=64, w=64, dtype=torch.float32, device="cuda", scale=8.0)
+    for magnitude in (100.0, 1e4):
+        out = softsplat.splat(x, flow, metric * magnitude, "soft")
+        assert torch.isfinite(out).all()
+
+
+@pytest.mark.cuda
+def test_cuda_deterministic_mode_is_bitwise_repeatable():
+    x, flow, metric = _inputs(n=2, c=8, h=64, w=96, dtype=torch.float32, device="cuda", scale=2.0)
+    with _deterministic():
+        a = softsplat.splat(x, flow, metric, "soft")
+        b = softsplat.splat(x, flow, metric, "soft")
+    assert torch.equal(a, b)
+
+
+@pytest.mark.cuda
+def test_cuda_compiles_with_torch_compile():
+    x, flow, metric = _inputs(n=1, c=3, h=16, w=24, dtype=torch.float32, device="cuda")
+    fn = torch.compile(lambda a, b, c: softsplat.splat(a, b, c, "soft") * 2, fullgraph=True)
+    torch.testing.assert_close(fn(x, flow, metric), softsplat.splat(x, flow, metric, "soft") * 2)
+
+
+@pytest.mark.cuda
+def test_cuda_uses_current_stream():
+    x, flow, metric = _inputs(n=1, c=3, h=128, w=128, dtype=torch.float32, device="cuda", scale=8.0)
+    ref = softsplat.splat(x, flow, metric, "soft")
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        out = softsplat.splat(x, flow, metric, "soft")
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.testing.assert_close(out, ref)
