@@ -1,0 +1,88 @@
+"""Time the network on the GPU: one middle frame, and 7 frames from one flow, per resolution.
+
+    python bench/bench_network.py [--weights weights/network.safetensors] [--json out.json]
+
+Speed does not depend on the weights, so random ones are used when none are given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.timing import cuda_time_ms  # noqa: E402
+from model import Network, load_weights  # noqa: E402
+from model.network import count_parameters  # noqa: E402
+
+SIZES = {"720p": (720, 1280), "1080p": (1080, 1920), "4K": (2160, 3840)}
+
+
+def gflops(net: Network, h: int, w: int) -> float:
+    """Multiply-adds x 2 of the convolutions for one middle frame, counted with forward hooks."""
+    total = [0]
+
+    def hook(mod, inp, out):
+        k = mod.kernel_size[0] * mod.kernel_size[1] * mod.in_channels // mod.groups
+        total[0] += 2 * out.numel() * k
+
+    handles = [m.register_forward_hook(hook) for m in net.modules() if isinstance(m, torch.nn.Conv2d)]
+    with torch.no_grad():
+        net(torch.rand(1, 3, h, w, device=next(net.parameters()).device),
+            torch.rand(1, 3, h, w, device=next(net.parameters()).device), [0.5])
+    for handle in handles:
+        handle.remove()
+    return total[0] / 1e9
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--weights", type=Path, default=None)
+    p.add_argument("--sizes", nargs="+", default=list(SIZES))
+    p.add_argument("--repeats", type=int, default=20)
+    p.add_argument("--json", type=Path, default=None)
+    args = p.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("error: this benchmark needs a CUDA GPU", file=sys.stderr)
+        return 2
+    device = torch.device("cuda")
+    net = load_weights(args.weights, device) if args.weights else Network().to(device).eval()
+    torch.backends.cudnn.benchmark = True
+    print(f"device: {torch.cuda.get_device_name()}, params {count_parameters(net) / 1e6:.2f} M")
+    rows = []
+    for name in args.sizes:
+        h, w = SIZES[name]
+        one = torch.rand(1, 3, h, w, device=device)
+        two = torch.rand(1, 3, h, w, device=device)
+        row = {"size": name, "gflops": gflops(net, h, w)}
+        for mode in ("fp32", "bf16", "bf16_cl"):
+            model = net.to(memory_format=torch.channels_last) if mode == "bf16_cl" else net
+            a = one.contiguous(memory_format=torch.channels_last) if mode == "bf16_cl" else one
+            b = two.contiguous(memory_format=torch.channels_last) if mode == "bf16_cl" else two
+            ctx = torch.autocast("cuda", dtype=torch.bfloat16, enabled=mode != "fp32")
+            with torch.no_grad(), ctx:
+                row[f"{mode}_x2_ms"] = cuda_time_ms(lambda: model(a, b, [0.5]), repeats=args.repeats)
+                row[f"{mode}_x8_ms"] = cuda_time_ms(lambda: model(a, b, [i / 8 for i in range(1, 8)]),
+                                                    repeats=max(3, args.repeats // 4))
+            net.to(memory_format=torch.contiguous_format)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        torch.cuda.empty_cache()
+    print("\n| size | GFLOPs | fp32 ms | bf16 ms | bf16 channels_last ms | 7 frames (x8) bf16 ms |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['size']} | {r['gflops']:.0f} | {r['fp32_x2_ms']:.2f} | {r['bf16_x2_ms']:.2f} | "
+              f"{r['bf16_cl_x2_ms']:.2f} | {r['bf16_x8_ms']:.2f} |")
+    if args.json:
+        args.json.write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

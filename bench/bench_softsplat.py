@@ -1,0 +1,107 @@
+"""Time softsplat on the GPU: our CUDA path and our PyTorch path, forward and forward+backward.
+
+    python bench/bench_softsplat.py [--dtype float32|bfloat16] [--repeats 30] [--json out.json]
+
+Shapes and inputs follow ../shared/ANCHORS.md: 'soft' mode, flow ~ N(0, 8 px),
+metric ~ N(0, 1). The bytes floor reads input, flow and metric once and writes
+the output once, at the measured copy bandwidth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import softsplat  # noqa: E402
+from bench.timing import copy_bandwidth_gbs, cuda_time_ms  # noqa: E402
+
+SHAPES = [(1, 3, 1080, 1920), (1, 3, 2160, 3840), (1, 33, 1080, 1920), (1, 65, 540, 960),
+          (1, 97, 270, 480), (8, 33, 256, 256)]
+# published operator on an H200, ../shared/ANCHORS.md: (forward ms, forward+backward ms)
+PUBLISHED = {(1, 3, 1080, 1920): (0.696, 1.371), (1, 3, 2160, 3840): (1.631, 3.993),
+             (1, 33, 1080, 1920): (3.365, 7.986), (1, 65, 540, 960): (1.823, 4.168),
+             (1, 97, 270, 480): (0.928, 1.780), (8, 33, 256, 256): (0.923, 2.216)}
+
+
+def run(dtype: torch.dtype, repeats: int, with_torch: bool) -> List[dict]:
+    device = torch.device("cuda")
+    bandwidth = copy_bandwidth_gbs(device)
+    print(f"device: {torch.cuda.get_device_name()}, copy bandwidth {bandwidth / 1000:.2f} TB/s, dtype {dtype}")
+    rows = []
+    for shape in SHAPES:
+        n, c, h, w = shape
+        gen = torch.Generator(device=device).manual_seed(0)
+        x = torch.rand(shape, device=device, generator=gen).to(dtype)
+        flow = (torch.randn(n, 2, h, w, device=device, generator=gen) * 8).to(dtype)
+        metric = torch.randn(n, 1, h, w, device=device, generator=gen).to(dtype)
+        size = torch.finfo(dtype).bits // 8
+        floor_ms = size * n * h * w * (2 * c + 3) / (bandwidth * 1e9) * 1e3
+        row = {"shape": "x".join(map(str, shape)), "floor_ms": floor_ms}
+        paths = [("cuda", lambda a, b, m: softsplat.splat(a, b, m, "soft"))]
+        if with_torch:
+            paths.append(("torch", lambda a, b, m: softsplat._splat_torch(a, b, m, "soft", "addeps")))
+        for name, fn in paths:
+            row[f"{name}_fwd_ms"] = cuda_time_ms(lambda: fn(x, flow, metric), repeats=repeats)
+            xg, fg, mg = (t.clone().requires_grad_() for t in (x, flow, metric))
+            grad = torch.randn_like(x)
+
+            def fwd_bwd():
+                out = fn(xg, fg, mg)
+                torch.autograd.grad(out, (xg, fg, mg), grad)
+
+            row[f"{name}_fwdbwd_ms"] = cuda_time_ms(fwd_bwd, repeats=repeats)
+        pub = PUBLISHED[shape]
+        row["published_fwd_ms"], row["published_fwdbwd_ms"] = pub
+        row["speedup_fwd"] = pub[0] / row["cuda_fwd_ms"]
+        row["speedup_fwdbwd"] = pub[1] / row["cuda_fwdbwd_ms"]
+        rows.append(row)
+        torch.cuda.empty_cache()
+    return rows
+
+
+def print_table(rows: List[dict], dtype: torch.dtype) -> None:
+    with_torch = "torch_fwd_ms" in rows[0]
+    head = "| shape | ours CUDA fwd | ours CUDA fwd+bwd | published fwd | published fwd+bwd | speed-up fwd | speed-up fwd+bwd |"
+    if with_torch:
+        head += " ours PyTorch fwd | ours PyTorch fwd+bwd |"
+    head += " bytes floor |"
+    print(f"\n{dtype} (ms, median of CUDA-event timings)")
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
+    for r in rows:
+        line = (f"| {r['shape']} | {r['cuda_fwd_ms']:.3f} | {r['cuda_fwdbwd_ms']:.3f} | {r['published_fwd_ms']:.3f} "
+                f"| {r['published_fwdbwd_ms']:.3f} | {r['speedup_fwd']:.2f}x | {r['speedup_fwdbwd']:.2f}x |")
+        if with_torch:
+            line += f" {r['torch_fwd_ms']:.3f} | {r['torch_fwdbwd_ms']:.3f} |"
+        line += f" {r['floor_ms']:.3f} |"
+        print(line)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    p.add_argument("--repeats", type=int, default=30)
+    p.add_argument("--no-torch", action="store_true", help="skip the (slow) PyTorch path")
+    p.add_argument("--json", type=Path, default=None)
+    args = p.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("error: this benchmark needs a CUDA GPU", file=sys.stderr)
+        return 2
+    dtype = getattr(torch, args.dtype)
+    rows = run(dtype, args.repeats, not args.no_torch)
+    print_table(rows, dtype)
+    if args.json:
+        args.json.write_text(json.dumps({"device": torch.cuda.get_device_name(), "dtype": args.dtype,
+                                         "rows": rows}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

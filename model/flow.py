@@ -1,0 +1,95 @@
+"""Feature pyramid and coarse-to-fine bidirectional flow estimation (PWC-style).
+
+One encoder serves both the flow estimator and the synthesis network. Flow is
+estimated from the coarsest level down to ``finest`` (1/4 resolution by default)
+and upsampled bilinearly to full resolution.
+"""
+
+from __future__ import annotations
+
+from typing import List, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .correlation import correlation
+from .layers import conv
+from .warp import backwarp
+
+
+class Encoder(nn.Module):
+    """Pyramid of features at 1/2, 1/4, ... 1/2^len(widths) resolution."""
+
+    def __init__(self, widths: Sequence[int]) -> None:
+        super().__init__()
+        levels = []
+        c_in = 3
+        for width in widths:
+            levels.append(nn.Sequential(conv(c_in, width, stride=2), conv(width, width)))
+            c_in = width
+        self.levels = nn.ModuleList(levels)
+
+    def forward(self, image: torch.Tensor) -> List[torch.Tensor]:
+        feats = []
+        x = image - 0.5
+        for level in self.levels:
+            x = level(x)
+            feats.append(x)
+        return feats
+
+
+class FlowDecoder(nn.Module):
+    """Predicts a flow residual at one level from the cost volume and the features."""
+
+    def __init__(self, width: int, radius: int, hidden: Sequence[int]) -> None:
+        super().__init__()
+        self.radius = radius
+        c_in = (2 * radius + 1) ** 2 + width + 2
+        layers = []
+        for h in hidden:
+            layers.append(conv(c_in, h))
+            c_in = h
+        layers.append(conv(c_in, 2, act=False))
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, one: torch.Tensor, two: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
+        warped = backwarp(two, flow)
+        cost = F.leaky_relu(correlation(one, warped, self.radius), 0.1)
+        return flow + self.net(torch.cat([cost, one, flow.to(one.dtype)], 1)).to(flow.dtype)
+
+
+class FlowEstimator(nn.Module):
+    """Bidirectional flow: flows one->two and two->one from one batched pass."""
+
+    def __init__(self, widths: Sequence[int], finest: int, radius: int, hidden: Sequence[int]) -> None:
+        super().__init__()
+        self.finest = finest  # index into the pyramid, 1 = 1/4 resolution
+        self.decoders = nn.ModuleList(
+            [FlowDecoder(widths[level], radius, hidden) for level in range(finest, len(widths))]
+        )
+
+    def forward(self, feats_one: List[torch.Tensor], feats_two: List[torch.Tensor], size) -> List[torch.Tensor]:
+        """Return [flow one->two, flow two->one] at full resolution ``size`` plus the finest level.
+
+        Output: (flow_fwd, flow_bwd, pyramid) where pyramid lists the batched
+        (2N) flows at every estimated level, coarse to fine, for supervision.
+        """
+        n = feats_one[0].shape[0]
+        pyramid = []
+        flow = None
+        for i, level in enumerate(range(len(feats_one) - 1, self.finest - 1, -1)):
+            a = torch.cat([feats_one[level], feats_two[level]], 0)
+            b = torch.cat([feats_two[level], feats_one[level]], 0)
+            if flow is None:
+                flow = torch.zeros(2 * n, 2, a.shape[2], a.shape[3], device=a.device, dtype=torch.float32)
+            else:
+                flow = 2.0 * F.interpolate(flow, size=a.shape[2:], mode="bilinear", align_corners=False)
+            decoder = self.decoders[len(self.decoders) - 1 - i]
+            flow = decoder(a, b, flow)
+            pyramid.append(flow)
+        scale_y = size[0] / flow.shape[2]
+        scale_x = size[1] / flow.shape[3]
+        full = F.interpolate(flow, size=size, mode="bilinear", align_corners=False)
+        full = full * torch.tensor([scale_x, scale_y], device=full.device, dtype=full.dtype).view(1, 2, 1, 1)
+        return full[:n], full[n:], pyramid

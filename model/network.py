@@ -1,0 +1,143 @@
+"""The facade: ``Network()(one, two, times)`` returns one frame per t.
+
+Images are N x 3 x H x W RGB in [0, 1]; any H and W (padded inside to a
+multiple of 32 and cropped back). Flow is estimated once per pair and reused
+for every t.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .flow import Encoder, FlowEstimator
+from .synthesis import Decoder, Metric, _splat_pyramid
+from .warp import InputPadder, resize_flow
+
+
+@dataclass(frozen=True)
+class NetworkConfig:
+    """Architecture hyper-parameters; saved next to every checkpoint as JSON."""
+
+    encoder_widths: Tuple[int, ...] = (24, 40, 64, 96, 128)
+    flow_finest_level: int = 1  # pyramid index of the finest flow estimate: 1 = 1/4 resolution
+    flow_radius: int = 3
+    flow_hidden: Tuple[int, ...] = (96, 64, 48)
+    synthesis_levels: int = 3  # feature levels splatted: 1/2, 1/4, 1/8
+    decoder_widths: Tuple[int, ...] = (32, 48, 96)
+    full_width: int = 16
+    metric_hidden: int = 12
+
+    def to_dict(self) -> Dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Dict) -> "NetworkConfig":
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - names
+        if unknown:
+            raise ValueError(f"unknown network config keys: {sorted(unknown)}")
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+
+
+@dataclass
+class FlowState:
+    """What one pair costs once, reused for every t: features, flows and metrics."""
+
+    one: torch.Tensor
+    two: torch.Tensor
+    feats_one: List[torch.Tensor]
+    feats_two: List[torch.Tensor]
+    flow_fwd: torch.Tensor  # one -> two, full resolution
+    flow_bwd: torch.Tensor  # two -> one
+    metric_one: torch.Tensor
+    metric_two: torch.Tensor
+    flow_pyramid: List[torch.Tensor]
+
+
+class Network(nn.Module):
+    def __init__(self, config: NetworkConfig = NetworkConfig()) -> None:
+        super().__init__()
+        self.config = config
+        self.encoder = Encoder(config.encoder_widths)
+        self.flow = FlowEstimator(config.encoder_widths, config.flow_finest_level, config.flow_radius,
+                                  config.flow_hidden)
+        self.metric = Metric(config.metric_hidden)
+        self.decoder = Decoder(config.encoder_widths[:config.synthesis_levels], config.decoder_widths,
+                               config.full_width)
+
+    def estimate_flow(self, one: torch.Tensor, two: torch.Tensor, flow_scale: float = 1.0) -> FlowState:
+        """Features, bidirectional flow and metrics for a padded pair (H, W multiples of 32).
+
+        ``flow_scale`` < 1 estimates flow on downscaled frames (for 4K and up) and
+        upsamples it; the synthesis features stay at full resolution.
+        """
+        size = one.shape[2:]
+        feats_one = self.encoder(one)
+        feats_two = self.encoder(two)
+        if flow_scale == 1.0:
+            flow_feats_one, flow_feats_two = feats_one, feats_two
+        else:
+            small = [F.interpolate(x, scale_factor=flow_scale, mode="bilinear", align_corners=False,
+                                   antialias=True) for x in (one, two)]
+            padder = InputPadder(small[0].shape, 2 ** len(self.config.encoder_widths))
+            small = padder.pad(*small)
+            flow_feats_one, flow_feats_two = self.encoder(small[0]), self.encoder(small[1])
+        flow_fwd, flow_bwd, pyramid = self.flow(flow_feats_one, flow_feats_two,
+                                                size if flow_scale == 1.0 else small[0].shape[2:])
+        if flow_scale != 1.0:
+            flow_fwd = resize_flow(padder.unpad(flow_fwd), size)
+            flow_bwd = resize_flow(padder.unpad(flow_bwd), size)
+        metric_one = self.metric(one, two, flow_fwd)
+        metric_two = self.metric(two, one, flow_bwd)
+        levels = self.config.synthesis_levels
+        return FlowState(one, two, feats_one[:levels], feats_two[:levels], flow_fwd, flow_bwd,
+                         metric_one, metric_two, pyramid)
+
+    def synthesize(self, state: FlowState, t: Union[float, torch.Tensor]) -> torch.Tensor:
+        """The frame at time t: a float, or a tensor of N times (one per sample)."""
+        if isinstance(t, torch.Tensor):
+            t = t.to(state.flow_fwd.device, state.flow_fwd.dtype).view(-1, 1, 1, 1)
+        warped_one = _splat_pyramid(state.one, state.feats_one, state.flow_fwd * t, state.metric_one)
+        warped_two = _splat_pyramid(state.two, state.feats_two, state.flow_bwd * (1.0 - t), state.metric_two)
+        return self.decoder(warped_one, warped_two, t)
+
+    def forward(self, one: torch.Tensor, two: torch.Tensor, times: Sequence[float] = (0.5,),
+                flow_scale: float = 1.0) -> List[torch.Tensor]:
+        """Interpolate frames at each t in ``times`` (0 < t < 1); any H and W."""
+        _check_pair(one, two)
+        for t in times:
+            if not 0.0 < float(t) < 1.0:
+                raise ValueError(f"times must lie strictly between 0 and 1, got {t}")
+        padder = InputPadder(one.shape, 2 ** len(self.config.encoder_widths))
+        one_p, two_p = padder.pad(one, two)
+        state = self.estimate_flow(one_p, two_p, flow_scale)
+        return [padder.unpad(self.synthesize(state, float(t))) for t in times]
+
+
+def _check_pair(one: torch.Tensor, two: torch.Tensor) -> None:
+    for name, x in (("one", one), ("two", two)):
+        if not isinstance(x, torch.Tensor) or x.dim() != 4 or x.shape[1] != 3:
+            shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+            raise ValueError(f"{name} must be an N x 3 x H x W tensor, got {shape}")
+        if x.shape[2] == 0 or x.shape[3] == 0:
+            raise ValueError(f"{name} is empty: {tuple(x.shape)}")
+    if one.shape != two.shape:
+        raise ValueError(f"frames differ in size: one is {tuple(one.shape)}, two is {tuple(two.shape)}")
+    if one.device != two.device:
+        raise ValueError(f"one is on {one.device}, two on {two.device}: put both on one device")
+
+
+def count_parameters(net: nn.Module) -> int:
+    return sum(p.numel() for p in net.parameters())
+
+
+def default_device(preference: Optional[str] = None) -> torch.device:
+    if preference in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(preference)

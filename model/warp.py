@@ -1,0 +1,54 @@
+"""Backward warping and reversible padding."""
+
+from __future__ import annotations
+
+from typing import List, Tuple
+
+import torch
+import torch.nn.functional as F
+
+
+def backwarp(x: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
+    """Sample ``x`` at (p + flow(p)) with bilinear interpolation; zeros outside.
+
+    Grids are built per call from ``flow``'s shape, device and dtype (cheap next to
+    the sampling itself), so there is no cache to bound.
+    """
+    n, _, h, w = flow.shape
+    ys = torch.arange(h, device=flow.device, dtype=flow.dtype)
+    xs = torch.arange(w, device=flow.device, dtype=flow.dtype)
+    gx = (xs.view(1, 1, w) + flow[:, 0]) * (2.0 / max(w - 1, 1)) - 1.0
+    gy = (ys.view(1, h, 1) + flow[:, 1]) * (2.0 / max(h - 1, 1)) - 1.0
+    grid = torch.stack([gx, gy], dim=3).to(x.dtype)
+    return F.grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=True)
+
+
+def resize_flow(flow: torch.Tensor, size: Tuple[int, int]) -> torch.Tensor:
+    """Resize a flow field to ``size`` (H, W), rescaling the vectors to the new pixel units."""
+    h, w = flow.shape[-2:]
+    if (h, w) == tuple(size):
+        return flow
+    out = F.interpolate(flow, size=size, mode="bilinear", align_corners=False)
+    scale = torch.tensor([size[1] / w, size[0] / h], device=flow.device, dtype=flow.dtype).view(1, 2, 1, 1)
+    return out * scale
+
+
+class InputPadder:
+    """Pads images so that H and W are multiples of ``multiple``; ``unpad`` undoes it exactly."""
+
+    def __init__(self, shape: torch.Size, multiple: int = 32) -> None:
+        h, w = shape[-2:]
+        self.height, self.width = h, w
+        pad_h = (multiple - h % multiple) % multiple
+        pad_w = (multiple - w % multiple) % multiple
+        # left, right, top, bottom: split the padding so content stays centred
+        self.padding = (pad_w // 2, pad_w - pad_w // 2, pad_h // 2, pad_h - pad_h // 2)
+
+    def pad(self, *xs: torch.Tensor) -> List[torch.Tensor]:
+        if not any(self.padding):
+            return list(xs)
+        return [F.pad(x, self.padding, mode="replicate") for x in xs]
+
+    def unpad(self, x: torch.Tensor) -> torch.Tensor:
+        left, _, top, _ = self.padding
+        return x[..., top:top + self.height, left:left + self.width]

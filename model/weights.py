@@ -1,0 +1,65 @@
+"""Saving and loading weights as safetensors, with the config beside them.
+
+A weights file holds the tensors; its metadata holds the NetworkConfig as JSON,
+so a file always rebuilds the architecture it was trained with.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Dict, Optional, Union
+
+import torch
+
+from .network import Network, NetworkConfig
+
+
+class WeightsError(ValueError):
+    """A weights file is missing, unreadable or does not fit the network."""
+
+
+def save_weights(net: Network, path: Union[str, Path], dtype: torch.dtype = torch.float16,
+                 extra: Optional[Dict[str, str]] = None) -> None:
+    from safetensors.torch import save_file
+
+    path = Path(path)
+    tensors = {k: v.detach().to("cpu", dtype if v.is_floating_point() else v.dtype).contiguous()
+               for k, v in net.state_dict().items()}
+    metadata = {"config": json.dumps(net.config.to_dict()), "format": "softsplat-vfi"}
+    metadata.update(extra or {})
+    tmp = path.with_name(path.name + ".tmp")
+    save_file(tensors, str(tmp), metadata=metadata)
+    tmp.replace(path)
+
+
+def read_config(path: Union[str, Path]) -> NetworkConfig:
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as f:
+        meta = f.metadata() or {}
+    if "config" not in meta:
+        raise WeightsError(f"{path} has no network config in its metadata: was it saved by save_weights()?")
+    return NetworkConfig.from_dict(json.loads(meta["config"]))
+
+
+def load_weights(path: Union[str, Path], device: Union[str, torch.device] = "cpu") -> Network:
+    """Build the network described by the file and load its weights (strict)."""
+    from safetensors.torch import load_file
+
+    path = Path(path)
+    if not path.is_file():
+        raise WeightsError(f"weights file not found: {path} (train some with train.py, or pass --weights PATH)")
+    try:
+        config = read_config(path)
+        state = load_file(str(path))
+    except WeightsError:
+        raise
+    except Exception as exc:  # corrupt or not a safetensors file
+        raise WeightsError(f"cannot read weights from {path}: {exc}") from exc
+    net = Network(config)
+    try:
+        net.load_state_dict({k: v.float() for k, v in state.items()}, strict=True)
+    except RuntimeError as exc:
+        raise WeightsError(f"{path} does not fit the network: {str(exc).splitlines()[0]}") from exc
+    return net.to(device).eval()

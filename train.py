@@ -1,0 +1,245 @@
+"""Train the interpolation network on footage plus synthetic motion, in resumable chunks.
+
+One chunk on one GPU (what a 9-minute device command runs):
+
+    python train.py --data .data/footage --out $OUT --resume runs/state --minutes 8
+
+Several GPUs: ``torchrun --nproc_per_node 2 train.py ...`` (DistributedDataParallel).
+The output folder gets ``state_model.safetensors`` (fp32) and ``state_optim.pt`` to
+resume from, ``weights.safetensors`` (fp16, best validation PSNR so far),
+``config.json``, ``train_config.json`` and ``log.jsonl``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import torch
+
+
+class _TrainStep(torch.nn.Module):
+    """One forward pass as a module, so DistributedDataParallel's hooks see it."""
+
+    def __init__(self, net: torch.nn.Module) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor):
+        state = self.net.estimate_flow(one, two)
+        return self.net.synthesize(state, t), state.flow_pyramid
+
+
+def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--data", type=Path, required=True, help="footage folder with clips.jsonl and the mp4 files")
+    p.add_argument("--out", type=Path, required=True, help="folder for checkpoints and logs")
+    p.add_argument("--resume", type=Path, default=None, help="folder of a previous chunk's output")
+    p.add_argument("--minutes", type=float, default=8.0, help="wall-clock budget for this chunk")
+    p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps in this chunk")
+    p.add_argument("--val-every", type=int, default=1000, help="validate every N steps")
+    p.add_argument("--batch", type=int, default=None, help="override the config's per-GPU batch")
+    p.add_argument("--crop", type=int, default=None, help="override the config's crop size")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--max-clips", type=int, default=None, help="use only the first N training clips (smoke tests)")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    return p.parse_args(argv)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parse_args(argv)
+    # imports here keep `import train` free of side effects and cheap
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    from model import Network, NetworkConfig
+    from model.weights import save_weights
+    from training.config import TrainConfig
+    from training.data import FootageSampler, load_clips, synthetic_batch
+    from training.losses import census_loss, laplacian_loss, psnr
+    from training.schedule import learning_rate
+    from model.warp import resize_flow
+
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if world > 1:
+        dist.init_process_group("nccl")
+        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+    elif args.device == "auto":
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    else:
+        device = torch.device(args.device)
+    main_process = rank == 0
+
+    # config: from the resumed run if any, with command-line overrides
+    config = TrainConfig()
+    net_config = NetworkConfig()
+    step = 0
+    if args.resume is not None:
+        if not (args.resume / "state_model.safetensors").is_file():
+            print(f"error: nothing to resume in {args.resume} (no state_model.safetensors)", file=sys.stderr)
+            return 2
+        saved = json.loads((args.resume / "train_config.json").read_text())
+        saved["validation_clips"] = tuple(saved["validation_clips"])
+        config = TrainConfig(**saved)
+        net_config = NetworkConfig.from_dict(json.loads((args.resume / "config.json").read_text()))
+        step = json.loads((args.resume / "progress.json").read_text())["step"]
+    overrides = {k: v for k, v in (("batch", args.batch), ("crop", args.crop), ("seed", args.seed)) if v is not None}
+    config = dataclasses.replace(config, **overrides)
+
+    torch.manual_seed(config.seed + 1000 * rank + step)
+    gen = torch.Generator().manual_seed(config.seed + 1000 * rank + step)
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+
+    t0 = time.time()
+    train_clips = load_clips(args.data, None, device, config.crop, exclude=config.validation_clips,
+                             limit=args.max_clips)
+    val_clips = load_clips(args.data, config.validation_clips, device, config.crop)
+    sampler = FootageSampler(train_clips, config.crop, config.max_gap, generator=gen)
+    val_sampler = FootageSampler(val_clips, config.crop, config.max_gap,
+                                 generator=torch.Generator().manual_seed(1234))
+    val_batches = [val_sampler.batch(16) for _ in range(4)]  # fixed for the whole chunk
+    if main_process:
+        frames = sum(c.frames.shape[0] for c in train_clips)
+        print(f"data: {len(train_clips)} training clips ({frames} frames), {len(val_clips)} validation clips, "
+              f"decoded in {time.time() - t0:.1f}s", flush=True)
+
+    net = Network(net_config).to(device)
+    if args.resume is not None:
+        from safetensors.torch import load_file
+
+        net.load_state_dict(load_file(str(args.resume / "state_model.safetensors")), strict=True)
+    net = net.to(memory_format=torch.channels_last)
+    step_module = _TrainStep(net)
+    model = DistributedDataParallel(step_module, device_ids=[local_rank]) if world > 1 else step_module
+    decay, no_decay = [], []
+    for name, p in net.named_parameters():
+        (no_decay if p.dim() <= 1 else decay).append(p)
+    optim = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
+                               {"params": no_decay, "weight_decay": 0.0}], lr=config.lr)
+    if args.resume is not None and (args.resume / "state_optim.pt").is_file():
+        optim.load_state_dict(torch.load(args.resume / "state_optim.pt", map_location=device, weights_only=True))
+    best = -1.0
+    if args.resume is not None and (args.resume / "progress.json").is_file():
+        best = json.loads((args.resume / "progress.json").read_text()).get("best_val_psnr", -1.0)
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    log = open(args.out / "log.jsonl", "a") if main_process else None
+    n_syn = int(round(config.batch * config.synthetic_share))
+    n_real = config.batch - n_syn
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=config.bf16 and device.type == "cuda")
+
+
+    def validate() -> float:
+        net.eval()
+        scores = []
+        with torch.no_grad(), autocast:
+            for b in val_batches:
+                s = net.estimate_flow(b["one"], b["two"])
+                scores.append(psnr(net.synthesize(s, b["t"]).float(), b["mid"]))
+        net.train()
+        return float(torch.cat(scores).mean())
+
+    def save(tag_best: bool) -> None:
+        from safetensors.torch import save_file
+
+        save_file({k: v.detach().float().cpu().contiguous() for k, v in net.state_dict().items()},
+                  str(args.out / "state_model.safetensors"))
+        torch.save(optim.state_dict(), args.out / "state_optim.pt")
+        (args.out / "config.json").write_text(json.dumps(net.config.to_dict()) + "\n")
+        config.save(args.out / "train_config.json")
+        (args.out / "progress.json").write_text(json.dumps({"step": step, "best_val_psnr": best}) + "\n")
+        if tag_best:
+            save_weights(net, args.out / "weights.safetensors",
+                         extra={"step": str(step), "val_psnr": f"{best:.3f}"})
+
+    budget = args.minutes * 60.0
+    start_step = step
+    chunk_start = time.time()
+    running = {}
+    net.train()
+    from tqdm import tqdm
+
+    bar = tqdm(total=args.max_steps, disable=not main_process, mininterval=10, desc="train")
+    while True:
+        elapsed = time.time() - chunk_start
+        if elapsed > budget or (args.max_steps is not None and step - start_step >= args.max_steps):
+            break
+        lr = learning_rate(step, config.lr, config.warmup, config.total_steps)
+        for group in optim.param_groups:
+            group["lr"] = lr
+        real = sampler.batch(n_real)
+        parts = [real]
+        if n_syn:
+            parts.append(synthetic_batch(sampler, n_syn, config.crop, gen=gen))
+        batch = {k: torch.cat([p[k] for p in parts if k in p], 0) for k in ("one", "mid", "two", "t")}
+        batch = {k: v.contiguous(memory_format=torch.channels_last) if v.dim() == 4 else v
+                 for k, v in batch.items()}
+        with autocast:
+            pred, pyramid = model(batch["one"], batch["two"], batch["t"])
+        pred = pred.float()
+        loss_rec = laplacian_loss(pred, batch["mid"])
+        loss_census = census_loss(pred, batch["mid"])
+        loss = loss_rec + config.census_weight * loss_census
+        loss_flow = torch.zeros((), device=device)
+        if n_syn:
+            gt = torch.cat([parts[1]["flow_fwd"], parts[1]["flow_bwd"]], 0)
+            n = config.batch
+            for level_flow in pyramid:
+                est = torch.cat([level_flow[n_real:n], level_flow[n + n_real:]], 0).float()
+                target = resize_flow(gt, est.shape[2:])
+                loss_flow = loss_flow + (est - target).abs().sum(1).mean() * (gt.shape[2] / est.shape[2])
+            loss = loss + config.flow_loss_weight * loss_flow / len(pyramid)
+        optim.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+        optim.step()
+        step += 1
+        bar.update(1)
+        for k, v in (("loss", loss), ("rec", loss_rec), ("census", loss_census), ("flow", loss_flow)):
+            running[k] = running.get(k, 0.0) + float(v.detach())
+        running["n"] = running.get("n", 0) + 1
+        if step % 100 == 0 and main_process:
+            entry = {k: round(v / running["n"], 5) for k, v in running.items() if k != "n"}
+            entry.update(step=step, lr=lr, minutes=round((time.time() - chunk_start) / 60, 2))
+            log.write(json.dumps(entry) + "\n")
+            log.flush()
+            bar.set_postfix(loss=entry["loss"], lr=f"{lr:.2e}")
+            running = {}
+        if step % args.val_every == 0 and main_process:
+            val = validate()
+            improved = val > best
+            best = max(best, val)
+            log.write(json.dumps({"step": step, "val_psnr": round(val, 3)}) + "\n")
+            log.flush()
+            print(f"step {step}: validation PSNR {val:.2f} dB (best {best:.2f})", flush=True)
+            save(improved)
+    bar.close()
+    if main_process:
+        val = validate()
+        improved = val > best
+        best = max(best, val)
+        log.write(json.dumps({"step": step, "val_psnr": round(val, 3), "chunk_end": True,
+                              "chunk_minutes": round((time.time() - t0) / 60, 2)}) + "\n")
+        log.close()
+        save(improved)
+        print(f"done: step {step}, validation PSNR {val:.2f} dB (best {best:.2f}), "
+              f"{(step - start_step) / (time.time() - chunk_start):.2f} steps/s", flush=True)
+    if world > 1:
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

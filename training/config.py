@@ -1,0 +1,41 @@
+"""The training configuration: frozen, saved as JSON beside every checkpoint."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Tuple
+
+# Held-out footage for checkpoint selection (never trained on). Middlebury is for
+# evaluation only and plays no part in training or selection.
+VALIDATION_CLIPS: Tuple[str, ...] = (
+    "davis2016-val__480p__car-shadow.mp4",
+    "tokenflow__woman-running.mp4",
+    "pysot__bag.mp4",
+    "realbasicvsr__demo_000.mp4",
+    "liveportrait__driving__d3.mp4",
+    "vid2vid-cityscapes__train_B__seq0005.mp4",
+    "rerender__pexels-koolshooters-7322716.mp4",
+)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    seed: int = 0
+    batch: int = 16  # per GPU
+    crop: int = 256
+    lr: float = 3e-4
+    weight_decay: float = 1e-3
+    warmup: int = 1000
+    total_steps: int = 60000  # the cosine schedule spans this many steps, across chunks
+    synthetic_share: float = 0.25  # fraction of each batch from synthetic layered motion
+    flow_loss_weight: float = 0.01
+    census_weight: float = 1.0
+    max_gap: int = 4
+    bf16: bool = True
+    validation_clips: Tuple[str, ...] = VALIDATION_CLIPS
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(dataclasses.asdict(self), indent=2) + "\n")

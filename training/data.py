@@ -1,0 +1,269 @@
+"""Training data, kept on the GPU: real footage triplets and synthetic layered motion.
+
+Footage: every clip of ``clips.jsonl`` is decoded once (OpenCV) into a uint8 tensor
+on the device. A sample is a triplet (i - k1, i, i + k2) with t = k1 / (k1 + k2),
+never spanning a scene cut or a repeated frame, with gaps widened for slow clips.
+
+Synthetic: textured layers cut from real frames move with their own affine motion
+over a moving background; frames are rendered at 0, t and 1, and the ground-truth
+flows one->two and two->one come with them (occlusion handled by the layer order).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import torch
+import torch.nn.functional as F
+
+
+@dataclass
+class Clip:
+    name: str
+    frames: torch.Tensor  # T x 3 x H x W uint8, RGB
+    motion: float  # mean flow, pixels per stored frame
+    cuts: Tuple[int, ...]  # a cut lies between frame c-1 and c
+    repeated: torch.Tensor  # T-1 bools: frame j+1 (nearly) equals frame j
+
+
+def _decode(path: Path) -> torch.Tensor:
+    import cv2
+
+    cap = cv2.VideoCapture(str(path))
+    frames = []
+    while True:
+        ok, frame = cap.read()
+        if not ok:
+            break
+        frames.append(torch.from_numpy(cv2.cvtColor(frame, cv2.COLOR_BGR2RGB)))
+    cap.release()
+    if not frames:
+        raise ValueError(f"no frames decoded from {path}")
+    return torch.stack(frames).permute(0, 3, 1, 2).contiguous()
+
+
+def load_clips(root: Path, names: Optional[Sequence[str]], device: torch.device, min_size: int,
+               exclude: Sequence[str] = (), limit: Optional[int] = None) -> List[Clip]:
+    """Decode the listed clips (all of clips.jsonl if ``names`` is None) onto ``device``."""
+    entries = [json.loads(line) for line in (root / "clips.jsonl").read_text().splitlines() if line.strip()]
+    if names is not None:
+        wanted = set(names)
+        missing = wanted - {e["file"] for e in entries}
+        if missing:
+            raise ValueError(f"clips not in {root / 'clips.jsonl'}: {sorted(missing)}")
+        entries = [e for e in entries if e["file"] in wanted]
+    entries = [e for e in entries if e["file"] not in set(exclude)
+               and min(e["width"], e["height"]) >= min_size and e["frames"] >= 3][:limit]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        decoded = list(pool.map(lambda e: _decode(root / e["file"]), entries))
+    clips = []
+    for entry, frames in zip(entries, decoded):
+        frames = frames.to(device)
+        diff = (frames[1:].float() - frames[:-1].float()).abs().mean(dim=(1, 2, 3))
+        orig_w = int(str(entry.get("orig_size", "")).split("x")[0] or entry["width"])
+        size_scale = entry["width"] / orig_w if orig_w else 1.0
+        motion = float(entry["flow_mean_px_per_orig_frame"]) * entry["frame_step"] * size_scale
+        clips.append(Clip(entry["file"], frames, motion, tuple(entry["cuts_before_frame"]), diff < 0.5))
+    return clips
+
+
+class FootageSampler:
+    """Draws augmented triplet batches from decoded clips."""
+
+    def __init__(self, clips: List[Clip], crop: int, max_gap: int = 4, target_motion: float = 6.0,
+                 generator: Optional[torch.Generator] = None) -> None:
+        if not clips:
+            raise ValueError("no clips to sample from: check --data and the crop size")
+        self.clips = clips
+        self.crop = crop
+        self.gen = generator
+        # widen the gap (k) for slow clips, so every clip contributes motion
+        self.max_k = [max(1, min(max_gap, round(target_motion / max(c.motion, 0.25)))) for c in clips]
+        weights = [c.frames.shape[0] * math.sqrt(min(max(c.motion * k, 1.0), 16.0))
+                   for c, k in zip(clips, self.max_k)]
+        self.weights = torch.tensor(weights, dtype=torch.float64)
+
+    def _rand(self, high: int) -> int:
+        return int(torch.randint(high, (1,), generator=self.gen))
+
+    def _valid(self, clip: Clip, start: int, end: int) -> bool:
+        if any(start < c <= end for c in clip.cuts):
+            return False
+        return not bool(clip.repeated[start:end].any())
+
+    def triplet(self) -> Tuple[Clip, int, int, int]:
+        for _ in range(1000):
+            idx = int(torch.multinomial(self.weights, 1, generator=self.gen))
+            clip = self.clips[idx]
+            kmax = self.max_k[idx]
+            k1 = 1 + self._rand(kmax)
+            k2 = k1 if self._rand(2) == 0 else 1 + self._rand(kmax)
+            length = clip.frames.shape[0]
+            if k1 + k2 >= length:
+                continue
+            start = self._rand(length - k1 - k2)
+            if self._valid(clip, start, start + k1 + k2):
+                return clip, start, start + k1, start + k1 + k2
+        raise RuntimeError("could not find a valid triplet in 1000 draws")
+
+    def batch(self, size: int) -> Dict[str, torch.Tensor]:
+        ones, mids, twos, times = [], [], [], []
+        for _ in range(size):
+            clip, a, b, c = self.triplet()
+            h, w = clip.frames.shape[2:]
+            y = self._rand(h - self.crop + 1)
+            x = self._rand(w - self.crop + 1)
+            frames = clip.frames[[a, b, c], :, y:y + self.crop, x:x + self.crop]
+            ones.append(frames[0])
+            mids.append(frames[1])
+            twos.append(frames[2])
+            times.append((b - a) / (c - a))
+        out = {
+            "one": torch.stack(ones).float() / 255.0,
+            "mid": torch.stack(mids).float() / 255.0,
+            "two": torch.stack(twos).float() / 255.0,
+            "t": torch.tensor(times, device=ones[0].device, dtype=torch.float32),
+        }
+        return augment(out, self.gen)
+
+
+def augment(batch: Dict[str, torch.Tensor], gen: Optional[torch.Generator]) -> Dict[str, torch.Tensor]:
+    """Flips, rot90, channel order and temporal reversal, one choice per batch.
+
+    Ground-truth flows, when present, are transformed along with the frames.
+    """
+    def coin() -> bool:
+        return bool(torch.randint(2, (1,), generator=gen))
+
+    keys = ("one", "mid", "two")
+    flows = ("flow_fwd", "flow_bwd")
+    if coin():  # horizontal flip
+        for k in keys + flows:
+            if k in batch:
+                batch[k] = batch[k].flip(3)
+        for k in flows:
+            if k in batch:
+                batch[k] = batch[k] * torch.tensor([-1.0, 1.0], device=batch[k].device).view(1, 2, 1, 1)
+    if coin():  # vertical flip
+        for k in keys + flows:
+            if k in batch:
+                batch[k] = batch[k].flip(2)
+        for k in flows:
+            if k in batch:
+                batch[k] = batch[k] * torch.tensor([1.0, -1.0], device=batch[k].device).view(1, 2, 1, 1)
+    if coin() and batch["one"].shape[2] == batch["one"].shape[3]:  # transpose (with flips: rot90)
+        for k in keys + flows:
+            if k in batch:
+                batch[k] = batch[k].transpose(2, 3)
+        for k in flows:
+            if k in batch:
+                batch[k] = batch[k].flip(1)
+    perm = torch.randperm(3, generator=gen).tolist()
+    for k in keys:
+        batch[k] = batch[k][:, perm]
+    if coin():  # temporal reversal
+        batch["one"], batch["two"] = batch["two"], batch["one"]
+        batch["t"] = 1.0 - batch["t"]
+        if "flow_fwd" in batch:
+            batch["flow_fwd"], batch["flow_bwd"] = batch["flow_bwd"], batch["flow_fwd"]
+    return batch
+
+
+# ---------------------------------------------------------------- synthetic ---
+
+def _affine(n: int, device, gen, max_shift: float, max_rot: float, max_scale: float) -> torch.Tensor:
+    """Random per-sample motion parameters (shift x, shift y, rotation, log scale) at t = 1."""
+    r = torch.rand(n, 4, generator=gen).to(device) * 2 - 1
+    return r * torch.tensor([max_shift, max_shift, max_rot, max_scale], device=device)
+
+
+def _matrix(params: torch.Tensor, t: torch.Tensor, centre: torch.Tensor) -> torch.Tensor:
+    """2x3 pixel-space affine map at time t: rotate/scale about ``centre``, then shift."""
+    p = params * t.view(-1, 1)
+    cos, sin = torch.cos(p[:, 2]), torch.sin(p[:, 2])
+    s = torch.exp(p[:, 3])
+    a = torch.stack([torch.stack([s * cos, -s * sin], 1), torch.stack([s * sin, s * cos], 1)], 1)  # n x 2 x 2
+    shift = centre + p[:, :2] - torch.einsum("nij,nj->ni", a, centre)
+    return torch.cat([a, shift.unsqueeze(2)], 2)
+
+
+def _apply(m: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
+    """Map pixel coordinates grid (n x H x W x 2) through 2x3 matrices m."""
+    return torch.einsum("nij,nhwj->nhwi", m[:, :, :2], grid) + m[:, None, None, :, 2]
+
+
+def _invert(m: torch.Tensor) -> torch.Tensor:
+    a = m[:, :, :2]
+    inv = torch.linalg.inv(a)
+    return torch.cat([inv, -torch.einsum("nij,nj->ni", inv, m[:, :, 2]).unsqueeze(2)], 2)
+
+
+def _sample(texture: torch.Tensor, coords: torch.Tensor) -> torch.Tensor:
+    h, w = texture.shape[2:]
+    norm = torch.stack([coords[..., 0] * 2 / (w - 1) - 1, coords[..., 1] * 2 / (h - 1) - 1], -1)
+    return F.grid_sample(texture, norm, mode="bilinear", padding_mode="reflection", align_corners=True)
+
+
+def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int = 2,
+                    gen: Optional[torch.Generator] = None) -> Dict[str, torch.Tensor]:
+    """Layered affine motion over real textures, with ground-truth bidirectional flow."""
+    device = sampler.clips[0].frames.device
+    textures = []
+    for _ in range(size * (layers + 1)):
+        clip = sampler.clips[int(torch.multinomial(sampler.weights, 1, generator=gen))]
+        f = clip.frames[sampler._rand(clip.frames.shape[0])]
+        h, w = f.shape[1:]
+        y, x = sampler._rand(h - crop + 1), sampler._rand(w - crop + 1)
+        textures.append(f[:, y:y + crop, x:x + crop])
+    textures = torch.stack(textures).float().div(255.0).view(layers + 1, size, 3, crop, crop)
+    t = torch.rand(size, generator=gen).to(device) * 0.8 + 0.1
+    ys, xs = torch.meshgrid(torch.arange(crop, device=device, dtype=torch.float32),
+                            torch.arange(crop, device=device, dtype=torch.float32), indexing="ij")
+    grid = torch.stack([xs, ys], -1).expand(size, crop, crop, 2)
+    frames = {}
+    flows = {}
+    times = {"one": torch.zeros_like(t), "mid": t, "two": torch.ones_like(t)}
+    motions = []
+    for layer in range(layers + 1):
+        if layer == 0:
+            params = _affine(size, device, gen, 12.0, 0.05, 0.05)
+            centre = torch.full((size, 2), crop / 2, device=device)
+        else:
+            params = _affine(size, device, gen, 32.0, 0.3, 0.15)
+            centre = torch.rand(size, 2, generator=gen).to(device) * crop
+        radius = (torch.rand(size, 2, generator=gen).to(device) * 0.25 + 0.1) * crop
+        motions.append((params, centre, radius))
+    for key, tt in times.items():
+        img = None
+        for layer, (params, centre, radius) in enumerate(motions):
+            inv = _invert(_matrix(params, tt, centre))
+            src = _apply(inv, grid)  # where each output pixel comes from in layer space
+            colour = _sample(textures[layer], src)
+            if layer == 0:
+                img = colour
+                continue
+            d = (src - centre.view(-1, 1, 1, 2)) / radius.view(-1, 1, 1, 2)
+            mask = torch.sigmoid((1.0 - d.pow(2).sum(-1).sqrt()) * 12.0).unsqueeze(1)
+            img = mask * colour + (1 - mask) * img
+        frames[key] = img
+    # ground truth: the topmost layer covering each pixel at the start time decides its motion
+    for name, t0, t1 in (("flow_fwd", times["one"], times["two"]), ("flow_bwd", times["two"], times["one"])):
+        flow = None
+        for layer, (params, centre, radius) in enumerate(motions):
+            src = _apply(_invert(_matrix(params, t0, centre)), grid)
+            dst = _apply(_matrix(params, t1, centre), src)
+            f = (dst - grid).permute(0, 3, 1, 2)
+            if layer == 0:
+                flow = f
+                continue
+            d = (src - centre.view(-1, 1, 1, 2)) / radius.view(-1, 1, 1, 2)
+            mask = (d.pow(2).sum(-1) < 1.0).unsqueeze(1).float()
+            flow = mask * f + (1 - mask) * flow
+        flows[name] = flow
+    batch = {"one": frames["one"], "mid": frames["mid"], "two": frames["two"], "t": t, **flows}
+    return augment(batch, gen)

@@ -1,0 +1,56 @@
+"""Reconstruction losses: Laplacian-pyramid Charbonnier and census (ternary)."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def charbonnier(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    return torch.sqrt(x * x + eps).mean()
+
+
+def _gauss_down(x: torch.Tensor) -> torch.Tensor:
+    kernel = torch.tensor([1.0, 4.0, 6.0, 4.0, 1.0], device=x.device, dtype=x.dtype)
+    kernel = (kernel[:, None] * kernel[None, :]) / 256.0
+    c = x.shape[1]
+    x = F.pad(x, (2, 2, 2, 2), mode="reflect")
+    return F.conv2d(x, kernel.expand(c, 1, 5, 5), groups=c)[:, :, ::2, ::2]
+
+
+def laplacian_loss(pred: torch.Tensor, target: torch.Tensor, levels: int = 5) -> torch.Tensor:
+    """Sum over pyramid levels of the Charbonnier distance of the Laplacian bands."""
+    loss = pred.new_zeros(())
+    a, b = pred, target
+    for _ in range(levels - 1):
+        da, db = _gauss_down(a), _gauss_down(b)
+        ua = F.interpolate(da, size=a.shape[2:], mode="bilinear", align_corners=False)
+        ub = F.interpolate(db, size=b.shape[2:], mode="bilinear", align_corners=False)
+        loss = loss + charbonnier((a - ua) - (b - ub))
+        a, b = da, db
+    return loss + charbonnier(a - b)
+
+
+def _census_transform(x: torch.Tensor, patch: int = 7) -> torch.Tensor:
+    gray = (0.299 * x[:, 0:1] + 0.587 * x[:, 1:2] + 0.114 * x[:, 2:3]) * 255.0
+    n = patch * patch
+    eye = torch.eye(n, device=x.device, dtype=x.dtype).view(n, 1, patch, patch)
+    neighbours = F.conv2d(gray, eye, padding=patch // 2)
+    diff = neighbours - gray
+    return diff / torch.sqrt(0.81 + diff * diff)
+
+
+def census_loss(pred: torch.Tensor, target: torch.Tensor, patch: int = 7) -> torch.Tensor:
+    """Soft Hamming distance of census signatures: robust to brightness changes."""
+    a, b = _census_transform(pred, patch), _census_transform(target, patch)
+    dist = (a - b) ** 2
+    dist = (dist / (0.1 + dist)).mean(1, keepdim=True)
+    # ignore the border where the patch leaves the image
+    r = patch // 2
+    return dist[:, :, r:-r, r:-r].mean()
+
+
+def psnr(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Per-sample PSNR in dB for images in [0, 1]."""
+    mse = ((pred.clamp(0, 1) - target) ** 2).flatten(1).mean(1)
+    return -10.0 * torch.log10(mse.clamp_min(1e-10))
