@@ -372,17 +372,49 @@ extern "C" __global__ void splat_normalise(const long long n_dst, const int C, c
     for (int ch = 0; ch < C; ++ch) o[(long long)ch * hw] = a[ch] * inv;
 }
 
-// One thread per source pixel: gathers the output gradient at its four targets.
-// For normalised kinds, out_t = A_t / D_t, so dL/dA_t = g_t / D_t and
-// dL/dD_t = -sum_c g_t[c] out_t[c] / D_t; a source's contribution to A_t is e * x and to D_t is e.
-extern "C" __global__ void splat_backward(const long long n_src, const int C, const int H, const int W,
+// Per target pixel: packs what a source needs from it into one channels-last row of CP
+// values: for normalised kinds out_t = A_t / D_t, so row[c] = dL/dA_t[c] = g_t[c] / D_t and
+// row[C] = dL/dD_t = -sum_c g_t[c] out_t[c] / D_t (0 where the eps guard blocks it);
+// for sum, row[c] = g_t[c]. Reading one row instead of 2C scattered values is the point.
+extern "C" __global__ void splat_backward_pack(const long long n_dst, const int C, const int CP, const int H, const int W,
+                                               const scalar_t* __restrict__ grad_out,
+                                               const scalar_t* __restrict__ out,
+                                               const scalar_t* __restrict__ den,
+                                               scalar_t* __restrict__ packed) {
+    const long long dst = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (dst >= n_dst) return;
+    const long long hw = (long long)H * W;
+    const long long n = dst / hw;
+    const long long t = dst - n * hw;
+    const scalar_t* g = grad_out + n * C * hw + t;
+    scalar_t* row = packed + dst * CP;
+#if KIND == KIND_SUM
+    for (int ch = 0; ch < C; ++ch) row[ch] = g[(long long)ch * hw];
+    for (int ch = C; ch < CP; ++ch) row[ch] = 0;
+#else
+    const scalar_t d = den[dst];
+    const scalar_t inv = (scalar_t)1 / fabs(d);
+    const scalar_t* o = out + n * C * hw + t;
+    scalar_t gd = 0;
+    for (int ch = 0; ch < C; ++ch) {
+        const scalar_t gv = g[(long long)ch * hw] * inv;
+        row[ch] = gv;
+        gd -= gv * o[(long long)ch * hw];
+    }
+    row[C] = d > 0 ? gd : (scalar_t)0;
+    for (int ch = C + 1; ch < CP; ++ch) row[ch] = 0;
+#endif
+}
+
+// One thread per source pixel: gathers the packed rows of its four targets.
+// A source adds e * x to A_t and e to D_t (e = weight * factor), so with row = packed[t]:
+// dL/dx[c] = sum_k e_k row_k[c], and G_k = sum_c x[c] row_k[c] + row_k[C] is dL/de_k.
+extern "C" __global__ void splat_backward(const long long n_src, const int C, const int CP, const int H, const int W,
                                           const scalar_t* __restrict__ input,
                                           const scalar_t* __restrict__ flow,
                                           const scalar_t* __restrict__ metric,
                                           const scalar_t* __restrict__ zmax,
-                                          const scalar_t* __restrict__ grad_out,
-                                          const scalar_t* __restrict__ out,
-                                          const scalar_t* __restrict__ den,
+                                          const scalar_t* __restrict__ packed,
                                           scalar_t* __restrict__ grad_input,
                                           scalar_t* __restrict__ grad_flow,
                                           scalar_t* __restrict__ grad_metric) {
@@ -403,56 +435,59 @@ extern "C" __global__ void splat_backward(const long long n_src, const int C, co
 #endif
         return;
     }
-    scalar_t f[4], inv[4], gsum[4];
-    bool den_grad[4];
-    long long toff[4];
+    scalar_t f[4], e[4], gsum[4];
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
         gsum[k] = 0;
-        f[k] = 0;
-        inv[k] = 0;
-        den_grad[k] = false;
-        toff[k] = 0;
-        if (c.target[k] < 0) continue;
-        f[k] = factor_of(src, c.target[k], metric, zmax);
-        const long long tn = c.target[k] / hw;
-        toff[k] = tn * C * hw + (c.target[k] - tn * hw);
-#if KIND == KIND_SUM
-        inv[k] = 1;
-#else
-        const scalar_t d = den[c.target[k]];
-        inv[k] = (scalar_t)1 / fabs(d);
-        den_grad[k] = d > 0;
-#endif
+        f[k] = c.target[k] >= 0 ? factor_of(src, c.target[k], metric, zmax) : (scalar_t)0;
+        e[k] = c.weight[k] * f[k];
     }
     const scalar_t* in = input + n * C * hw + s;
-    for (int ch = 0; ch < C; ++ch) {
-        const scalar_t xv = in[(long long)ch * hw];
+    const int channels = (KIND == KIND_SUM) ? C : C + 1;
+#if VEC4
+    for (int c0 = 0; c0 < channels; c0 += 4) {
+        float xv[4], gx[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const int ch = c0 + j;
+            xv[j] = ch < C ? in[(long long)ch * hw] : (ch == C ? 1.0f : 0.0f);
+        }
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            if (c.target[k] < 0) continue;
+            const float4 r = *(const float4*)(packed + c.target[k] * CP + c0);
+            gx[0] += e[k] * r.x; gx[1] += e[k] * r.y; gx[2] += e[k] * r.z; gx[3] += e[k] * r.w;
+            gsum[k] += xv[0] * r.x + xv[1] * r.y + xv[2] * r.z + xv[3] * r.w;
+        }
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            if (c0 + j < C) gin[(long long)(c0 + j) * hw] = gx[j];
+        }
+    }
+#else
+    for (int ch = 0; ch < channels; ++ch) {
+        const scalar_t xv = ch < C ? in[(long long)ch * hw] : (scalar_t)1;
         scalar_t gx = 0;
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
             if (c.target[k] < 0) continue;
-            const scalar_t g = grad_out[toff[k] + (long long)ch * hw];
-            gx += c.weight[k] * f[k] * g * inv[k];
-#if KIND == KIND_SUM
-            gsum[k] += g * xv;
-#else
-            gsum[k] += g * (xv - (den_grad[k] ? out[toff[k] + (long long)ch * hw] : (scalar_t)0));
-#endif
+            const scalar_t r = packed[c.target[k] * CP + ch];
+            gx += e[k] * r;
+            gsum[k] += xv * r;
         }
-        gin[(long long)ch * hw] = gx;
+        if (ch < C) gin[(long long)ch * hw] = gx;
     }
+#endif
     scalar_t gu = 0, gv = 0, gm = 0;
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
         if (c.target[k] < 0) continue;
-        const scalar_t G = gsum[k] * inv[k];
-        gu += c.dwdu[k] * f[k] * G;
-        gv += c.dwdv[k] * f[k] * G;
+        gu += c.dwdu[k] * f[k] * gsum[k];
+        gv += c.dwdv[k] * f[k] * gsum[k];
 #if KIND == KIND_LINEAR
-        gm += c.weight[k] * G;
+        gm += c.weight[k] * gsum[k];
 #elif KIND == KIND_SOFT
-        gm += c.weight[k] * f[k] * G;
+        gm += e[k] * gsum[k];
 #endif
     }
     grad_flow[(n * 2) * hw + s] = gu;
@@ -498,16 +533,27 @@ def _module(device_index: int, dtype: torch.dtype, kind: str, eps_mode: str):
             f"#define EPS_MODE {_EPS_MODES.index(eps_mode)}\n#define VEC4 {int(vec4)}\n"
         )
         module = cupy.RawModule(code=defines + _CUDA_SOURCE, options=("-std=c++17",))
-        names = ("zmax_kernel", "splat_forward", "splat_normalise", "splat_backward")
+        names = ("zmax_kernel", "splat_forward", "splat_normalise", "splat_backward_pack", "splat_backward")
         kernels = {name: module.get_function(name) for name in names}
     return kernels, vec4
 
 
+@functools.lru_cache(maxsize=32)
+def _cupy_stream(stream_ptr: int, device_index: int):
+    """CuPy's view of a PyTorch stream, made once per stream (bounded)."""
+    import warnings
+
+    cupy = _cupy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return cupy.cuda.ExternalStream(stream_ptr, device_index)
+
+
 def _launch(kernel, count: int, args, device_index: int) -> None:
     cupy = _cupy()
-    stream = torch.cuda.current_stream(device_index)
+    stream = _cupy_stream(torch.cuda.current_stream(device_index).cuda_stream, device_index)
     blocks = (count + _THREADS - 1) // _THREADS
-    with cupy.cuda.Device(device_index), cupy.cuda.ExternalStream(stream.cuda_stream, device_index):
+    with cupy.cuda.Device(device_index), stream:
         kernel((blocks,), (_THREADS,), args)
 
 
@@ -561,20 +607,42 @@ def _cuda_backward_impl(grad_out: torch.Tensor, x: torch.Tensor, flow: torch.Ten
     n, c, h, w = x.shape
     acc_dtype = _acc_dtype(x, flow, metric)
     dev = x.device.index if x.device.index is not None else torch.cuda.current_device()
-    kernels, _ = _module(dev, acc_dtype, kind, eps_mode)
+    kernels, vec4 = _module(dev, acc_dtype, kind, eps_mode)
     xs = x.to(acc_dtype).contiguous()
     fl = flow.to(acc_dtype).contiguous()
     m = metric.to(acc_dtype).contiguous() if metric is not None else None
     g = grad_out.to(acc_dtype).contiguous()
     o = out.to(acc_dtype).contiguous()
+    n_src = n * h * w
+    channels = c if kind == "sum" else c + 1
+    cp = (channels + 3) // 4 * 4 if vec4 else channels
+    packed = torch.empty((n_src, cp), device=x.device, dtype=acc_dtype)
+    _launch(kernels["splat_backward_pack"], n_src,
+            (_i64(n_src), _i32(c), _i32(cp), _i32(h), _i32(w), _ptr(g), _ptr(o), _ptr(den), _ptr(packed)), dev)
     grad_x = torch.empty_like(xs)
     grad_flow = torch.empty_like(fl)
     grad_metric = torch.empty_like(m) if m is not None else None
-    n_src = n * h * w
     _launch(kernels["splat_backward"], n_src,
-            (_i64(n_src), _i32(c), _i32(h), _i32(w), _ptr(xs), _ptr(fl), _ptr(m), _ptr(zmax), _ptr(g),
-             _ptr(o), _ptr(den), _ptr(grad_x), _ptr(grad_flow), _ptr(grad_metric)), dev)
+            (_i64(n_src), _i32(c), _i32(cp), _i32(h), _i32(w), _ptr(xs), _ptr(fl), _ptr(m), _ptr(zmax),
+             _ptr(packed), _ptr(grad_x), _ptr(grad_flow), _ptr(grad_metric)), dev)
     return grad_x, grad_flow, grad_metric
+
+
+class _SplatFunction(torch.autograd.Function):
+    """Eager-mode autograd wrapper: the same kernels as the custom op, less dispatch overhead."""
+
+    @staticmethod
+    def forward(ctx, x, flow, metric, kind, eps_mode):
+        out, den, zmax = _cuda_forward_impl(x, flow, metric, kind, eps_mode)
+        ctx.kind, ctx.eps_mode, ctx.has_metric = kind, eps_mode, metric is not None
+        ctx.save_for_backward(x, flow, metric, out, den, zmax)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, flow, metric, out, den, zmax = ctx.saved_tensors
+        gx, gf, gm = _cuda_backward_impl(grad_out, x, flow, metric, out, den, zmax, ctx.kind, ctx.eps_mode)
+        return (gx.to(x.dtype), gf.to(flow.dtype), gm.to(metric.dtype) if ctx.has_metric else None, None, None)
 
 
 # torch.library registration, so that torch.compile sees one opaque op with a known shape.
@@ -645,9 +713,16 @@ def splat(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Tensor] = 
     _validate(x, flow, metric, kind)
     if x.numel() == 0:
         return x.new_zeros(x.shape)
-    if x.is_cuda and not torch.are_deterministic_algorithms_enabled() and _cupy() is not None:
-        return torch.ops.softsplat.splat_cuda(x, flow, metric, kind, eps_mode)[0]
+    if x.is_cuda and not torch.are_deterministic_algorithms_enabled() and _kernels_usable():
+        if torch.compiler.is_compiling():
+            return torch.ops.softsplat.splat_cuda(x, flow, metric, kind, eps_mode)[0]
+        return _SplatFunction.apply(x, flow, metric, kind, eps_mode)
     return _splat_torch(x, flow, metric, kind, eps_mode)
+
+
+@torch.compiler.assume_constant_result
+def _kernels_usable() -> bool:
+    return _cupy() is not None
 
 
 def softsplat(tenIn: torch.Tensor, tenFlow: torch.Tensor, tenMetric: Optional[torch.Tensor],

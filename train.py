@@ -48,6 +48,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--batch", type=int, default=None, help="override the config's per-GPU batch")
     p.add_argument("--crop", type=int, default=None, help="override the config's crop size")
     p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--lr", type=float, default=None, help="override the config's peak learning rate")
+    p.add_argument("--total-steps", type=int, default=None, help="override the cosine schedule's length")
     p.add_argument("--max-clips", type=int, default=None, help="use only the first N training clips (smoke tests)")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
     return p.parse_args(argv)
@@ -93,7 +95,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         config = TrainConfig(**saved)
         net_config = NetworkConfig.from_dict(json.loads((args.resume / "config.json").read_text()))
         step = json.loads((args.resume / "progress.json").read_text())["step"]
-    overrides = {k: v for k, v in (("batch", args.batch), ("crop", args.crop), ("seed", args.seed)) if v is not None}
+    overrides = {k: v for k, v in (("batch", args.batch), ("crop", args.crop), ("seed", args.seed),
+                                   ("lr", args.lr), ("total_steps", args.total_steps)) if v is not None}
     config = dataclasses.replace(config, **overrides)
 
     torch.manual_seed(config.seed + 1000 * rank + step)
@@ -111,6 +114,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                                  generator=torch.Generator().manual_seed(1234))
     val_batches = [val_sampler.batch(16) for _ in range(4)]  # fixed for the whole chunk
     if main_process:
+        blend = float(torch.cat([psnr((b["one"] + b["two"]) / 2, b["mid"]) for b in val_batches]).mean())
+        print(f"validation baseline: frame blend {blend:.2f} dB", flush=True)
         frames = sum(c.frames.shape[0] for c in train_clips)
         print(f"data: {len(train_clips)} training clips ({frames} frames), {len(val_clips)} validation clips, "
               f"decoded in {time.time() - t0:.1f}s", flush=True)
@@ -196,11 +201,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         if n_syn:
             gt = torch.cat([parts[1]["flow_fwd"], parts[1]["flow_bwd"]], 0)
             n = config.batch
+            # end-point error in each level's own pixel units, so coarse levels don't dominate
             for level_flow in pyramid:
                 est = torch.cat([level_flow[n_real:n], level_flow[n + n_real:]], 0).float()
                 target = resize_flow(gt, est.shape[2:])
-                loss_flow = loss_flow + (est - target).abs().sum(1).mean() * (gt.shape[2] / est.shape[2])
-            loss = loss + config.flow_loss_weight * loss_flow / len(pyramid)
+                loss_flow = loss_flow + (est - target).norm(dim=1).mean()
+            loss_flow = loss_flow / len(pyramid)
+            loss = loss + config.flow_loss_weight * loss_flow
         optim.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)

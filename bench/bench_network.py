@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.timing import cuda_time_ms  # noqa: E402
 from model import Network, load_weights  # noqa: E402
 from model.network import count_parameters  # noqa: E402
+from model.runtime import GraphedNetwork  # noqa: E402
 
 SIZES = {"720p": (720, 1280), "1080p": (1080, 1920), "4K": (2160, 3840)}
 
@@ -47,6 +48,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--sizes", nargs="+", default=list(SIZES))
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--profile", action="store_true", help="print the top CUDA kernels at the first size")
     args = p.parse_args(argv)
     if not torch.cuda.is_available():
         print("error: this benchmark needs a CUDA GPU", file=sys.stderr)
@@ -61,6 +63,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         one = torch.rand(1, 3, h, w, device=device)
         two = torch.rand(1, 3, h, w, device=device)
         row = {"size": name, "gflops": gflops(net, h, w)}
+        graphed = GraphedNetwork(net, one.shape, [0.5], torch.bfloat16)
+        row["bf16_graph_x2_ms"] = cuda_time_ms(lambda: graphed(one, two), repeats=args.repeats)
+        graphed8 = GraphedNetwork(net, one.shape, [i / 8 for i in range(1, 8)], torch.bfloat16)
+        row["bf16_graph_x8_ms"] = cuda_time_ms(lambda: graphed8(one, two), repeats=args.repeats)
+        del graphed, graphed8
         for mode in ("fp32", "bf16", "bf16_cl"):
             model = net.to(memory_format=torch.channels_last) if mode == "bf16_cl" else net
             a = one.contiguous(memory_format=torch.channels_last) if mode == "bf16_cl" else one
@@ -73,12 +80,23 @@ def main(argv: Optional[List[str]] = None) -> int:
             net.to(memory_format=torch.contiguous_format)
         rows.append(row)
         print(json.dumps(row), flush=True)
+        if args.profile and len(rows) == 1:
+            from torch.profiler import ProfilerActivity, profile
+
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+                    for _ in range(3):
+                        net(one, two, [0.5])
+                torch.cuda.synchronize()
+            print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=25, max_name_column_width=60))
         torch.cuda.empty_cache()
-    print("\n| size | GFLOPs | fp32 ms | bf16 ms | bf16 channels_last ms | 7 frames (x8) bf16 ms |")
-    print("|---|---|---|---|---|---|")
+    print("\n| size | GFLOPs | fp32 ms | bf16 ms | bf16 channels_last ms | bf16 CUDA graph ms "
+          "| 7 frames (x8) bf16 ms | 7 frames (x8) bf16 CUDA graph ms |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['size']} | {r['gflops']:.0f} | {r['fp32_x2_ms']:.2f} | {r['bf16_x2_ms']:.2f} | "
-              f"{r['bf16_cl_x2_ms']:.2f} | {r['bf16_x8_ms']:.2f} |")
+              f"{r['bf16_cl_x2_ms']:.2f} | {r['bf16_graph_x2_ms']:.2f} | {r['bf16_x8_ms']:.2f} | "
+              f"{r['bf16_graph_x8_ms']:.2f} |")
     if args.json:
         args.json.write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows}, indent=2))
     return 0

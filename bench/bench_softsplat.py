@@ -30,7 +30,19 @@ PUBLISHED = {(1, 3, 1080, 1920): (0.696, 1.371), (1, 3, 2160, 3840): (1.631, 3.9
              (1, 97, 270, 480): (0.928, 1.780), (8, 33, 256, 256): (0.923, 2.216)}
 
 
-def run(dtype: torch.dtype, repeats: int, with_torch: bool) -> List[dict]:
+def load_variant(path: Optional[Path]):
+    """The operator module to time: softsplat.py, or an older copy kept for comparison."""
+    if path is None:
+        return softsplat
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"softsplat_variant_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run(dtype: torch.dtype, repeats: int, with_torch: bool, op=softsplat) -> List[dict]:
     device = torch.device("cuda")
     bandwidth = copy_bandwidth_gbs(device)
     print(f"device: {torch.cuda.get_device_name()}, copy bandwidth {bandwidth / 1000:.2f} TB/s, dtype {dtype}")
@@ -44,9 +56,9 @@ def run(dtype: torch.dtype, repeats: int, with_torch: bool) -> List[dict]:
         size = torch.finfo(dtype).bits // 8
         floor_ms = size * n * h * w * (2 * c + 3) / (bandwidth * 1e9) * 1e3
         row = {"shape": "x".join(map(str, shape)), "floor_ms": floor_ms}
-        paths = [("cuda", lambda a, b, m: softsplat.splat(a, b, m, "soft"))]
+        paths = [("cuda", lambda a, b, m: op.splat(a, b, m, "soft"))]
         if with_torch:
-            paths.append(("torch", lambda a, b, m: softsplat._splat_torch(a, b, m, "soft", "addeps")))
+            paths.append(("torch", lambda a, b, m: op._splat_torch(a, b, m, "soft", "addeps")))
         for name, fn in paths:
             row[f"{name}_fwd_ms"] = cuda_time_ms(lambda: fn(x, flow, metric), repeats=repeats)
             xg, fg, mg = (t.clone().requires_grad_() for t in (x, flow, metric))
@@ -90,12 +102,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--repeats", type=int, default=30)
     p.add_argument("--no-torch", action="store_true", help="skip the (slow) PyTorch path")
     p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--module", type=Path, default=None, help="time another copy of softsplat.py (a variant)")
     args = p.parse_args(argv)
     if not torch.cuda.is_available():
         print("error: this benchmark needs a CUDA GPU", file=sys.stderr)
         return 2
     dtype = getattr(torch, args.dtype)
-    rows = run(dtype, args.repeats, not args.no_torch)
+    if args.module is not None:
+        print(f"variant: {args.module}")
+    rows = run(dtype, args.repeats, not args.no_torch, load_variant(args.module))
     print_table(rows, dtype)
     if args.json:
         args.json.write_text(json.dumps({"device": torch.cuda.get_device_name(), "dtype": args.dtype,

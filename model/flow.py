@@ -15,7 +15,7 @@ from torch import nn
 
 from .correlation import correlation
 from .layers import conv
-from .warp import backwarp
+from .warp import backwarp, resize_flow
 
 
 class Encoder(nn.Module):
@@ -88,8 +88,5 @@ class FlowEstimator(nn.Module):
             decoder = self.decoders[len(self.decoders) - 1 - i]
             flow = decoder(a, b, flow)
             pyramid.append(flow)
-        scale_y = size[0] / flow.shape[2]
-        scale_x = size[1] / flow.shape[3]
-        full = F.interpolate(flow, size=size, mode="bilinear", align_corners=False)
-        full = full * torch.tensor([scale_x, scale_y], device=full.device, dtype=full.dtype).view(1, 2, 1, 1)
+        full = resize_flow(flow, tuple(size))
         return full[:n], full[n:], pyramid

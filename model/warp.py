@@ -29,8 +29,8 @@ def resize_flow(flow: torch.Tensor, size: Tuple[int, int]) -> torch.Tensor:
     if (h, w) == tuple(size):
         return flow
     out = F.interpolate(flow, size=size, mode="bilinear", align_corners=False)
-    scale = torch.tensor([size[1] / w, size[0] / h], device=flow.device, dtype=flow.dtype).view(1, 2, 1, 1)
-    return out * scale
+    # scale by Python floats: no host-to-device copy, so this can run inside a CUDA graph
+    return torch.cat([out[:, :1] * (size[1] / w), out[:, 1:] * (size[0] / h)], 1)
 
 
 class InputPadder:

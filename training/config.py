@@ -24,14 +24,14 @@ VALIDATION_CLIPS: Tuple[str, ...] = (
 @dataclass(frozen=True)
 class TrainConfig:
     seed: int = 0
-    batch: int = 16  # per GPU
+    batch: int = 32  # per GPU
     crop: int = 256
     lr: float = 3e-4
     weight_decay: float = 1e-3
     warmup: int = 1000
     total_steps: int = 60000  # the cosine schedule spans this many steps, across chunks
-    synthetic_share: float = 0.25  # fraction of each batch from synthetic layered motion
-    flow_loss_weight: float = 0.01
+    synthetic_share: float = 0.3  # fraction of each batch from synthetic layered motion
+    flow_loss_weight: float = 0.05
     census_weight: float = 1.0
     max_gap: int = 4
     bf16: bool = True
