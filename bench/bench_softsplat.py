@@ -78,6 +78,26 @@ def run(dtype: torch.dtype, repeats: int, with_torch: bool, op=softsplat) -> Lis
     return rows
 
 
+def profile_kernels(op, dtype: torch.dtype) -> None:
+    """Where forward+backward spends its GPU time, kernel by kernel."""
+    from torch.profiler import ProfilerActivity, profile
+
+    for shape in SHAPES[:3]:
+        n, c, h, w = shape
+        x = torch.rand(shape, device="cuda", dtype=dtype, requires_grad=True)
+        flow = (torch.randn(n, 2, h, w, device="cuda") * 8).to(dtype).requires_grad_()
+        metric = torch.randn(n, 1, h, w, device="cuda", dtype=dtype, requires_grad=True)
+        for _ in range(3):
+            op.splat(x, flow, metric, "soft").sum().backward()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(10):
+                op.splat(x, flow, metric, "soft").backward(torch.ones_like(x))
+            torch.cuda.synchronize()
+        print(f"\nkernels for {shape} (10 x forward+backward)")
+        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=12, max_name_column_width=50))
+
+
 def print_table(rows: List[dict], dtype: torch.dtype) -> None:
     with_torch = "torch_fwd_ms" in rows[0]
     head = "| shape | ours CUDA fwd | ours CUDA fwd+bwd | published fwd | published fwd+bwd | speed-up fwd | speed-up fwd+bwd |"
@@ -103,6 +123,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--no-torch", action="store_true", help="skip the (slow) PyTorch path")
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--module", type=Path, default=None, help="time another copy of softsplat.py (a variant)")
+    p.add_argument("--profile", action="store_true", help="per-kernel GPU times at the first two shapes")
     args = p.parse_args(argv)
     if not torch.cuda.is_available():
         print("error: this benchmark needs a CUDA GPU", file=sys.stderr)
@@ -110,7 +131,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     dtype = getattr(torch, args.dtype)
     if args.module is not None:
         print(f"variant: {args.module}")
-    rows = run(dtype, args.repeats, not args.no_torch, load_variant(args.module))
+    op = load_variant(args.module)
+    if args.profile:
+        profile_kernels(op, dtype)
+    rows = run(dtype, args.repeats, not args.no_torch, op)
     print_table(rows, dtype)
     if args.json:
         args.json.write_text(json.dumps({"device": torch.cuda.get_device_name(), "dtype": args.dtype,

@@ -1,21 +1,26 @@
 """Local correlation (cost volume) between two feature maps.
 
-``correlation(one, two, radius)`` returns N x (2r+1)^2 x H x W: for each pixel of
+``correlation(one, two, radius)`` returns N x (2r+1)^2 x H x W: for each pixel p of
 ``one`` the mean over channels of one(p) * two(p + d), for displacements d with
-|dx|, |dy| <= r, in row-major order of (dy, dx). Runs in PyTorch on any device and
-dtype (fp32, fp16, bf16): one batched reduction per vertical offset, over a strided
-view of the horizontal offsets, so temporaries are (2r+1) times a feature map.
+|dx|, |dy| <= r, in row-major order of (dy, dx); ``two`` is zero outside the frame.
+
+CPU (and the reference): PyTorch, one batched reduction per vertical offset over a
+strided view of the horizontal offsets. CUDA: a CuPy kernel, one thread per pixel
+holding all (2r+1)^2 sums in registers, with its own backward; fp16/bf16 inputs
+are computed in float32 and returned in their dtype.
 """
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.nn.functional as F
 
+import softsplat
 
-def correlation(one: torch.Tensor, two: torch.Tensor, radius: int = 3) -> torch.Tensor:
-    if one.shape != two.shape:
-        raise ValueError(f"correlation needs equal shapes, got {tuple(one.shape)} and {tuple(two.shape)}")
+
+def correlation_torch(one: torch.Tensor, two: torch.Tensor, radius: int = 3) -> torch.Tensor:
     _, c, h, w = one.shape
     padded = F.pad(two, (radius, radius, radius, radius))
     size = 2 * radius + 1
@@ -25,3 +30,162 @@ def correlation(one: torch.Tensor, two: torch.Tensor, radius: int = 3) -> torch.
         windows = band.unfold(3, w, 1)  # N x C x H x size x W, a view
         rows.append(torch.einsum("nchw,nchjw->njhw", one, windows))
     return torch.cat(rows, 1) / c
+
+
+_SOURCE = r"""
+extern "C" __global__ void correlation_forward(const long long n_pix, const int C, const int H, const int W,
+                                               const float* __restrict__ one, const float* __restrict__ two,
+                                               float* __restrict__ out) {
+    const long long pix = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (pix >= n_pix) return;
+    const long long hw = (long long)H * W;
+    const long long n = pix / hw;
+    const long long p = pix - n * hw;
+    const int y = (int)(p / W);
+    const int x = (int)(p - (long long)y * W);
+    float acc[SIZE * SIZE];
+#pragma unroll
+    for (int d = 0; d < SIZE * SIZE; ++d) acc[d] = 0.0f;
+    const float* a = one + n * C * hw + p;
+    const float* b = two + n * C * hw;
+    for (int c = 0; c < C; ++c) {
+        const float av = a[(long long)c * hw];
+        const float* bc = b + (long long)c * hw;
+#pragma unroll
+        for (int dy = 0; dy < SIZE; ++dy) {
+            const int yy = y + dy - RADIUS;
+#pragma unroll
+            for (int dx = 0; dx < SIZE; ++dx) {
+                const int xx = x + dx - RADIUS;
+                if (yy >= 0 && yy < H && xx >= 0 && xx < W) acc[dy * SIZE + dx] += av * bc[(long long)yy * W + xx];
+            }
+        }
+    }
+    const float inv = 1.0f / (float)C;
+    float* o = out + n * (long long)(SIZE * SIZE) * hw + p;
+#pragma unroll
+    for (int d = 0; d < SIZE * SIZE; ++d) o[(long long)d * hw] = acc[d] * inv;
+}
+
+// grad_one(p) = sum_d g_d(p) two(p + d) / C
+extern "C" __global__ void correlation_backward_one(const long long n_pix, const int C, const int H, const int W,
+                                                    const float* __restrict__ two, const float* __restrict__ grad,
+                                                    float* __restrict__ grad_one) {
+    const long long pix = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (pix >= n_pix) return;
+    const long long hw = (long long)H * W;
+    const long long n = pix / hw;
+    const long long p = pix - n * hw;
+    const int y = (int)(p / W);
+    const int x = (int)(p - (long long)y * W);
+    const float inv = 1.0f / (float)C;
+    const float* g = grad + n * (long long)(SIZE * SIZE) * hw + p;
+    float gp[SIZE * SIZE];
+#pragma unroll
+    for (int d = 0; d < SIZE * SIZE; ++d) gp[d] = g[(long long)d * hw] * inv;
+    const float* b = two + n * C * hw;
+    for (int c = 0; c < C; ++c) {
+        const float* bc = b + (long long)c * hw;
+        float s = 0.0f;
+#pragma unroll
+        for (int dy = 0; dy < SIZE; ++dy) {
+            const int yy = y + dy - RADIUS;
+#pragma unroll
+            for (int dx = 0; dx < SIZE; ++dx) {
+                const int xx = x + dx - RADIUS;
+                if (yy >= 0 && yy < H && xx >= 0 && xx < W) s += gp[dy * SIZE + dx] * bc[(long long)yy * W + xx];
+            }
+        }
+        grad_one[n * C * hw + (long long)c * hw + p] = s;
+    }
+}
+
+// grad_two(q) = sum_d g_d(q - d) one(q - d) / C
+extern "C" __global__ void correlation_backward_two(const long long n_pix, const int C, const int H, const int W,
+                                                    const float* __restrict__ one, const float* __restrict__ grad,
+                                                    float* __restrict__ grad_two) {
+    const long long pix = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (pix >= n_pix) return;
+    const long long hw = (long long)H * W;
+    const long long n = pix / hw;
+    const long long q = pix - n * hw;
+    const int y = (int)(q / W);
+    const int x = (int)(q - (long long)y * W);
+    const float inv = 1.0f / (float)C;
+    const float* g = grad + n * (long long)(SIZE * SIZE) * hw;
+    const float* a = one + n * C * hw;
+    for (int c = 0; c < C; ++c) {
+        const float* ac = a + (long long)c * hw;
+        float s = 0.0f;
+#pragma unroll
+        for (int dy = 0; dy < SIZE; ++dy) {
+            const int yy = y - dy + RADIUS;
+#pragma unroll
+            for (int dx = 0; dx < SIZE; ++dx) {
+                const int xx = x - dx + RADIUS;
+                if (yy >= 0 && yy < H && xx >= 0 && xx < W) {
+                    const long long src = (long long)yy * W + xx;
+                    s += g[(long long)(dy * SIZE + dx) * hw + src] * ac[src];
+                }
+            }
+        }
+        grad_two[n * C * hw + (long long)c * hw + q] = s * inv;
+    }
+}
+"""
+
+
+@functools.lru_cache(maxsize=16)
+def _kernels(device_index: int, radius: int):
+    cupy = softsplat._cupy()
+    size = 2 * radius + 1
+    with cupy.cuda.Device(device_index):
+        module = cupy.RawModule(code=f"#define RADIUS {radius}\n#define SIZE {size}\n" + _SOURCE,
+                                options=("-std=c++17",))
+        return tuple(module.get_function(name) for name in
+                     ("correlation_forward", "correlation_backward_one", "correlation_backward_two"))
+
+
+class _CorrelationFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, one, two, radius):
+        n, c, h, w = one.shape
+        dev = one.device.index if one.device.index is not None else torch.cuda.current_device()
+        a = one.float().contiguous()
+        b = two.float().contiguous()
+        out = torch.empty((n, (2 * radius + 1) ** 2, h, w), device=one.device, dtype=torch.float32)
+        forward, _, _ = _kernels(dev, radius)
+        count = n * h * w
+        sizes = (softsplat._i64(count), softsplat._i32(c), softsplat._i32(h), softsplat._i32(w))
+        softsplat._launch(forward, count, sizes + (softsplat._ptr(a), softsplat._ptr(b), softsplat._ptr(out)), dev)
+        ctx.save_for_backward(a, b)
+        ctx.radius, ctx.dtypes = radius, (one.dtype, two.dtype)
+        return out.to(one.dtype)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        n, c, h, w = a.shape
+        dev = a.device.index
+        g = grad.float().contiguous()
+        grad_one = torch.empty_like(a)
+        grad_two = torch.empty_like(b)
+        _, backward_one, backward_two = _kernels(dev, ctx.radius)
+        count = n * h * w
+        sizes = (softsplat._i64(count), softsplat._i32(c), softsplat._i32(h), softsplat._i32(w))
+        softsplat._launch(backward_one, count, sizes + (softsplat._ptr(b), softsplat._ptr(g),
+                                                         softsplat._ptr(grad_one)), dev)
+        softsplat._launch(backward_two, count, sizes + (softsplat._ptr(a), softsplat._ptr(g),
+                                                         softsplat._ptr(grad_two)), dev)
+        return grad_one.to(ctx.dtypes[0]), grad_two.to(ctx.dtypes[1]), None
+
+
+def correlation(one: torch.Tensor, two: torch.Tensor, radius: int = 3) -> torch.Tensor:
+    if one.shape != two.shape:
+        raise ValueError(f"correlation needs equal shapes, got {tuple(one.shape)} and {tuple(two.shape)}")
+    if one.dim() != 4:
+        raise ValueError(f"correlation needs N x C x H x W tensors, got shape {tuple(one.shape)}")
+    if (one.is_cuda and not torch.compiler.is_compiling() and softsplat._kernels_usable()
+            and not torch.are_deterministic_algorithms_enabled()):
+        return _CorrelationFunction.apply(one, two, radius)
+    return correlation_torch(one, two, radius)

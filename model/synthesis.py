@@ -45,7 +45,11 @@ def _splat_pyramid(image: torch.Tensor, feats: Sequence[torch.Tensor], flow: tor
         h, w = feat.shape[2:]
         scale = h / flow.shape[2]
         f = F.interpolate(flow, size=(h, w), mode="bilinear", align_corners=False) * scale
-        m = F.adaptive_avg_pool2d(metric, (h, w))
+        factor = metric.shape[2] // h
+        if metric.shape[2] == h * factor and metric.shape[3] == w * factor:
+            m = F.avg_pool2d(metric, factor)  # much faster than the adaptive kernel on CUDA
+        else:
+            m = F.adaptive_avg_pool2d(metric, (h, w))
         out.append(softsplat.splat(feat, f, m, "soft"))
     return out
 

@@ -1,0 +1,78 @@
+"""Middlebury interpolation benchmark (the published protocol).
+
+    python benchmark_middlebury.py --data ../shared/data/middlebury [--json out.json]
+
+For every ``<Sequence>/frame10.png, frame11.png, frame10i11.png`` the middle frame
+is interpolated at native resolution, rounded to uint8, and scored with
+scikit-image's PSNR and SSIM (data_range 255) against frame10i11.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import numpy as np
+import torch
+
+
+def evaluate(net, data: Path, autocast_dtype: Optional[torch.dtype] = None, progress: bool = True) -> Dict:
+    """Per-sequence and mean PSNR/SSIM of ``net`` on a Middlebury-style folder."""
+    from skimage.metrics import peak_signal_noise_ratio, structural_similarity
+
+    from media.images import read_image
+    from model.inference import interpolate
+
+    sequences = sorted(p for p in data.iterdir() if (p / "frame10i11.png").is_file())
+    if not sequences:
+        raise ValueError(f"no <Sequence>/frame10i11.png under {data}: pass --data pointing at the Middlebury folder")
+    rows = []
+    for seq in sequences:
+        one, _, _ = read_image(seq / "frame10.png")
+        two, _, _ = read_image(seq / "frame11.png")
+        truth = np.rint(read_image(seq / "frame10i11.png")[0] * 255).astype(np.uint8)
+        start = time.time()
+        mid = interpolate(net, one, two, [0.5], autocast_dtype)[0]
+        seconds = time.time() - start
+        estimate = np.clip(np.rint(mid * 255.0), 0, 255).astype(np.uint8)
+        psnr = peak_signal_noise_ratio(truth, estimate, data_range=255)
+        ssim = structural_similarity(truth, estimate, data_range=255, channel_axis=2)
+        rows.append({"sequence": seq.name, "psnr": float(psnr), "ssim": float(ssim), "seconds": seconds})
+        if progress:
+            print(f"{seq.name:12s} PSNR {psnr:6.2f}  SSIM {ssim:.4f}  ({seconds:.2f}s)", flush=True)
+    return {"sequences": rows, "psnr": float(np.mean([r["psnr"] for r in rows])),
+            "ssim": float(np.mean([r["ssim"] for r in rows]))}
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    p = argparse.ArgumentParser(description="Middlebury benchmark (PSNR/SSIM on uint8 output).",
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--data", type=Path, default=Path("middlebury"), help="folder of <Sequence>/frame10.png, ...")
+    p.add_argument("--weights", type=Path, default=Path(__file__).resolve().parent / "weights" / "network.safetensors")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    p.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
+    p.add_argument("--json", type=Path, default=None, help="also write the results as JSON")
+    args = p.parse_args(argv)
+    from media.images import ImageError
+    from model.weights import WeightsError, load_weights
+    from run import resolve_device
+
+    try:
+        net = load_weights(args.weights, resolve_device(args.device))
+        result = evaluate(net, args.data, torch.bfloat16 if args.bf16 else None)
+    except (ImageError, WeightsError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    result.update(weights=str(args.weights), device=str(next(net.parameters()).device))
+    print(f"mean         PSNR {result['psnr']:6.2f}  SSIM {result['ssim']:.4f}")
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Reading and writing images (and, later, videos). Never imports the model."""

@@ -1,0 +1,155 @@
+"""Interpolate between two images with softmax splatting.
+
+    python run.py --one images/one.png --two images/two.png --out mid.png
+    python run.py --one a.png --two b.png --time 0.25 0.5 0.75 --out out-{i}.png
+
+Python API: ``run.interpolate_files(...)``, ``model.inference.interpolate(net, one, two, times)``
+and the published ``run.estimate(tenOne, tenTwo, fltTimes)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+import torch
+
+ROOT = Path(__file__).resolve().parent
+DEFAULT_WEIGHTS = ROOT / "weights" / "network.safetensors"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description="Video frame interpolation with softmax splatting.",
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--one", type=Path, help="first frame (png/jpg/bmp/tif/webp; 8/16-bit; gray, RGB or RGBA)")
+    p.add_argument("--two", type=Path, help="second frame, same size as --one")
+    p.add_argument("--out", type=Path, help="output image; with several --time values use {i} or {t} in the name")
+    p.add_argument("--time", type=float, nargs="+", default=[0.5], help="time(s) of the output frame(s), 0 < t < 1")
+    p.add_argument("--model", default="network", help="name of a weights file in weights/ (without .safetensors)")
+    p.add_argument("--weights", type=Path, default=None, help="path of a weights file; overrides --model")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    precision = p.add_mutually_exclusive_group()
+    precision.add_argument("--fp16", action="store_true", help="float16 autocast (CUDA)")
+    precision.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
+    p.add_argument("--flow-scale", type=float, default=1.0,
+                   help="estimate flow at this fraction of the resolution (e.g. 0.5 for 4K)")
+    return p
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError as exc:
+        raise ValueError(f"--device {name!r} is not a device: use auto, cpu, cuda or cuda:N") from exc
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError("--device cuda asked for, but no CUDA GPU is available: use --device cpu")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise ValueError(f"--device {name}: only {torch.cuda.device_count()} CUDA device(s) here")
+    elif device.type != "cpu":
+        raise ValueError(f"--device {name!r}: use auto, cpu, cuda or cuda:N")
+    return device
+
+
+@functools.lru_cache(maxsize=4)
+def load_network(weights: Path, device: torch.device):
+    """The network for ``weights`` on ``device`` (cached: one load per file and device)."""
+    from model.weights import load_weights
+
+    return load_weights(weights, device)
+
+
+def weights_path(model: str, weights: Optional[Path]) -> Path:
+    if weights is not None:
+        return weights
+    return ROOT / "weights" / f"{model}.safetensors"
+
+
+def output_paths(out: Path, times: Sequence[float]) -> List[Path]:
+    name = str(out)
+    if len(times) == 1 and "{" not in name:
+        return [out]
+    if "{i}" not in name and "{t}" not in name:
+        name = str(out.with_name(f"{out.stem}-{{i}}{out.suffix}"))
+    paths = [Path(name.format(i=i, t=f"{t:.3f}")) for i, t in enumerate(times)]
+    if len(set(paths)) != len(paths):
+        raise ValueError(f"--out {out} gives the same file name for several times: use {{i}} or {{t}}")
+    return paths
+
+
+def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = (0.5,),
+                      weights: Path = DEFAULT_WEIGHTS, device: str = "auto",
+                      autocast_dtype: Optional[torch.dtype] = None, flow_scale: float = 1.0) -> List[Path]:
+    """Read two images, interpolate, write one image per t. Returns the written paths."""
+    from media.images import check_writable, read_image, write_image
+    from model.inference import interpolate
+
+    for t in times:
+        if not 0.0 < t < 1.0:
+            raise ValueError(f"--time {t}: times must lie strictly between 0 and 1")
+    if not 0.0 < flow_scale <= 1.0:
+        raise ValueError(f"--flow-scale {flow_scale}: use a value in (0, 1]")
+    paths = output_paths(out, times)
+    for path in paths:
+        check_writable(path)
+    rgb_one, alpha_one, depth_one = read_image(one)
+    rgb_two, alpha_two, depth_two = read_image(two)
+    if rgb_one.shape != rgb_two.shape:
+        raise ValueError(f"frames differ in size: {one} is {rgb_one.shape[1]}x{rgb_one.shape[0]}, "
+                         f"{two} is {rgb_two.shape[1]}x{rgb_two.shape[0]}")
+    net = load_network(Path(weights), resolve_device(device))
+    frames = interpolate(net, rgb_one, rgb_two, times, autocast_dtype, flow_scale)
+    depth = max(depth_one, depth_two)
+    for path, t, frame in zip(paths, times, frames):
+        alpha = None
+        if alpha_one is not None or alpha_two is not None:
+            # alpha is blended linearly in time
+            a = alpha_one if alpha_one is not None else 1.0
+            b = alpha_two if alpha_two is not None else 1.0
+            alpha = (1.0 - t) * a + t * b
+        write_image(path, frame, alpha, depth)
+    return paths
+
+
+def estimate(tenOne: torch.Tensor, tenTwo: torch.Tensor, fltTimes: Sequence[float] = (0.5,)) -> List[torch.Tensor]:
+    """The published API: 3 x H x W float tensors in [0, 1], BGR; returns 3 x H x W CPU tensors, BGR."""
+    from model.inference import interpolate
+
+    for name, ten in (("tenOne", tenOne), ("tenTwo", tenTwo)):
+        if not isinstance(ten, torch.Tensor) or ten.dim() != 3 or ten.shape[0] != 3:
+            raise ValueError(f"{name} must be a 3 x H x W tensor (BGR, values in [0, 1])")
+    net = load_network(DEFAULT_WEIGHTS, resolve_device("auto"))
+    outs = interpolate(net, tenOne.flip(0), tenTwo.flip(0), list(fltTimes))
+    return [o.flip(0).cpu() for o in outs]
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.one is None or args.two is None or args.out is None:
+        parser.error("--one, --two and --out are required")
+    from media.images import ImageError
+    from model.weights import WeightsError
+
+    autocast = torch.float16 if args.fp16 else torch.bfloat16 if args.bf16 else None
+    try:
+        paths = interpolate_files(args.one, args.two, args.out, args.time,
+                                  weights_path(args.model, args.weights), args.device, autocast, args.flow_scale)
+    except (ImageError, WeightsError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    for path in paths:
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

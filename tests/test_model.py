@@ -1,0 +1,144 @@
+"""The network's parts on the CPU, and the CUDA correlation against the PyTorch one."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from model import Network, NetworkConfig, load_weights, save_weights
+from model.correlation import correlation, correlation_torch
+from model.warp import InputPadder, backwarp, resize_flow
+from model.weights import WeightsError
+
+
+def _naive_correlation(one, two, radius):
+    _, c, h, w = one.shape
+    padded = F.pad(two, (radius,) * 4)
+    size = 2 * radius + 1
+    return torch.stack([(one * padded[:, :, dy:dy + h, dx:dx + w]).mean(1)
+                        for dy in range(size) for dx in range(size)], 1)
+
+
+def test_correlation_matches_naive_loop():
+    g = torch.Generator().manual_seed(0)
+    one, two = torch.randn(2, 2, 5, 9, 11, generator=g, dtype=torch.float64)
+    torch.testing.assert_close(correlation(one, two, 3), _naive_correlation(one, two, 3))
+    torch.testing.assert_close(correlation(one, two, 2), _naive_correlation(one, two, 2))
+
+
+def test_correlation_rejects_mismatched_shapes():
+    with pytest.raises(ValueError, match="equal shapes"):
+        correlation(torch.rand(1, 4, 8, 8), torch.rand(1, 4, 8, 9))
+
+
+def test_padder_round_trip_and_odd_sizes():
+    x = torch.rand(1, 3, 37, 53)
+    padder = InputPadder(x.shape, 32)
+    (padded,) = padder.pad(x)
+    assert padded.shape[2] % 32 == 0 and padded.shape[3] % 32 == 0
+    assert torch.equal(padder.unpad(padded), x)
+
+
+def test_backwarp_integer_shift():
+    x = torch.rand(1, 3, 8, 10)
+    flow = torch.zeros(1, 2, 8, 10)
+    flow[:, 0] = 1.0
+    out = backwarp(x, flow)
+    torch.testing.assert_close(out[..., :-1], x[..., 1:])
+
+
+def test_resize_flow_scales_vectors():
+    flow = torch.ones(1, 2, 8, 8)
+    out = resize_flow(flow, (16, 32))
+    torch.testing.assert_close(out[:, 0], torch.full((1, 16, 32), 4.0))
+    torch.testing.assert_close(out[:, 1], torch.full((1, 16, 32), 2.0))
+
+
+def test_network_any_size_and_several_times():
+    torch.manual_seed(0)
+    net = Network().eval()
+    one, two = torch.rand(1, 3, 45, 67), torch.rand(1, 3, 45, 67)
+    with torch.no_grad():
+        outs = net(one, two, [0.25, 0.5, 0.75])
+    assert len(outs) == 3
+    for out in outs:
+        assert out.shape == one.shape
+        assert torch.isfinite(out).all()
+
+
+@pytest.mark.parametrize("bad_t", [0.0, 1.0, -0.5, 1.5])
+def test_network_rejects_times_outside_open_interval(bad_t):
+    net = Network().eval()
+    with pytest.raises(ValueError, match="strictly between 0 and 1"):
+        net(torch.rand(1, 3, 32, 32), torch.rand(1, 3, 32, 32), [bad_t])
+
+
+def test_network_rejects_mismatched_frames():
+    net = Network().eval()
+    with pytest.raises(ValueError, match="differ in size"):
+        net(torch.rand(1, 3, 32, 32), torch.rand(1, 3, 32, 48), [0.5])
+
+
+def test_weights_round_trip(tmp_path):
+    torch.manual_seed(0)
+    net = Network(NetworkConfig(full_width=8)).eval()
+    path = tmp_path / "w.safetensors"
+    save_weights(net, path, dtype=torch.float32)
+    loaded = load_weights(path)
+    assert loaded.config == net.config
+    for (k, a), (_, b) in zip(net.state_dict().items(), loaded.state_dict().items()):
+        assert torch.equal(a, b), k
+
+
+def test_weights_missing_and_corrupt(tmp_path):
+    with pytest.raises(WeightsError, match="not found"):
+        load_weights(tmp_path / "nope.safetensors")
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(b"not a weights file")
+    with pytest.raises(WeightsError, match="cannot read"):
+        load_weights(bad)
+
+
+def test_weights_that_do_not_fit(tmp_path):
+    from safetensors.torch import save_file
+    import json
+
+    path = tmp_path / "w.safetensors"
+    save_file({"encoder.levels.0.0.0.weight": torch.zeros(1)}, str(path),
+              metadata={"config": json.dumps(NetworkConfig().to_dict())})
+    with pytest.raises(WeightsError, match="does not fit"):
+        load_weights(path)
+
+
+# ---------------------------------------------------------------- CUDA ---
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("radius", [3, 2])
+def test_cuda_correlation_matches_pytorch(dtype, radius):
+    g = torch.Generator().manual_seed(1)
+    one, two = torch.randn(2, 2, 24, 33, 47, generator=g, dtype=torch.float64)
+    a = one.to("cuda", dtype).requires_grad_()
+    b = two.to("cuda", dtype).requires_grad_()
+    ra = one.clone().requires_grad_()
+    rb = two.clone().requires_grad_()
+    out = correlation(a, b, radius)
+    ref = correlation_torch(ra, rb, radius)
+    assert out.dtype == dtype
+    tol = 2e-2 if dtype != torch.float32 else 1e-4
+    torch.testing.assert_close(out.double().cpu(), ref, rtol=tol, atol=tol)
+    grad = torch.randn_like(ref)
+    out.backward(grad.to("cuda", dtype))
+    ref.backward(grad)
+    torch.testing.assert_close(a.grad.double().cpu(), ra.grad, rtol=tol * 5, atol=tol * 5)
+    torch.testing.assert_close(b.grad.double().cpu(), rb.grad, rtol=tol * 5, atol=tol * 5)
+
+
+@pytest.mark.cuda
+def test_cuda_network_matches_cpu():
+    torch.manual_seed(0)
+    net = Network().eval()
+    one, two = torch.rand(1, 3, 96, 128), torch.rand(1, 3, 96, 128)
+    with torch.no_grad():
+        cpu = net(one, two, [0.3])[0]
+        gpu = net.cuda()(one.cuda(), two.cuda(), [0.3])[0].cpu()
+    torch.testing.assert_close(gpu, cpu, rtol=5e-3, atol=5e-3)
