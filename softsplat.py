@@ -280,7 +280,7 @@ __device__ __forceinline__ scalar_t factor_of(long long src, long long target, c
 extern "C" __global__ void zmax_kernel(const long long n_src, const int H, const int W,
                                        const scalar_t* __restrict__ flow,
                                        const scalar_t* __restrict__ metric,
-                                       scalar_t* __restrict__ zmax) {
+                                       scalar_t* zmax) {
     const long long src = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (src >= n_src) return;
     Corners c;
@@ -288,7 +288,9 @@ extern "C" __global__ void zmax_kernel(const long long n_src, const int H, const
     const scalar_t m = metric[src];
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-        if (c.target[k] >= 0 && c.weight[k] > 0) atomic_max_scalar(zmax + c.target[k], m);
+        // a plain read first: most candidates are below the stored max, and an atomic costs
+        // far more than a load (a stale read only costs an unneeded atomic, never a wrong max)
+        if (c.target[k] >= 0 && c.weight[k] > 0 && m > zmax[c.target[k]]) atomic_max_scalar(zmax + c.target[k], m);
     }
 }
 
@@ -344,16 +346,23 @@ extern "C" __global__ void splat_forward(const long long n_src, const int C, con
 
 // acc (channels last) -> out (N x C x H x W), divided by the guarded weight. den gets the
 // guarded weight, negated where the guard blocks its gradient (zeroeps/clipeps).
+// A block's acc rows are one contiguous range: it is read coalesced into shared memory first.
 extern "C" __global__ void splat_normalise(const long long n_dst, const int C, const int CP, const int H, const int W,
                                            const scalar_t* __restrict__ acc,
                                            scalar_t* __restrict__ out,
                                            scalar_t* __restrict__ den) {
-    const long long dst = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    extern __shared__ unsigned char smem_raw[];
+    scalar_t* tile = (scalar_t*)smem_raw;
+    const long long base = (long long)blockIdx.x * blockDim.x;
+    const long long rows = min((long long)blockDim.x, n_dst - base);
+    for (long long i = threadIdx.x; i < rows * CP; i += blockDim.x) tile[i] = acc[base * CP + i];
+    __syncthreads();
+    const long long dst = base + threadIdx.x;
     if (dst >= n_dst) return;
     const long long hw = (long long)H * W;
     const long long n = dst / hw;
     const long long t = dst - n * hw;
-    const scalar_t* a = acc + dst * CP;
+    const scalar_t* a = tile + (long long)threadIdx.x * CP;
     scalar_t inv = 1;
 #if KIND != KIND_SUM
     scalar_t d = a[C];
@@ -381,29 +390,37 @@ extern "C" __global__ void splat_backward_pack(const long long n_dst, const int 
                                                const scalar_t* __restrict__ out,
                                                const scalar_t* __restrict__ den,
                                                scalar_t* __restrict__ packed) {
-    const long long dst = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (dst >= n_dst) return;
-    const long long hw = (long long)H * W;
-    const long long n = dst / hw;
-    const long long t = dst - n * hw;
-    const scalar_t* g = grad_out + n * C * hw + t;
-    scalar_t* row = packed + dst * CP;
+    // rows are built in shared memory, then the block's contiguous range is written coalesced
+    extern __shared__ unsigned char smem_raw[];
+    scalar_t* tile = (scalar_t*)smem_raw;
+    const long long base = (long long)blockIdx.x * blockDim.x;
+    const long long dst = base + threadIdx.x;
+    if (dst < n_dst) {
+        const long long hw = (long long)H * W;
+        const long long n = dst / hw;
+        const long long t = dst - n * hw;
+        const scalar_t* g = grad_out + n * C * hw + t;
+        scalar_t* row = tile + (long long)threadIdx.x * CP;
 #if KIND == KIND_SUM
-    for (int ch = 0; ch < C; ++ch) row[ch] = g[(long long)ch * hw];
-    for (int ch = C; ch < CP; ++ch) row[ch] = 0;
+        for (int ch = 0; ch < C; ++ch) row[ch] = g[(long long)ch * hw];
+        for (int ch = C; ch < CP; ++ch) row[ch] = 0;
 #else
-    const scalar_t d = den[dst];
-    const scalar_t inv = (scalar_t)1 / fabs(d);
-    const scalar_t* o = out + n * C * hw + t;
-    scalar_t gd = 0;
-    for (int ch = 0; ch < C; ++ch) {
-        const scalar_t gv = g[(long long)ch * hw] * inv;
-        row[ch] = gv;
-        gd -= gv * o[(long long)ch * hw];
-    }
-    row[C] = d > 0 ? gd : (scalar_t)0;
-    for (int ch = C + 1; ch < CP; ++ch) row[ch] = 0;
+        const scalar_t d = den[dst];
+        const scalar_t inv = (scalar_t)1 / fabs(d);
+        const scalar_t* o = out + n * C * hw + t;
+        scalar_t gd = 0;
+        for (int ch = 0; ch < C; ++ch) {
+            const scalar_t gv = g[(long long)ch * hw] * inv;
+            row[ch] = gv;
+            gd -= gv * o[(long long)ch * hw];
+        }
+        row[C] = d > 0 ? gd : (scalar_t)0;
+        for (int ch = C + 1; ch < CP; ++ch) row[ch] = 0;
 #endif
+    }
+    __syncthreads();
+    const long long rows = min((long long)blockDim.x, n_dst - base);
+    for (long long i = threadIdx.x; i < rows * CP; i += blockDim.x) packed[base * CP + i] = tile[i];
 }
 
 // One thread per source pixel: gathers the packed rows of its four targets.
@@ -549,12 +566,20 @@ def _cupy_stream(stream_ptr: int, device_index: int):
         return cupy.cuda.ExternalStream(stream_ptr, device_index)
 
 
-def _launch(kernel, count: int, args, device_index: int) -> None:
+def _launch(kernel, count: int, args, device_index: int, threads: int = _THREADS, shared_mem: int = 0) -> None:
     cupy = _cupy()
     stream = _cupy_stream(torch.cuda.current_stream(device_index).cuda_stream, device_index)
-    blocks = (count + _THREADS - 1) // _THREADS
+    blocks = (count + threads - 1) // threads
     with cupy.cuda.Device(device_index), stream:
-        kernel((blocks,), (_THREADS,), args)
+        kernel((blocks,), (threads,), args, shared_mem=shared_mem)
+
+
+def _tile_launch(row_bytes: int) -> Tuple[int, int]:
+    """Threads per block and shared memory for kernels that stage one row per thread."""
+    threads = _THREADS
+    while threads > 32 and threads * row_bytes > 32768:
+        threads //= 2
+    return threads, threads * row_bytes
 
 
 def _ptr(t: Optional[torch.Tensor]):
@@ -596,8 +621,9 @@ def _cuda_forward_impl(x: torch.Tensor, flow: torch.Tensor, metric: Optional[tor
             (_i64(n_src), _i32(c), _i32(cp), _i32(h), _i32(w), _ptr(xs), _ptr(fl), _ptr(m), _ptr(zmax), _ptr(acc)), dev)
     out = torch.empty((n, c, h, w), device=x.device, dtype=acc_dtype)
     den = torch.empty((n, 1, h, w) if kind != "sum" else (0,), device=x.device, dtype=acc_dtype)
+    threads, smem = _tile_launch(cp * acc.element_size())
     _launch(kernels["splat_normalise"], n_src,
-            (_i64(n_src), _i32(c), _i32(cp), _i32(h), _i32(w), _ptr(acc), _ptr(out), _ptr(den)), dev)
+            (_i64(n_src), _i32(c), _i32(cp), _i32(h), _i32(w), _ptr(acc), _ptr(out), _ptr(den)), dev, threads, smem)
     return out.to(x.dtype), den, zmax
 
 
@@ -617,8 +643,10 @@ def _cuda_backward_impl(grad_out: torch.Tensor, x: torch.Tensor, flow: torch.Ten
     channels = c if kind == "sum" else c + 1
     cp = (channels + 3) // 4 * 4 if vec4 else channels
     packed = torch.empty((n_src, cp), device=x.device, dtype=acc_dtype)
+    threads, smem = _tile_launch(cp * packed.element_size())
     _launch(kernels["splat_backward_pack"], n_src,
-            (_i64(n_src), _i32(c), _i32(cp), _i32(h), _i32(w), _ptr(g), _ptr(o), _ptr(den), _ptr(packed)), dev)
+            (_i64(n_src), _i32(c), _i32(cp), _i32(h), _i32(w), _ptr(g), _ptr(o), _ptr(den), _ptr(packed)), dev,
+            threads, smem)
     grad_x = torch.empty_like(xs)
     grad_flow = torch.empty_like(fl)
     grad_metric = torch.empty_like(m) if m is not None else None
