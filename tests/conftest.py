@@ -9,10 +9,6 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "cuda: needs a CUDA GPU (and CuPy for the fast paths)")
-    config.addinivalue_line("markers", "slow: takes more than a few seconds")
-
 
 def pytest_collection_modifyitems(config, items):
     if torch.cuda.is_available():

@@ -1,0 +1,159 @@
+"""Xiph benchmark (the SoftSplat paper's protocol).
+
+    python benchmark_xiph.py --data xiph/ [--download] [--json out.json]
+
+Eight Netflix 4K clips from media.xiph.org, first 100 frames; every even frame is
+interpolated from its two neighbours and scored (scikit-image PSNR/SSIM on uint8).
+Two variants: 'resized' (frames resized to 2048x1080 with INTER_AREA) and
+'cropped' (the centre 2048x1080). ``--data`` holds ``<clip>.y4m`` files or
+``<clip>/`` folders of frames (png, sorted by name). Nothing is downloaded unless
+``--download`` is given, which needs the ffmpeg program and a network connection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Tuple
+
+import numpy as np
+import torch
+
+CLIPS = ("BoxingPractice", "Crosswalk", "DrivingPOV", "FoodMarket", "FoodMarket2", "RitualDance",
+         "SquareAndTimelapse", "Tango")
+URL = "https://media.xiph.org/video/derf/ElFuente/Netflix_{}_4096x2160_60fps_10bit_420.y4m"
+
+
+def download(data: Path, clips, frames: int) -> None:
+    """Fetch the first ``frames`` frames of each missing clip with ffmpeg (only when asked)."""
+    ffmpeg = shutil.which("ffmpeg")
+    if ffmpeg is None:
+        raise ValueError("--download needs the ffmpeg program on PATH (e.g. apt-get install ffmpeg)")
+    data.mkdir(parents=True, exist_ok=True)
+    for name in clips:
+        target = data / f"{name}.y4m"
+        if target.exists():
+            continue
+        tmp = target.with_name(target.name + ".part")
+        cmd = [ffmpeg, "-y", "-loglevel", "error", "-i", URL.format(name), "-frames:v", str(frames),
+               "-f", "yuv4mpegpipe", "-pix_fmt", "yuv420p10le", str(tmp)]
+        print(f"downloading {name} ...", flush=True)
+        if subprocess.run(cmd).returncode != 0:
+            tmp.unlink(missing_ok=True)
+            raise ValueError(f"ffmpeg could not fetch {URL.format(name)}")
+        tmp.replace(target)
+
+
+def frames_of(source: Path, limit: int) -> Iterator[np.ndarray]:
+    from media.images import read_image
+    from media.y4m import read_y4m
+
+    if source.suffix == ".y4m":
+        yield from read_y4m(source, limit)
+        return
+    files = sorted(p for p in source.iterdir() if p.suffix.lower() in (".png", ".tif", ".tiff", ".bmp"))
+    for path in files[:limit]:
+        yield read_image(path)[0]
+
+
+def variant(frame: np.ndarray, kind: str, size: Tuple[int, int]) -> np.ndarray:
+    import cv2
+
+    w, h = size
+    if kind == "resized":
+        return cv2.resize(frame, (w, h), interpolation=cv2.INTER_AREA)
+    fh, fw = frame.shape[:2]
+    if fh < h or fw < w:
+        raise ValueError(f"a {fw}x{fh} frame is smaller than the {w}x{h} crop")
+    top, left = (fh - h) // 2, (fw - w) // 2
+    return frame[top:top + h, left:left + w]
+
+
+def evaluate_clip(net, source: Path, kinds, size, limit: int, autocast_dtype=None) -> Dict[str, Dict]:
+    from skimage.metrics import peak_signal_noise_ratio, structural_similarity
+
+    from model.inference import interpolate
+
+    scores = {k: {"psnr": [], "ssim": []} for k in kinds}
+    window: List[Dict[str, np.ndarray]] = []
+    for index, frame in enumerate(frames_of(source, limit)):
+        window.append({k: variant(frame, k, size) for k in kinds})
+        window = window[-3:]
+        # frame index-1 is even and has both neighbours: interpolate it from them
+        if len(window) == 3 and (index - 1) % 2 == 0:
+            for k in kinds:
+                mid = interpolate(net, window[0][k], window[2][k], [0.5], autocast_dtype)[0]
+                est = np.clip(np.rint(mid * 255.0), 0, 255).astype(np.uint8)
+                truth = np.clip(np.rint(window[1][k] * 255.0), 0, 255).astype(np.uint8)
+                scores[k]["psnr"].append(peak_signal_noise_ratio(truth, est, data_range=255))
+                scores[k]["ssim"].append(structural_similarity(truth, est, data_range=255, channel_axis=2))
+    if not scores[kinds[0]]["psnr"]:
+        raise ValueError(f"{source}: fewer than 3 frames, nothing to interpolate")
+    return {k: {"psnr": float(np.mean(v["psnr"])), "ssim": float(np.mean(v["ssim"])), "frames": len(v["psnr"])}
+            for k, v in scores.items()}
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    p = argparse.ArgumentParser(description="Xiph benchmark (resized and cropped 2K).",
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--data", type=Path, default=Path("xiph"), help="folder of <clip>.y4m or <clip>/ frame folders")
+    p.add_argument("--clips", nargs="+", default=None, help="clip names (default: all found, or the 8 with --download)")
+    p.add_argument("--download", action="store_true", help="fetch missing clips with ffmpeg (needs a network)")
+    p.add_argument("--frames", type=int, default=100, help="frames read from each clip")
+    p.add_argument("--variants", nargs="+", default=["resized", "cropped"], choices=["resized", "cropped"])
+    p.add_argument("--size", default="2048x1080", help="WxH of the resized frames and of the centre crop")
+    p.add_argument("--weights", type=Path, default=Path(__file__).resolve().parent / "weights" / "network.safetensors")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--bf16", action="store_true")
+    p.add_argument("--json", type=Path, default=None)
+    args = p.parse_args(argv)
+    from media.images import ImageError
+    from media.y4m import Y4MError
+    from model.weights import WeightsError, load_weights
+    from run import resolve_device
+
+    try:
+        size = tuple(int(v) for v in args.size.lower().split("x"))
+        if len(size) != 2 or min(size) < 1:
+            raise ValueError
+    except ValueError:
+        print(f"error: --size {args.size!r}: use WxH, e.g. 2048x1080", file=sys.stderr)
+        return 2
+    try:
+        if args.download:
+            download(args.data, args.clips or CLIPS, args.frames)
+        if not args.data.is_dir():
+            raise ValueError(f"{args.data} does not exist: pass --data, or --download to fetch the clips")
+        names = args.clips or sorted({p.stem for p in args.data.iterdir() if p.suffix == ".y4m" or p.is_dir()})
+        sources = []
+        for name in names:
+            y4m, folder = args.data / f"{name}.y4m", args.data / name
+            if not (y4m.is_file() or folder.is_dir()):
+                raise ValueError(f"clip {name} not found in {args.data} (as {name}.y4m or {name}/)")
+            sources.append(y4m if y4m.is_file() else folder)
+        if not sources:
+            raise ValueError(f"no clips in {args.data}: expected <clip>.y4m files or <clip>/ folders")
+        net = load_weights(args.weights, resolve_device(args.device))
+        results = {}
+        for source in sources:
+            results[source.stem] = evaluate_clip(net, source, args.variants, size, args.frames,
+                                                 torch.bfloat16 if args.bf16 else None)
+            line = "  ".join(f"{k} PSNR {v['psnr']:.2f} SSIM {v['ssim']:.4f}" for k, v in results[source.stem].items())
+            print(f"{source.stem:20s} {line}", flush=True)
+    except (ImageError, Y4MError, WeightsError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    means = {k: {m: float(np.mean([r[k][m] for r in results.values()])) for m in ("psnr", "ssim")}
+             for k in args.variants}
+    print("mean                 " + "  ".join(f"{k} PSNR {v['psnr']:.2f} SSIM {v['ssim']:.4f}" for k, v in means.items()))
+    if args.json:
+        args.json.write_text(json.dumps({"clips": results, "mean": means, "weights": str(args.weights)}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

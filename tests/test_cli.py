@@ -1,0 +1,179 @@
+"""run.py and benchmark_middlebury.py end to end on small generated images, on the CPU."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+import torch
+
+import benchmark_middlebury
+import run
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _pair(tmp_path, h=37, w=53, channels=3, dtype=np.uint8, suffix=".png"):
+    rng = np.random.default_rng(0)
+    top = 255 if dtype == np.uint8 else 65535
+    base = rng.integers(0, top, size=(h, w + 4, channels) if channels > 1 else (h, w + 4), dtype=dtype)
+    base = cv2.GaussianBlur(base, (5, 5), 0)
+    one, two = tmp_path / f"one{suffix}", tmp_path / f"two{suffix}"
+    cv2.imwrite(str(one), base[:, :w])
+    cv2.imwrite(str(two), base[:, 4:])
+    return one, two
+
+
+def _run(args, capsys):
+    code = run.main([str(a) for a in args] + ["--device", "cpu"])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_pair_gives_frame_of_same_size(tmp_path, capsys):
+    one, two = _pair(tmp_path)
+    out = tmp_path / "mid.png"
+    code, stdout, _ = _run(["--one", one, "--two", two, "--out", out], capsys)
+    assert code == 0 and "wrote" in stdout
+    img = cv2.imread(str(out), cv2.IMREAD_UNCHANGED)
+    assert img.shape == (37, 53, 3) and img.dtype == np.uint8
+    assert not list(tmp_path.glob(".tmp-*"))
+
+
+def test_several_times_and_name_pattern(tmp_path, capsys):
+    one, two = _pair(tmp_path)
+    code, _, _ = _run(["--one", one, "--two", two, "--out", tmp_path / "f_{i}.png", "--time", 0.25, 0.5, 0.75], capsys)
+    assert code == 0
+    assert sorted(p.name for p in tmp_path.glob("f_*.png")) == ["f_0.png", "f_1.png", "f_2.png"]
+
+
+def test_16_bit_rgba_and_gray_inputs(tmp_path, capsys):
+    one, two = _pair(tmp_path, channels=4, dtype=np.uint16)
+    out = tmp_path / "mid16.png"
+    assert _run(["--one", one, "--two", two, "--out", out], capsys)[0] == 0
+    img = cv2.imread(str(out), cv2.IMREAD_UNCHANGED)
+    assert img.dtype == np.uint16 and img.shape[2] == 4
+    gray_dir = tmp_path / "gray"
+    gray_dir.mkdir()
+    one, two = _pair(gray_dir, channels=1)
+    assert _run(["--one", one, "--two", two, "--out", gray_dir / "mid.jpg"], capsys)[0] == 0
+
+
+def test_identical_frames_interpolate_to_nearly_the_frame(tmp_path, capsys):
+    one, _ = _pair(tmp_path)
+    out = tmp_path / "same.png"
+    assert _run(["--one", one, "--two", one, "--out", out], capsys)[0] == 0
+    a = cv2.imread(str(one)).astype(np.float32)
+    b = cv2.imread(str(out)).astype(np.float32)
+    # trained weights: no motion means no change, up to a few grey levels
+    assert np.abs(a - b).mean() < 4.0
+
+
+@pytest.mark.parametrize("case", ["missing", "corrupt", "sizes", "empty_file", "out_folder", "in_ext", "out_ext",
+                                  "bad_time", "bad_device"])
+def test_user_errors_exit_cleanly(tmp_path, capsys, case):
+    one, two = _pair(tmp_path)
+    out = tmp_path / "mid.png"
+    args = ["--one", one, "--two", two, "--out", out]
+    if case == "missing":
+        args[1] = tmp_path / "nope.png"
+    elif case == "corrupt":
+        bad = tmp_path / "bad.png"
+        bad.write_bytes(b"\x89PNG not really")
+        args[1] = bad
+    elif case == "sizes":
+        other = tmp_path / "other.png"
+        cv2.imwrite(str(other), np.zeros((20, 30, 3), np.uint8))
+        args[3] = other
+    elif case == "empty_file":
+        empty = tmp_path / "empty.png"
+        empty.write_bytes(b"")
+        args[1] = empty
+    elif case == "out_folder":
+        out = tmp_path / "no" / "such" / "mid.png"
+        args[5] = out
+    elif case == "in_ext":
+        weird = tmp_path / "one.xyz"
+        shutil.copy(one, weird)
+        args[1] = weird
+    elif case == "out_ext":
+        out = tmp_path / "mid.xyz"
+        args[5] = out
+    elif case == "bad_time":
+        args += ["--time", "1.5"]
+    elif case == "bad_device":
+        args += ["--device", "tpu"]
+    code = run.main([str(a) for a in args] + ([] if case == "bad_device" else ["--device", "cpu"]))
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err
+    assert not out.exists()
+    assert not list(out.parent.glob(".tmp-*")) if out.parent.exists() else True
+
+
+def test_cli_subprocess_reports_one_line_and_no_traceback(tmp_path):
+    proc = subprocess.run([sys.executable, str(ROOT / "run.py"), "--one", str(tmp_path / "a.png"), "--two",
+                           str(tmp_path / "b.png"), "--out", str(tmp_path / "c.png"), "--device", "cpu"],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: ") and "Traceback" not in proc.stderr
+
+
+def test_importing_run_has_no_side_effects():
+    proc = subprocess.run([sys.executable, "-c", "import run, sys; print(sorted(m for m in sys.modules if m.startswith('model')))"],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0 and proc.stdout.strip() == "[]"
+
+
+def test_published_estimate_api():
+    g = torch.Generator().manual_seed(0)
+    one = torch.rand(3, 33, 47, generator=g)
+    outs = run.estimate(one, one.roll(2, dims=2), [0.3, 0.7])
+    assert len(outs) == 2
+    for out in outs:
+        assert out.shape == (3, 33, 47) and out.device.type == "cpu"
+        assert 0.0 <= float(out.min()) and float(out.max()) <= 1.0
+
+
+def test_api_rejects_nan_and_empty():
+    from model.inference import interpolate
+
+    net = run.load_network(run.DEFAULT_WEIGHTS, torch.device("cpu"))
+    frame = np.zeros((16, 16, 3), np.float32)
+    with pytest.raises(ValueError, match="NaN"):
+        interpolate(net, frame * np.nan, frame)
+    with pytest.raises(ValueError, match="empty"):
+        interpolate(net, np.zeros((0, 16, 3), np.float32), np.zeros((0, 16, 3), np.float32))
+
+
+def test_middlebury_benchmark_on_two_sequences(tmp_path, shared_dir):
+    source = shared_dir / "data" / "middlebury"
+    if not source.is_dir():
+        pytest.fail(f"{source} is missing: the tests need ../shared/data/middlebury")
+    for name in ("RubberWhale", "Venus"):
+        shutil.copytree(source / name, tmp_path / "mb" / name)
+    out = tmp_path / "result.json"
+    assert benchmark_middlebury.main(["--data", str(tmp_path / "mb"), "--device", "cpu", "--json", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert [r["sequence"] for r in result["sequences"]] == ["RubberWhale", "Venus"]
+    # the committed weights beat a plain frame blend on both
+    blend = []
+    from skimage.metrics import peak_signal_noise_ratio
+
+    for name in ("RubberWhale", "Venus"):
+        a = cv2.imread(str(source / name / "frame10.png")).astype(np.float64)
+        b = cv2.imread(str(source / name / "frame11.png")).astype(np.float64)
+        truth = cv2.imread(str(source / name / "frame10i11.png"))
+        blend.append(peak_signal_noise_ratio(truth, np.rint((a + b) / 2).astype(np.uint8), data_range=255))
+    for row, base in zip(result["sequences"], blend):
+        assert row["psnr"] > base, (row, base)
+
+
+def test_middlebury_benchmark_bad_folder(tmp_path, capsys):
+    assert benchmark_middlebury.main(["--data", str(tmp_path), "--device", "cpu"]) == 2
+    assert "no <Sequence>/frame10i11.png" in capsys.readouterr().err
