@@ -58,11 +58,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--json", type=Path, default=None, help="also write the results as JSON")
     args = p.parse_args(argv)
     from media.images import ImageError
-    from model.weights import WeightsError, load_weights
+    from model.weights import WeightsError, load_any
     from run import resolve_device
 
     try:
-        net = load_weights(args.weights, resolve_device(args.device))
+        net = load_any(args.weights, resolve_device(args.device))
         result = evaluate(net, args.data, torch.bfloat16 if args.bf16 else None)
     except (ImageError, WeightsError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -113,7 +113,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = p.parse_args(argv)
     from media.images import ImageError
     from media.y4m import Y4MError
-    from model.weights import WeightsError, load_weights
+    from model.weights import WeightsError, load_any
     from run import resolve_device
 
     try:
@@ -137,7 +137,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             sources.append(y4m if y4m.is_file() else folder)
         if not sources:
             raise ValueError(f"no clips in {args.data}: expected <clip>.y4m files or <clip>/ folders")
-        net = load_weights(args.weights, resolve_device(args.device))
+        net = load_any(args.weights, resolve_device(args.device))
         results = {}
         for source in sources:
             results[source.stem] = evaluate_clip(net, source, args.variants, size, args.frames,

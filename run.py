@@ -29,7 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, help="output image; with several --time values use {i} or {t} in the name")
     p.add_argument("--time", type=float, nargs="+", default=[0.5], help="time(s) of the output frame(s), 0 < t < 1")
     p.add_argument("--model", default="network", help="name of a weights file in weights/ (without .safetensors)")
-    p.add_argument("--weights", type=Path, default=None, help="path of a weights file; overrides --model")
+    p.add_argument("--weights", type=Path, default=None,
+                   help="path of a weights file (.safetensors, or a published network-lf.pytorch); overrides --model")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     precision = p.add_mutually_exclusive_group()
     precision.add_argument("--fp16", action="store_true", help="float16 autocast (CUDA)")
@@ -59,9 +60,9 @@ def resolve_device(name: str) -> torch.device:
 @functools.lru_cache(maxsize=4)
 def load_network(weights: Path, device: torch.device):
     """The network for ``weights`` on ``device`` (cached: one load per file and device)."""
-    from model.weights import load_weights
+    from model.weights import load_any
 
-    return load_weights(weights, device)
+    return load_any(weights, device)
 
 
 def weights_path(model: str, weights: Optional[Path]) -> Path:

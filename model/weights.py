@@ -63,3 +63,15 @@ def load_weights(path: Union[str, Path], device: Union[str, torch.device] = "cpu
     except RuntimeError as exc:
         raise WeightsError(f"{path} does not fit the network: {str(exc).splitlines()[0]}") from exc
     return net.to(device).eval()
+
+
+PUBLISHED_SUFFIXES = (".pytorch", ".pth", ".pt")
+
+
+def load_any(path: Union[str, Path], device: Union[str, torch.device] = "cpu"):
+    """This project's safetensors weights, or a published checkpoint (by its suffix)."""
+    if Path(path).suffix in PUBLISHED_SUFFIXES:
+        from .published import load_published
+
+        return load_published(path, device)
+    return load_weights(path, device)

@@ -142,3 +142,50 @@ def test_cuda_network_matches_cpu():
         cpu = net(one, two, [0.3])[0]
         gpu = net.cuda()(one.cuda(), two.cuda(), [0.3])[0].cpu()
     torch.testing.assert_close(gpu, cpu, rtol=5e-3, atol=5e-3)
+
+
+# ------------------------------------------------------- published net ---
+
+def test_published_architecture_matches_committed_keys():
+    import json
+    from pathlib import Path
+
+    from model.published import PublishedNetwork
+
+    committed = json.loads((Path(__file__).resolve().parent.parent / "model" / "published_keys.json").read_text())
+    state = PublishedNetwork().state_dict()
+    assert sorted(state) == sorted(committed)
+    for key, shape in committed.items():
+        assert list(state[key].shape) == shape, key
+    # ../shared/ANCHORS.md measured the published network at 7.67 M parameters
+    total = sum(v.numel() for v in state.values())
+    assert round(total / 1e6, 2) == 7.67, total
+
+
+def test_published_checkpoint_loads_with_module_prefix(tmp_path):
+    from model.published import PublishedNetwork
+    from model.weights import load_any
+
+    torch.manual_seed(0)
+    net = PublishedNetwork().eval()
+    # the released files use 'module' where the class has 'net' (their run.py renames on load)
+    state = {k.replace("net", "module"): v for k, v in net.state_dict().items()}
+    assert "moduleFlow.moduleExtractor.moduleFirst.0.weight" in state
+    path = tmp_path / "network-lf.pytorch"
+    torch.save(state, path)
+    loaded = load_any(path)
+    one, two = torch.rand(1, 3, 33, 45), torch.rand(1, 3, 33, 45)
+    with torch.no_grad():
+        a = net(one, two, [0.5])[0]
+        b = loaded(one, two, [0.5])[0]
+    assert a.shape == one.shape
+    torch.testing.assert_close(a, b)
+
+
+def test_published_checkpoint_that_does_not_fit(tmp_path):
+    from model.weights import load_any
+
+    path = tmp_path / "network-x.pytorch"
+    torch.save({"moduleFlow.bogus": torch.zeros(1)}, path)
+    with pytest.raises(WeightsError, match="does not fit the published architecture"):
+        load_any(path)
