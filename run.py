@@ -2,6 +2,7 @@
 
     python run.py --one images/one.png --two images/two.png --out mid.png
     python run.py --one a.png --two b.png --time 0.25 0.5 0.75 --out out-{i}.png
+    python run.py --video in.mp4 --out out.mp4              # twice the frame rate, same duration
 
 Python API: ``run.interpolate_files(...)``, ``model.inference.interpolate(net, one, two, times)``
 and the published ``run.estimate(tenOne, tenTwo, fltTimes)``.
@@ -37,7 +38,49 @@ def build_parser() -> argparse.ArgumentParser:
     precision.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
     p.add_argument("--flow-scale", type=float, default=1.0,
                    help="estimate flow at this fraction of the resolution (e.g. 0.5 for 4K)")
+    v = p.add_argument_group("video and frame sequences")
+    v.add_argument("--video", type=Path, help="input video; --out is a video file (mp4/mkv/mov) or DIR/%%06d.png")
+    v.add_argument("--frames", type=Path, help="input folder of frames (sorted by name); --out DIR/%%06d.png")
+    v.add_argument("--input-fps", default="25", help="frame rate of --frames input")
+    v.add_argument("--factor", type=int, default=None, help="output frames per input frame (default 2)")
+    v.add_argument("--fps", default=None, help="output frame rate instead of --factor, e.g. 59.94 or 60000/1001")
+    v.add_argument("--slowmo", action="store_true", help="keep the frame rate, play --factor times slower (drops audio)")
+    v.add_argument("--scene-threshold", type=float, default=0.12,
+                   help="cut detection: mean grey difference (0-1) above which frames are not interpolated; 0 = off")
+    v.add_argument("--dedup", type=float, default=0.0, nargs="?", const=0.002,
+                   help="drop (near-)repeated input frames and interpolate across them; optional threshold")
+    v.add_argument("--crf", type=int, default=18, help="encoder quality (x264/x265 CRF, lower is better)")
+    v.add_argument("--codec", default="libx264", help="ffmpeg video encoder, e.g. libx264, libx265")
+    v.add_argument("--pix-fmt", default=None, help="output pixel format (default yuv420p, yuv420p10le for 10-bit input)")
+    v.add_argument("--segment-seconds", type=float, default=10.0, help="resume granularity of video output")
     return p
+
+
+def run_sequence(args) -> int:
+    """--video or --frames: stream through the network and report one summary line."""
+    from fractions import Fraction
+
+    from model.inference import interpolate
+    from pipeline.schedule import parse_rate
+    from pipeline.video import VideoOptions, interpolate_frames, interpolate_video
+
+    options = VideoOptions(factor=args.factor, fps=parse_rate(args.fps) if args.fps else None, slowmo=args.slowmo,
+                           scene_threshold=args.scene_threshold, dedup_threshold=args.dedup or 0.0,
+                           crf=args.crf, codec=args.codec, pix_fmt=args.pix_fmt,
+                           segment_seconds=args.segment_seconds)
+    weights = weights_path(args.model, args.weights)
+    net = load_network(Path(weights), resolve_device(args.device))
+    autocast = torch.float16 if args.fp16 else torch.bfloat16 if args.bf16 else None
+
+    def step(one, two, times):
+        return interpolate(net, one, two, times, autocast, args.flow_scale)
+
+    if args.video is not None:
+        stats = interpolate_video(args.video, args.out, step, options, weights_id=str(weights))
+    else:
+        stats = interpolate_frames(args.frames, str(args.out), parse_rate(args.input_fps), step, options)
+    print(f"wrote {args.out}: " + ", ".join(f"{k} {v}" for k, v in stats.items()))
+    return 0
 
 
 def resolve_device(name: str) -> torch.device:
@@ -132,10 +175,23 @@ def estimate(tenOne: torch.Tensor, tenTwo: torch.Tensor, fltTimes: Sequence[floa
 def main(argv: Optional[List[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.one is None or args.two is None or args.out is None:
-        parser.error("--one, --two and --out are required")
     from media.images import ImageError
+    from media.video import VideoError
     from model.weights import WeightsError
+
+    if args.video is not None or args.frames is not None:
+        if args.out is None or (args.video is not None and args.frames is not None):
+            parser.error("use --video IN or --frames DIR, with --out")
+        try:
+            return run_sequence(args)
+        except (VideoError, ImageError, WeightsError, ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            print("interrupted: run the same command again to resume", file=sys.stderr)
+            return 130
+    if args.one is None or args.two is None or args.out is None:
+        parser.error("--one, --two and --out are required (or --video/--frames with --out)")
 
     autocast = torch.float16 if args.fp16 else torch.bfloat16 if args.bf16 else None
     try:

@@ -1,0 +1,211 @@
+"""Video files through the ffmpeg program: probing, decoding, encoding and muxing.
+
+ffmpeg comes from the ``imageio-ffmpeg`` package (its bundled binary), or from PATH.
+Every call passes an argument list, never a shell string. Frames cross the pipes as
+raw RGB: uint8 (rgb24) for 8-bit sources, uint16 (rgb48le) for deeper ones, so 10-bit
+video stays 10-bit.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Iterator, List, Optional, Sequence, Union
+
+import numpy as np
+
+
+class VideoError(ValueError):
+    """A user-facing problem with a video file or with ffmpeg; the message says what to do."""
+
+
+def parse_rate(text: Union[str, float, Fraction]) -> Fraction:
+    """'59.94' -> 60000/1001, '23.976' -> 24000/1001, '30000/1001', '60' -> 60."""
+    try:
+        rate = Fraction(str(text))
+    except (ValueError, ZeroDivisionError):
+        raise ValueError(f"not a frame rate: {text!r} (use e.g. 60, 59.94 or 60000/1001)") from None
+    if rate <= 0:
+        raise ValueError(f"frame rate must be positive, got {text!r}")
+    if "." in str(text):
+        # decimal NTSC spellings (23.976, 29.97, 59.94) mean n * 1000/1001
+        ntsc = Fraction(round(rate * Fraction(1001, 1000)) * 1000, 1001)
+        if abs(ntsc - rate) < Fraction(1, 200) and ntsc.denominator == 1001:
+            return ntsc
+    return rate
+
+
+def ffmpeg_exe() -> str:
+    try:
+        import imageio_ffmpeg
+
+        return imageio_ffmpeg.get_ffmpeg_exe()
+    except Exception:
+        found = shutil.which("ffmpeg")
+        if found is None:
+            raise VideoError("ffmpeg is needed for video: pip install imageio-ffmpeg (bundles it) or install ffmpeg")
+        return found
+
+
+def _run(args: Sequence[str], what: str) -> subprocess.CompletedProcess:
+    proc = subprocess.run([ffmpeg_exe(), "-hide_banner", "-nostdin", *args], capture_output=True)
+    if proc.returncode != 0:
+        tail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
+        raise VideoError(f"{what} failed: {' | '.join(tail)}")
+    return proc
+
+
+@dataclass
+class VideoInfo:
+    path: Path
+    width: int
+    height: int
+    pts: List[Fraction]  # presentation time of every frame, seconds from the first, sorted
+    rate: Fraction  # frames per second (exact for constant-rate video)
+    bit_depth: int
+    has_audio: bool
+    has_subtitles: bool
+
+    @property
+    def frames(self) -> int:
+        return len(self.pts)
+
+    @property
+    def duration(self) -> Fraction:
+        return self.pts[-1] + 1 / self.rate if self.pts else Fraction(0)
+
+    @property
+    def variable_rate(self) -> bool:
+        if len(self.pts) < 3:
+            return False
+        step = 1 / self.rate
+        return any(abs((b - a) - step) > step / 4 for a, b in zip(self.pts[:-1], self.pts[1:]))
+
+
+def probe(path: Path) -> VideoInfo:
+    """Stream facts from ffmpeg's banner and per-packet timestamps (no decoding)."""
+    path = Path(path)
+    if not path.is_file():
+        raise VideoError(f"{path}: no such file")
+    banner = subprocess.run([ffmpeg_exe(), "-hide_banner", "-nostdin", "-i", str(path)], capture_output=True)
+    text = banner.stderr.decode("utf-8", "replace")
+    video = re.search(r"Stream #\d+:\d+.*?: Video: (.*)", text)
+    if video is None:
+        raise VideoError(f"{path}: no video stream found (corrupt or not a video)")
+    size = re.search(r", (\d{2,5})x(\d{2,5})", video.group(1))
+    if size is None:
+        raise VideoError(f"{path}: cannot read the frame size")
+    fmt = re.search(r"\b(yuv|rgb|gbr|gray|nv|bgr|p0)[a-z0-9]*", video.group(1))
+    depth_match = re.search(r"(?:p|le|be)?(10|12|16)(?:le|be)", fmt.group(0)) if fmt else None
+    bit_depth = int(depth_match.group(1)) if depth_match else 8
+    proc = subprocess.run([ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-i", str(path),
+                           "-map", "0:v:0", "-c", "copy", "-f", "framemd5", "-"], capture_output=True)
+    if proc.returncode != 0:
+        raise VideoError(f"{path}: cannot read its packets (corrupt?): "
+                         f"{proc.stderr.decode('utf-8', 'replace').strip().splitlines()[-1:]}")
+    lines = proc.stdout.decode("ascii", "replace").splitlines()
+    tb_line = next((l for l in lines if l.startswith("#tb 0:")), None)
+    if tb_line is None:
+        raise VideoError(f"{path}: no time base in the stream")
+    time_base = Fraction(tb_line.split(":", 1)[1].strip())
+    pts = sorted(int(l.split(",")[2]) for l in lines if l and not l.startswith("#"))
+    stamps = [(p - pts[0]) * time_base for p in pts] if pts else []
+    banner_rate = re.search(r", ([\d.]+) (?:fps|tbr)", video.group(1))
+    nominal = parse_rate(banner_rate.group(1)) if banner_rate else None
+    if len(stamps) >= 2 and stamps[-1] > 0:
+        # the mean spacing; the banner's (rounded, NTSC-aware) rate wins when it agrees, since
+        # some containers (mkv) round timestamps to milliseconds
+        mean = (len(stamps) - 1) / stamps[-1]
+        rate = nominal if nominal and abs(nominal - mean) < mean / 100 else mean.limit_denominator(1001)
+    else:
+        rate = nominal or Fraction(25)
+    return VideoInfo(path, int(size.group(1)), int(size.group(2)), stamps, rate, bit_depth,
+                     "Audio:" in text, "Subtitle:" in text)
+
+
+def read_frames(info: VideoInfo) -> Iterator[np.ndarray]:
+    """Decode every frame in presentation order as H x W x 3 uint8 (or uint16) RGB, one at a time."""
+    deep = info.bit_depth > 8
+    pix = "rgb48le" if deep else "rgb24"
+    frame_bytes = info.width * info.height * 3 * (2 if deep else 1)
+    proc = subprocess.Popen([ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-i", str(info.path),
+                             "-map", "0:v:0", "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", pix, "-"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        while True:
+            data = proc.stdout.read(frame_bytes)
+            if len(data) < frame_bytes:
+                break
+            frame = np.frombuffer(data, dtype="<u2" if deep else np.uint8)
+            yield frame.reshape(info.height, info.width, 3)
+    finally:
+        proc.stdout.close()
+        proc.kill()
+        proc.wait()
+
+
+class FrameWriter:
+    """Encodes RGB frames piped to ffmpeg into a video file (no audio)."""
+
+    def __init__(self, path: Path, width: int, height: int, rate: Fraction, bit_depth: int = 8,
+                 codec: str = "libx264", crf: int = 18, pix_fmt: Optional[str] = None) -> None:
+        deep = bit_depth > 8
+        self.dtype = np.dtype("<u2") if deep else np.dtype(np.uint8)
+        if pix_fmt is None:
+            # 4:2:0 needs even sizes; odd sizes keep full chroma rather than being cropped or padded
+            chroma = "yuv420p" if width % 2 == 0 and height % 2 == 0 else "yuv444p"
+            pix_fmt = chroma + ("10le" if deep else "")
+        args = [ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-y",
+                "-f", "rawvideo", "-pix_fmt", "rgb48le" if deep else "rgb24", "-s", f"{width}x{height}",
+                "-r", f"{rate.numerator}/{rate.denominator}", "-i", "-",
+                "-c:v", codec, "-pix_fmt", pix_fmt]
+        if codec in ("libx264", "libx265"):
+            args += ["-crf", str(crf), "-preset", "medium"]
+        args.append(str(path))
+        self.path = path
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def write(self, frame: np.ndarray) -> None:
+        try:
+            self.proc.stdin.write(np.ascontiguousarray(frame, dtype=self.dtype).tobytes())
+        except BrokenPipeError:
+            raise VideoError(f"ffmpeg stopped while writing {self.path}: {self._stderr()}")
+
+    def _stderr(self) -> str:
+        return self.proc.stderr.read().decode("utf-8", "replace").strip()[-300:]
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        if self.proc.wait() != 0:
+            raise VideoError(f"ffmpeg could not encode {self.path}: {self._stderr()}")
+
+    def abort(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def concat_and_mux(parts: Sequence[Path], source: Path, out: Path, with_audio: bool, with_subtitles: bool) -> None:
+    """Join encoded segments (stream copy) and copy the source's audio and subtitles alongside."""
+    listing = out.with_name(out.name + ".concat.txt")
+    listing.write_text("".join(f"file '{p.resolve().as_posix()}'\n" for p in parts))
+    try:
+        base = ["-y", "-loglevel", "error", "-f", "concat", "-safe", "0", "-i", str(listing)]
+        maps = ["-map", "0:v"]
+        if with_audio or with_subtitles:
+            base += ["-i", str(source)]
+            if with_audio:
+                maps += ["-map", "1:a?"]
+        try:
+            extra = ["-map", "1:s?"] if with_subtitles else []
+            _run(base + maps + extra + ["-c", "copy", str(out)], f"writing {out}")
+        except VideoError:
+            if not with_subtitles:
+                raise
+            # some containers cannot hold the source's subtitle format: keep video and audio
+            _run(base + maps + ["-c", "copy", str(out)], f"writing {out}")
+    finally:
+        listing.unlink(missing_ok=True)

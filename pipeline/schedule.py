@@ -1,0 +1,95 @@
+"""Which output frame comes from where: exact rational timestamps, no model, no I/O.
+
+Output frame j is shown at ``j / rate_out`` seconds (for slow motion, at
+``j / (factor * rate_in)`` seconds of input time). Between two consecutive anchor
+frames A (time ta) and B (time tb) it is A interpolated toward B with
+t = (T - ta) / (tb - ta); across a scene cut it is the nearer of A and B instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import List, Optional
+
+from media.video import parse_rate  # noqa: F401  (re-exported: the CLI parses --fps here)
+
+
+@dataclass(frozen=True)
+class Plan:
+    rate_out: Fraction  # frames per second of the output file
+    count: int  # output frames
+    step: Fraction  # input-time seconds between output frames
+
+    def time(self, j: int) -> Fraction:
+        return j * self.step
+
+
+def make_plan(duration: Fraction, rate_in: Fraction, factor: Optional[int] = None,
+              fps: Optional[Fraction] = None, slowmo: bool = False) -> Plan:
+    """Rate conversion keeps the duration (+-1 frame); slow motion keeps the rate and stretches time."""
+    if fps is not None and (factor is not None or slowmo):
+        raise ValueError("--fps sets the output rate: use it without --factor and --slowmo")
+    if fps is None and factor is None:
+        factor = 2
+    if factor is not None and factor < 1:
+        raise ValueError(f"--factor must be 1 or more, got {factor}")
+    if slowmo:
+        step = 1 / (rate_in * factor)
+        return Plan(rate_in, int(round(duration / step)), step)
+    rate_out = fps if fps is not None else rate_in * factor
+    return Plan(rate_out, int(round(duration * rate_out)), 1 / rate_out)
+
+
+@dataclass
+class Source:
+    """What output frame j is: a copy of an anchor, or an interpolation between two."""
+
+    kind: str  # "copy" or "interpolate"
+    t: float = 0.0
+    take_second: bool = False  # for copies: the later anchor (B) rather than A
+
+
+def source_between(time: Fraction, ta: Fraction, tb: Fraction, cut: bool, eps: Fraction = Fraction(1, 10**6)) -> Source:
+    """Output at ``time`` with ta <= time < tb."""
+    t = (time - ta) / (tb - ta)
+    if t <= eps:
+        return Source("copy")
+    if cut:
+        return Source("copy", take_second=t >= Fraction(1, 2))
+    if t >= 1 - eps:
+        return Source("copy", take_second=True)
+    return Source("interpolate", float(t))
+
+
+def scene_change(a_thumb, b_thumb, threshold: float) -> bool:
+    """Mean absolute difference of small grey thumbnails (values in [0, 1]) above ``threshold``."""
+    import numpy as np
+
+    return float(np.abs(a_thumb - b_thumb).mean()) > threshold
+
+
+def thumbnail(frame) -> "np.ndarray":
+    """64-wide grey thumbnail in [0, 1] of an H x W x 3 uint8/uint16 frame."""
+    import cv2
+    import numpy as np
+
+    scale = 65535.0 if frame.dtype == np.uint16 else 255.0
+    h, w = frame.shape[:2]
+    small = cv2.resize(frame, (64, max(1, round(64 * h / w))), interpolation=cv2.INTER_AREA).astype(np.float32)
+    return small.mean(axis=2) / scale
+
+
+def planned_sources(anchors: List[Fraction], cuts: List[bool], plan: Plan) -> List[tuple]:
+    """The whole schedule at once (for tests and dry runs): (j, anchor index, Source) per output frame."""
+    out = []
+    a = 0
+    for j in range(plan.count):
+        time = plan.time(j)
+        while a + 1 < len(anchors) and anchors[a + 1] <= time:
+            a += 1
+        if a + 1 < len(anchors):
+            out.append((j, a, source_between(time, anchors[a], anchors[a + 1], cuts[a])))
+        else:
+            out.append((j, a, Source("copy")))
+    return out

@@ -1,0 +1,239 @@
+"""Video (and frame-sequence) interpolation as a streaming, resumable job.
+
+Frames are decoded, interpolated and encoded one anchor pair at a time, so memory
+does not grow with the video. The output is encoded in segments under
+``<out>.work/``; an interrupted job rerun with the same command keeps the finished
+segments. The final file is assembled under a temporary name (segments joined,
+the source's audio and subtitles copied unchanged) and renamed when complete.
+The input is only ever read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+from dataclasses import asdict, dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from media.video import FrameWriter, VideoError, VideoInfo, concat_and_mux, probe, read_frames
+
+from .schedule import Plan, make_plan, scene_change, source_between, thumbnail
+
+
+@dataclass(frozen=True)
+class VideoOptions:
+    factor: Optional[int] = None
+    fps: Optional[Fraction] = None
+    slowmo: bool = False
+    scene_threshold: float = 0.12  # mean |difference| of grey thumbnails in [0, 1]; <= 0 disables
+    dedup_threshold: float = 0.0  # > 0: frames closer than this to the previous one are dropped
+    crf: int = 18
+    codec: str = "libx264"
+    pix_fmt: Optional[str] = None
+    segment_seconds: float = 10.0
+
+
+Interpolator = Callable[[np.ndarray, np.ndarray, Sequence[float]], List[np.ndarray]]
+
+
+def _to_float(frame: np.ndarray) -> np.ndarray:
+    scale = 65535.0 if frame.dtype == np.uint16 else 255.0
+    return frame.astype(np.float32) / scale
+
+
+def _to_int(frame: np.ndarray, dtype) -> np.ndarray:
+    scale = 65535.0 if dtype == np.uint16 else 255.0
+    return np.clip(np.rint(frame * scale), 0, scale).astype(dtype)
+
+
+@dataclass
+class _Anchor:
+    time: Fraction
+    frame: np.ndarray
+    thumb: np.ndarray
+
+
+def _anchors(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], dedup: float) -> Iterator[_Anchor]:
+    previous = None
+    for frame, time in zip(frames, stamps):
+        thumb = thumbnail(frame)
+        if previous is not None and dedup > 0 and float(np.abs(thumb - previous.thumb).mean()) < dedup:
+            continue  # a repeated frame: the interval stretches to the next distinct one
+        previous = _Anchor(time, frame, thumb)
+        yield previous
+
+
+def _output_frames(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpolator, threshold: float,
+                   skip: Callable[[int], bool], stats: dict) -> Iterator[Tuple[int, Optional[np.ndarray]]]:
+    """(j, frame) for every output frame in order; frame is None where ``skip(j)`` (already done)."""
+    j = 0
+    current = next(anchors, None)
+    if current is None:
+        return
+    for nxt in anchors:
+        cut = threshold > 0 and scene_change(current.thumb, nxt.thumb, threshold)
+        stats["cuts"] += int(cut)
+        pending = []
+        while j < plan.count and plan.time(j) < nxt.time:
+            pending.append((j, source_between(plan.time(j), current.time, nxt.time, cut)))
+            j += 1
+        ts = sorted({s.t for k, s in pending if s.kind == "interpolate" and not skip(k)})
+        made = {}
+        if ts:
+            outs = interpolate(_to_float(current.frame), _to_float(nxt.frame), ts)
+            made = {t: _to_int(o, current.frame.dtype) for t, o in zip(ts, outs)}
+            stats["interpolated"] += len(ts)
+        for k, source in pending:
+            if skip(k):
+                yield k, None
+            elif source.kind == "interpolate":
+                yield k, made[source.t]
+            else:
+                yield k, (nxt.frame if source.take_second else current.frame)
+        current = nxt
+    while j < plan.count:  # after the last frame: hold it
+        yield j, None if skip(j) else current.frame
+        j += 1
+
+
+def _job_key(info: VideoInfo, options: VideoOptions, weights: str) -> str:
+    stat = info.path.stat()
+    desc = {"input": str(info.path.resolve()), "size": stat.st_size, "mtime": stat.st_mtime_ns,
+            "options": {k: str(v) for k, v in asdict(options).items()}, "weights": weights}
+    return hashlib.sha256(json.dumps(desc, sort_keys=True).encode()).hexdigest()
+
+
+def interpolate_video(source: Path, out: Path, interpolate: Interpolator, options: VideoOptions,
+                      weights_id: str = "", progress: bool = True) -> dict:
+    """Interpolate a video file into ``out``; returns counts for the report line."""
+    from tqdm import tqdm
+
+    source, out = Path(source), Path(out)
+    if out.resolve() == source.resolve():
+        raise VideoError("--out must differ from the input: the input is never modified")
+    if not out.parent.is_dir():
+        raise VideoError(f"{out}: folder '{out.parent}' does not exist (create it first)")
+    if "%" not in out.name and out.suffix.lower() not in (".mp4", ".mkv", ".mov", ".webm", ".avi"):
+        raise VideoError(f"{out}: unsupported output extension '{out.suffix}' (mp4, mkv, mov, webm, avi, "
+                         f"or an image pattern such as frames/%06d.png)")
+    info = probe(source)
+    if info.frames == 0:
+        raise VideoError(f"{source}: the video has no frames")
+    plan = make_plan(info.duration, info.rate, options.factor, options.fps, options.slowmo)
+    if "%" in out.name:
+        return _video_to_images(info, str(out), plan, interpolate, options, progress)
+    per_segment = max(1, int(round(options.segment_seconds * plan.rate_out)))
+    work = out.with_name(out.name + ".work")
+    key = _job_key(info, options, weights_id)
+    job_file = work / "job.json"
+    if work.exists() and (not job_file.is_file() or json.loads(job_file.read_text()).get("key") != key):
+        shutil.rmtree(work)  # left by a different job: start over
+    work.mkdir(exist_ok=True)
+    job_file.write_text(json.dumps({"key": key}))
+    segments = (plan.count + per_segment - 1) // per_segment
+    seg_path = [work / f"seg_{s:05d}.mp4" for s in range(segments)]  # mp4: exact timestamps (mkv rounds to ms)
+    done = [p.is_file() for p in seg_path]
+    stats = {"cuts": 0, "interpolated": 0, "resumed_segments": sum(done)}
+    writer = None
+    current_segment = -1
+    bar = tqdm(total=plan.count, unit="frame", disable=not progress, desc=out.name, file=sys.stderr)
+    try:
+        anchors = _anchors(read_frames(info), info.pts, options.dedup_threshold)
+        skip = lambda k: done[k // per_segment]  # noqa: E731
+        for j, frame in _output_frames(anchors, plan, interpolate, options.scene_threshold, skip, stats):
+            segment = j // per_segment
+            if frame is not None:
+                if segment != current_segment:
+                    if writer is not None:
+                        _finish(writer, seg_path[current_segment])
+                    writer = FrameWriter(seg_path[segment].with_suffix(".part.mp4"), info.width, info.height,
+                                         plan.rate_out, info.bit_depth, options.codec, options.crf, options.pix_fmt)
+                    current_segment = segment
+                writer.write(frame)
+            bar.update(1)
+        if writer is not None:
+            _finish(writer, seg_path[current_segment])
+            writer = None
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        raise
+    finally:
+        bar.close()
+    missing = [p for p in seg_path if not p.is_file()]
+    if missing:
+        raise VideoError(f"the video ended early: {len(missing)} segment(s) missing (is the input truncated?)")
+    tmp = out.with_name(f".tmp-{out.stem}{out.suffix}")
+    keep_audio = info.has_audio and not options.slowmo
+    concat_and_mux(seg_path, source, tmp, keep_audio, info.has_subtitles and not options.slowmo)
+    os.replace(tmp, out)
+    shutil.rmtree(work)
+    stats.update(frames_in=info.frames, frames_out=plan.count, rate_in=str(info.rate), rate_out=str(plan.rate_out),
+                 audio="copied" if keep_audio else ("dropped (slow motion)" if info.has_audio else "none"),
+                 variable_rate=info.variable_rate)
+    return stats
+
+
+def _finish(writer: FrameWriter, final: Path) -> None:
+    writer.close()
+    os.replace(writer.path, final)
+
+
+def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_pattern: str, plan: Plan,
+                  interpolate: Interpolator, options: VideoOptions, progress: bool) -> dict:
+    from tqdm import tqdm
+
+    from media.images import check_writable, write_image
+
+    outs = [Path(out_pattern % j) for j in range(plan.count)]
+    check_writable(outs[0])
+    stats = {"cuts": 0, "interpolated": 0}
+    anchors = _anchors(frames, stamps, options.dedup_threshold)
+    with tqdm(total=plan.count, unit="frame", disable=not progress, file=sys.stderr) as bar:
+        for j, frame in _output_frames(anchors, plan, interpolate, options.scene_threshold,
+                                       lambda k: outs[k].exists(), stats):
+            if frame is not None:
+                write_image(outs[j], _to_float(frame), None, 16 if frame.dtype == np.uint16 else 8)
+            bar.update(1)
+    stats.update(frames_out=plan.count, rate_out=str(plan.rate_out))
+    return stats
+
+
+def _video_to_images(info: VideoInfo, out_pattern: str, plan: Plan, interpolate: Interpolator,
+                     options: VideoOptions, progress: bool) -> dict:
+    stats = _write_images(read_frames(info), info.pts, out_pattern, plan, interpolate, options, progress)
+    stats.update(frames_in=info.frames, audio="not written (image output)" if info.has_audio else "none")
+    return stats
+
+
+def interpolate_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction, interpolate: Interpolator,
+                       options: VideoOptions, progress: bool = True) -> dict:
+    """A folder of images in, images out (``out_pattern`` like DIR/%06d.png); existing outputs are kept."""
+    from media.images import READ_EXTENSIONS, read_image
+
+    frames_dir = Path(frames_dir)
+    if not frames_dir.is_dir():
+        raise VideoError(f"{frames_dir}: no such folder")
+    if "%" not in out_pattern:
+        raise VideoError(f"--out {out_pattern}: frame output needs a pattern such as out/%06d.png")
+    files = sorted(p for p in frames_dir.iterdir() if p.suffix.lower() in READ_EXTENSIONS)
+    if not files:
+        raise VideoError(f"{frames_dir}: no image files (png/jpg/...) found")
+    plan = make_plan(len(files) / rate_in, rate_in, options.factor, options.fps, options.slowmo)
+
+    def frames():
+        for path in files:
+            rgb, _, depth = read_image(path)
+            yield _to_int(rgb, np.uint16 if depth == 16 else np.uint8)
+
+    stamps = [Fraction(i) / rate_in for i in range(len(files))]
+    stats = _write_images(frames(), stamps, out_pattern, plan, interpolate, options, progress)
+    stats.update(frames_in=len(files))
+    return stats

@@ -1,0 +1,184 @@
+"""run.py --video / --frames end to end on small generated clips (CPU)."""
+
+import subprocess
+from fractions import Fraction
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+import run
+from media.video import ffmpeg_exe, probe, read_frames
+from pipeline.schedule import make_plan, parse_rate, planned_sources
+from pipeline.video import VideoOptions, interpolate_video
+
+
+def _make_clip(path: Path, size="96x64", rate="12", seconds=2, audio=True, source="testsrc2", frames=None):
+    w, h = (int(v) for v in size.split("x"))
+    odd = w % 2 or h % 2
+    args = [ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+            f"{source}=size={w + w % 2}x{h + h % 2}:rate={rate}"]
+    if audio:
+        args += ["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"]
+    if odd:  # lavfi sources round sizes to even: crop to the odd size
+        args += ["-vf", f"format=yuv444p,crop={w}:{h}:0:0"]
+    args += ["-frames:v", str(frames)] if frames else ["-t", str(seconds)]
+    args += ["-c:v", "libx264", "-pix_fmt", "yuv444p" if odd else "yuv420p"]
+    if audio:
+        args += ["-c:a", "aac", "-shortest"]
+    subprocess.run(args + [str(path)], check=True)
+    return path
+
+
+def _audio_md5(path: Path) -> list:
+    out = subprocess.run([ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-i", str(path), "-map", "0:a",
+                          "-c", "copy", "-f", "framemd5", "-"], capture_output=True, check=True).stdout.decode()
+    return [line.split(",")[-1].strip() for line in out.splitlines() if line and not line.startswith("#")]
+
+
+def _cli(args, capsys):
+    code = run.main([str(a) for a in args] + ["--device", "cpu"])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_rate_parsing_and_plans():
+    assert parse_rate("59.94") == Fraction(60000, 1001)
+    assert parse_rate("23.976") == Fraction(24000, 1001)
+    assert parse_rate("60000/1001") == Fraction(60000, 1001)
+    with pytest.raises(ValueError):
+        parse_rate("fast")
+    plan = make_plan(240 / Fraction(24000, 1001), Fraction(24000, 1001), fps=Fraction(60000, 1001))  # 240 frames
+    assert plan.count == 600 and plan.rate_out == Fraction(60000, 1001)
+    slow = make_plan(Fraction(2), Fraction(12), factor=4, slowmo=True)
+    assert slow.rate_out == 12 and slow.count == 96
+    # 2.5x conversion: every output frame maps to the right pair and t
+    anchors = [Fraction(i, 24) for i in range(5)]
+    sources = planned_sources(anchors, [False] * 4, make_plan(Fraction(5, 24), Fraction(24), fps=Fraction(60)))
+    assert [round(s.t, 3) for _, _, s in sources if s.kind == "interpolate"] == [0.4, 0.8, 0.2, 0.6, 0.4, 0.8, 0.2, 0.6]
+
+
+def test_factor_two_keeps_duration_and_copies_audio(tmp_path, capsys):
+    clip = _make_clip(tmp_path / "in.mp4")
+    out = tmp_path / "out.mp4"
+    code, stdout, err = _cli(["--video", clip, "--out", out], capsys)
+    assert code == 0, err
+    src, dst = probe(clip), probe(out)
+    assert dst.frames == 2 * src.frames
+    assert dst.rate == 2 * src.rate
+    assert abs(dst.duration - src.duration) <= 1 / dst.rate
+    assert dst.has_audio and _audio_md5(out) == _audio_md5(clip)
+    assert not (tmp_path / "out.mp4.work").exists()
+    assert "audio copied" in stdout
+
+
+def test_ntsc_rate_conversion(tmp_path, capsys):
+    clip = _make_clip(tmp_path / "in.mp4", rate="24000/1001", seconds=1, audio=False)
+    out = tmp_path / "out.mkv"
+    assert _cli(["--video", clip, "--out", out, "--fps", "59.94"], capsys)[0] == 0
+    src, dst = probe(clip), probe(out)
+    assert dst.rate == Fraction(60000, 1001)
+    assert abs(dst.frames - round(src.duration * Fraction(60000, 1001))) <= 1
+
+
+def test_scene_cut_is_not_interpolated(tmp_path, capsys):
+    a = _make_clip(tmp_path / "a.mp4", seconds=1, audio=False, source="testsrc2")
+    b = _make_clip(tmp_path / "b.mp4", seconds=1, audio=False, source="mandelbrot")
+    listing = tmp_path / "list.txt"
+    listing.write_text(f"file '{a}'\nfile '{b}'\n")
+    clip = tmp_path / "cut.mp4"
+    subprocess.run([ffmpeg_exe(), "-loglevel", "error", "-y", "-f", "concat", "-safe", "0", "-i", str(listing),
+                    "-c", "copy", str(clip)], check=True)
+    out = tmp_path / "out.mp4"
+    code, stdout, _ = _cli(["--video", clip, "--out", out], capsys)
+    assert code == 0 and "cuts 1" in stdout
+    src = [f.astype(np.float32) for f in read_frames(probe(clip))]
+    dst = [f.astype(np.float32) for f in read_frames(probe(out))]
+    # the output frame half-way across the cut (between input 11 and 12) is one of them, not a blend
+    mid = dst[23]
+    assert min(np.abs(mid - src[11]).mean(), np.abs(mid - src[12]).mean()) < 6.0
+    assert np.abs(mid - (src[11] + src[12]) / 2).mean() > 10.0
+
+
+def test_odd_size_one_frame_and_slowmo(tmp_path, capsys):
+    clip = _make_clip(tmp_path / "odd.mp4", size="97x61", seconds=1, audio=True)
+    out = tmp_path / "slow.mp4"
+    code, stdout, _ = _cli(["--video", clip, "--out", out, "--slowmo", "--factor", "3"], capsys)
+    assert code == 0
+    src, dst = probe(clip), probe(out)
+    assert (dst.width, dst.height) == (97, 61)
+    assert dst.rate == src.rate and dst.frames == 3 * src.frames
+    assert not dst.has_audio and "dropped (slow motion)" in stdout
+    one = _make_clip(tmp_path / "one.mp4", frames=1, audio=False)
+    assert probe(one).frames == 1
+    assert _cli(["--video", one, "--out", tmp_path / "one_out.mp4"], capsys)[0] == 0
+    assert probe(tmp_path / "one_out.mp4").frames == 2
+
+
+def test_bad_video_inputs(tmp_path, capsys):
+    corrupt = tmp_path / "bad.mp4"
+    corrupt.write_bytes(b"\x00\x00\x00\x18ftypmp42 garbage")
+    audio_only = tmp_path / "audio.m4a"
+    subprocess.run([ffmpeg_exe(), "-loglevel", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440", "-t", "1",
+                    str(audio_only)], check=True)
+    clip = _make_clip(tmp_path / "in.mp4", seconds=1, audio=False)
+    cases = [
+        (["--video", tmp_path / "missing.mp4", "--out", tmp_path / "o.mp4"], "no such file"),
+        (["--video", corrupt, "--out", tmp_path / "o.mp4"], ""),
+        (["--video", audio_only, "--out", tmp_path / "o.mp4"], "no video stream"),
+        (["--video", clip, "--out", clip], "never modified"),
+        (["--video", clip, "--out", tmp_path / "o.xyz"], "unsupported output extension"),
+        (["--video", clip, "--out", tmp_path / "nodir" / "o.mp4"], "does not exist"),
+        (["--video", clip, "--out", tmp_path / "o.mp4", "--fps", "abc"], "not a frame rate"),
+    ]
+    for args, message in cases:
+        code, _, err = _cli(args, capsys)
+        assert code == 2, args
+        assert err.startswith("error: ") and message in err and "Traceback" not in err, err
+    assert not (tmp_path / "o.mp4").exists()
+
+
+def test_interrupted_job_resumes_without_redoing_segments(tmp_path):
+    clip = _make_clip(tmp_path / "in.mp4", seconds=2, audio=True)
+    out = tmp_path / "out.mp4"
+    options = VideoOptions(factor=2, segment_seconds=0.5)
+    calls = []
+
+    def crashing(one, two, times):
+        calls.append(len(times))
+        if len(calls) == 8:
+            raise KeyboardInterrupt
+        return [(1 - t) * one + t * two for t in times]
+
+    before = clip.read_bytes()
+    with pytest.raises(KeyboardInterrupt):
+        interpolate_video(clip, out, crashing, options, progress=False)
+    assert not out.exists()
+    finished = sorted((tmp_path / "out.mp4.work").glob("seg_*[0-9].mp4"))
+    assert len(finished) >= 1
+    stats = interpolate_video(clip, out, lambda a, b, ts: [(1 - t) * a + t * b for t in ts], options, progress=False)
+    assert stats["resumed_segments"] == len(finished)
+    # 24 frames at x2 make 23 interpolations in all; a finished 0.5 s segment holds 6 of them
+    assert stats["interpolated"] <= 23 - 6 * len(finished)
+    assert probe(out).frames == 48 and _audio_md5(out) == _audio_md5(clip)
+    assert clip.read_bytes() == before  # the input is never modified
+
+
+def test_frame_folder_in_and_out(tmp_path, capsys):
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    for i in range(4):
+        img = np.zeros((40, 60, 3), np.uint8)
+        cv2.circle(img, (10 + 10 * i, 20), 6, (255, 255, 255), -1)
+        cv2.imwrite(str(frames / f"{i:04d}.png"), img)
+    outdir = tmp_path / "out"
+    outdir.mkdir()
+    code, stdout, err = _cli(["--frames", frames, "--input-fps", "10", "--factor", "3", "--out", outdir / "%06d.png"],
+                             capsys)
+    assert code == 0, err
+    assert len(list(outdir.glob("*.png"))) == 12
+    # rerun: existing frames are kept, nothing is redone
+    (outdir / "000001.png").unlink()
+    assert _cli(["--frames", frames, "--input-fps", "10", "--factor", "3", "--out", outdir / "%06d.png"], capsys)[0] == 0
+    assert len(list(outdir.glob("*.png"))) == 12
