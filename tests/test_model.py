@@ -189,3 +189,23 @@ def test_published_checkpoint_that_does_not_fit(tmp_path):
     torch.save({"moduleFlow.bogus": torch.zeros(1)}, path)
     with pytest.raises(WeightsError, match="does not fit the published architecture"):
         load_any(path)
+
+
+@pytest.mark.cuda
+def test_cuda_published_network_and_graph_runtime():
+    from model.published import PublishedNetwork
+    from model.runtime import GraphedNetwork
+
+    torch.manual_seed(0)
+    one, two = torch.rand(1, 3, 64, 96), torch.rand(1, 3, 64, 96)
+    pub = PublishedNetwork().eval()
+    with torch.no_grad():
+        cpu = pub(one, two, [0.5])[0]
+        gpu = pub.cuda()(one.cuda(), two.cuda(), [0.5])[0].cpu()
+    torch.testing.assert_close(gpu, cpu, rtol=5e-3, atol=5e-3)
+    net = Network().cuda().eval()
+    graphed = GraphedNetwork(net, one.shape, [0.25, 0.5])
+    with torch.no_grad():
+        eager = net(one.cuda(), two.cuda(), [0.25, 0.5])
+    for a, b in zip(graphed(one.cuda(), two.cuda()), eager):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
