@@ -209,3 +209,19 @@ def test_cuda_published_network_and_graph_runtime():
         eager = net(one.cuda(), two.cuda(), [0.25, 0.5])
     for a, b in zip(graphed(one.cuda(), two.cuda()), eager):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+
+
+def test_augmented_synthetic_flow_still_warps_two_onto_one():
+    """Flips, transposes and reversal must transform the ground-truth flow with the frames."""
+    import training.data as data
+
+    g = torch.Generator().manual_seed(0)
+    yy, xx = torch.meshgrid(torch.arange(300.0), torch.arange(300.0), indexing="ij")
+    texture = torch.stack([(torch.sin(xx / 7) + 1) * 120, (torch.cos(yy / 9) + 1) * 120, (xx + yy) % 255])
+    clip = data.Clip("t", texture.unsqueeze(0).repeat(3, 1, 1, 1).byte(), 3.0, (), torch.zeros(2, dtype=torch.bool))
+    sampler = data.FootageSampler([clip], 128, generator=g)
+    for seed in range(6):
+        batch = data.synthetic_batch(sampler, 4, 128, gen=torch.Generator().manual_seed(seed))
+        warped = backwarp(batch["two"], batch["flow_fwd"])
+        inside = (warped.abs().sum(1, keepdim=True) > 0).float()
+        assert ((warped - batch["one"]).abs() * inside).mean() < 0.5 * (batch["two"] - batch["one"]).abs().mean()

@@ -141,28 +141,23 @@ def augment(batch: Dict[str, torch.Tensor], gen: Optional[torch.Generator]) -> D
         return bool(torch.randint(2, (1,), generator=gen))
 
     keys = ("one", "mid", "two")
-    flows = ("flow_fwd", "flow_bwd")
-    if coin():  # horizontal flip
-        for k in keys + flows:
-            if k in batch:
-                batch[k] = batch[k].flip(3)
+    flows = [k for k in ("flow_fwd", "flow_bwd") if k in batch]
+
+    def apply(frame_op, flow_op) -> None:
+        for k in keys:
+            batch[k] = frame_op(batch[k])
         for k in flows:
-            if k in batch:
-                batch[k] = batch[k] * torch.tensor([-1.0, 1.0], device=batch[k].device).view(1, 2, 1, 1)
-    if coin():  # vertical flip
-        for k in keys + flows:
-            if k in batch:
-                batch[k] = batch[k].flip(2)
-        for k in flows:
-            if k in batch:
-                batch[k] = batch[k] * torch.tensor([1.0, -1.0], device=batch[k].device).view(1, 2, 1, 1)
-    if coin() and batch["one"].shape[2] == batch["one"].shape[3]:  # transpose (with flips: rot90)
-        for k in keys + flows:
-            if k in batch:
-                batch[k] = batch[k].transpose(2, 3)
-        for k in flows:
-            if k in batch:
-                batch[k] = batch[k].flip(1)
+            batch[k] = flow_op(frame_op(batch[k]))
+
+    def negate(component: int):
+        return lambda f: torch.cat([-f[:, :1], f[:, 1:]], 1) if component == 0 else torch.cat([f[:, :1], -f[:, 1:]], 1)
+
+    if coin():  # horizontal flip: u changes sign
+        apply(lambda x: x.flip(3), negate(0))
+    if coin():  # vertical flip: v changes sign
+        apply(lambda x: x.flip(2), negate(1))
+    if coin() and batch["one"].shape[2] == batch["one"].shape[3]:  # transpose (with the flips: rot90)
+        apply(lambda x: x.transpose(2, 3), lambda f: f.flip(1))
     perm = torch.randperm(3, generator=gen).tolist()
     for k in keys:
         batch[k] = batch[k][:, perm]
