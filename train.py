@@ -51,6 +51,7 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--lr", type=float, default=None, help="override the config's peak learning rate")
     p.add_argument("--total-steps", type=int, default=None, help="override the cosine schedule's length")
     p.add_argument("--max-clips", type=int, default=None, help="use only the first N training clips (smoke tests)")
+    p.add_argument("--val-clips", nargs="+", default=None, help="held-out clip files (default: training/config.py)")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
     return p.parse_args(argv)
 
@@ -72,16 +73,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if world > 1:
+    if world > 1 and torch.cuda.is_available() and args.device != "cpu":
         dist.init_process_group("nccl")
         device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)
+    elif world > 1:  # several CPU processes (tests, or machines without a GPU)
+        dist.init_process_group("gloo")
+        device = torch.device("cpu")
     elif args.device == "auto":
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     else:
         device = torch.device(args.device)
     main_process = rank == 0
 
+    if not (args.data / "clips.jsonl").is_file():
+        print(f"error: {args.data} has no clips.jsonl: pass --data pointing at the footage folder", file=sys.stderr)
+        return 2
     # config: from the resumed run if any, with command-line overrides
     config = TrainConfig()
     net_config = NetworkConfig()
@@ -96,7 +103,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         net_config = NetworkConfig.from_dict(json.loads((args.resume / "config.json").read_text()))
         step = json.loads((args.resume / "progress.json").read_text())["step"]
     overrides = {k: v for k, v in (("batch", args.batch), ("crop", args.crop), ("seed", args.seed),
-                                   ("lr", args.lr), ("total_steps", args.total_steps)) if v is not None}
+                                   ("lr", args.lr), ("total_steps", args.total_steps),
+                                   ("validation_clips", tuple(args.val_clips) if args.val_clips else None))
+                 if v is not None}
     config = dataclasses.replace(config, **overrides)
 
     torch.manual_seed(config.seed + 1000 * rank + step)
@@ -127,7 +136,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         net.load_state_dict(load_file(str(args.resume / "state_model.safetensors")), strict=True)
     net = net.to(memory_format=torch.channels_last)
     step_module = _TrainStep(net)
-    model = DistributedDataParallel(step_module, device_ids=[local_rank]) if world > 1 else step_module
+    if world > 1:
+        model = DistributedDataParallel(step_module, device_ids=[local_rank] if device.type == "cuda" else None)
+    else:
+        model = step_module
     decay, no_decay = [], []
     for name, p in net.named_parameters():
         (no_decay if p.dim() <= 1 else decay).append(p)

@@ -1,0 +1,62 @@
+"""train.py on the CPU: a few steps on generated clips, resume, and two processes through torchrun."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import train
+from media.video import ffmpeg_exe
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def footage(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("footage")
+    entries = []
+    for name, source in (("a.mp4", "testsrc2"), ("b.mp4", "mandelbrot"), ("val.mp4", "life")):
+        subprocess.run([ffmpeg_exe(), "-loglevel", "error", "-y", "-f", "lavfi", "-i", f"{source}=size=96x80:rate=10",
+                        "-frames:v", "12", "-c:v", "libx264", "-pix_fmt", "yuv444p", str(folder / name)], check=True)
+        entries.append({"file": name, "frames": 12, "width": 96, "height": 80, "frame_step": 1,
+                        "orig_size": "96x80", "flow_mean_px_per_orig_frame": 2.0, "cuts_before_frame": []})
+    (folder / "clips.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
+    return folder
+
+
+def _args(footage, out, *extra):
+    return ["--data", str(footage), "--out", str(out), "--batch", "4", "--crop", "64", "--device", "cpu",
+            "--val-clips", "val.mp4", "--val-every", "2", *extra]
+
+
+def test_train_saves_and_resumes(footage, tmp_path):
+    out = tmp_path / "run"
+    assert train.main(_args(footage, out, "--max-steps", "3")) == 0
+    for name in ("state_model.safetensors", "state_optim.pt", "config.json", "train_config.json", "progress.json",
+                 "log.jsonl", "weights.safetensors"):
+        assert (out / name).is_file(), name
+    assert json.loads((out / "progress.json").read_text())["step"] == 3
+    config = json.loads((out / "train_config.json").read_text())
+    assert config["validation_clips"] == ["val.mp4"] and config["batch"] == 4
+    out2 = tmp_path / "run2"
+    assert train.main(_args(footage, out2, "--max-steps", "2", "--resume", str(out))) == 0
+    assert json.loads((out2 / "progress.json").read_text())["step"] == 5
+
+
+def test_train_rejects_missing_data(tmp_path, capsys):
+    assert train.main(["--data", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
+    assert "clips.jsonl" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_two_processes_with_torchrun(footage, tmp_path):
+    out = tmp_path / "ddp"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+                           "--master_port", "29517", str(ROOT / "train.py"), *_args(footage, out, "--max-steps", "2")],
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads((out / "progress.json").read_text())["step"] == 2
