@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import sys
 from pathlib import Path
 from typing import List, Optional, Sequence
@@ -36,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     precision = p.add_mutually_exclusive_group()
     precision.add_argument("--fp16", action="store_true", help="float16 autocast (CUDA)")
     precision.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
-    p.add_argument("--flow-scale", type=float, default=1.0,
+    p.add_argument("--flow-scale", "--scale", type=float, default=1.0,
                    help="estimate flow at this fraction of the resolution (e.g. 0.5 for 4K)")
     v = p.add_argument_group("video and frame sequences")
     v.add_argument("--video", type=Path, help="input video; --out is a video file (mp4/mkv/mov) or DIR/%%06d.png")
@@ -85,7 +86,10 @@ def run_sequence(args) -> int:
 
 def resolve_device(name: str) -> torch.device:
     if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        if not torch.cuda.is_available():
+            return torch.device("cpu")
+        # under torchrun each process takes its own GPU
+        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
     try:
         device = torch.device(name)
     except RuntimeError as exc:

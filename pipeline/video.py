@@ -132,18 +132,19 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
     per_segment = max(1, int(round(options.segment_seconds * plan.rate_out)))
     work = out.with_name(out.name + ".work")
     key = _job_key(info, options, weights_id)
-    job_file = work / "job.json"
-    if work.exists() and (not job_file.is_file() or json.loads(job_file.read_text()).get("key") != key):
-        shutil.rmtree(work)  # left by a different job: start over
-    work.mkdir(exist_ok=True)
-    job_file.write_text(json.dumps({"key": key}))
+    rank, world = _rank_and_world()
+    _prepare_work_dir(work, key, rank)
     segments = (plan.count + per_segment - 1) // per_segment
     seg_path = [work / f"seg_{s:05d}.mp4" for s in range(segments)]  # mp4: exact timestamps (mkv rounds to ms)
-    done = [p.is_file() for p in seg_path]
-    stats = {"cuts": 0, "interpolated": 0, "resumed_segments": sum(done)}
+    # several processes (torchrun): each encodes one contiguous run of segments; the boundaries are exact
+    # output-frame indices, so the joined video is the same as one process would make
+    mine = range(rank * segments // world, (rank + 1) * segments // world)
+    done = [p.is_file() or s not in mine for s, p in enumerate(seg_path)]
+    stats = {"cuts": 0, "interpolated": 0, "resumed_segments": sum(p.is_file() for s, p in enumerate(seg_path)
+                                                                     if s in mine)}
     writer = None
     current_segment = -1
-    bar = tqdm(total=plan.count, unit="frame", disable=not progress, desc=out.name, file=sys.stderr)
+    bar = tqdm(total=plan.count, unit="frame", disable=not progress or rank != 0, desc=out.name, file=sys.stderr)
     try:
         anchors = _anchors(read_frames(info), info.pts, options.dedup_threshold)
         skip = lambda k: done[k // per_segment]  # noqa: E731
@@ -167,6 +168,12 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
         raise
     finally:
         bar.close()
+    if world > 1:
+        (work / f"rank_{rank}.done").touch()
+        if rank != 0:
+            stats.update(rank=rank, segments=f"{mine.start}-{mine.stop - 1}")
+            return stats
+        _wait_for(lambda: all((work / f"rank_{r}.done").exists() for r in range(world)))
     missing = [p for p in seg_path if not p.is_file()]
     if missing:
         raise VideoError(f"the video ended early: {len(missing)} segment(s) missing (is the input truncated?)")
@@ -179,6 +186,42 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
                  audio="copied" if keep_audio else ("dropped (slow motion)" if info.has_audio else "none"),
                  variable_rate=info.variable_rate)
     return stats
+
+
+def _rank_and_world() -> Tuple[int, int]:
+    """This process's place among the processes torchrun started (0 of 1 without torchrun)."""
+    return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def _prepare_work_dir(work: Path, key: str, rank: int) -> None:
+    """Rank 0 keeps a work folder of the same job (resume) or starts a fresh one; others wait for it."""
+    job_file = work / "job.json"
+
+    def current() -> bool:
+        try:
+            return json.loads(job_file.read_text()).get("key") == key
+        except (OSError, ValueError):
+            return False
+
+    if rank != 0:
+        _wait_for(current)
+        return
+    if work.exists() and not current():
+        shutil.rmtree(work)  # left by a different job: start over
+    work.mkdir(exist_ok=True)
+    for marker in work.glob("rank_*.done"):
+        marker.unlink()
+    tmp = job_file.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"key": key}))
+    os.replace(tmp, job_file)
+
+
+def _wait_for(condition: Callable[[], bool], poll: float = 0.2) -> None:
+    """Wait for the other processes; torchrun ends the whole group if one of them fails."""
+    import time
+
+    while not condition():
+        time.sleep(poll)
 
 
 def _finish(writer: FrameWriter, final: Path) -> None:
