@@ -39,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
     precision.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
     p.add_argument("--flow-scale", "--scale", type=float, default=1.0,
                    help="estimate flow at this fraction of the resolution (e.g. 0.5 for 4K)")
+    p.add_argument("--tile", type=int, default=0,
+                   help="process frames larger than TILE x TILE in overlapping tiles (bounded memory); 0 = whole frames")
+    p.add_argument("--tile-overlap", type=int, default=128, help="overlap of neighbouring tiles, cross-faded")
     v = p.add_argument_group("video and frame sequences")
     v.add_argument("--video", type=Path, help="input video; --out is a video file (mp4/mkv/mov) or DIR/%%06d.png")
     v.add_argument("--frames", type=Path, help="input folder of frames (sorted by name); --out DIR/%%06d.png")
@@ -74,7 +77,7 @@ def run_sequence(args) -> int:
     autocast = torch.float16 if args.fp16 else torch.bfloat16 if args.bf16 else None
 
     def step(one, two, times):
-        return interpolate(net, one, two, times, autocast, args.flow_scale)
+        return interpolate(net, one, two, times, autocast, args.flow_scale, args.tile, args.tile_overlap)
 
     if args.video is not None:
         stats = interpolate_video(args.video, args.out, step, options, weights_id=str(weights))
@@ -132,7 +135,8 @@ def output_paths(out: Path, times: Sequence[float]) -> List[Path]:
 
 def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = (0.5,),
                       weights: Path = DEFAULT_WEIGHTS, device: str = "auto",
-                      autocast_dtype: Optional[torch.dtype] = None, flow_scale: float = 1.0) -> List[Path]:
+                      autocast_dtype: Optional[torch.dtype] = None, flow_scale: float = 1.0,
+                      tile: int = 0, overlap: int = 128) -> List[Path]:
     """Read two images, interpolate, write one image per t. Returns the written paths."""
     from media.images import check_writable, read_image, write_image
     from model.inference import interpolate
@@ -151,7 +155,7 @@ def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = 
         raise ValueError(f"frames differ in size: {one} is {rgb_one.shape[1]}x{rgb_one.shape[0]}, "
                          f"{two} is {rgb_two.shape[1]}x{rgb_two.shape[0]}")
     net = load_network(Path(weights), resolve_device(device))
-    frames = interpolate(net, rgb_one, rgb_two, times, autocast_dtype, flow_scale)
+    frames = interpolate(net, rgb_one, rgb_two, times, autocast_dtype, flow_scale, tile, overlap)
     depth = max(depth_one, depth_two)
     for path, t, frame in zip(paths, times, frames):
         alpha = None
@@ -200,7 +204,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     autocast = torch.float16 if args.fp16 else torch.bfloat16 if args.bf16 else None
     try:
         paths = interpolate_files(args.one, args.two, args.out, args.time,
-                                  weights_path(args.model, args.weights), args.device, autocast, args.flow_scale)
+                                  weights_path(args.model, args.weights), args.device, autocast, args.flow_scale,
+                                  args.tile, args.tile_overlap)
     except (ImageError, WeightsError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -33,17 +33,68 @@ def _to_tensor(x: Image, name: str, device: torch.device) -> torch.Tensor:
     return x.to(device, torch.float32)
 
 
+def _ramp(length: int, overlap: int, first: bool, last: bool) -> torch.Tensor:
+    """1-D blending weights of one tile: linear ramps over the overlaps, flat inside."""
+    w = torch.ones(length)
+    ramp = torch.linspace(0.0, 1.0, overlap + 2)[1:-1]
+    if not first:
+        w[:overlap] = ramp
+    if not last:
+        w[-overlap:] = ramp.flip(0)
+    return w
+
+
+def _starts(size: int, tile: int, overlap: int) -> List[int]:
+    if size <= tile:
+        return [0]
+    step = tile - overlap
+    starts = list(range(0, size - tile, step)) + [size - tile]
+    return sorted(set(starts))
+
+
+def _tiled(net: Network, a: torch.Tensor, b: torch.Tensor, times: List[float], flow_scale: float,
+           tile: int, overlap: int) -> List[torch.Tensor]:
+    """Run tile by tile with overlapping borders, cross-fading the overlaps so no seam shows.
+
+    Motion is estimated inside each tile, so a tile must be well larger than the largest motion.
+    """
+    _, _, h, w = a.shape
+    acc = [torch.zeros_like(a) for _ in times]
+    weight = torch.zeros(1, 1, h, w, device=a.device)
+    ys, xs = _starts(h, tile, overlap), _starts(w, tile, overlap)
+    for y in ys:
+        for x in xs:
+            th, tw = min(tile, h), min(tile, w)
+            outs = net(a[:, :, y:y + th, x:x + tw], b[:, :, y:y + th, x:x + tw], times, flow_scale)
+            wy = _ramp(th, overlap, y == ys[0], y == ys[-1])
+            wx = _ramp(tw, overlap, x == xs[0], x == xs[-1])
+            mask = (wy[:, None] * wx[None, :]).to(a.device).view(1, 1, th, tw)
+            for total, out in zip(acc, outs):
+                total[:, :, y:y + th, x:x + tw] += out.float() * mask
+            weight[:, :, y:y + th, x:x + tw] += mask
+    return [total / weight for total in acc]
+
+
 @torch.no_grad()
 def interpolate(net: Network, one: Image, two: Image, times: Sequence[float] = (0.5,),
-                autocast_dtype: Optional[torch.dtype] = None, flow_scale: float = 1.0) -> List[Image]:
-    """Frames at each t of ``times`` between ``one`` (t=0) and ``two`` (t=1), in the input's form."""
+                autocast_dtype: Optional[torch.dtype] = None, flow_scale: float = 1.0,
+                tile: int = 0, overlap: int = 128) -> List[Image]:
+    """Frames at each t of ``times`` between ``one`` (t=0) and ``two`` (t=1), in the input's form.
+
+    ``tile`` > 0 processes frames larger than tile x tile in overlapping tiles (bounded memory).
+    """
     device = next(net.parameters()).device
     a = _to_tensor(one, "one", device)
     b = _to_tensor(two, "two", device)
     if a.shape != b.shape:
         raise ValueError(f"frames differ in size: {tuple(a.shape[-2:])} and {tuple(b.shape[-2:])}")
     with torch.autocast(device.type, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
-        outs = net(a, b, list(times), flow_scale)
+        if tile and max(a.shape[2:]) > tile:
+            if not 0 < 2 * overlap < tile:
+                raise ValueError(f"tile {tile} needs an overlap between 1 and {tile // 2 - 1} pixels, got {overlap}")
+            outs = _tiled(net, a, b, list(times), flow_scale, tile, overlap)
+        else:
+            outs = net(a, b, list(times), flow_scale)
     outs = [o.float().clamp(0.0, 1.0) for o in outs]
     if isinstance(one, np.ndarray):
         return [o[0].permute(1, 2, 0).cpu().numpy() for o in outs]

@@ -177,3 +177,21 @@ def test_middlebury_benchmark_on_two_sequences(tmp_path, shared_dir):
 def test_middlebury_benchmark_bad_folder(tmp_path, capsys):
     assert benchmark_middlebury.main(["--data", str(tmp_path), "--device", "cpu"]) == 2
     assert "no <Sequence>/frame10i11.png" in capsys.readouterr().err
+
+
+def test_tiled_interpolation_has_no_seams():
+    """Tiles cross-fade: the tiled frame is close to the whole-frame one and has no step at tile borders."""
+    from model.inference import interpolate
+
+    net = run.load_network(run.DEFAULT_WEIGHTS, torch.device("cpu"))
+    yy, xx = np.mgrid[0:200, 0:300].astype(np.float32)
+    one = np.stack([(np.sin(xx / 9) + 1) / 2, (np.cos(yy / 11) + 1) / 2, (xx + yy) / 500], axis=2)
+    two = np.roll(one, 2, axis=1)
+    whole = interpolate(net, one, two, [0.5])[0]
+    tiled = interpolate(net, one, two, [0.5], tile=128, overlap=32)[0]
+    assert np.abs(whole - tiled)[8:-8, 8:-8].mean() < 0.01
+    # column differences at the tile starts (x = 96, 172) are no larger than elsewhere
+    cols = np.abs(np.diff(tiled - whole, axis=1)).mean(axis=(0, 2))
+    assert cols[[95, 96, 171, 172]].max() < 5 * np.median(cols) + 1e-3
+    with pytest.raises(ValueError, match="overlap"):
+        interpolate(net, one, two, [0.5], tile=64, overlap=40)
