@@ -62,8 +62,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run_sequence(args) -> int:
     """--video or --frames: stream through the network and report one summary line."""
-    from fractions import Fraction
-
     from model.inference import interpolate
     from pipeline.schedule import parse_rate
     from pipeline.video import VideoOptions, interpolate_frames, interpolate_video

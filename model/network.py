@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .flow import Encoder, FlowEstimator
-from .synthesis import Decoder, Metric, _splat_pyramid
+from .synthesis import Decoder, Metric, splat_pyramid
 from .warp import InputPadder, resize_flow
 
 
@@ -103,8 +103,8 @@ class Network(nn.Module):
         """The frame at time t: a float, or a tensor of N times (one per sample)."""
         if isinstance(t, torch.Tensor):
             t = t.to(state.flow_fwd.device, state.flow_fwd.dtype).view(-1, 1, 1, 1)
-        warped_one = _splat_pyramid(state.one, state.feats_one, state.flow_fwd * t, state.metric_one)
-        warped_two = _splat_pyramid(state.two, state.feats_two, state.flow_bwd * (1.0 - t), state.metric_two)
+        warped_one = splat_pyramid(state.one, state.feats_one, state.flow_fwd * t, state.metric_one)
+        warped_two = splat_pyramid(state.two, state.feats_two, state.flow_bwd * (1.0 - t), state.metric_two)
         return self.decoder(warped_one, warped_two, t)
 
     def forward(self, one: torch.Tensor, two: torch.Tensor, times: Sequence[float] = (0.5,),

@@ -34,7 +34,7 @@ class Metric(nn.Module):
         return metric.clamp(-50.0, 50.0)
 
 
-def _splat_pyramid(image: torch.Tensor, feats: Sequence[torch.Tensor], flow: torch.Tensor,
+def splat_pyramid(image: torch.Tensor, feats: Sequence[torch.Tensor], flow: torch.Tensor,
                    metric: torch.Tensor) -> List[torch.Tensor]:
     """Softmax-splat the image (plus a coverage channel) and each feature level by ``flow``."""
     flow = flow.float()

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import List, Optional
 
+import numpy as np
+
 from media.video import parse_rate  # noqa: F401  (re-exported: the CLI parses --fps here)
 
 
@@ -64,15 +66,12 @@ def source_between(time: Fraction, ta: Fraction, tb: Fraction, cut: bool, eps: F
 
 def scene_change(a_thumb, b_thumb, threshold: float) -> bool:
     """Mean absolute difference of small grey thumbnails (values in [0, 1]) above ``threshold``."""
-    import numpy as np
-
     return float(np.abs(a_thumb - b_thumb).mean()) > threshold
 
 
-def thumbnail(frame) -> "np.ndarray":
+def thumbnail(frame: np.ndarray) -> np.ndarray:
     """64-wide grey thumbnail in [0, 1] of an H x W x 3 uint8/uint16 frame."""
     import cv2
-    import numpy as np
 
     scale = 65535.0 if frame.dtype == np.uint16 else 255.0
     h, w = frame.shape[:2]
