@@ -105,14 +105,15 @@ def probe(path: Path) -> VideoInfo:
     proc = subprocess.run([ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-i", str(path),
                            "-map", "0:v:0", "-c", "copy", "-f", "framemd5", "-"], capture_output=True)
     if proc.returncode != 0:
-        raise VideoError(f"{path}: cannot read its packets (corrupt?): "
-                         f"{proc.stderr.decode('utf-8', 'replace').strip().splitlines()[-1:]}")
+        last = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
+        raise VideoError(f"{path}: cannot read its packets (corrupt?): {' '.join(last)}")
     lines = proc.stdout.decode("ascii", "replace").splitlines()
-    tb_line = next((l for l in lines if l.startswith("#tb 0:")), None)
+    tb_line = next((line for line in lines if line.startswith("#tb 0:")), None)
     if tb_line is None:
         raise VideoError(f"{path}: no time base in the stream")
     time_base = Fraction(tb_line.split(":", 1)[1].strip())
-    pts = sorted(int(l.split(",")[2]) for l in lines if l and not l.startswith("#"))
+    # framemd5 rows: stream, dts, pts, duration, size, hash
+    pts = sorted(int(line.split(",")[2]) for line in lines if line and not line.startswith("#"))
     stamps = [(p - pts[0]) * time_base for p in pts] if pts else []
     banner_rate = re.search(r", ([\d.]+) (?:fps|tbr)", video.group(1))
     nominal = parse_rate(banner_rate.group(1)) if banner_rate else None
