@@ -206,3 +206,19 @@ def test_two_processes_split_a_video_seamlessly(tmp_path):
     frames_b = list(read_frames(b))
     # the same encoder settings on the same frames: the split run decodes to the same pictures
     assert max(float(np.abs(x.astype(np.int16) - y.astype(np.int16)).mean()) for x, y in zip(frames_a, frames_b)) < 1.0
+
+
+def test_variable_frame_rate_input_follows_timestamps(tmp_path, capsys):
+    """6 frames at 12 fps then 12 at 24 fps: a 24 fps output interpolates only the slow part."""
+    clip = tmp_path / "vfr.mp4"
+    subprocess.run([ffmpeg_exe(), "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=96x64:rate=24",
+                    "-frames:v", "18", "-vf", "setpts='if(lt(N,6),N*2,12+(N-6))/24/TB'", "-fps_mode", "vfr",
+                    "-c:v", "libx264", "-pix_fmt", "yuv420p", str(clip)], check=True)
+    info = probe(clip)
+    assert info.variable_rate and info.pts[6] == Fraction(1, 2)
+    out = tmp_path / "cfr.mp4"
+    code, stdout, _ = _cli(["--video", clip, "--out", out, "--fps", "24"], capsys)
+    assert code == 0 and "interpolated 6," in stdout
+    dst = probe(out)
+    assert dst.rate == 24 and not dst.variable_rate
+    assert abs(dst.duration - Fraction(1)) <= Fraction(1, 24)
