@@ -42,6 +42,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--data", type=Path, required=True, help="footage folder with clips.jsonl and the mp4 files")
     p.add_argument("--out", type=Path, required=True, help="folder for checkpoints and logs")
     p.add_argument("--resume", type=Path, default=None, help="folder of a previous chunk's output")
+    p.add_argument("--init-weights", type=Path, default=None,
+                   help="start from a weights file (e.g. weights/network.safetensors) and its step, fresh optimizer")
     p.add_argument("--minutes", type=float, default=8.0, help="wall-clock budget for this chunk")
     p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps in this chunk")
     p.add_argument("--val-every", type=int, default=1000, help="validate every N steps")
@@ -102,6 +104,18 @@ def main(argv: Optional[List[str]] = None) -> int:
         config = TrainConfig(**saved)
         net_config = NetworkConfig.from_dict(json.loads((args.resume / "config.json").read_text()))
         step = json.loads((args.resume / "progress.json").read_text())["step"]
+    elif args.init_weights is not None:
+        # continue from committed weights (fp16, config and step in the metadata), with a fresh optimizer
+        from model.weights import WeightsError, read_config
+        from safetensors import safe_open
+
+        try:
+            net_config = read_config(args.init_weights)
+            with safe_open(str(args.init_weights), framework="pt") as f:
+                step = int((f.metadata() or {}).get("step", "0"))
+        except (WeightsError, OSError) as exc:
+            print(f"error: --init-weights: {exc}", file=sys.stderr)
+            return 2
     overrides = {k: v for k, v in (("batch", args.batch), ("crop", args.crop), ("seed", args.seed),
                                    ("lr", args.lr), ("total_steps", args.total_steps),
                                    ("validation_clips", tuple(args.val_clips) if args.val_clips else None))
@@ -134,6 +148,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         from safetensors.torch import load_file
 
         net.load_state_dict(load_file(str(args.resume / "state_model.safetensors")), strict=True)
+    elif args.init_weights is not None:
+        from safetensors.torch import load_file
+
+        net.load_state_dict({k: v.float() for k, v in load_file(str(args.init_weights)).items()}, strict=True)
     net = net.to(memory_format=torch.channels_last)
     step_module = _TrainStep(net)
     if world > 1:

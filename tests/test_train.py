@@ -60,3 +60,11 @@ def test_two_processes_with_torchrun(footage, tmp_path):
                           capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads((out / "progress.json").read_text())["step"] == 2
+
+
+def test_train_continues_from_committed_weights(footage, tmp_path):
+    out = tmp_path / "run"
+    assert train.main(_args(footage, out, "--max-steps", "2")) == 0
+    out2 = tmp_path / "cont"
+    assert train.main(_args(footage, out2, "--max-steps", "1", "--init-weights", str(out / "weights.safetensors"))) == 0
+    assert json.loads((out2 / "progress.json").read_text())["step"] == 3
