@@ -222,3 +222,35 @@ def test_variable_frame_rate_input_follows_timestamps(tmp_path, capsys):
     dst = probe(out)
     assert dst.rate == 24 and not dst.variable_rate
     assert abs(dst.duration - Fraction(1)) <= Fraction(1, 24)
+
+
+def test_dedup_interpolates_across_repeated_frames(tmp_path, capsys):
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    for i in range(6):  # A A B B C C: each picture shown twice
+        img = np.zeros((40, 60, 3), np.uint8)
+        cv2.circle(img, (10 + 15 * (i // 2), 20), 6, (255, 255, 255), -1)
+        cv2.imwrite(str(frames / f"{i:04d}.png"), img)
+    for flag, expected in (([], "interpolated 0,"), (["--dedup"], "interpolated 2,")):
+        outdir = tmp_path / f"out{len(flag)}"
+        outdir.mkdir()
+        code, stdout, _ = _cli(["--frames", frames, "--input-fps", "10", "--factor", "1", "--out",
+                                outdir / "%03d.png", *flag], capsys)
+        assert code == 0 and expected in stdout, stdout
+        assert len(list(outdir.glob("*.png"))) == 6
+
+
+def test_subtitles_are_kept_where_the_container_allows(tmp_path, capsys):
+    clip = _make_clip(tmp_path / "in.mp4", seconds=1, audio=True)
+    srt = tmp_path / "s.srt"
+    srt.write_text("1\n00:00:00,000 --> 00:00:00,800\nhello\n")
+    with_subs = tmp_path / "subs.mkv"
+    subprocess.run([ffmpeg_exe(), "-loglevel", "error", "-y", "-i", str(clip), "-i", str(srt), "-map", "0", "-map", "1",
+                    "-c", "copy", str(with_subs)], check=True)
+    assert probe(with_subs).has_subtitles
+    assert _cli(["--video", with_subs, "--out", tmp_path / "out.mkv"], capsys)[0] == 0
+    kept = probe(tmp_path / "out.mkv")
+    assert kept.has_subtitles and kept.has_audio
+    # mp4 cannot hold the srt stream as it is: video and audio are still written
+    assert _cli(["--video", with_subs, "--out", tmp_path / "out.mp4"], capsys)[0] == 0
+    assert probe(tmp_path / "out.mp4").has_audio
