@@ -254,3 +254,15 @@ def test_subtitles_are_kept_where_the_container_allows(tmp_path, capsys):
     # mp4 cannot hold the srt stream as it is: video and audio are still written
     assert _cli(["--video", with_subs, "--out", tmp_path / "out.mp4"], capsys)[0] == 0
     assert probe(tmp_path / "out.mp4").has_audio
+
+
+def test_ten_bit_video_stays_ten_bit(tmp_path, capsys):
+    clip = tmp_path / "ten.mp4"
+    subprocess.run([ffmpeg_exe(), "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=96x64:rate=12",
+                    "-t", "1", "-c:v", "libx264", "-pix_fmt", "yuv420p10le", str(clip)], check=True)
+    assert probe(clip).bit_depth == 10
+    out = tmp_path / "out.mp4"
+    assert _cli(["--video", clip, "--out", out], capsys)[0] == 0
+    info = probe(out)
+    assert info.bit_depth == 10 and info.frames == 24
+    assert next(read_frames(info)).dtype == np.uint16
