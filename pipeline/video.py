@@ -120,8 +120,9 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
         raise VideoError("--out must differ from the input: the input is never modified")
     if not out.parent.is_dir():
         raise VideoError(f"{out}: folder '{out.parent}' does not exist (create it first)")
-    if "%" not in out.name and out.suffix.lower() not in (".mp4", ".mkv", ".mov", ".webm", ".avi"):
-        raise VideoError(f"{out}: unsupported output extension '{out.suffix}' (mp4, mkv, mov, webm, avi, "
+    # containers that take H.264/H.265 video and a stream copy of common audio; checked before any work
+    if "%" not in out.name and out.suffix.lower() not in (".mp4", ".mkv", ".mov"):
+        raise VideoError(f"{out}: unsupported output extension '{out.suffix}' (mp4, mkv, mov, "
                          f"or an image pattern such as frames/%06d.png)")
     info = probe(source)
     if info.frames == 0:
