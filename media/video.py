@@ -208,5 +208,9 @@ def concat_and_mux(parts: Sequence[Path], source: Path, out: Path, with_audio: b
                 raise
             # some containers cannot hold the source's subtitle format: keep video and audio
             _run(base + maps + ["-c", "copy", str(out)], f"writing {out}")
+    except VideoError as exc:
+        out.unlink(missing_ok=True)
+        raise VideoError(f"{exc} -- the source's audio may not fit this container: rerun with the same "
+                         f"name but .mkv (the encoded video is kept and reused)") from exc
     finally:
         listing.unlink(missing_ok=True)

@@ -2,7 +2,8 @@
 
 Frames are decoded, interpolated and encoded one anchor pair at a time, so memory
 does not grow with the video. The output is encoded in segments under
-``<out>.work/``; an interrupted job rerun with the same command keeps the finished
+``<out stem>.work/`` (named without the extension, so a rerun into another container
+reuses them); an interrupted job rerun with the same command keeps the finished
 segments. The final file is assembled under a temporary name (segments joined,
 the source's audio and subtitles copied unchanged) and renamed when complete.
 The input is only ever read.
@@ -131,7 +132,7 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
     if "%" in out.name:
         return _video_to_images(info, str(out), plan, interpolate, options, progress)
     per_segment = max(1, int(round(options.segment_seconds * plan.rate_out)))
-    work = out.with_name(out.name + ".work")
+    work = out.with_name(out.stem + ".work")
     key = _job_key(info, options, weights_id)
     rank, world = _rank_and_world()
     _prepare_work_dir(work, key, rank)

@@ -69,7 +69,7 @@ def test_factor_two_keeps_duration_and_copies_audio(tmp_path, capsys):
     assert dst.rate == 2 * src.rate
     assert abs(dst.duration - src.duration) <= 1 / dst.rate
     assert dst.has_audio and _audio_md5(out) == _audio_md5(clip)
-    assert not (tmp_path / "out.mp4.work").exists()
+    assert not (tmp_path / "out.work").exists()
     assert "audio copied" in stdout
 
 
@@ -156,7 +156,7 @@ def test_interrupted_job_resumes_without_redoing_segments(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         interpolate_video(clip, out, crashing, options, progress=False)
     assert not out.exists()
-    finished = sorted((tmp_path / "out.mp4.work").glob("seg_*[0-9].mp4"))
+    finished = sorted((tmp_path / "out.work").glob("seg_*[0-9].mp4"))
     assert len(finished) >= 1
     stats = interpolate_video(clip, out, lambda a, b, ts: [(1 - t) * a + t * b for t in ts], options, progress=False)
     assert stats["resumed_segments"] == len(finished)
@@ -267,3 +267,16 @@ def test_ten_bit_video_stays_ten_bit(tmp_path, capsys):
     info = probe(out)
     assert info.bit_depth == 10 and info.frames == 24
     assert next(read_frames(info)).dtype == np.uint16
+
+
+def test_mux_failure_explains_and_the_work_is_reused(tmp_path, capsys):
+    """WMA audio does not fit mp4: the error says to use .mkv, and that rerun reuses the encoded video."""
+    clip = tmp_path / "wma.mkv"
+    subprocess.run([ffmpeg_exe(), "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=96x64:rate=12",
+                    "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-t", "1", "-c:v", "libx264",
+                    "-pix_fmt", "yuv420p", "-c:a", "wmav2", str(clip)], check=True)
+    code, _, err = _cli(["--video", clip, "--out", tmp_path / "out.mp4"], capsys)
+    assert code == 2 and ".mkv" in err and not (tmp_path / "out.mp4").exists()
+    code, stdout, _ = _cli(["--video", clip, "--out", tmp_path / "out.mkv"], capsys)
+    assert code == 0 and "resumed_segments 1" in stdout and "interpolated 0," in stdout
+    assert _audio_md5(tmp_path / "out.mkv") == _audio_md5(clip)
