@@ -600,22 +600,30 @@ def _i32(v: int):
     return np.int32(v)
 
 
+def _prepare(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Tensor], kind: str, eps_mode: str,
+             *more: torch.Tensor):
+    """What forward and backward both need: device index, kernels, accumulator row width (channels,
+    padded to 4 for vector atomics), and the inputs (then ``more``) as contiguous tensors of the
+    accumulation dtype (metric stays None for sum/avg)."""
+    acc_dtype = _acc_dtype(x, flow, metric)
+    dev = x.device.index  # a CUDA tensor's device always carries its index
+    kernels, vec4 = _module(dev, acc_dtype, kind, eps_mode)
+    channels = x.shape[1] if kind == "sum" else x.shape[1] + 1
+    cp = (channels + 3) // 4 * 4 if vec4 else channels
+    tensors = tuple(t.to(acc_dtype).contiguous() if t is not None else None for t in (x, flow, metric, *more))
+    return dev, kernels, cp, tensors
+
+
 def _cuda_forward_impl(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Tensor],
                        kind: str, eps_mode: str) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     n, c, h, w = x.shape
-    acc_dtype = _acc_dtype(x, flow, metric)
-    dev = x.device.index if x.device.index is not None else torch.cuda.current_device()
-    kernels, vec4 = _module(dev, acc_dtype, kind, eps_mode)
-    xs = x.to(acc_dtype).contiguous()
-    fl = flow.to(acc_dtype).contiguous()
-    m = metric.to(acc_dtype).contiguous() if metric is not None else None
+    dev, kernels, cp, (xs, fl, m) = _prepare(x, flow, metric, kind, eps_mode)
+    acc_dtype = xs.dtype
     n_src = n * h * w
     zmax = torch.empty(0, device=x.device, dtype=acc_dtype)
     if kind == "soft":
         zmax = torch.full((n, 1, h, w), float("-inf"), device=x.device, dtype=acc_dtype)
         _launch(kernels["zmax_kernel"], n_src, (_i64(n_src), _i32(h), _i32(w), _ptr(fl), _ptr(m), _ptr(zmax)), dev)
-    channels = c if kind == "sum" else c + 1
-    cp = (channels + 3) // 4 * 4 if vec4 else channels
     acc = torch.zeros((n_src, cp), device=x.device, dtype=acc_dtype)
     _launch(kernels["splat_forward"], n_src,
             (_i64(n_src), _i32(c), _i32(cp), _i32(h), _i32(w), _ptr(xs), _ptr(fl), _ptr(m), _ptr(zmax), _ptr(acc)), dev)
@@ -631,18 +639,9 @@ def _cuda_backward_impl(grad_out: torch.Tensor, x: torch.Tensor, flow: torch.Ten
                         metric: Optional[torch.Tensor], out: torch.Tensor, den: torch.Tensor,
                         zmax: torch.Tensor, kind: str, eps_mode: str):
     n, c, h, w = x.shape
-    acc_dtype = _acc_dtype(x, flow, metric)
-    dev = x.device.index if x.device.index is not None else torch.cuda.current_device()
-    kernels, vec4 = _module(dev, acc_dtype, kind, eps_mode)
-    xs = x.to(acc_dtype).contiguous()
-    fl = flow.to(acc_dtype).contiguous()
-    m = metric.to(acc_dtype).contiguous() if metric is not None else None
-    g = grad_out.to(acc_dtype).contiguous()
-    o = out.to(acc_dtype).contiguous()
+    dev, kernels, cp, (xs, fl, m, g, o) = _prepare(x, flow, metric, kind, eps_mode, grad_out, out)
     n_src = n * h * w
-    channels = c if kind == "sum" else c + 1
-    cp = (channels + 3) // 4 * 4 if vec4 else channels
-    packed = torch.empty((n_src, cp), device=x.device, dtype=acc_dtype)
+    packed = torch.empty((n_src, cp), device=x.device, dtype=xs.dtype)
     threads, smem = _tile_launch(cp * packed.element_size())
     _launch(kernels["splat_backward_pack"], n_src,
             (_i64(n_src), _i32(c), _i32(cp), _i32(h), _i32(w), _ptr(g), _ptr(o), _ptr(den), _ptr(packed)), dev,

@@ -150,7 +150,7 @@ class _CorrelationFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, one, two, radius):
         n, c, h, w = one.shape
-        dev = one.device.index if one.device.index is not None else torch.cuda.current_device()
+        dev = one.device.index  # a CUDA tensor's device always carries its index
         a = one.float().contiguous()
         b = two.float().contiguous()
         out = torch.empty((n, (2 * radius + 1) ** 2, h, w), device=one.device, dtype=torch.float32)
