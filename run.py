@@ -60,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def run_sequence(args) -> int:
+def run_sequence(args, autocast: Optional[torch.dtype]) -> int:
     """--video or --frames: stream through the network and report one summary line."""
     from model.inference import interpolate
     from pipeline.schedule import parse_rate
@@ -72,7 +72,6 @@ def run_sequence(args) -> int:
                            segment_seconds=args.segment_seconds)
     weights = weights_path(args.model, args.weights)
     net = load_network(Path(weights), resolve_device(args.device))
-    autocast = torch.float16 if args.fp16 else torch.bfloat16 if args.bf16 else None
 
     def step(one, two, times):
         return interpolate(net, one, two, times, autocast, args.flow_scale, args.tile, args.tile_overlap)
@@ -185,35 +184,27 @@ def main(argv: Optional[List[str]] = None) -> int:
     from media.video import VideoError
     from model.weights import WeightsError
 
-    if args.video is not None or args.frames is not None:
-        if args.out is None or (args.video is not None and args.frames is not None):
-            parser.error("use --video IN or --frames DIR, with --out")
-        try:
-            return run_sequence(args)
-        except (VideoError, ImageError, WeightsError, ValueError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        except KeyboardInterrupt:
-            print("interrupted: run the same command again to resume", file=sys.stderr)
-            return 130
-    if args.one is None or args.two is None or args.out is None:
+    sequence = args.video is not None or args.frames is not None
+    if sequence and (args.out is None or (args.video is not None and args.frames is not None)):
+        parser.error("use --video IN or --frames DIR, with --out")
+    if not sequence and (args.one is None or args.two is None or args.out is None):
         parser.error("--one, --two and --out are required (or --video/--frames with --out)")
-
     autocast = torch.float16 if args.fp16 else torch.bfloat16 if args.bf16 else None
     try:
+        if sequence:
+            return run_sequence(args, autocast)
         paths = interpolate_files(args.one, args.two, args.out, args.time,
                                   weights_path(args.model, args.weights), args.device, autocast, args.flow_scale,
                                   args.tile, args.tile_overlap)
-    except (ImageError, WeightsError, ValueError) as exc:
+    except (VideoError, ImageError, WeightsError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        print("interrupted" + (": run the same command again to resume" if sequence else ""), file=sys.stderr)
         return 130
     for path in paths:
         print(f"wrote {path}")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

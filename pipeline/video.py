@@ -141,9 +141,9 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
     # several processes (torchrun): each encodes one contiguous run of segments; the boundaries are exact
     # output-frame indices, so the joined video is the same as one process would make
     mine = range(rank * segments // world, (rank + 1) * segments // world)
-    done = [p.is_file() or s not in mine for s, p in enumerate(seg_path)]
-    stats = {"cuts": 0, "interpolated": 0, "resumed_segments": sum(p.is_file() for s, p in enumerate(seg_path)
-                                                                     if s in mine)}
+    finished = [p.is_file() for p in seg_path]
+    done = [f or s not in mine for s, f in enumerate(finished)]
+    stats = {"cuts": 0, "interpolated": 0, "resumed_segments": sum(finished[s] for s in mine)}
     writer = None
     current_segment = -1
     bar = tqdm(total=plan.count, unit="frame", disable=not progress or rank != 0, desc=out.name, file=sys.stderr)
