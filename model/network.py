@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -135,9 +135,3 @@ def _check_pair(one: torch.Tensor, two: torch.Tensor) -> None:
 
 def count_parameters(net: nn.Module) -> int:
     return sum(p.numel() for p in net.parameters())
-
-
-def default_device(preference: Optional[str] = None) -> torch.device:
-    if preference in (None, "auto"):
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(preference)
