@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run_sequence(args, autocast: Optional[torch.dtype]) -> int:
     """--video or --frames: stream through the network and report one summary line."""
-    from model.inference import interpolate
+    from model.inference import interpolate_integer
     from pipeline.schedule import parse_rate
     from pipeline.video import VideoOptions, interpolate_frames, interpolate_video
 
@@ -74,7 +74,7 @@ def run_sequence(args, autocast: Optional[torch.dtype]) -> int:
     net = load_network(Path(weights), resolve_device(args.device))
 
     def step(one, two, times):
-        return interpolate(net, one, two, times, autocast, args.flow_scale, args.tile, args.tile_overlap)
+        return interpolate_integer(net, one, two, times, autocast, args.flow_scale, args.tile, args.tile_overlap)
 
     if args.video is not None:
         stats = interpolate_video(args.video, args.out, step, options, weights_id=str(weights))

@@ -161,8 +161,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     decay, no_decay = [], []
     for name, p in net.named_parameters():
         (no_decay if p.dim() <= 1 else decay).append(p)
+    # fused: one kernel for the whole update instead of a few per parameter tensor
     optim = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
-                               {"params": no_decay, "weight_decay": 0.0}], lr=config.lr)
+                               {"params": no_decay, "weight_decay": 0.0}], lr=config.lr,
+                              fused=device.type == "cuda")
     if args.resume is not None and (args.resume / "state_optim.pt").is_file():
         optim.load_state_dict(torch.load(args.resume / "state_optim.pt", map_location=device, weights_only=True))
     best = -1.0
@@ -244,11 +246,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         optim.step()
         step += 1
         bar.update(1)
+        # summed on the device: reading a loss every step would make the host wait for the GPU
         for k, v in (("loss", loss), ("rec", loss_rec), ("census", loss_census), ("flow", loss_flow)):
-            running[k] = running.get(k, 0.0) + float(v.detach())
+            running[k] = running.get(k, 0.0) + v.detach()
         running["n"] = running.get("n", 0) + 1
         if step % 100 == 0 and main_process:
-            entry = {k: round(v / running["n"], 5) for k, v in running.items() if k != "n"}
+            entry = {k: round(float(v) / running["n"], 5) for k, v in running.items() if k != "n"}
             entry.update(step=step, lr=lr, minutes=round((time.time() - chunk_start) / 60, 2))
             log.write(json.dumps(entry) + "\n")
             log.flush()

@@ -8,9 +8,11 @@ video stays 10-bit.
 
 from __future__ import annotations
 
+import queue
 import re
 import shutil
 import subprocess
+import threading
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -169,23 +171,47 @@ class FrameWriter:
         args.append(str(path))
         self.path = path
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+        # a thread feeds the pipe, so the caller goes on while ffmpeg takes a frame (bounded: 4 queued)
+        self._queue: queue.Queue = queue.Queue(maxsize=4)
+        self._broken = False
+        self._feeder = threading.Thread(target=self._feed, name="frame-writer", daemon=True)
+        self._feeder.start()
+
+    def _feed(self) -> None:
+        while True:
+            data = self._queue.get()
+            if data is None:
+                return
+            if self._broken:
+                continue  # keep draining so that write() never blocks on a dead encoder
+            try:
+                self.proc.stdin.write(data)
+            except (BrokenPipeError, ValueError, OSError):
+                self._broken = True
 
     def write(self, frame: np.ndarray) -> None:
-        try:
-            self.proc.stdin.write(np.ascontiguousarray(frame, dtype=self.dtype).tobytes())
-        except BrokenPipeError:
+        if self._broken:
             raise VideoError(f"ffmpeg stopped while writing {self.path}: {self._stderr()}")
+        self._queue.put(np.ascontiguousarray(frame, dtype=self.dtype).tobytes())
 
     def _stderr(self) -> str:
+        self.proc.kill()
+        self.proc.wait()
         return self.proc.stderr.read().decode("utf-8", "replace").strip()[-300:]
 
     def close(self) -> None:
+        self._queue.put(None)
+        self._feeder.join()
+        if self._broken:
+            raise VideoError(f"ffmpeg stopped while writing {self.path}: {self._stderr()}")
         self.proc.stdin.close()
         if self.proc.wait() != 0:
             raise VideoError(f"ffmpeg could not encode {self.path}: {self._stderr()}")
 
     def abort(self) -> None:
         self.proc.kill()
+        self._queue.put(None)
+        self._feeder.join()
         self.proc.wait()
 
 

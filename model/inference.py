@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import List, Optional, Sequence, Union
 
 import numpy as np
@@ -101,3 +102,38 @@ def interpolate(net: Network, one: Image, two: Image, times: Sequence[float] = (
     if isinstance(one, torch.Tensor) and one.dim() == 3:
         return [o[0] for o in outs]
     return outs
+
+
+@torch.no_grad()
+def interpolate_integer(net: Network, one: np.ndarray, two: np.ndarray, times: Sequence[float] = (0.5,),
+                        autocast_dtype: Optional[torch.dtype] = None, flow_scale: float = 1.0,
+                        tile: int = 0, overlap: int = 128) -> List[np.ndarray]:
+    """``interpolate`` for H x W x 3 uint8 or uint16 frames (video), returning the same dtype.
+
+    Frames cross to the device as integers and are scaled and rounded there: a quarter
+    (uint8) of the bytes of float frames, and no full-frame float arithmetic on the CPU.
+    """
+    for name, x in (("one", one), ("two", two)):
+        if not isinstance(x, np.ndarray) or x.dtype not in (np.uint8, np.uint16) or x.ndim != 3 or x.shape[2] != 3:
+            raise ValueError(f"{name} must be an H x W x 3 uint8 or uint16 array")
+    if one.shape != two.shape or one.dtype != two.dtype:
+        raise ValueError(f"frames differ: {one.shape} {one.dtype} and {two.shape} {two.dtype}")
+    device = next(net.parameters()).device
+    scale = 65535.0 if one.dtype == np.uint16 else 255.0
+
+    def upload(x: np.ndarray) -> torch.Tensor:
+        x = np.ascontiguousarray(x.astype(np.int32) if x.dtype == np.uint16 else x)
+        with warnings.catch_warnings():  # decoded frames are read-only buffers; the tensor is only read
+            warnings.simplefilter("ignore", UserWarning)
+            ten = torch.from_numpy(x)
+        if device.type == "cuda":
+            ten = ten.pin_memory().to(device, non_blocking=True)
+        return ten.permute(2, 0, 1).unsqueeze(0).float() / scale
+
+    outs = interpolate(net, upload(one), upload(two), times, autocast_dtype, flow_scale, tile, overlap)
+    frames = []
+    for out in outs:
+        q = (out[0] * scale).round_().permute(1, 2, 0)
+        q = q.to(torch.uint8) if one.dtype == np.uint8 else q.to(torch.int32)
+        frames.append(q.cpu().numpy().astype(one.dtype, copy=False))
+    return frames

@@ -25,6 +25,7 @@ import numpy as np
 
 from media.video import FrameWriter, VideoError, VideoInfo, concat_and_mux, probe, read_frames
 
+from .prefetch import prefetch
 from .schedule import Plan, make_plan, scene_change, source_between, thumbnail
 
 
@@ -41,6 +42,8 @@ class VideoOptions:
     segment_seconds: float = 10.0
 
 
+# (one, two, times) -> one frame per t. Frames are H x W x 3 uint8 or uint16 RGB arrays; results on the
+# same scale, ideally of the same dtype (anything else is rounded and clipped to it).
 Interpolator = Callable[[np.ndarray, np.ndarray, Sequence[float]], List[np.ndarray]]
 
 
@@ -52,6 +55,14 @@ def _to_float(frame: np.ndarray) -> np.ndarray:
 def _to_int(frame: np.ndarray, dtype) -> np.ndarray:
     scale = 65535.0 if dtype == np.uint16 else 255.0
     return np.clip(np.rint(frame * scale), 0, scale).astype(dtype)
+
+
+def _as_dtype(frame: np.ndarray, dtype) -> np.ndarray:
+    """An interpolator's output on the input's integer scale, as that dtype."""
+    frame = np.asarray(frame)
+    if frame.dtype == dtype:
+        return frame
+    return np.clip(np.rint(frame), 0, np.iinfo(dtype).max).astype(dtype)
 
 
 @dataclass
@@ -88,8 +99,8 @@ def _output_frames(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpol
         ts = sorted({s.t for k, s in pending if s.kind == "interpolate" and not skip(k)})
         made = {}
         if ts:
-            outs = interpolate(_to_float(current.frame), _to_float(nxt.frame), ts)
-            made = {t: _to_int(o, current.frame.dtype) for t, o in zip(ts, outs)}
+            outs = interpolate(current.frame, nxt.frame, ts)
+            made = {t: _as_dtype(o, current.frame.dtype) for t, o in zip(ts, outs)}
             stats["interpolated"] += len(ts)
         for k, source in pending:
             if skip(k):
@@ -148,7 +159,8 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
     current_segment = -1
     bar = tqdm(total=plan.count, unit="frame", disable=not progress or rank != 0, desc=out.name, file=sys.stderr)
     try:
-        anchors = _anchors(read_frames(info), info.pts, options.dedup_threshold)
+        # decoding runs ahead in a thread while the GPU works (bounded: a few frames)
+        anchors = prefetch(_anchors(read_frames(info), info.pts, options.dedup_threshold), depth=4)
         skip = lambda k: done[k // per_segment]  # noqa: E731
         for j, frame in _output_frames(anchors, plan, interpolate, options.scene_threshold, skip, stats):
             segment = j // per_segment
@@ -240,7 +252,7 @@ def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_
     outs = [Path(out_pattern % j) for j in range(plan.count)]
     check_writable(outs[0])
     stats = {"cuts": 0, "interpolated": 0}
-    anchors = _anchors(frames, stamps, options.dedup_threshold)
+    anchors = prefetch(_anchors(frames, stamps, options.dedup_threshold), depth=4)
     with tqdm(total=plan.count, unit="frame", disable=not progress, file=sys.stderr) as bar:
         for j, frame in _output_frames(anchors, plan, interpolate, options.scene_threshold,
                                        lambda k: outs[k].exists(), stats):

@@ -1,11 +1,13 @@
 """The network's parts on the CPU, and the CUDA correlation against the PyTorch one."""
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
 from model import Network, NetworkConfig, load_weights, save_weights
 from model.correlation import correlation, correlation_torch
+from model.inference import interpolate, interpolate_integer
 from model.warp import InputPadder, backwarp, resize_flow
 from model.weights import WeightsError
 
@@ -225,3 +227,24 @@ def test_augmented_synthetic_flow_still_warps_two_onto_one():
         warped = backwarp(batch["two"], batch["flow_fwd"])
         inside = (warped.abs().sum(1, keepdim=True) > 0).float()
         assert ((warped - batch["one"]).abs() * inside).mean() < 0.5 * (batch["two"] - batch["one"]).abs().mean()
+
+
+@pytest.mark.parametrize("dtype,scale", [(np.uint8, 255.0), (np.uint16, 65535.0)])
+def test_interpolate_integer_matches_float_path(dtype, scale):
+    torch.manual_seed(0)
+    net = Network().eval()
+    rng = np.random.default_rng(0)
+    one = rng.integers(0, int(scale) + 1, (40, 56, 3)).astype(dtype)
+    two = rng.integers(0, int(scale) + 1, (40, 56, 3)).astype(dtype)
+    outs = interpolate_integer(net, one, two, [0.25, 0.5])
+    ref = interpolate(net, one / scale, two / scale, [0.25, 0.5])
+    for out, r in zip(outs, ref):
+        assert out.dtype == dtype and out.shape == one.shape
+        assert np.abs(out.astype(np.float64) - np.rint(r * scale)).max() <= 1
+
+
+def test_interpolate_integer_rejects_float_frames():
+    net = Network().eval()
+    frame = np.zeros((32, 32, 3), np.float32)
+    with pytest.raises(ValueError, match="uint8 or uint16"):
+        interpolate_integer(net, frame, frame)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import run
-from media.video import ffmpeg_exe, probe, read_frames
+from media.video import VideoError, ffmpeg_exe, probe, read_frames
 from pipeline.schedule import make_plan, parse_rate, planned_sources
 from pipeline.video import VideoOptions, interpolate_video
 
@@ -280,3 +280,14 @@ def test_mux_failure_explains_and_the_work_is_reused(tmp_path, capsys):
     code, stdout, _ = _cli(["--video", clip, "--out", tmp_path / "out.mkv"], capsys)
     assert code == 0 and "resumed_segments 1" in stdout and "interpolated 0," in stdout
     assert _audio_md5(tmp_path / "out.mkv") == _audio_md5(clip)
+
+
+def test_frame_writer_reports_an_encoder_that_stops(tmp_path):
+    from media.video import FrameWriter
+
+    writer = FrameWriter(tmp_path / "x.mp4", 64, 48, Fraction(25), codec="no-such-encoder")
+    frame = np.zeros((48, 64, 3), np.uint8)
+    with pytest.raises(VideoError, match="no-such-encoder|stopped|could not encode"):
+        for _ in range(200):  # the feeder thread notices the dead pipe within a few frames
+            writer.write(frame)
+        writer.close()

@@ -28,7 +28,7 @@ class Clip:
     frames: torch.Tensor  # T x 3 x H x W uint8, RGB
     motion: float  # mean flow, pixels per stored frame
     cuts: Tuple[int, ...]  # a cut lies between frame c-1 and c
-    repeated: torch.Tensor  # T-1 bools: frame j+1 (nearly) equals frame j
+    repeated: torch.Tensor  # T-1 bools on the CPU: frame j+1 (nearly) equals frame j
 
 
 def _decode(path: Path) -> torch.Tensor:
@@ -68,8 +68,19 @@ def load_clips(root: Path, names: Optional[Sequence[str]], device: torch.device,
         orig_w = int(str(entry.get("orig_size", "")).split("x")[0] or entry["width"])
         size_scale = entry["width"] / orig_w if orig_w else 1.0
         motion = float(entry["flow_mean_px_per_orig_frame"]) * entry["frame_step"] * size_scale
-        clips.append(Clip(entry["file"], frames, motion, tuple(entry["cuts_before_frame"]), diff < 0.5))
+        clips.append(Clip(entry["file"], frames, motion, tuple(entry["cuts_before_frame"]), (diff < 0.5).cpu()))
     return clips
+
+
+def to_device(x: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """Copy a small CPU tensor to ``device`` without making the host wait for the GPU.
+
+    A plain ``.to("cuda")`` from pageable memory synchronises the stream; sampling
+    does dozens of such copies per batch, which would stall the training loop.
+    """
+    if device.type != "cuda":
+        return x.to(device)
+    return x.pin_memory().to(device, non_blocking=True)
 
 
 class FootageSampler:
@@ -118,16 +129,16 @@ class FootageSampler:
             h, w = clip.frames.shape[2:]
             y = self._rand(h - self.crop + 1)
             x = self._rand(w - self.crop + 1)
-            frames = clip.frames[[a, b, c], :, y:y + self.crop, x:x + self.crop]
-            ones.append(frames[0])
-            mids.append(frames[1])
-            twos.append(frames[2])
+            window = (slice(None), slice(y, y + self.crop), slice(x, x + self.crop))
+            ones.append(clip.frames[a][window])  # views: one copy per key in the stack below
+            mids.append(clip.frames[b][window])
+            twos.append(clip.frames[c][window])
             times.append((b - a) / (c - a))
         out = {
             "one": torch.stack(ones).float() / 255.0,
             "mid": torch.stack(mids).float() / 255.0,
             "two": torch.stack(twos).float() / 255.0,
-            "t": torch.tensor(times, device=ones[0].device, dtype=torch.float32),
+            "t": to_device(torch.tensor(times, dtype=torch.float32), ones[0].device),
         }
         return augment(out, self.gen)
 
@@ -159,8 +170,9 @@ def augment(batch: Dict[str, torch.Tensor], gen: Optional[torch.Generator]) -> D
     if coin() and batch["one"].shape[2] == batch["one"].shape[3]:  # transpose (with the flips: rot90)
         apply(lambda x: x.transpose(2, 3), lambda f: f.flip(1))
     perm = torch.randperm(3, generator=gen).tolist()
-    for k in keys:
-        batch[k] = batch[k][:, perm]
+    if perm != [0, 1, 2]:
+        for k in keys:  # slices, not a list index: that would copy an index tensor to the GPU
+            batch[k] = torch.cat([batch[k][:, i:i + 1] for i in perm], 1)
     if coin():  # temporal reversal
         batch["one"], batch["two"] = batch["two"], batch["one"]
         batch["t"] = 1.0 - batch["t"]
@@ -173,8 +185,8 @@ def augment(batch: Dict[str, torch.Tensor], gen: Optional[torch.Generator]) -> D
 
 def _affine(n: int, device, gen, max_shift: float, max_rot: float, max_scale: float) -> torch.Tensor:
     """Random per-sample motion parameters (shift x, shift y, rotation, log scale) at t = 1."""
-    r = torch.rand(n, 4, generator=gen).to(device) * 2 - 1
-    return r * torch.tensor([max_shift, max_shift, max_rot, max_scale], device=device)
+    r = torch.rand(n, 4, generator=gen) * 2 - 1
+    return to_device(r * torch.tensor([max_shift, max_shift, max_rot, max_scale]), device)
 
 
 def _matrix(params: torch.Tensor, t: torch.Tensor, centre: torch.Tensor) -> torch.Tensor:
@@ -194,7 +206,10 @@ def _apply(m: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
 
 def _invert(m: torch.Tensor) -> torch.Tensor:
     a = m[:, :, :2]
-    inv = torch.linalg.inv(a)
+    # closed-form 2x2 inverse: torch.linalg.inv checks for singular input, which waits for the GPU
+    det = a[:, 0, 0] * a[:, 1, 1] - a[:, 0, 1] * a[:, 1, 0]
+    inv = torch.stack([torch.stack([a[:, 1, 1], -a[:, 0, 1]], 1),
+                       torch.stack([-a[:, 1, 0], a[:, 0, 0]], 1)], 1) / det.view(-1, 1, 1)
     return torch.cat([inv, -torch.einsum("nij,nj->ni", inv, m[:, :, 2]).unsqueeze(2)], 2)
 
 
@@ -216,7 +231,7 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
         y, x = sampler._rand(h - crop + 1), sampler._rand(w - crop + 1)
         textures.append(f[:, y:y + crop, x:x + crop])
     textures = torch.stack(textures).float().div(255.0).view(layers + 1, size, 3, crop, crop)
-    t = torch.rand(size, generator=gen).to(device) * 0.8 + 0.1
+    t = to_device(torch.rand(size, generator=gen) * 0.8 + 0.1, device)
     ys, xs = torch.meshgrid(torch.arange(crop, device=device, dtype=torch.float32),
                             torch.arange(crop, device=device, dtype=torch.float32), indexing="ij")
     grid = torch.stack([xs, ys], -1).expand(size, crop, crop, 2)
@@ -230,8 +245,8 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
             centre = torch.full((size, 2), crop / 2, device=device)
         else:
             params = _affine(size, device, gen, 32.0, 0.3, 0.15)
-            centre = torch.rand(size, 2, generator=gen).to(device) * crop
-        radius = (torch.rand(size, 2, generator=gen).to(device) * 0.25 + 0.1) * crop
+            centre = to_device(torch.rand(size, 2, generator=gen) * crop, device)
+        radius = to_device((torch.rand(size, 2, generator=gen) * 0.25 + 0.1) * crop, device)
         motions.append((params, centre, radius))
     for key, tt in times.items():
         img = None

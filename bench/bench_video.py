@@ -1,0 +1,103 @@
+"""Video throughput on the GPU: the whole pipeline (decode, interpolate, encode, mux) and the model alone.
+
+    python bench/bench_video.py --video in.mp4 [--factor 2] [--bf16] [--json out.json]
+    python bench/bench_video.py --memory 3840x2160 7680x4320 [--flow-scale 0.5] [--tile 2048]
+
+Pipeline frames per second count output frames (a x2 job writes two per input frame)
+over the wall-clock time of ``pipeline.video.interpolate_video`` after a warm-up pair.
+The model alone is one interpolated frame per call on frames already in GPU memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.timing import cuda_time_ms  # noqa: E402
+from media.video import probe, read_frames  # noqa: E402
+from model import Network, load_weights  # noqa: E402
+from model.inference import interpolate, interpolate_integer  # noqa: E402
+from pipeline.video import VideoOptions, interpolate_video  # noqa: E402
+
+
+def parse_size(text: str) -> tuple:
+    w, h = text.lower().split("x")
+    return int(h), int(w)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--video", type=Path, help="input clip for the pipeline and model timings")
+    p.add_argument("--factor", type=int, default=2)
+    p.add_argument("--weights", type=Path, default=Path("weights/network.safetensors"))
+    p.add_argument("--bf16", action="store_true", help="bfloat16 autocast, as run.py --bf16")
+    p.add_argument("--flow-scale", type=float, default=1.0)
+    p.add_argument("--tile", type=int, default=0)
+    p.add_argument("--memory", nargs="*", default=[], help="sizes WxH: peak GPU memory of one pair each")
+    p.add_argument("--json", type=Path, default=None)
+    args = p.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("error: this benchmark needs a CUDA GPU", file=sys.stderr)
+        return 2
+    device = torch.device("cuda")
+    torch.backends.cudnn.benchmark = True
+    net = load_weights(args.weights, device) if args.weights.is_file() else Network().to(device).eval()
+    autocast = torch.bfloat16 if args.bf16 else None
+    rows = []
+    if args.video is not None:
+        info = probe(args.video)
+        frames = read_frames(info)
+        one, two = next(frames), next(frames)
+        frames.close()
+        interpolate_integer(net, one, two, [0.5], autocast, args.flow_scale, args.tile)  # warm-up
+        a = torch.from_numpy(one.copy()).to(device).permute(2, 0, 1)[None].float() / 255.0
+        b = torch.from_numpy(two.copy()).to(device).permute(2, 0, 1)[None].float() / 255.0
+        model_ms = cuda_time_ms(lambda: interpolate(net, a, b, [0.5], autocast, args.flow_scale, args.tile),
+                                repeats=20)
+        step = lambda x, y, ts: interpolate_integer(net, x, y, ts, autocast, args.flow_scale, args.tile)  # noqa: E731
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "out.mp4"
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            stats = interpolate_video(args.video, out, step, VideoOptions(factor=args.factor), progress=False)
+            seconds = time.perf_counter() - start
+            frames_out = probe(out).frames
+        row = {"video": args.video.name, "size": f"{info.width}x{info.height}", "frames_in": info.frames,
+               "frames_out": frames_out, "factor": args.factor, "bf16": args.bf16,
+               "pipeline_seconds": round(seconds, 2), "pipeline_fps": round(frames_out / seconds, 1),
+               "model_ms_per_frame": round(model_ms, 2), "model_fps": round(1000.0 / model_ms, 1),
+               "interpolated": stats["interpolated"], "audio": stats["audio"]}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    for size in args.memory:
+        h, w = parse_size(size)
+        rng = np.random.default_rng(0)
+        one = rng.integers(0, 256, (h, w, 3), dtype=np.uint8)
+        two = np.roll(one, 7, axis=1)
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        start = time.perf_counter()
+        out = interpolate_integer(net, one, two, [0.5], autocast, args.flow_scale, args.tile)[0]
+        torch.cuda.synchronize()
+        row = {"size": size, "flow_scale": args.flow_scale, "tile": args.tile, "bf16": args.bf16,
+               "peak_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2),
+               "seconds": round(time.perf_counter() - start, 2), "out_shape": list(out.shape)}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    if args.json is not None:
+        args.json.write_text(json.dumps(rows, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
