@@ -1,0 +1,101 @@
+"""Plot validation and Middlebury PSNR against training minutes from the chunk logs (OpenCV only).
+
+    python -m training.plot --out docs/training_psnr.png
+
+Reads ``docs/raw/train_chunk<N>.jsonl`` (minutes since each chunk's start, validation PSNR by
+step) and ``docs/raw/middlebury_chunk<N>.json`` (Middlebury PSNR of the weights each chunk kept,
+with the kept step given in ``KEPT_STEP``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import cv2
+import numpy as np
+
+# step of the weights each chunk kept (best validation PSNR so far); chunks 8 and 9 kept none
+KEPT_STEP = {1: 2500, 2: 6345, 3: 10000, 4: 15819, 5: 17000, 6: 20000, 7: 29000}
+
+
+def chunk_curves(raw: Path) -> Tuple[List[Tuple[float, float]], Dict[int, float], Dict[int, float]]:
+    """(minutes, val PSNR) points, minutes at each step logged, and Middlebury PSNR by kept step."""
+    offset = 0.0
+    val, minutes_at = [], {}
+    n = 1
+    while (raw / f"train_chunk{n}.jsonl").is_file():
+        rows = [json.loads(line) for line in (raw / f"train_chunk{n}.jsonl").read_text().splitlines() if line]
+        timed = [r for r in rows if "minutes" in r]
+        for r in timed:
+            minutes_at[r["step"]] = offset + r["minutes"]
+        for r in rows:
+            if "val_psnr" in r:
+                near = min(timed, key=lambda t: abs(t["step"] - r["step"]))
+                val.append((offset + near["minutes"], r["val_psnr"]))
+        offset += timed[-1]["minutes"]
+        n += 1
+    middlebury = {}
+    for chunk, step in KEPT_STEP.items():
+        path = raw / f"middlebury_chunk{chunk}.json"
+        if path.is_file():
+            middlebury[step] = json.loads(path.read_text())["psnr"]
+    return val, minutes_at, middlebury
+
+
+def draw(val, minutes_at, middlebury, out: Path) -> None:
+    w, h, left, right, top, bottom = 900, 520, 70, 70, 40, 60
+    img = np.full((h, w, 3), 255, np.uint8)
+    x_max = max(m for m, _ in val) * 1.05
+    lo, hi = 26.0, 37.0
+
+    def px(minutes: float, psnr: float) -> Tuple[int, int]:
+        x = left + (w - left - right) * minutes / x_max
+        y = top + (h - top - bottom) * (hi - psnr) / (hi - lo)
+        return int(round(x)), int(round(y))
+
+    font = cv2.FONT_HERSHEY_SIMPLEX
+    for psnr in np.arange(lo, hi + 0.01, 1.0):
+        y = px(0, psnr)[1]
+        cv2.line(img, (left, y), (w - right, y), (230, 230, 230), 1)
+        cv2.putText(img, f"{psnr:.0f}", (left - 35, y + 5), font, 0.45, (0, 0, 0), 1, cv2.LINE_AA)
+    for m in range(0, int(x_max) + 1, 5):
+        x = px(m, lo)[0]
+        cv2.putText(img, str(m), (x - 6, h - bottom + 20), font, 0.45, (0, 0, 0), 1, cv2.LINE_AA)
+    cv2.rectangle(img, (left, top), (w - right, h - bottom), (0, 0, 0), 1)
+    target = px(0, 36.5)[1]
+    cv2.line(img, (left, target), (w - right, target), (0, 0, 200), 1)
+    cv2.putText(img, "target 36.5", (w - right - 150, target - 6), font, 0.45, (0, 0, 200), 1, cv2.LINE_AA)
+    dis = px(0, 34.18)[1]
+    cv2.line(img, (left, dis), (w - right, dis), (160, 160, 255), 1)
+    cv2.putText(img, "DIS + warp 34.18", (w - right - 150, dis - 6), font, 0.45, (0, 0, 200), 1, cv2.LINE_AA)
+    pts = np.array([px(m, p) for m, p in val], np.int32)
+    cv2.polylines(img, [pts], False, (200, 120, 0), 2, cv2.LINE_AA)
+    mb = sorted((minutes_at.get(step, minutes_at[min(minutes_at, key=lambda s: abs(s - step))]), p)
+                for step, p in middlebury.items())
+    cv2.polylines(img, [np.array([px(m, p) for m, p in mb], np.int32)], False, (0, 150, 0), 2, cv2.LINE_AA)
+    for m, p in mb:
+        cv2.circle(img, px(m, p), 4, (0, 150, 0), -1, cv2.LINE_AA)
+    cv2.putText(img, "Middlebury PSNR of kept weights", (left + 300, px(0, 32.0)[1]), font, 0.5, (0, 150, 0), 1, cv2.LINE_AA)
+    cv2.putText(img, "validation PSNR (held-out footage)", (left + 300, px(0, 28.0)[1]), font, 0.5, (200, 120, 0), 1,
+                cv2.LINE_AA)
+    cv2.putText(img, "training minutes (one H200)", (w // 2 - 100, h - 15), font, 0.5, (0, 0, 0), 1, cv2.LINE_AA)
+    cv2.putText(img, "PSNR dB", (5, top - 12), font, 0.5, (0, 0, 0), 1, cv2.LINE_AA)
+    if not cv2.imwrite(str(out), img):
+        raise OSError(f"could not write {out}")
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--raw", type=Path, default=Path("docs/raw"))
+    p.add_argument("--out", type=Path, default=Path("docs/training_psnr.png"))
+    args = p.parse_args(argv)
+    draw(*chunk_curves(args.raw), args.out)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
