@@ -80,7 +80,11 @@ def run_sequence(args, autocast: Optional[torch.dtype]) -> int:
         stats = interpolate_video(args.video, args.out, step, options, weights_id=str(weights))
     else:
         stats = interpolate_frames(args.frames, str(args.out), parse_rate(args.input_fps), step, options)
+    problem = stats.pop("input_problem", None)
     print(f"wrote {args.out}: " + ", ".join(f"{k} {v}" for k, v in stats.items()))
+    if problem:
+        print(f"warning: {args.video}: ffmpeg reported '{problem}' while reading it; the output covers the "
+              f"{stats.get('frames_in')} frames it could read", file=sys.stderr)
     return 0
 
 

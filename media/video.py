@@ -71,6 +71,7 @@ class VideoInfo:
     bit_depth: int
     has_audio: bool
     has_subtitles: bool
+    problem: str = ""  # what ffmpeg reported while reading the packets, e.g. "File ended prematurely"
 
     @property
     def frames(self) -> int:
@@ -126,8 +127,11 @@ def probe(path: Path) -> VideoInfo:
         rate = nominal if nominal and abs(nominal - mean) < mean / 100 else mean.limit_denominator(1001)
     else:
         rate = nominal or Fraction(25)
+    # errors ffmpeg got past (a truncated file, a damaged packet): the readable part is used, and said so
+    problem = " ".join(re.sub(r"^\[[^]]*\]\s*", "", line).strip()
+                       for line in proc.stderr.decode("utf-8", "replace").strip().splitlines()[-2:])
     return VideoInfo(path, int(size.group(1)), int(size.group(2)), stamps, rate, bit_depth,
-                     "Audio:" in text, "Subtitle:" in text)
+                     "Audio:" in text, "Subtitle:" in text, problem)
 
 
 def read_frames(info: VideoInfo) -> Iterator[np.ndarray]:

@@ -123,9 +123,16 @@ def test_bad_video_inputs(tmp_path, capsys):
     subprocess.run([ffmpeg_exe(), "-loglevel", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440", "-t", "1",
                     str(audio_only)], check=True)
     clip = _make_clip(tmp_path / "in.mp4", seconds=1, audio=False)
+    zero = tmp_path / "zero.mp4"  # ffmpeg asked for 0 frames writes a file without a video stream
+    subprocess.run([ffmpeg_exe(), "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=64x48:rate=25",
+                    "-frames:v", "0", "-c:v", "libx264", str(zero)], check=True)
+    truncated = tmp_path / "truncated.mp4"  # a copy cut short, as a download that stopped
+    truncated.write_bytes(clip.read_bytes()[: clip.stat().st_size // 2])
     cases = [
         (["--video", tmp_path / "missing.mp4", "--out", tmp_path / "o.mp4"], "no such file"),
         (["--video", corrupt, "--out", tmp_path / "o.mp4"], ""),
+        (["--video", zero, "--out", tmp_path / "o.mp4"], "no video stream"),
+        (["--video", truncated, "--out", tmp_path / "o.mp4"], ""),
         (["--video", audio_only, "--out", tmp_path / "o.mp4"], "no video stream"),
         (["--video", clip, "--out", clip], "never modified"),
         (["--video", clip, "--out", tmp_path / "o.xyz"], "unsupported output extension"),
@@ -291,3 +298,17 @@ def test_frame_writer_reports_an_encoder_that_stops(tmp_path):
         for _ in range(200):  # the feeder thread notices the dead pipe within a few frames
             writer.write(frame)
         writer.close()
+
+
+def test_truncated_mkv_uses_the_readable_part_and_warns(tmp_path, capsys):
+    full = tmp_path / "full.mkv"
+    subprocess.run([ffmpeg_exe(), "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=64x48:rate=25",
+                    "-t", "2", "-c:v", "libx264", str(full)], check=True)
+    cut = tmp_path / "cut.mkv"
+    cut.write_bytes(full.read_bytes()[: full.stat().st_size // 2])
+    readable = probe(cut).frames
+    assert 0 < readable < 50 and "ended prematurely" in probe(cut).problem
+    code, stdout, err = _cli(["--video", cut, "--out", tmp_path / "o.mp4"], capsys)
+    assert code == 0 and probe(tmp_path / "o.mp4").frames == 2 * readable
+    assert "warning:" in err and "ended prematurely" in err and f"the {readable} frames" in err
+    assert probe(full).problem == ""
