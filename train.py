@@ -6,7 +6,8 @@ One chunk on one GPU (what a 9-minute device command runs):
 
 Several GPUs: ``torchrun --nproc_per_node 2 train.py ...`` (DistributedDataParallel).
 The output folder gets ``state_model.safetensors`` (fp32) and ``state_optim.pt`` to
-resume from, ``weights.safetensors`` (fp16, best validation PSNR so far),
+resume from, ``weights.safetensors`` (fp16, best validation score so far: the mean PSNR of the
+motion-weighted and the consecutive-frame validation triplets),
 ``config.json``, ``train_config.json`` and ``log.jsonl``.
 """
 
@@ -19,7 +20,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import torch
 
@@ -52,6 +53,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--lr", type=float, default=None, help="override the config's peak learning rate")
     p.add_argument("--total-steps", type=int, default=None, help="override the cosine schedule's length")
+    p.add_argument("--native-share", type=float, default=None,
+                   help="override the share of footage triplets taken at the stored rate (k = 1)")
     p.add_argument("--max-clips", type=int, default=None, help="use only the first N training clips (smoke tests)")
     p.add_argument("--val-clips", nargs="+", default=None, help="held-out clip files (default: training/config.py)")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
@@ -118,6 +121,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             return 2
     overrides = {k: v for k, v in (("batch", args.batch), ("crop", args.crop), ("seed", args.seed),
                                    ("lr", args.lr), ("total_steps", args.total_steps),
+                                   ("native_share", args.native_share),
                                    ("validation_clips", tuple(args.val_clips) if args.val_clips else None))
                  if v is not None}
     config = dataclasses.replace(config, **overrides)
@@ -132,13 +136,21 @@ def main(argv: Optional[List[str]] = None) -> int:
     train_clips = load_clips(args.data, None, device, config.crop, exclude=config.validation_clips,
                              limit=args.max_clips)
     val_clips = load_clips(args.data, config.validation_clips, device, config.crop)
-    sampler = FootageSampler(train_clips, config.crop, config.max_gap, generator=gen)
+    sampler = FootageSampler(train_clips, config.crop, config.max_gap, generator=gen,
+                             native_share=config.native_share)
     val_sampler = FootageSampler(val_clips, config.crop, config.max_gap,
                                  generator=torch.Generator().manual_seed(1234))
-    val_batches = [val_sampler.batch(16) for _ in range(4)]  # fixed for the whole chunk
+    # two fixed sets: motion-weighted triplets with widened gaps (large motion), and consecutive frames
+    # (the small motions of ordinary x2 interpolation, where blurring costs most)
+    val_batches = [val_sampler.batch(16) for _ in range(4)]
+    native_sampler = FootageSampler(val_clips, config.crop, config.max_gap,
+                                    generator=torch.Generator().manual_seed(4321), native_share=1.0)
+    native_batches = [native_sampler.batch(16) for _ in range(4)]
     if main_process:
-        blend = float(torch.cat([psnr((b["one"] + b["two"]) / 2, b["mid"]) for b in val_batches]).mean())
-        print(f"validation baseline: frame blend {blend:.2f} dB", flush=True)
+        for name, batches in (("motion-weighted", val_batches), ("consecutive", native_batches)):
+            blend = float(torch.cat([psnr((1 - b["t"].view(-1, 1, 1, 1)) * b["one"] + b["t"].view(-1, 1, 1, 1)
+                                          * b["two"], b["mid"]) for b in batches]).mean())
+            print(f"validation baseline ({name}): frame blend {blend:.2f} dB", flush=True)
         frames = sum(c.frames.shape[0] for c in train_clips)
         print(f"data: {len(train_clips)} training clips ({frames} frames), {len(val_clips)} validation clips, "
               f"decoded in {time.time() - t0:.1f}s", flush=True)
@@ -167,9 +179,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                               fused=device.type == "cuda")
     if args.resume is not None and (args.resume / "state_optim.pt").is_file():
         optim.load_state_dict(torch.load(args.resume / "state_optim.pt", map_location=device, weights_only=True))
+    # checkpoints are chosen by the mean PSNR of the two validation sets ("best_score"); states saved
+    # before there were two sets hold only "best_val_psnr", which is not comparable and is not carried over
     best = -1.0
     if args.resume is not None and (args.resume / "progress.json").is_file():
-        best = json.loads((args.resume / "progress.json").read_text()).get("best_val_psnr", -1.0)
+        best = json.loads((args.resume / "progress.json").read_text()).get("best_score", -1.0)
 
     args.out.mkdir(parents=True, exist_ok=True)
     log = open(args.out / "log.jsonl", "a") if main_process else None
@@ -178,15 +192,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=config.bf16 and device.type == "cuda")
 
 
-    def validate() -> float:
+    def validate() -> Tuple[float, float]:
+        """Mean PSNR on the motion-weighted and on the consecutive-frame validation triplets."""
         net.eval()
-        scores = []
+        means = []
         with torch.no_grad(), autocast:
-            for b in val_batches:
-                s = net.estimate_flow(b["one"], b["two"])
-                scores.append(psnr(net.synthesize(s, b["t"]).float(), b["mid"]))
+            for batches in (val_batches, native_batches):
+                scores = []
+                for b in batches:
+                    s = net.estimate_flow(b["one"], b["two"])
+                    scores.append(psnr(net.synthesize(s, b["t"]).float(), b["mid"]))
+                means.append(float(torch.cat(scores).mean()))
         net.train()
-        return float(torch.cat(scores).mean())
+        return means[0], means[1]
 
     def save(tag_best: bool) -> None:
         from safetensors.torch import save_file
@@ -196,10 +214,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         torch.save(optim.state_dict(), args.out / "state_optim.pt")
         (args.out / "config.json").write_text(json.dumps(net.config.to_dict()) + "\n")
         config.save(args.out / "train_config.json")
-        (args.out / "progress.json").write_text(json.dumps({"step": step, "best_val_psnr": best}) + "\n")
+        (args.out / "progress.json").write_text(json.dumps({"step": step, "best_score": best}) + "\n")
         if tag_best:
             save_weights(net, args.out / "weights.safetensors",
-                         extra={"step": str(step), "val_psnr": f"{best:.3f}"})
+                         extra={"step": str(step), "val_psnr": f"{val:.3f}", "val_consecutive_psnr": f"{native:.3f}"})
 
     budget = args.minutes * 60.0
     start_step = step
@@ -258,23 +276,29 @@ def main(argv: Optional[List[str]] = None) -> int:
             bar.set_postfix(loss=entry["loss"], lr=f"{lr:.2e}")
             running = {}
         if step % args.val_every == 0 and main_process:
-            val = validate()
-            improved = val > best
-            best = max(best, val)
-            log.write(json.dumps({"step": step, "val_psnr": round(val, 3)}) + "\n")
+            val, native = validate()
+            score = (val + native) / 2
+            improved = score > best
+            best = max(best, score)
+            log.write(json.dumps({"step": step, "val_psnr": round(val, 3), "val_consecutive_psnr": round(native, 3),
+                                  "score": round(score, 3)}) + "\n")
             log.flush()
-            print(f"step {step}: validation PSNR {val:.2f} dB (best {best:.2f})", flush=True)
+            print(f"step {step}: validation PSNR {val:.2f} / consecutive {native:.2f} dB, "
+                  f"score {score:.2f} (best {best:.2f})", flush=True)
             save(improved)
     bar.close()
     if main_process:
-        val = validate()
-        improved = val > best
-        best = max(best, val)
-        log.write(json.dumps({"step": step, "val_psnr": round(val, 3), "chunk_end": True,
+        val, native = validate()
+        score = (val + native) / 2
+        improved = score > best
+        best = max(best, score)
+        log.write(json.dumps({"step": step, "val_psnr": round(val, 3), "val_consecutive_psnr": round(native, 3),
+                              "score": round(score, 3), "chunk_end": True,
                               "chunk_minutes": round((time.time() - t0) / 60, 2)}) + "\n")
         log.close()
         save(improved)
-        print(f"done: step {step}, validation PSNR {val:.2f} dB (best {best:.2f}), "
+        print(f"done: step {step}, validation PSNR {val:.2f} / consecutive {native:.2f} dB, "
+              f"score {score:.2f} (best {best:.2f}), "
               f"{(step - start_step) / (time.time() - chunk_start):.2f} steps/s", flush=True)
     if world > 1:
         dist.destroy_process_group()

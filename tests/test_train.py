@@ -68,3 +68,39 @@ def test_train_continues_from_committed_weights(footage, tmp_path):
     out2 = tmp_path / "cont"
     assert train.main(_args(footage, out2, "--max-steps", "1", "--init-weights", str(out / "weights.safetensors"))) == 0
     assert json.loads((out2 / "progress.json").read_text())["step"] == 3
+
+
+def test_sampler_native_share_takes_consecutive_frames():
+    import torch
+
+    from training.data import Clip, FootageSampler
+
+    # frame i is filled with the value i: the triplet's frames tell which indices were taken
+    frames = torch.arange(40, dtype=torch.uint8).view(40, 1, 1, 1).expand(40, 3, 70, 70).contiguous()
+    clip = Clip("c", frames, 0.3, (), torch.zeros(39, dtype=torch.bool))  # slow: gaps widen up to 4
+
+    def gaps(share):
+        sampler = FootageSampler([clip], 64, 4, generator=torch.Generator().manual_seed(0), native_share=share)
+        out = []
+        for _ in range(60):
+            _, a, b, c = sampler.triplet()
+            out.append((b - a, c - b))
+        return out
+
+    assert all(g == (1, 1) for g in gaps(1.0))
+    assert any(max(g) > 1 for g in gaps(0.0))
+    mixed = gaps(0.5)
+    assert 10 < sum(g == (1, 1) for g in mixed) < 60
+    with pytest.raises(ValueError, match="native_share"):
+        FootageSampler([clip], 64, native_share=1.5)
+
+
+def test_train_logs_both_validation_sets(footage, tmp_path):
+    out = tmp_path / "run"
+    assert train.main(_args(footage, out, "--max-steps", "2", "--native-share", "0.5")) == 0
+    rows = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    last = rows[-1]
+    assert {"val_psnr", "val_consecutive_psnr", "score"} <= set(last)
+    assert abs(last["score"] - (last["val_psnr"] + last["val_consecutive_psnr"]) / 2) < 2e-3
+    assert json.loads((out / "train_config.json").read_text())["native_share"] == 0.5
+    assert "best_score" in json.loads((out / "progress.json").read_text())

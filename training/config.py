@@ -34,6 +34,7 @@ class TrainConfig:
     flow_loss_weight: float = 0.05
     census_weight: float = 1.0
     max_gap: int = 4
+    native_share: float = 0.0  # fraction of footage triplets at the stored rate (k = 1), not motion-weighted
     bf16: bool = True
     validation_clips: Tuple[str, ...] = VALIDATION_CLIPS
 

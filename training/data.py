@@ -87,12 +87,18 @@ class FootageSampler:
     """Draws augmented triplet batches from decoded clips."""
 
     def __init__(self, clips: List[Clip], crop: int, max_gap: int = 4, target_motion: float = 6.0,
-                 generator: Optional[torch.Generator] = None) -> None:
+                 generator: Optional[torch.Generator] = None, native_share: float = 0.0) -> None:
+        """``native_share``: fraction of triplets taken as consecutive stored frames (k1 = k2 = 1) from
+        clips drawn by length alone, i.e. the small motions of ordinary x2 interpolation."""
         if not clips:
             raise ValueError("no clips to sample from: check --data and the crop size")
+        if not 0.0 <= native_share <= 1.0:
+            raise ValueError(f"native_share must lie in [0, 1], got {native_share}")
         self.clips = clips
         self.crop = crop
         self.gen = generator
+        self.native_share = native_share
+        self.lengths = torch.tensor([float(c.frames.shape[0]) for c in clips], dtype=torch.float64)
         # widen the gap (k) for slow clips, so every clip contributes motion
         self.max_k = [max(1, min(max_gap, round(target_motion / max(c.motion, 0.25)))) for c in clips]
         weights = [c.frames.shape[0] * math.sqrt(min(max(c.motion * k, 1.0), 16.0))
@@ -109,9 +115,10 @@ class FootageSampler:
 
     def triplet(self) -> Tuple[Clip, int, int, int]:
         for _ in range(1000):
-            idx = int(torch.multinomial(self.weights, 1, generator=self.gen))
+            native = self.native_share > 0 and float(torch.rand(1, generator=self.gen)) < self.native_share
+            idx = int(torch.multinomial(self.lengths if native else self.weights, 1, generator=self.gen))
             clip = self.clips[idx]
-            kmax = self.max_k[idx]
+            kmax = 1 if native else self.max_k[idx]
             k1 = 1 + self._rand(kmax)
             k2 = k1 if self._rand(2) == 0 else 1 + self._rand(kmax)
             length = clip.frames.shape[0]

@@ -1,0 +1,90 @@
+"""What limits quality? Variants of the network on the validation triplets (held-out footage, CPU or GPU).
+
+    python bench/diagnose_validation.py --data .data/footage [--weights weights/network.safetensors]
+
+The same two sets of 64 triplets as train.py's validation. Variants: the network; the network with its flow replaced
+by OpenCV DIS flow (is our flow the weak part?); DIS flow + backward warping and blending (the
+classical baseline of ANCHORS.md); the network averaged with its horizontally flipped pass
+(test-time augmentation); frame blending. Scores in dB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import cv2
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from model import load_weights  # noqa: E402
+from model.warp import backwarp  # noqa: E402
+from training.config import VALIDATION_CLIPS  # noqa: E402
+from training.data import FootageSampler, load_clips  # noqa: E402
+from training.losses import psnr  # noqa: E402
+
+
+def dis_flow(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """OpenCV DIS (medium preset) flow a -> b for N x 3 x H x W images in [0, 1]."""
+    dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
+    flows = []
+    for x, y in zip(a, b):
+        gx = cv2.cvtColor((x.permute(1, 2, 0).cpu().numpy() * 255).round().astype(np.uint8), cv2.COLOR_RGB2GRAY)
+        gy = cv2.cvtColor((y.permute(1, 2, 0).cpu().numpy() * 255).round().astype(np.uint8), cv2.COLOR_RGB2GRAY)
+        flows.append(torch.from_numpy(dis.calc(gx, gy, None)).permute(2, 0, 1))
+    return torch.stack(flows).to(a.device)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--data", type=Path, required=True)
+    p.add_argument("--weights", type=Path, default=Path("weights/network.safetensors"))
+    p.add_argument("--device", default="cpu")
+    args = p.parse_args(argv)
+    device = torch.device(args.device)
+    net = load_weights(args.weights, device).eval()
+    clips = load_clips(args.data, VALIDATION_CLIPS, device, 256)
+    # the two sets train.py validates on: motion-weighted with widened gaps, and consecutive frames
+    sets = {
+        "motion-weighted": FootageSampler(clips, 256, 4, generator=torch.Generator().manual_seed(1234)),
+        "consecutive": FootageSampler(clips, 256, 4, generator=torch.Generator().manual_seed(4321), native_share=1.0),
+    }
+    names = ("network", "network + DIS flow", "DIS + backward warp", "network + flip TTA", "frame blend")
+    results = {}
+    with torch.no_grad():
+        for set_name, sampler in sets.items():
+            scores = {k: [] for k in names}
+            motion = []
+            for b in [sampler.batch(16) for _ in range(4)]:
+                one, two, mid, t = b["one"], b["two"], b["mid"], b["t"].view(-1, 1, 1, 1)
+                state = net.estimate_flow(one, two)
+                plain = net.synthesize(state, b["t"])
+                scores["network"].append(psnr(plain, mid))
+                f01, f10 = dis_flow(one, two), dis_flow(two, one)
+                motion.append(f01.norm(dim=1).flatten(1).mean(1))
+                state.flow_fwd, state.flow_bwd = f01, f10
+                state.metric_one = net.metric(one, two, f01)
+                state.metric_two = net.metric(two, one, f10)
+                scores["network + DIS flow"].append(psnr(net.synthesize(state, b["t"]), mid))
+                # Super SloMo's approximation of the flows from t back to 0 and 1
+                ft0 = -(1 - t) * t * f01 + t * t * f10
+                ft1 = (1 - t) * (1 - t) * f01 - t * (1 - t) * f10
+                warped = (1 - t) * backwarp(one, ft0) + t * backwarp(two, ft1)
+                scores["DIS + backward warp"].append(psnr(warped, mid))
+                flipped = net.synthesize(net.estimate_flow(one.flip(3), two.flip(3)), b["t"]).flip(3)
+                scores["network + flip TTA"].append(psnr((plain + flipped) / 2, mid))
+                scores["frame blend"].append(psnr((1 - t) * one + t * two, mid))
+            results[set_name] = {k: float(torch.cat(v).mean()) for k, v in scores.items()}
+            results[set_name]["mean DIS motion px"] = float(torch.cat(motion).mean())
+    print(f"{'':24s} " + " ".join(f"{n:>16s}" for n in sets))
+    for row in (*names, "mean DIS motion px"):
+        print(f"{row:24s} " + " ".join(f"{results[n][row]:16.2f}" for n in sets))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
