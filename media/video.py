@@ -159,7 +159,8 @@ class FrameWriter:
     """Encodes RGB frames piped to ffmpeg into a video file (no audio)."""
 
     def __init__(self, path: Path, width: int, height: int, rate: Fraction, bit_depth: int = 8,
-                 codec: str = "libx264", crf: int = 18, pix_fmt: Optional[str] = None) -> None:
+                 codec: str = "libx264", crf: int = 18, pix_fmt: Optional[str] = None,
+                 preset: str = "medium") -> None:
         deep = bit_depth > 8
         self.dtype = np.dtype("<u2") if deep else np.dtype(np.uint8)
         if pix_fmt is None:
@@ -171,7 +172,7 @@ class FrameWriter:
                 "-r", f"{rate.numerator}/{rate.denominator}", "-i", "-",
                 "-c:v", codec, "-pix_fmt", pix_fmt]
         if codec in ("libx264", "libx265"):
-            args += ["-crf", str(crf), "-preset", "medium"]
+            args += ["-crf", str(crf), "-preset", preset]
         args.append(str(path))
         self.path = path
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stderr=subprocess.PIPE)

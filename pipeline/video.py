@@ -38,6 +38,7 @@ class VideoOptions:
     dedup_threshold: float = 0.0  # > 0: frames closer than this to the previous one are dropped
     crf: int = 18
     codec: str = "libx264"
+    preset: str = "medium"  # x264/x265 speed preset: faster presets encode faster into larger files
     pix_fmt: Optional[str] = None
     segment_seconds: float = 10.0
 
@@ -169,7 +170,8 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
                     if writer is not None:
                         _finish(writer, seg_path[current_segment])
                     writer = FrameWriter(seg_path[segment].with_suffix(".part.mp4"), info.width, info.height,
-                                         plan.rate_out, info.bit_depth, options.codec, options.crf, options.pix_fmt)
+                                         plan.rate_out, info.bit_depth, options.codec, options.crf, options.pix_fmt,
+                                         options.preset)
                     current_segment = segment
                 writer.write(frame)
             bar.update(1)

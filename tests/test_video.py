@@ -76,7 +76,8 @@ def test_factor_two_keeps_duration_and_copies_audio(tmp_path, capsys):
 def test_ntsc_rate_conversion(tmp_path, capsys):
     clip = _make_clip(tmp_path / "in.mp4", rate="24000/1001", seconds=1, audio=False)
     out = tmp_path / "out.mkv"
-    assert _cli(["--video", clip, "--out", out, "--fps", "59.94"], capsys)[0] == 0
+    assert _cli(["--video", clip, "--out", out, "--fps", "59.94", "--preset", "veryfast"], capsys)[0] == 0
+    assert b"rc_lookahead=10 " in out.read_bytes()  # x264 records its settings: veryfast looks 10 frames ahead
     src, dst = probe(clip), probe(out)
     assert dst.rate == Fraction(60000, 1001)
     assert abs(dst.frames - round(src.duration * Fraction(60000, 1001))) <= 1
