@@ -55,6 +55,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--total-steps", type=int, default=None, help="override the cosine schedule's length")
     p.add_argument("--native-share", type=float, default=None,
                    help="override the share of footage triplets taken at the stored rate (k = 1)")
+    p.add_argument("--small-motion-share", type=float, default=None,
+                   help="override the share of synthetic samples with motion scaled down 2-16x")
     p.add_argument("--max-clips", type=int, default=None, help="use only the first N training clips (smoke tests)")
     p.add_argument("--val-clips", nargs="+", default=None, help="held-out clip files (default: training/config.py)")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
@@ -122,6 +124,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     overrides = {k: v for k, v in (("batch", args.batch), ("crop", args.crop), ("seed", args.seed),
                                    ("lr", args.lr), ("total_steps", args.total_steps),
                                    ("native_share", args.native_share),
+                                   ("synthetic_small_share", args.small_motion_share),
                                    ("validation_clips", tuple(args.val_clips) if args.val_clips else None))
                  if v is not None}
     config = dataclasses.replace(config, **overrides)
@@ -237,7 +240,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         real = sampler.batch(n_real)
         parts = [real]
         if n_syn:
-            parts.append(synthetic_batch(sampler, n_syn, config.crop, gen=gen))
+            parts.append(synthetic_batch(sampler, n_syn, config.crop, gen=gen,
+                                         small_share=config.synthetic_small_share))
         batch = {k: torch.cat([p[k] for p in parts if k in p], 0) for k in ("one", "mid", "two", "t")}
         batch = {k: v.contiguous(memory_format=torch.channels_last) if v.dim() == 4 else v
                  for k, v in batch.items()}

@@ -223,10 +223,28 @@ def test_augmented_synthetic_flow_still_warps_two_onto_one():
     clip = data.Clip("t", texture.unsqueeze(0).repeat(3, 1, 1, 1).byte(), 3.0, (), torch.zeros(2, dtype=torch.bool))
     sampler = data.FootageSampler([clip], 128, generator=g)
     for seed in range(6):
-        batch = data.synthetic_batch(sampler, 4, 128, gen=torch.Generator().manual_seed(seed))
-        warped = backwarp(batch["two"], batch["flow_fwd"])
-        inside = (warped.abs().sum(1, keepdim=True) > 0).float()
-        assert ((warped - batch["one"]).abs() * inside).mean() < 0.5 * (batch["two"] - batch["one"]).abs().mean()
+        for small_share in (0.0, 1.0):
+            batch = data.synthetic_batch(sampler, 4, 128, gen=torch.Generator().manual_seed(seed),
+                                         small_share=small_share)
+            warped = backwarp(batch["two"], batch["flow_fwd"])
+            inside = (warped.abs().sum(1, keepdim=True) > 0).float()
+            error = ((warped - batch["one"]).abs() * inside).mean()
+            assert error < 0.5 * (batch["two"] - batch["one"]).abs().mean()
+
+
+def test_small_motion_share_shrinks_synthetic_motion():
+    import training.data as data
+
+    clip = data.Clip("t", (torch.rand(3, 3, 300, 300) * 255).byte(), 3.0, (), torch.zeros(2, dtype=torch.bool))
+    sampler = data.FootageSampler([clip], 128, generator=torch.Generator().manual_seed(0))
+
+    def mean_motion(share):
+        batch = data.synthetic_batch(sampler, 32, 128, gen=torch.Generator().manual_seed(1), small_share=share)
+        return float(batch["flow_fwd"].norm(dim=1).mean())
+
+    assert mean_motion(1.0) < mean_motion(0.0) / 2
+    with pytest.raises(ValueError, match="small_share"):
+        data.synthetic_batch(sampler, 2, 128, small_share=2.0)
 
 
 @pytest.mark.parametrize("dtype,scale", [(np.uint8, 255.0), (np.uint16, 65535.0)])

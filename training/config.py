@@ -31,6 +31,7 @@ class TrainConfig:
     warmup: int = 1000
     total_steps: int = 60000  # the cosine schedule spans this many steps, across chunks
     synthetic_share: float = 0.3  # fraction of each batch from synthetic layered motion
+    synthetic_small_share: float = 0.0  # fraction of synthetic samples with motion scaled down 2-16x
     flow_loss_weight: float = 0.05
     census_weight: float = 1.0
     max_gap: int = 4

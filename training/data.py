@@ -227,8 +227,14 @@ def _sample(texture: torch.Tensor, coords: torch.Tensor) -> torch.Tensor:
 
 
 def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int = 2,
-                    gen: Optional[torch.Generator] = None) -> Dict[str, torch.Tensor]:
-    """Layered affine motion over real textures, with ground-truth bidirectional flow."""
+                    gen: Optional[torch.Generator] = None, small_share: float = 0.0) -> Dict[str, torch.Tensor]:
+    """Layered affine motion over real textures, with ground-truth bidirectional flow.
+
+    ``small_share``: fraction of samples whose motions are scaled down by 2 to 16 times (log-uniform),
+    so that sub-pixel and few-pixel motion, where splatting blurs fine detail, is represented too.
+    """
+    if not 0.0 <= small_share <= 1.0:
+        raise ValueError(f"small_share must lie in [0, 1], got {small_share}")
     device = sampler.clips[0].frames.device
     textures = []
     for _ in range(size * (layers + 1)):
@@ -246,12 +252,17 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
     flows = {}
     times = {"one": torch.zeros_like(t), "mid": t, "two": torch.ones_like(t)}
     motions = []
+    shrink = 1.0
+    if small_share > 0:  # (no draws otherwise: the random stream of earlier recipes stays the same)
+        small = torch.rand(size, generator=gen) < small_share
+        factor = torch.where(small, 2.0 ** -(1.0 + 3.0 * torch.rand(size, generator=gen)), torch.ones(size))
+        shrink = to_device(factor.view(-1, 1), device)
     for layer in range(layers + 1):
         if layer == 0:
-            params = _affine(size, device, gen, 12.0, 0.05, 0.05)
+            params = _affine(size, device, gen, 12.0, 0.05, 0.05) * shrink
             centre = torch.full((size, 2), crop / 2, device=device)
         else:
-            params = _affine(size, device, gen, 32.0, 0.3, 0.15)
+            params = _affine(size, device, gen, 32.0, 0.3, 0.15) * shrink
             centre = to_device(torch.rand(size, 2, generator=gen) * crop, device)
         radius = to_device((torch.rand(size, 2, generator=gen) * 0.25 + 0.1) * crop, device)
         motions.append((params, centre, radius))
