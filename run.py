@@ -15,7 +15,7 @@ import functools
 import os
 import sys
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Union
 
 import torch
 
@@ -39,8 +39,10 @@ def build_parser() -> argparse.ArgumentParser:
     precision.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
     p.add_argument("--flow-scale", "--scale", type=float, default=1.0,
                    help="estimate flow at this fraction of the resolution (e.g. 0.5 for 4K)")
-    p.add_argument("--tile", type=int, default=0,
-                   help="process frames larger than TILE x TILE in overlapping tiles (bounded memory); 0 = whole frames")
+    p.add_argument("--tile", type=tile_value, default="auto",
+                   help="process frames larger than TILE x TILE in overlapping tiles (bounded memory); 0 = whole "
+                        "frames; auto = whole frames when they fit in the device's free memory, else the largest "
+                        "tiles that do")
     p.add_argument("--tile-overlap", type=int, default=128, help="overlap of neighbouring tiles, cross-faded")
     v = p.add_argument_group("video and frame sequences")
     v.add_argument("--video", type=Path, help="input video; --out is a video file (mp4/mkv/mov) or DIR/%%06d.png")
@@ -65,6 +67,32 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def tile_value(text: str) -> Union[int, str]:
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: use auto, 0 (whole frames) or a tile size in pixels")
+    return value
+
+
+def resolve_tile(requested: Union[int, str], height: int, width: int, device: torch.device) -> int:
+    """The tile size to use: ``requested`` itself, or for "auto" what fits in free memory (said on stderr)."""
+    from model.inference import available_memory, fit_tile, needed_memory
+
+    if requested != "auto":
+        return int(requested)
+    tile = fit_tile(height, width, device)
+    if tile:
+        print(f"note: {width}x{height} frames need about {needed_memory(height, width, device) / 2**30:.1f} GiB "
+              f"on {device}, {available_memory(device) / 2**30:.1f} GiB is free: processing in {tile}-pixel tiles "
+              f"(--tile 0 forces whole frames)", file=sys.stderr)
+    return tile
+
+
 def run_sequence(args, autocast: Optional[torch.dtype]) -> int:
     """--video or --frames: stream through the network and report one summary line."""
     from model.inference import interpolate_integer
@@ -78,8 +106,14 @@ def run_sequence(args, autocast: Optional[torch.dtype]) -> int:
     weights = weights_path(args.model, args.weights)
     net = load_network(Path(weights), resolve_device(args.device))
 
+    device = next(net.parameters()).device
+    tiles = {}  # frame shape -> tile size, decided once per size
+
     def step(one, two, times):
-        return interpolate_integer(net, one, two, times, autocast, args.flow_scale, args.tile, args.tile_overlap)
+        if one.shape not in tiles:
+            tiles[one.shape] = resolve_tile(args.tile, one.shape[0], one.shape[1], device)
+        return interpolate_integer(net, one, two, times, autocast, args.flow_scale, tiles[one.shape],
+                                   args.tile_overlap)
 
     if args.video is not None:
         stats = interpolate_video(args.video, args.out, step, options, weights_id=str(weights))
@@ -142,7 +176,7 @@ def output_paths(out: Path, times: Sequence[float]) -> List[Path]:
 def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = (0.5,),
                       weights: Path = DEFAULT_WEIGHTS, device: str = "auto",
                       autocast_dtype: Optional[torch.dtype] = None, flow_scale: float = 1.0,
-                      tile: int = 0, overlap: int = 128) -> List[Path]:
+                      tile: Union[int, str] = 0, overlap: int = 128) -> List[Path]:
     """Read two images, interpolate, write one image per t. Returns the written paths."""
     from media.images import check_writable, read_image, write_image
     from model.inference import interpolate
@@ -161,6 +195,7 @@ def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = 
         raise ValueError(f"frames differ in size: {one} is {rgb_one.shape[1]}x{rgb_one.shape[0]}, "
                          f"{two} is {rgb_two.shape[1]}x{rgb_two.shape[0]}")
     net = load_network(Path(weights), resolve_device(device))
+    tile = resolve_tile(tile, rgb_one.shape[0], rgb_one.shape[1], next(net.parameters()).device)
     frames = interpolate(net, rgb_one, rgb_two, times, autocast_dtype, flow_scale, tile, overlap)
     depth = max(depth_one, depth_two)
     for path, t, frame in zip(paths, times, frames):

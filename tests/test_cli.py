@@ -181,7 +181,7 @@ def test_middlebury_benchmark_bad_folder(tmp_path, capsys):
 
 def test_tiled_interpolation_has_no_seams():
     """Tiles cross-fade: the tiled frame is close to the whole-frame one and has no step at tile borders."""
-    from model.inference import interpolate
+    from model.inference import interpolate, tile_layout
 
     net = run.load_network(run.DEFAULT_WEIGHTS, torch.device("cpu"))
     yy, xx = np.mgrid[0:200, 0:300].astype(np.float32)
@@ -190,8 +190,37 @@ def test_tiled_interpolation_has_no_seams():
     whole = interpolate(net, one, two, [0.5])[0]
     tiled = interpolate(net, one, two, [0.5], tile=128, overlap=32)[0]
     assert np.abs(whole - tiled)[8:-8, 8:-8].mean() < 0.01
-    # column differences at the tile starts (x = 96, 172) are no larger than elsewhere
+    # column differences where tiles start and end are no larger than elsewhere
+    length, starts = tile_layout(300, 128, 32)
+    assert length <= 128 and starts[0] == 0 and starts[-1] + length == 300
+    assert all(b - a <= length - 32 for a, b in zip(starts, starts[1:]))  # neighbours share >= the overlap
     cols = np.abs(np.diff(tiled - whole, axis=1)).mean(axis=(0, 2))
-    assert cols[[95, 96, 171, 172]].max() < 5 * np.median(cols) + 1e-3
+    edges = [x for s in starts[1:] for x in (s - 1, s)] + [x for s in starts[:-1] for x in (s + length - 2, s + length - 1)]
+    assert cols[edges].max() < 5 * np.median(cols) + 1e-3
     with pytest.raises(ValueError, match="overlap"):
         interpolate(net, one, two, [0.5], tile=64, overlap=40)
+
+
+def test_fit_tile_whole_frames_when_they_fit_else_largest_tiles():
+    from model.inference import fit_tile
+
+    cpu, gpu, gib = torch.device("cpu"), torch.device("cuda"), 2**30
+    assert fit_tile(2160, 3840, gpu, available=139 * gib) == 0  # 4K and 8K whole on an H200
+    assert fit_tile(4320, 7680, gpu, available=139 * gib) == 0
+    assert fit_tile(2160, 3840, cpu, available=22 * gib) == 0
+    assert fit_tile(4320, 7680, cpu, available=22 * gib) == 4096  # 8K on a 24 GB machine: tiles
+    assert fit_tile(4320, 7680, gpu, available=22 * gib) == 3072
+    assert fit_tile(4320, 7680, gpu, available=1 * gib) == 512  # the smallest, tried anyway
+
+
+def test_auto_tile_engages_when_memory_is_short(tmp_path, monkeypatch, capsys):
+    import model.inference as inference
+
+    monkeypatch.setattr(inference, "TILE_SIZES", (256, 128))
+    monkeypatch.setattr(inference, "available_memory", lambda device: int(128 * 128 * 1100 * 1.5))
+    out = tmp_path / "mid.png"
+    code = run.main(["--one", str(ROOT / "images/one.png"), "--two", str(ROOT / "images/two.png"),
+                     "--out", str(out), "--device", "cpu", "--tile-overlap", "16"])
+    err = capsys.readouterr().err
+    assert code == 0 and out.is_file()
+    assert "processing in 128-pixel tiles" in err and "--tile 0" in err
