@@ -313,3 +313,31 @@ def test_truncated_mkv_uses_the_readable_part_and_warns(tmp_path, capsys):
     assert code == 0 and probe(tmp_path / "o.mp4").frames == 2 * readable
     assert "warning:" in err and "ended prematurely" in err and f"the {readable} frames" in err
     assert probe(full).problem == ""
+
+
+def test_moving_square_lands_halfway_in_interpolated_frames(tmp_path, capsys):
+    """Known motion: a square moving 6 px per frame must sit halfway between in every new frame."""
+    from media.video import FrameWriter
+
+    clip = tmp_path / "square.mp4"
+    rng = np.random.default_rng(0)
+    background = (rng.random((72, 112, 3)) * 60 + 40).astype(np.uint8)  # dim texture
+    writer = FrameWriter(clip, 112, 72, Fraction(25), crf=0, pix_fmt="yuv444p")
+    for i in range(6):
+        frame = background.copy()
+        frame[24:44, 20 + 6 * i:40 + 6 * i] = 250
+        writer.write(frame)
+    writer.close()
+    out = tmp_path / "out.mp4"
+    code, _, err = _cli(["--video", clip, "--out", out, "--crf", "0", "--pix-fmt", "yuv444p"], capsys)
+    assert code == 0, err
+    frames = list(read_frames(probe(out)))
+    assert len(frames) == 12
+
+    def centre_x(frame):
+        xs = np.nonzero(frame.mean(axis=2) > 180)[1]
+        return xs.mean()
+
+    for j, frame in enumerate(frames[:-1]):  # the last output frame holds the last input frame
+        expected = 29.5 + 3 * j  # input frame i at output 2i; halfway frames in between
+        assert abs(centre_x(frame) - expected) < 1.0, (j, centre_x(frame), expected)
