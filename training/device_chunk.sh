@@ -2,16 +2,17 @@
 # One training chunk as one device command (the GPU machine keeps nothing between calls).
 #
 #   carry: .data/footage and, when resuming, runs/state (see docs/training.md)
-#   bash training/device_chunk.sh MINUTES [--resume runs/state | --init-weights weights/network.safetensors]
+#   bash training/device_chunk.sh MINUTES [--resume runs/state | --init-weights weights/network.safetensors] [train.py options]
 #
 # Writes to $OUT/train: state_model.safetensors, state_optim.pt, weights.safetensors (fp16, best validation),
 # and $OUT/small.tar with the configs, progress and loss log (at most 8 files come back per call).
+# DATA overrides the footage folder (default .data/footage).
 set -euo pipefail
 minutes=${1:?minutes of training}
 shift
 export PYTHONUNBUFFERED=1
 out=${OUT:?run this on the device machine, where OUT is set}
-python3 train.py --data .data/footage --out "$out/train" --minutes "$minutes" --val-every 1000 "$@" 2>&1 \
+python3 train.py --data "${DATA:-.data/footage}" --out "$out/train" --minutes "$minutes" --val-every 1000 "$@" 2>&1 \
     | grep -v "it/s\]" | grep -v "^\s*$" | tail -12
 mkdir -p "$out/t"
 cp "$out"/train/*.json* "$out/t/"
