@@ -209,7 +209,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         net.train()
         return means[0], means[1]
 
-    def save(tag_best: bool) -> None:
+    def save(tag_best: bool, val: float, native: float) -> None:
         from safetensors.torch import save_file
 
         save_file({k: v.detach().float().cpu().contiguous() for k, v in net.state_dict().items()},
@@ -289,7 +289,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             log.flush()
             print(f"step {step}: validation PSNR {val:.2f} / consecutive {native:.2f} dB, "
                   f"score {score:.2f} (best {best:.2f})", flush=True)
-            save(improved)
+            save(improved, val, native)
     bar.close()
     if main_process:
         val, native = validate()
@@ -300,7 +300,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                               "score": round(score, 3), "chunk_end": True,
                               "chunk_minutes": round((time.time() - t0) / 60, 2)}) + "\n")
         log.close()
-        save(improved)
+        save(improved, val, native)
         print(f"done: step {step}, validation PSNR {val:.2f} / consecutive {native:.2f} dB, "
               f"score {score:.2f} (best {best:.2f}), "
               f"{(step - start_step) / (time.time() - chunk_start):.2f} steps/s", flush=True)
