@@ -197,6 +197,7 @@ class FrameWriter:
     def write(self, frame: np.ndarray) -> None:
         if self._broken:
             raise VideoError(f"ffmpeg stopped while writing {self.path}: {self._stderr()}")
+        # a copy: the frame is written later, by the feeder thread, and the caller may reuse its buffer
         self._queue.put(np.ascontiguousarray(frame, dtype=self.dtype).tobytes())
 
     def _stderr(self) -> str:
