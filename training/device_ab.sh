@@ -2,7 +2,7 @@
 # Two training chunks side by side on a two-GPU machine (nvidia-h200-x2), one per GPU: an A/B test of two
 # recipes in one device command. Both start from what their options say (e.g. the committed weights).
 #
-#   carry: .data/footage
+#   carry: .data/footage (and .data/middlebury with MIDDLEBURY=.data/middlebury to score the kept weights)
 #   bash training/device_ab.sh MINUTES "OPTIONS A" "OPTIONS B"
 #   e.g. bash training/device_ab.sh 8.5 "--init-weights weights/network.safetensors" \
 #            "--init-weights weights/network.safetensors --native-share 0.25 --small-motion-share 0.3"

@@ -6,7 +6,7 @@
 #
 # Writes to $OUT/train: state_model.safetensors, state_optim.pt, weights.safetensors (fp16, best validation),
 # and $OUT/small.tar with the configs, progress and loss log (at most 8 files come back per call).
-# DATA overrides the footage folder (default .data/footage).
+# DATA overrides the footage folder (default .data/footage); MIDDLEBURY (optional) scores the kept weights.
 set -euo pipefail
 minutes=${1:?minutes of training}
 shift
@@ -16,6 +16,12 @@ python3 train.py --data "${DATA:-.data/footage}" --out "$out/train" --minutes "$
     | grep -v "it/s\]" | grep -v "^\s*$" | tail -12
 mkdir -p "$out/t"
 cp "$out"/train/*.json* "$out/t/"
+# with MIDDLEBURY set (a carried folder), the kept weights are scored there for the log: evaluation only,
+# runs are compared and weights chosen by their validation score, never by these numbers
+if [ -n "${MIDDLEBURY:-}" ] && [ -f "$out/train/weights.safetensors" ]; then
+    python3 benchmark_middlebury.py --data "$MIDDLEBURY" --device auto --weights "$out/train/weights.safetensors" \
+        --json "$out/t/middlebury.json" | tail -1
+fi
 tar cf "$out/small.tar" -C "$out" t
 rm -r "$out/t"
 rm -f "$out"/train/*.json*
