@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from typing import List, Optional, Sequence, Tuple, Union
 
@@ -46,13 +47,12 @@ def available_memory(device: torch.device) -> int:
         free, _ = torch.cuda.mem_get_info(device)
         return int(free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device))
     try:
-        for line in open("/proc/meminfo"):
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
     except OSError:
         pass
-    import os
-
     return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
@@ -121,6 +121,20 @@ def _tiled(net: Network, a: torch.Tensor, b: torch.Tensor, times: List[float], f
     return [total / weight for total in acc]
 
 
+def _run(net: Network, a: torch.Tensor, b: torch.Tensor, times: Sequence[float],
+         autocast_dtype: Optional[torch.dtype], flow_scale: float, tile: int, overlap: int) -> List[torch.Tensor]:
+    """The network on two checked N x 3 x H x W float tensors on its device: frames clamped to [0, 1]."""
+    device = a.device
+    with torch.autocast(device.type, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
+        if tile and max(a.shape[2:]) > tile:
+            if not 0 < 2 * overlap < tile:
+                raise ValueError(f"tile {tile} needs an overlap between 1 and {tile // 2 - 1} pixels, got {overlap}")
+            outs = _tiled(net, a, b, list(times), flow_scale, tile, overlap)
+        else:
+            outs = net(a, b, list(times), flow_scale)
+    return [o.float().clamp(0.0, 1.0) for o in outs]
+
+
 @torch.no_grad()
 def interpolate(net: Network, one: Image, two: Image, times: Sequence[float] = (0.5,),
                 autocast_dtype: Optional[torch.dtype] = None, flow_scale: float = 1.0,
@@ -134,14 +148,7 @@ def interpolate(net: Network, one: Image, two: Image, times: Sequence[float] = (
     b = _to_tensor(two, "two", device)
     if a.shape != b.shape:
         raise ValueError(f"frames differ in size: {tuple(a.shape[-2:])} and {tuple(b.shape[-2:])}")
-    with torch.autocast(device.type, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
-        if tile and max(a.shape[2:]) > tile:
-            if not 0 < 2 * overlap < tile:
-                raise ValueError(f"tile {tile} needs an overlap between 1 and {tile // 2 - 1} pixels, got {overlap}")
-            outs = _tiled(net, a, b, list(times), flow_scale, tile, overlap)
-        else:
-            outs = net(a, b, list(times), flow_scale)
-    outs = [o.float().clamp(0.0, 1.0) for o in outs]
+    outs = _run(net, a, b, times, autocast_dtype, flow_scale, tile, overlap)
     if isinstance(one, np.ndarray):
         return [o[0].permute(1, 2, 0).cpu().numpy() for o in outs]
     if isinstance(one, torch.Tensor) and one.dim() == 3:
@@ -175,7 +182,9 @@ def interpolate_integer(net: Network, one: np.ndarray, two: np.ndarray, times: S
             ten = ten.pin_memory().to(device, non_blocking=True)
         return ten.permute(2, 0, 1).unsqueeze(0).float() / scale
 
-    outs = interpolate(net, upload(one), upload(two), times, autocast_dtype, flow_scale, tile, overlap)
+    # integer frames are finite by construction: straight to the network, without interpolate's checks
+    # (its finiteness test reads each frame again and makes the host wait for the GPU)
+    outs = _run(net, upload(one), upload(two), times, autocast_dtype, flow_scale, tile, overlap)
     frames = []
     for out in outs:
         q = (out[0] * scale).round_().permute(1, 2, 0)
