@@ -17,7 +17,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.timing import cuda_time_ms  # noqa: E402
+from bench.timing import cuda_time_ms, require_cuda  # noqa: E402
 from model import Network, load_weights  # noqa: E402
 from model.network import count_parameters  # noqa: E402
 from model.runtime import GraphedNetwork  # noqa: E402
@@ -50,10 +50,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--profile", action="store_true", help="print the top CUDA kernels at the first size")
     args = p.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("error: this benchmark needs a CUDA GPU", file=sys.stderr)
+    device = require_cuda()
+    if device is None:
         return 2
-    device = torch.device("cuda")
     net = load_weights(args.weights, device) if args.weights else Network().to(device).eval()
     torch.backends.cudnn.benchmark = True
     print(f"device: {torch.cuda.get_device_name()}, params {count_parameters(net) / 1e6:.2f} M")

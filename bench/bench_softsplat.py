@@ -20,7 +20,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import softsplat  # noqa: E402
-from bench.timing import copy_bandwidth_gbs, cuda_time_ms  # noqa: E402
+from bench.timing import copy_bandwidth_gbs, cuda_time_ms, require_cuda  # noqa: E402
 
 SHAPES = [(1, 3, 1080, 1920), (1, 3, 2160, 3840), (1, 33, 1080, 1920), (1, 65, 540, 960),
           (1, 97, 270, 480), (8, 33, 256, 256)]
@@ -125,8 +125,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--module", type=Path, default=None, help="time another copy of softsplat.py (a variant)")
     p.add_argument("--profile", action="store_true", help="per-kernel GPU times at the first two shapes")
     args = p.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("error: this benchmark needs a CUDA GPU", file=sys.stderr)
+    if require_cuda() is None:
         return 2
     dtype = getattr(torch, args.dtype)
     if args.module is not None:

@@ -18,6 +18,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.timing import require_cuda  # noqa: E402
 from model import Network  # noqa: E402
 from training.config import VALIDATION_CLIPS  # noqa: E402
 from training.data import FootageSampler, load_clips, synthetic_batch  # noqa: E402
@@ -42,10 +43,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--profile", action="store_true", help="print the top CUDA kernels of one step")
     args = p.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("error: this benchmark needs a CUDA GPU", file=sys.stderr)
+    device = require_cuda()
+    if device is None:
         return 2
-    device = torch.device("cuda")
     torch.backends.cudnn.benchmark = True
     gen = torch.Generator().manual_seed(0)
     clips = load_clips(args.data, None, device, args.crop, exclude=VALIDATION_CLIPS)

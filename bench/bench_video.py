@@ -23,7 +23,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.timing import cuda_time_ms  # noqa: E402
+from bench.timing import cuda_time_ms, require_cuda  # noqa: E402
 from media.video import probe, read_frames  # noqa: E402
 from model import Network, load_weights  # noqa: E402
 from model.inference import interpolate, interpolate_integer  # noqa: E402
@@ -46,10 +46,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--memory", nargs="*", default=[], help="sizes WxH: peak GPU memory of one pair each")
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("error: this benchmark needs a CUDA GPU", file=sys.stderr)
+    device = require_cuda()
+    if device is None:
         return 2
-    device = torch.device("cuda")
     torch.backends.cudnn.benchmark = True
     net = load_weights(args.weights, device) if args.weights.is_file() else Network().to(device).eval()
     autocast = torch.bfloat16 if args.bf16 else None

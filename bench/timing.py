@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import statistics
-from typing import Callable
+import sys
+from typing import Callable, Optional
 
 import torch
 
@@ -30,3 +31,11 @@ def copy_bandwidth_gbs(device: torch.device, nbytes: int = 2 << 30) -> float:
     b = torch.empty_like(a)
     ms = cuda_time_ms(lambda: b.copy_(a), warmup=3, repeats=10)
     return 2 * nbytes / (ms * 1e-3) / 1e9
+
+
+def require_cuda() -> Optional[torch.device]:
+    """The CUDA device for a GPU benchmark, or None after saying on stderr that one is needed."""
+    if not torch.cuda.is_available():
+        print("error: this benchmark needs a CUDA GPU", file=sys.stderr)
+        return None
+    return torch.device("cuda")
