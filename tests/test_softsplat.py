@@ -271,3 +271,32 @@ def test_cuda_uses_current_stream():
         out = softsplat.splat(x, flow, metric, "soft")
     torch.cuda.current_stream().wait_stream(stream)
     torch.testing.assert_close(out, ref)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("mode", ["soft", "avg", "sum", "linear-clipeps"])
+@pytest.mark.parametrize("case", ["many_channels", "converging", "far_and_nan", "batch_of_small"])
+def test_cuda_tiled_forward_edge_cases(mode, case):
+    """The forward bins sources by 32 x 8 target tiles: sources crossing tiles, tiles that receive
+    thousands of sources, channels in several shared-memory passes, dropped sources."""
+    shapes = {"many_channels": (1, 70, 40, 70), "converging": (2, 3, 64, 96), "far_and_nan": (2, 4, 33, 65),
+              "batch_of_small": (5, 2, 7, 9)}
+    n, c, h, w = shapes[case]
+    x, flow, metric = _inputs(n=n, c=c, h=h, w=w, scale=6.0, seed=3)
+    if case == "converging":  # every source lands within a few pixels of one point
+        ys, xs = torch.meshgrid(torch.arange(h, dtype=torch.float64), torch.arange(w, dtype=torch.float64),
+                                indexing="ij")
+        flow = torch.stack([40.3 - xs, 20.7 - ys]).expand(n, 2, h, w) + 0.8 * torch.rand(n, 2, h, w)
+    if case == "far_and_nan":
+        flow = flow.clone()
+        flow[:, 0, ::3] = 1e6
+        flow[:, 1, 1::4] = -1e30
+        flow[:, 0, :, ::5] = float("nan")
+        flow[:, 1, :, 1::7] = float("inf")
+    if mode.startswith("linear"):
+        metric = metric.abs() + 0.1
+    kind, eps_mode = softsplat._parse_mode(mode)
+    m = metric if kind in ("linear", "soft") else None
+    ref = softsplat._splat_torch(x, flow, m, kind, eps_mode)
+    out = softsplat.splat(x.cuda().float(), flow.cuda().float(), m.cuda().float() if m is not None else None, mode)
+    torch.testing.assert_close(out.double().cpu(), ref, rtol=1e-4, atol=1e-4)
