@@ -223,6 +223,10 @@ __device__ __forceinline__ void atomic_max_scalar(double* address, double value)
 
 __device__ __forceinline__ scalar_t exp_scalar(scalar_t v) { return exp(v); }
 
+// -inf of the argument's type (NVRTC has no INFINITY macro)
+__device__ __forceinline__ float neg_inf(float) { return __int_as_float(0xff800000); }
+__device__ __forceinline__ double neg_inf(double) { return __longlong_as_double(0xfff0000000000000ULL); }
+
 struct Corners {
     long long target[4];   // index into N*H*W, or -1
     scalar_t weight[4];
@@ -423,7 +427,7 @@ extern "C" __global__ void splat_tiles(const int C, const int H, const int W, co
     const int begin = offsets[tile];
     const int end = offsets[tile + 1];
     s_den[p] = 0;
-    s_z[p] = -INFINITY;
+    s_z[p] = neg_inf(s_z[p]);
     __syncthreads();
 #if KIND == KIND_SOFT
     for (int i = begin + p; i < end; i += TW * TH) {
