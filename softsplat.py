@@ -427,7 +427,7 @@ extern "C" __global__ void splat_tiles(const int C, const int H, const int W, co
     const int begin = offsets[tile];
     const int end = offsets[tile + 1];
     s_den[p] = 0;
-    s_z[p] = neg_inf(s_z[p]);
+    s_z[p] = neg_inf((scalar_t)0);
     __syncthreads();
 #if KIND == KIND_SOFT
     for (int i = begin + p; i < end; i += TW * TH) {
