@@ -308,34 +308,66 @@ __device__ __forceinline__ scalar_t guarded(scalar_t d, bool& blocked) {
 // and every output pixel is written once with a plain store. No global atomics on the data,
 // no zero-filled accumulator, no separate Z_max or normalise pass.
 
-// The four tiles a source touches (deduplicated, -1 for none); false if it lands nowhere.
-__device__ __forceinline__ bool tiles_of(long long src, int H, int W, int tiles_x, int tiles_per_img,
-                                         const scalar_t* flow, int key[4]) {
+// Source pixel s of image n (32-bit indices: the forward takes N*H*W < 2**31): the top-left
+// corner (x0, y0) of its bilinear footprint and the fractions; false if no corner can land in
+// the frame (non-finite flow included), which also keeps the int casts in range.
+__device__ __forceinline__ bool footprint(int n, int s, int H, int W, const scalar_t* flow,
+                                          int& x0, int& y0, scalar_t& fx, scalar_t& fy) {
     const long long hw = (long long)H * W;
-    const long long n = src / hw;
-    const long long s = src - n * hw;
-    const int y = (int)(s / W);
-    const int x = (int)(s - (long long)y * W);
-    const scalar_t gx = (scalar_t)x + flow[(n * 2) * hw + s];
-    const scalar_t gy = (scalar_t)y + flow[(n * 2 + 1) * hw + s];
-    key[0] = key[1] = key[2] = key[3] = -1;
-    // also false for NaN; keeps the int casts below in range
+    const int y = s / W;
+    const int x = s - y * W;
+    const scalar_t gx = (scalar_t)x + flow[2 * n * hw + s];
+    const scalar_t gy = (scalar_t)y + flow[(2 * n + 1) * hw + s];
     if (!(gx > (scalar_t)-1 && gx < (scalar_t)W && gy > (scalar_t)-1 && gy < (scalar_t)H)) return false;
-    const int x0 = (int)floor(gx);
-    const int y0 = (int)floor(gy);
-    bool any = false;
+    const scalar_t ix = floor(gx);
+    const scalar_t iy = floor(gy);
+    x0 = (int)ix;
+    y0 = (int)iy;
+    fx = gx - ix;
+    fy = gy - iy;
+    return true;
+}
+
+// The tiles a source's corners fall in (deduplicated, -1 for none).
+__device__ __forceinline__ void tiles_of(int src, int H, int W, int tiles_x, int tiles_per_img,
+                                         const scalar_t* flow, int key[4]) {
+    const int hw = H * W;
+    const int n = src / hw;
+    int x0, y0;
+    scalar_t fx, fy;
+    if (!footprint(n, src - n * hw, H, W, flow, x0, y0, fx, fy)) return;
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
         const int cx = x0 + (k & 1);
         const int cy = y0 + (k >> 1);
         if (cx < 0 || cx >= W || cy < 0 || cy >= H) continue;
-        const int t = (int)n * tiles_per_img + (cy / TH) * tiles_x + cx / TW;
+        const int t = n * tiles_per_img + (cy / TH) * tiles_x + cx / TW;
         bool seen = false;
 #pragma unroll
         for (int j = 0; j < k; ++j) seen |= key[j] == t;
-        if (!seen) { key[k] = t; any = true; }
+        if (!seen) key[k] = t;
     }
-    return any;
+}
+
+// A listed source's corners inside the tile at (tx0, ty0): slot (pixel within the tile) and
+// bilinear weight; slot -1 for corners outside the tile or the frame or of zero weight.
+__device__ __forceinline__ void tile_corners(int n, int s, int H, int W, int tx0, int ty0, const scalar_t* flow,
+                                             int slot[4], scalar_t weight[4]) {
+    int x0, y0;
+    scalar_t fx, fy;
+    slot[0] = slot[1] = slot[2] = slot[3] = -1;
+    if (!footprint(n, s, H, W, flow, x0, y0, fx, fy)) return;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        const int dx = k & 1;
+        const int dy = k >> 1;
+        weight[k] = (dx ? fx : (scalar_t)1 - fx) * (dy ? fy : (scalar_t)1 - fy);
+        const int cx = x0 + dx;
+        const int cy = y0 + dy;
+        const int lx = cx - tx0;
+        const int ly = cy - ty0;
+        if (cx < W && cy < H && lx >= 0 && lx < TW && ly >= 0 && ly < TH && weight[k] > 0) slot[k] = ly * TW + lx;
+    }
 }
 
 // counts[t] += number of sources touching tile t (lanes of a warp that share a tile add once)
@@ -344,7 +376,7 @@ extern "C" __global__ void bin_count(const long long n_src, const int H, const i
                                      int* __restrict__ counts) {
     const long long src = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     int key[4] = {-1, -1, -1, -1};
-    if (src < n_src) tiles_of(src, H, W, tiles_x, tiles_per_img, flow, key);
+    if (src < n_src) tiles_of((int)src, H, W, tiles_x, tiles_per_img, flow, key);
     const int lane = threadIdx.x & 31;
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
@@ -387,7 +419,7 @@ extern "C" __global__ void bin_fill(const long long n_src, const int H, const in
                                     int* __restrict__ list) {
     const long long src = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     int key[4] = {-1, -1, -1, -1};
-    if (src < n_src) tiles_of(src, H, W, tiles_x, tiles_per_img, flow, key);
+    if (src < n_src) tiles_of((int)src, H, W, tiles_x, tiles_per_img, flow, key);
     const int lane = threadIdx.x & 31;
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
@@ -431,18 +463,14 @@ extern "C" __global__ void splat_tiles(const int C, const int H, const int W, co
     __syncthreads();
 #if KIND == KIND_SOFT
     for (int i = begin + p; i < end; i += TW * TH) {
-        const long long src = list[i];
-        Corners c;
-        corners_of(src, H, W, flow, c);
-        const scalar_t m = metric[src];
+        const int s = list[i] - n * (int)hw;
+        int slot[4];
+        scalar_t weight[4];
+        tile_corners(n, s, H, W, tx0, ty0, flow, slot, weight);
+        const scalar_t m = metric[n * hw + s];
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
-            if (c.target[k] < 0 || !(c.weight[k] > 0)) continue;
-            const long long t = c.target[k] - (long long)n * hw;
-            const int ly = (int)(t / W) - ty0;
-            const int lx = (int)(t - (t / W) * W) - tx0;
-            if (ly < 0 || ly >= TH || lx < 0 || lx >= TW) continue;
-            if (m > s_z[ly * TW + lx]) atomic_max_scalar(s_z + ly * TW + lx, m);
+            if (slot[k] >= 0 && m > s_z[slot[k]]) atomic_max_scalar(s_z + slot[k], m);
         }
     }
     __syncthreads();
@@ -456,31 +484,23 @@ extern "C" __global__ void splat_tiles(const int C, const int H, const int W, co
         for (int i = p; i < cc * TW * TH; i += TW * TH) acc[i] = 0;
         __syncthreads();
         for (int i = begin + p; i < end; i += TW * TH) {
-            const long long src = list[i];
-            Corners c;
-            corners_of(src, H, W, flow, c);
-            const long long s = src - (long long)n * hw;
-            int local[4];
+            const int s = list[i] - n * (int)hw;
+            int slot[4];
             scalar_t e[4];
+            tile_corners(n, s, H, W, tx0, ty0, flow, slot, e);
+#if KIND == KIND_LINEAR || KIND == KIND_SOFT
+            const scalar_t m = metric[n * hw + s];
+#endif
 #pragma unroll
             for (int k = 0; k < 4; ++k) {
-                local[k] = -1;
-                e[k] = 0;
-                if (c.target[k] < 0 || !(c.weight[k] > 0)) continue;
-                const long long t = c.target[k] - (long long)n * hw;
-                const int ly = (int)(t / W) - ty0;
-                const int lx = (int)(t - (t / W) * W) - tx0;
-                if (ly < 0 || ly >= TH || lx < 0 || lx >= TW) continue;
-                local[k] = ly * TW + lx;
+                if (slot[k] < 0) continue;
 #if KIND == KIND_LINEAR
-                e[k] = c.weight[k] * metric[src];
+                e[k] *= m;
 #elif KIND == KIND_SOFT
-                e[k] = c.weight[k] * exp_scalar(fmin(metric[src] - s_z[local[k]], (scalar_t)0));
-#else
-                e[k] = c.weight[k];
+                e[k] *= exp_scalar(fmin(m - s_z[slot[k]], (scalar_t)0));
 #endif
 #if KIND != KIND_SUM
-                if (c0 == 0) atomicAdd(s_den + local[k], e[k]);
+                if (c0 == 0) atomicAdd(s_den + slot[k], e[k]);
 #endif
             }
             const scalar_t* in = input + ((long long)n * C + c0) * hw + s;
@@ -488,7 +508,7 @@ extern "C" __global__ void splat_tiles(const int C, const int H, const int W, co
                 const scalar_t v = in[(long long)ch * hw];
 #pragma unroll
                 for (int k = 0; k < 4; ++k) {
-                    if (local[k] >= 0) atomicAdd(acc + ch * (TW * TH) + local[k], e[k] * v);
+                    if (slot[k] >= 0) atomicAdd(acc + ch * (TW * TH) + slot[k], e[k] * v);
                 }
             }
         }
