@@ -42,6 +42,29 @@ def gflops(net: Network, h: int, w: int) -> float:
     return total[0] / 1e9
 
 
+def time_compiled(net: Network, one: torch.Tensor, two: torch.Tensor, repeats: int) -> dict:
+    """bf16 x2 time of the network under torch.compile, default mode and with CUDA graphs; the
+    first calls (compilation) are reported separately."""
+    import time
+
+    out = {}
+    for mode in ("default", "reduce-overhead"):
+        torch._dynamo.reset()
+        compiled = torch.compile(net, mode=mode)
+
+        def call():
+            with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+                return compiled(one, two, [0.5])
+
+        start = time.perf_counter()
+        for _ in range(3):
+            call()
+        torch.cuda.synchronize()
+        out[f"compile_{mode}_first_s"] = time.perf_counter() - start
+        out[f"bf16_compile_{mode}_x2_ms"] = cuda_time_ms(call, repeats=repeats)
+    return out
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--weights", type=Path, default=None)
@@ -49,6 +72,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--profile", action="store_true", help="print the top CUDA kernels at the first size")
+    p.add_argument("--compile", action="store_true",
+                   help="also time torch.compile (bf16; default mode, and reduce-overhead = with CUDA graphs)")
     args = p.parse_args(argv)
     device = require_cuda()
     if device is None:
@@ -77,6 +102,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                 row[f"{mode}_x8_ms"] = cuda_time_ms(lambda: model(a, b, [i / 8 for i in range(1, 8)]),
                                                     repeats=max(3, args.repeats // 4))
             net.to(memory_format=torch.contiguous_format)
+        if args.compile:
+            row.update(time_compiled(net, one, two, args.repeats))
         rows.append(row)
         print(json.dumps(row), flush=True)
         if args.profile and len(rows) == 1:

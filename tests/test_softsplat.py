@@ -276,9 +276,9 @@ def test_cuda_uses_current_stream():
 @pytest.mark.cuda
 @pytest.mark.parametrize("mode", ["soft", "avg", "sum", "linear-clipeps"])
 @pytest.mark.parametrize("case", ["many_channels", "converging", "far_and_nan", "batch_of_small"])
-def test_cuda_tiled_forward_edge_cases(mode, case):
-    """The forward bins sources by 32 x 8 target tiles: sources crossing tiles, tiles that receive
-    thousands of sources, channels in several shared-memory passes, dropped sources."""
+def test_cuda_forward_edge_cases(mode, case):
+    """Many channels, thousands of sources converging on a few targets, far and non-finite flows
+    (dropped), a batch of tiny images: CUDA against the PyTorch oracle."""
     shapes = {"many_channels": (1, 70, 40, 70), "converging": (2, 3, 64, 96), "far_and_nan": (2, 4, 33, 65),
               "batch_of_small": (5, 2, 7, 9)}
     n, c, h, w = shapes[case]
