@@ -57,6 +57,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                    help="override the share of footage triplets taken at the stored rate (k = 1)")
     p.add_argument("--small-motion-share", type=float, default=None,
                    help="override the share of synthetic samples with motion scaled down 2-16x")
+    p.add_argument("--downscale-share", type=float, default=None,
+                   help="override the share of footage crops taken up to 2x larger and shrunk (sharper, less motion)")
     p.add_argument("--max-clips", type=int, default=None, help="use only the first N training clips (smoke tests)")
     p.add_argument("--val-clips", nargs="+", default=None, help="held-out clip files (default: training/config.py)")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
@@ -125,6 +127,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                                    ("lr", args.lr), ("total_steps", args.total_steps),
                                    ("native_share", args.native_share),
                                    ("synthetic_small_share", args.small_motion_share),
+                                   ("downscale_share", args.downscale_share),
                                    ("validation_clips", tuple(args.val_clips) if args.val_clips else None))
                  if v is not None}
     config = dataclasses.replace(config, **overrides)
@@ -140,7 +143,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                              limit=args.max_clips)
     val_clips = load_clips(args.data, config.validation_clips, device, config.crop)
     sampler = FootageSampler(train_clips, config.crop, config.max_gap, generator=gen,
-                             native_share=config.native_share)
+                             native_share=config.native_share, downscale_share=config.downscale_share)
     val_sampler = FootageSampler(val_clips, config.crop, config.max_gap,
                                  generator=torch.Generator().manual_seed(1234))
     # two fixed sets: motion-weighted triplets with widened gaps (large motion), and consecutive frames

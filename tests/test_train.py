@@ -104,3 +104,33 @@ def test_train_logs_both_validation_sets(footage, tmp_path):
     assert abs(last["score"] - (last["val_psnr"] + last["val_consecutive_psnr"]) / 2) < 2e-3
     assert json.loads((out / "train_config.json").read_text())["native_share"] == 0.5
     assert "best_score" in json.loads((out / "progress.json").read_text())
+
+
+def test_sampler_downscale_share_shrinks_larger_crops():
+    import torch
+
+    from training.data import Clip, FootageSampler
+
+    # a vertical ramp: a crop shrunk from a larger window spans more grey levels per row
+    ramp = torch.arange(200, dtype=torch.float32).view(1, 1, 200, 1).expand(30, 3, 200, 200)
+    clip = Clip("c", ramp.round().to(torch.uint8).contiguous(), 3.0, (), torch.zeros(29, dtype=torch.bool))
+
+    def spans(share):
+        sampler = FootageSampler([clip], 64, 1, generator=torch.Generator().manual_seed(0), downscale_share=share)
+        batch = sampler.batch(16)
+        one = batch["one"] * 255
+        assert one.shape == (16, 3, 64, 64) and batch["mid"].shape == one.shape
+        # flips/transposes aside, a ramp's range within the crop is its window size - 1
+        return (one.amax(dim=(1, 2, 3)) - one.amin(dim=(1, 2, 3))).round()
+
+    assert torch.all(spans(0.0) == 63)
+    wide = spans(1.0)
+    assert torch.all(wide >= 62) and wide.max() > 80 and wide.max() <= 128
+    with pytest.raises(ValueError, match="downscale_share"):
+        FootageSampler([clip], 64, downscale_share=-0.1)
+
+
+def test_train_accepts_downscale_share(footage, tmp_path):
+    out = tmp_path / "run"
+    assert train.main(_args(footage, out, "--max-steps", "1", "--downscale-share", "0.5")) == 0
+    assert json.loads((out / "train_config.json").read_text())["downscale_share"] == 0.5

@@ -87,13 +87,18 @@ class FootageSampler:
     """Draws augmented triplet batches from decoded clips."""
 
     def __init__(self, clips: List[Clip], crop: int, max_gap: int = 4, target_motion: float = 6.0,
-                 generator: Optional[torch.Generator] = None, native_share: float = 0.0) -> None:
+                 generator: Optional[torch.Generator] = None, native_share: float = 0.0,
+                 downscale_share: float = 0.0) -> None:
         """``native_share``: fraction of triplets taken as consecutive stored frames (k1 = k2 = 1) from
-        clips drawn by length alone, i.e. the small motions of ordinary x2 interpolation."""
+        clips drawn by length alone, i.e. the small motions of ordinary x2 interpolation.
+        ``downscale_share``: fraction of crops cut 1-2x larger (log-uniform, as the frame allows) and
+        shrunk to ``crop`` with antialiasing: finer detail per pixel, less coding noise, less motion."""
         if not clips:
             raise ValueError("no clips to sample from: check --data and the crop size")
-        if not 0.0 <= native_share <= 1.0:
-            raise ValueError(f"native_share must lie in [0, 1], got {native_share}")
+        for name, share in (("native_share", native_share), ("downscale_share", downscale_share)):
+            if not 0.0 <= share <= 1.0:
+                raise ValueError(f"{name} must lie in [0, 1], got {share}")
+        self.downscale_share = downscale_share
         self.clips = clips
         self.crop = crop
         self.gen = generator
@@ -134,12 +139,22 @@ class FootageSampler:
         for _ in range(size):
             clip, a, b, c = self.triplet()
             h, w = clip.frames.shape[2:]
-            y = self._rand(h - self.crop + 1)
-            x = self._rand(w - self.crop + 1)
-            window = (slice(None), slice(y, y + self.crop), slice(x, x + self.crop))
-            ones.append(clip.frames[a][window])  # views: one copy per key in the stack below
-            mids.append(clip.frames[b][window])
-            twos.append(clip.frames[c][window])
+            size = self.crop
+            # (no draw unless enabled: the random stream of earlier recipes stays the same)
+            if self.downscale_share > 0 and float(torch.rand(1, generator=self.gen)) < self.downscale_share:
+                largest = min(2.0, h / self.crop, w / self.crop)
+                size = int(self.crop * largest ** float(torch.rand(1, generator=self.gen)))
+            y = self._rand(h - size + 1)
+            x = self._rand(w - size + 1)
+            window = (slice(None), slice(y, y + size), slice(x, x + size))
+            frames = [clip.frames[i][window] for i in (a, b, c)]  # views: one copy in the stack below
+            if size != self.crop:
+                shrunk = F.interpolate(torch.stack(frames).float(), size=(self.crop, self.crop), mode="bilinear",
+                                       align_corners=False, antialias=True)
+                frames = list(shrunk.round_().clamp_(0, 255).to(torch.uint8))
+            ones.append(frames[0])
+            mids.append(frames[1])
+            twos.append(frames[2])
             times.append((b - a) / (c - a))
         out = {
             "one": torch.stack(ones).float() / 255.0,
