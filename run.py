@@ -55,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cut detection: mean grey difference (0-1) above which frames are not interpolated; 0 = off")
     v.add_argument("--dedup", type=float, default=0.0, nargs="?", const=0.002,
                    help="drop (near-)repeated input frames and interpolate across them; optional threshold")
+    v.add_argument("--compile", action="store_true",
+                   help="torch.compile the network (CUDA): the first pair takes a minute or two, later ones run faster")
     v.add_argument("--crf", type=int, default=18, help="encoder quality (x264/x265 CRF, lower is better)")
     v.add_argument("--codec", default="libx264", help="ffmpeg video encoder, e.g. libx264, libx265")
     v.add_argument("--preset", default="medium",
@@ -105,7 +107,10 @@ def run_sequence(args, autocast: Optional[torch.dtype]) -> int:
                            segment_seconds=args.segment_seconds)
     weights = weights_path(args.model, args.weights)
     net = load_network(Path(weights), resolve_device(args.device))
+    if args.compile:
+        from model.runtime import compile_network
 
+        net = compile_network(net)
     device = next(net.parameters()).device
     tiles = {}  # frame shape -> tile size, decided once per size
 

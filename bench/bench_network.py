@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -48,6 +49,8 @@ def time_compiled(net: Network, one: torch.Tensor, two: torch.Tensor, repeats: i
     import time
 
     out = {}
+    with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+        eager = net(one, two, [0.5])[0].float()
     for mode in ("default", "reduce-overhead"):
         torch._dynamo.reset()
         compiled = torch.compile(net, mode=mode)
@@ -62,6 +65,9 @@ def time_compiled(net: Network, one: torch.Tensor, two: torch.Tensor, repeats: i
         torch.cuda.synchronize()
         out[f"compile_{mode}_first_s"] = time.perf_counter() - start
         out[f"bf16_compile_{mode}_x2_ms"] = cuda_time_ms(call, repeats=repeats)
+        # same network, same precision: how far the compiled output is from the eager one
+        mse = (call()[0].float().clamp(0, 1) - eager.clamp(0, 1)).pow(2).mean().item()
+        out[f"compile_{mode}_vs_eager_psnr"] = -10 * math.log10(max(mse, 1e-20))
     return out
 
 
