@@ -17,8 +17,8 @@ from typing import Dict, List, Optional, Tuple
 import cv2
 import numpy as np
 
-# step of the weights each chunk kept (best validation PSNR so far); chunks 8 and 9 kept none
-KEPT_STEP = {1: 2500, 2: 6345, 3: 10000, 4: 15819, 5: 17000, 6: 20000, 7: 29000}
+# step of the weights each chunk kept (best validation so far); chunks 8, 9 and 11 kept none
+KEPT_STEP = {1: 2500, 2: 6345, 3: 10000, 4: 15819, 5: 17000, 6: 20000, 7: 29000, 10: 31000}
 
 
 def chunk_curves(raw: Path) -> Tuple[List[Tuple[float, float]], Dict[int, float], Dict[int, float]]:
