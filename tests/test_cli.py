@@ -226,3 +226,11 @@ def test_auto_tile_engages_when_memory_is_short(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert code == 0 and out.is_file()
     assert "processing in 128-pixel tiles" in err and "--tile 0" in err
+
+
+def test_compile_needs_cuda():
+    from model.runtime import compile_network
+
+    net = run.load_network(run.DEFAULT_WEIGHTS, torch.device("cpu"))
+    with pytest.raises(ValueError, match="--compile needs the network on a CUDA device"):
+        compile_network(net)
