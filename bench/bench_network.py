@@ -1,6 +1,6 @@
 """Time the network on the GPU: one middle frame, and 7 frames from one flow, per resolution.
 
-    python bench/bench_network.py [--weights weights/network.safetensors] [--json out.json]
+    python bench/bench_network.py [--weights weights/network.safetensors] [--compile] [--json out.json]
 
 Speed does not depend on the weights, so random ones are used when none are given.
 """
