@@ -1,35 +1,12 @@
-"""softsplat.py with a tile-binned forward (session 3), kept to time side by side with v3: sources are
-binned by 32x8 target tile, one block per tile accumulates Z_max, sums and normaliser in shared memory.
-Measured on an H200: faster than v3 at 33-65 channels, slower at 3 and 97 (docs/softsplat.md), so not adopted.
+"""A tile-binned forward for softsplat (session 3), kept to time side by side with softsplat.py.
 
-Self-contained: needs torch, and CuPy only for the fast path on CUDA tensors.
-Copy this file into your project if you only need the operator.
+Sources are binned by the 32x8 target tile(s) their footprint touches; one block per tile then
+accumulates Z_max, the weighted sums and the normaliser in shared memory and stores every output
+pixel once. Measured on an H200 (docs/softsplat.md): faster than softsplat.py at 33-65 channels,
+slower at 3 and 97, so not adopted. Only the forward differs: validation, the PyTorch path, the
+CUDA helpers and the backward are softsplat.py's own.
 
-Conventions
------------
-- ``x``: N x C x H x W, any floating dtype. float16/bfloat16 are accumulated in
-  float32 and returned in their own dtype.
-- ``flow``: N x 2 x H x W, displacement in pixels, x (right) then y (down).
-- ``metric``: N x 1 x H x W importance, needed by ``linear`` and ``soft`` only.
-- Every source pixel is splatted bilinearly onto the four target pixels around
-  (x + u, y + v). Sources with non-finite flow and targets outside the frame are
-  dropped.
-- Modes: ``sum`` adds; ``avg`` divides by the splatted weights; ``linear``
-  weights by ``metric``; ``soft`` weights by ``exp(metric)``. A suffix says how
-  the normaliser is guarded: ``-addeps`` (default, adds 1e-7), ``-zeroeps``
-  (empty targets divide by 1) or ``-clipeps`` (clamps at 1e-7).
-
-Stable soft mode
-----------------
-The published operator computes ``exp(metric)`` unshifted, which overflows for
-metrics above ~88. Here every target pixel subtracts Z_max, the largest metric
-among the sources that land on it with a positive weight, before ``exp``.
-Softmax is shift-invariant, so Z_max cancels in the normalisation and needs no
-gradient. The one visible difference: the ``addeps`` epsilon is now relative to
-the largest contribution rather than to ``exp(metric)``.
-
-Entry points: ``splat(x, flow, metric=None, mode="soft")`` and the published
-``softsplat(tenIn, tenFlow, tenMetric, strMode)``.
+    python bench/bench_softsplat.py --no-torch --module bench/variants/softsplat_tiles.py
 """
 
 from __future__ import annotations
@@ -39,254 +16,17 @@ from typing import Optional, Tuple
 
 import torch
 
-__all__ = ["splat", "softsplat", "cuda_available"]
+import softsplat as base
+from softsplat import _i32, _i64, _launch, _ptr, _splat_torch  # _splat_torch is also what the benchmark times
 
-_KINDS = ("sum", "avg", "linear", "soft")
-_EPS_MODES = ("addeps", "zeroeps", "clipeps")
-_EPS = 1e-7
+_TILE_W, _TILE_H = 32, 8  # target tile of one block, one thread per pixel
 
-
-# ----------------------------------------------------------------------------
-# validation
-# ----------------------------------------------------------------------------
-
-
-def _parse_mode(mode: str) -> Tuple[str, str]:
-    if not isinstance(mode, str):
-        raise ValueError(f"mode must be a string such as 'soft', got {type(mode).__name__}")
-    parts = mode.split("-")
-    kind = parts[0]
-    eps_mode = parts[1] if len(parts) > 1 else "addeps"
-    if kind not in _KINDS or eps_mode not in _EPS_MODES or len(parts) > 2:
-        raise ValueError(
-            f"unknown mode {mode!r}: use one of {', '.join(_KINDS)}, optionally "
-            f"suffixed with -{', -'.join(_EPS_MODES)}"
-        )
-    return kind, eps_mode
-
-
-def _validate(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Tensor], kind: str) -> None:
-    for name, ten in (("x", x), ("flow", flow)):
-        if not isinstance(ten, torch.Tensor):
-            raise ValueError(f"{name} must be a torch.Tensor, got {type(ten).__name__}")
-        if not ten.is_floating_point():
-            raise ValueError(f"{name} must be a floating-point tensor, got {ten.dtype}")
-    if x.dim() != 4:
-        raise ValueError(f"x must be N x C x H x W, got shape {tuple(x.shape)}")
-    n, _, h, w = x.shape
-    if tuple(flow.shape) != (n, 2, h, w):
-        raise ValueError(f"flow must be N x 2 x H x W = {(n, 2, h, w)}, got shape {tuple(flow.shape)}")
-    if flow.device != x.device:
-        raise ValueError(f"flow is on {flow.device} but x is on {x.device}: move both to one device")
-    if kind in ("linear", "soft"):
-        if metric is None:
-            raise ValueError(f"metric is required for mode '{kind}' (N x 1 x H x W)")
-        if not isinstance(metric, torch.Tensor) or not metric.is_floating_point():
-            raise ValueError("metric must be a floating-point torch.Tensor")
-        if tuple(metric.shape) != (n, 1, h, w):
-            raise ValueError(f"metric must be N x 1 x H x W = {(n, 1, h, w)}, got shape {tuple(metric.shape)}")
-        if metric.device != x.device:
-            raise ValueError(f"metric is on {metric.device} but x is on {x.device}: move both to one device")
-    elif metric is not None:
-        raise ValueError(f"metric must be None for mode '{kind}'; it is used by 'linear' and 'soft' only")
-
-
-def _acc_dtype(*tensors: Optional[torch.Tensor]) -> torch.dtype:
-    if any(t is not None and t.dtype == torch.float64 for t in tensors):
-        return torch.float64
-    return torch.float32
-
-
-# ----------------------------------------------------------------------------
-# PyTorch path: runs on any device, differentiable through autograd, the oracle
-# ----------------------------------------------------------------------------
-
-
-def _corners(flow: torch.Tensor):
-    """Yield (target index, valid mask, bilinear weight) for each of the four corners.
-
-    Shapes are N x (H*W). Sources with non-finite flow are invalid everywhere.
-    """
-    n, _, h, w = flow.shape
-    base_x = torch.arange(w, device=flow.device, dtype=flow.dtype).view(1, 1, w)
-    base_y = torch.arange(h, device=flow.device, dtype=flow.dtype).view(1, h, 1)
-    finite = torch.isfinite(flow[:, 0]) & torch.isfinite(flow[:, 1])
-    # sanitise before floor(): where() would pass NaN gradients from the other branch
-    u = torch.where(finite, flow[:, 0], torch.zeros_like(flow[:, 0]))
-    v = torch.where(finite, flow[:, 1], torch.zeros_like(flow[:, 1]))
-    gx = base_x + u
-    gy = base_y + v
-    x0 = torch.floor(gx.detach())
-    y0 = torch.floor(gy.detach())
-    fx = gx - x0
-    fy = gy - y0
-    for dx, dy in ((0, 0), (1, 0), (0, 1), (1, 1)):
-        tx = x0 + dx
-        ty = y0 + dy
-        wx = fx if dx else 1.0 - fx
-        wy = fy if dy else 1.0 - fy
-        valid = finite & (tx >= 0) & (tx <= w - 1) & (ty >= 0) & (ty <= h - 1)
-        index = torch.where(valid, ty * w + tx, torch.zeros_like(tx)).long()
-        yield index.view(n, -1), valid.view(n, -1), (wx * wy).view(n, -1)
-
-
-def _zmax_torch(flow: torch.Tensor, metric: torch.Tensor) -> torch.Tensor:
-    """Per-target max of the metric over sources landing there with positive weight."""
-    n, _, h, w = flow.shape
-    m = metric.reshape(n, -1)
-    zmax = torch.full((n, h * w), float("-inf"), device=m.device, dtype=m.dtype)
-    neg_inf = torch.full_like(m, float("-inf"))
-    for index, valid, weight in _corners(flow):
-        zmax.scatter_reduce_(1, index, torch.where(valid & (weight > 0), m, neg_inf), reduce="amax")
-    return zmax
-
-
-def _normalise(acc: torch.Tensor, eps_mode: str) -> torch.Tensor:
-    num, den = acc[:, :-1], acc[:, -1:]
-    if eps_mode == "addeps":
-        den = den + _EPS
-    elif eps_mode == "zeroeps":
-        den = torch.where(den == 0, torch.ones_like(den), den)
-    else:
-        den = den.clamp_min(_EPS)
-    return num / den
-
-
-def _splat_torch(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Tensor],
-                 kind: str, eps_mode: str) -> torch.Tensor:
-    n, c, h, w = x.shape
-    acc_dtype = _acc_dtype(x, flow, metric)
-    xs = x.to(acc_dtype).reshape(n, c, h * w)
-    flow = flow.to(acc_dtype)
-    m = metric.to(acc_dtype).reshape(n, h * w) if metric is not None else None
-    if kind != "sum":
-        xs = torch.cat([xs, xs.new_ones(n, 1, h * w)], 1)
-    zmax = None
-    if kind == "soft":
-        with torch.no_grad():
-            zmax = _zmax_torch(flow.detach(), m.detach())
-    channels = xs.shape[1]
-    acc = xs.new_zeros(n * h * w, channels)
-    batch_offset = (torch.arange(n, device=x.device) * (h * w)).view(n, 1)
-    for index, valid, weight in _corners(flow):
-        if kind == "linear":
-            weight = weight * m
-        elif kind == "soft":
-            z = torch.gather(zmax, 1, index)
-            z = torch.where(torch.isfinite(z), z, m.detach())
-            # the exponent is <= 0 wherever the weight is positive; the clamp only
-            # keeps zero-weight corners (whose gradient still counts) from overflowing
-            weight = weight * torch.exp(torch.clamp(m - z, max=0.0))
-        weight = torch.where(valid, weight, torch.zeros_like(weight))
-        values = (xs * weight.unsqueeze(1)).permute(0, 2, 1).reshape(-1, channels)
-        targets = (index + batch_offset).reshape(-1)
-        if acc.device.type == "cpu":
-            # on the CPU index_add_ is always deterministic, and 1.3-5x faster than index_put_
-            acc.index_add_(0, targets, values)
-        else:
-            # index_put_ with accumulate is deterministic on CUDA under use_deterministic_algorithms
-            acc.index_put_((targets,), values, accumulate=True)
-    acc = acc.view(n, h * w, channels).permute(0, 2, 1).reshape(n, channels, h, w)
-    out = acc if kind == "sum" else _normalise(acc, eps_mode)
-    return out.to(x.dtype)
-
-
-# ----------------------------------------------------------------------------
-# CUDA path: CuPy kernels, compiled at run time once per dtype and device
-# ----------------------------------------------------------------------------
-
-_CUDA_SOURCE = r"""
-#define KIND_SUM 0
-#define KIND_AVG 1
-#define KIND_LINEAR 2
-#define KIND_SOFT 3
-
-typedef SCALAR scalar_t;
-
-__device__ __forceinline__ void atomic_max_scalar(float* address, float value) {
-    // IEEE floats order like sign-magnitude integers: non-negative values compare as
-    // signed ints, negative values in reverse as unsigned ints; -inf is the initial value.
-    if (value >= 0.0f) {
-        atomicMax((int*)address, __float_as_int(value));
-    } else {
-        atomicMin((unsigned int*)address, __float_as_uint(value));
-    }
-}
-
-__device__ __forceinline__ void atomic_max_scalar(double* address, double value) {
-    unsigned long long* p = (unsigned long long*)address;
-    unsigned long long old = *p;
-    while (__longlong_as_double(old) < value) {
-        unsigned long long assumed = old;
-        old = atomicCAS(p, assumed, __double_as_longlong(value));
-        if (old == assumed) break;
-    }
-}
-
-__device__ __forceinline__ scalar_t exp_scalar(scalar_t v) { return exp(v); }
-
+# appended to softsplat's CUDA source, whose helpers (scalar_t, Corners, atomic_max_scalar, exp_scalar)
+# and KIND/EPS_MODE switches it uses
+_TILE_SOURCE = r"""
 // -inf of the argument's type (NVRTC has no INFINITY macro)
 __device__ __forceinline__ float neg_inf(float) { return __int_as_float(0xff800000); }
 __device__ __forceinline__ double neg_inf(double) { return __longlong_as_double(0xfff0000000000000ULL); }
-
-struct Corners {
-    long long target[4];   // index into N*H*W, or -1
-    scalar_t weight[4];
-    scalar_t dwdu[4];
-    scalar_t dwdv[4];
-};
-
-// Bilinear footprint of source pixel (n, y, x) displaced by (u, v).
-__device__ __forceinline__ bool corners_of(long long src, int H, int W, const scalar_t* flow, Corners& c) {
-    const long long hw = (long long)H * W;
-    const long long n = src / hw;
-    const long long s = src - n * hw;
-    const int y = (int)(s / W);
-    const int x = (int)(s - (long long)y * W);
-    const scalar_t u = flow[(n * 2) * hw + s];
-    const scalar_t v = flow[(n * 2 + 1) * hw + s];
-    if (!isfinite(u) || !isfinite(v)) return false;
-    const scalar_t gx = (scalar_t)x + u;
-    const scalar_t gy = (scalar_t)y + v;
-    const scalar_t x0 = floor(gx);
-    const scalar_t y0 = floor(gy);
-    const scalar_t fx = gx - x0;
-    const scalar_t fy = gy - y0;
-    bool any = false;
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-        const int dx = k & 1;
-        const int dy = k >> 1;
-        const scalar_t tx = x0 + dx;
-        const scalar_t ty = y0 + dy;
-        const scalar_t wx = dx ? fx : (scalar_t)1 - fx;
-        const scalar_t wy = dy ? fy : (scalar_t)1 - fy;
-        c.weight[k] = wx * wy;
-        c.dwdu[k] = (dx ? (scalar_t)1 : (scalar_t)-1) * wy;
-        c.dwdv[k] = (dy ? (scalar_t)1 : (scalar_t)-1) * wx;
-        if (tx >= 0 && tx <= W - 1 && ty >= 0 && ty <= H - 1) {
-            c.target[k] = n * hw + (long long)ty * W + (long long)tx;
-            any = true;
-        } else {
-            c.target[k] = -1;
-        }
-    }
-    return any;
-}
-
-// Per-target factor g(s, t) that multiplies the bilinear weight.
-__device__ __forceinline__ scalar_t factor_of(long long src, long long target, const scalar_t* metric, const scalar_t* zmax) {
-#if KIND == KIND_LINEAR
-    return metric[src];
-#elif KIND == KIND_SOFT
-    const scalar_t z = zmax[target];
-    if (!isfinite(z)) return (scalar_t)0;  // nothing with positive weight lands here
-    // <= 0 wherever the weight is positive; the clamp guards zero-weight corners
-    return exp_scalar(fmin(metric[src] - z, (scalar_t)0));
-#else
-    return (scalar_t)1;
-#endif
-}
 
 // The normaliser with its guard against empty targets (-addeps, -zeroeps, -clipeps);
 // blocked: the guard replaced it, so no gradient flows into it.
@@ -533,249 +273,31 @@ extern "C" __global__ void splat_tiles(const int C, const int H, const int W, co
     zmax[(long long)n * hw + dst] = s_z[p];
 #endif
 }
-
-// Per target pixel: packs what a source needs from it into one channels-last row of CP
-// values: for normalised kinds out_t = A_t / D_t, so row[c] = dL/dA_t[c] = g_t[c] / D_t and
-// row[C] = dL/dD_t = -sum_c g_t[c] out_t[c] / D_t (0 where the eps guard blocks it);
-// for sum, row[c] = g_t[c]. Reading one row instead of 2C scattered values is the point.
-extern "C" __global__ void splat_backward_pack(const long long n_dst, const int C, const int CP, const int H, const int W,
-                                               const scalar_t* __restrict__ grad_out,
-                                               const scalar_t* __restrict__ out,
-                                               const scalar_t* __restrict__ den,
-                                               scalar_t* __restrict__ packed) {
-    // rows are built in shared memory, then the block's contiguous range is written coalesced
-    extern __shared__ unsigned char smem_raw[];
-    scalar_t* tile = (scalar_t*)smem_raw;
-    const long long base = (long long)blockIdx.x * blockDim.x;
-    const long long dst = base + threadIdx.x;
-    if (dst < n_dst) {
-        const long long hw = (long long)H * W;
-        const long long n = dst / hw;
-        const long long t = dst - n * hw;
-        const scalar_t* g = grad_out + n * C * hw + t;
-        scalar_t* row = tile + (long long)threadIdx.x * CP;
-#if KIND == KIND_SUM
-        for (int ch = 0; ch < C; ++ch) row[ch] = g[(long long)ch * hw];
-        for (int ch = C; ch < CP; ++ch) row[ch] = 0;
-#else
-        const scalar_t d = den[dst];
-        const scalar_t inv = (scalar_t)1 / fabs(d);
-        const scalar_t* o = out + n * C * hw + t;
-        scalar_t gd = 0;
-        for (int ch = 0; ch < C; ++ch) {
-            const scalar_t gv = g[(long long)ch * hw] * inv;
-            row[ch] = gv;
-            gd -= gv * o[(long long)ch * hw];
-        }
-        row[C] = d > 0 ? gd : (scalar_t)0;
-        for (int ch = C + 1; ch < CP; ++ch) row[ch] = 0;
-#endif
-    }
-    __syncthreads();
-    const long long rows = min((long long)blockDim.x, n_dst - base);
-    for (long long i = threadIdx.x; i < rows * CP; i += blockDim.x) packed[base * CP + i] = tile[i];
-}
-
-// One thread per source pixel: gathers the packed rows of its four targets.
-// A source adds e * x to A_t and e to D_t (e = weight * factor), so with row = packed[t]:
-// dL/dx[c] = sum_k e_k row_k[c], and G_k = sum_c x[c] row_k[c] + row_k[C] is dL/de_k.
-extern "C" __global__ void splat_backward(const long long n_src, const int C, const int CP, const int H, const int W,
-                                          const scalar_t* __restrict__ input,
-                                          const scalar_t* __restrict__ flow,
-                                          const scalar_t* __restrict__ metric,
-                                          const scalar_t* __restrict__ zmax,
-                                          const scalar_t* __restrict__ packed,
-                                          scalar_t* __restrict__ grad_input,
-                                          scalar_t* __restrict__ grad_flow,
-                                          scalar_t* __restrict__ grad_metric) {
-    const long long src = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (src >= n_src) return;
-    const long long hw = (long long)H * W;
-    const long long n = src / hw;
-    const long long s = src - n * hw;
-    Corners c;
-    const bool any = corners_of(src, H, W, flow, c);
-    scalar_t* gin = grad_input + n * C * hw + s;
-    if (!any) {
-        for (int ch = 0; ch < C; ++ch) gin[(long long)ch * hw] = 0;
-        grad_flow[(n * 2) * hw + s] = 0;
-        grad_flow[(n * 2 + 1) * hw + s] = 0;
-#if KIND == KIND_LINEAR || KIND == KIND_SOFT
-        grad_metric[src] = 0;
-#endif
-        return;
-    }
-    scalar_t f[4], e[4], gsum[4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-        gsum[k] = 0;
-        f[k] = c.target[k] >= 0 ? factor_of(src, c.target[k], metric, zmax) : (scalar_t)0;
-        e[k] = c.weight[k] * f[k];
-    }
-    const scalar_t* in = input + n * C * hw + s;
-    const int channels = (KIND == KIND_SUM) ? C : C + 1;
-#if VEC4
-    for (int c0 = 0; c0 < channels; c0 += 4) {
-        float xv[4], gx[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            const int ch = c0 + j;
-            xv[j] = ch < C ? in[(long long)ch * hw] : (ch == C ? 1.0f : 0.0f);
-        }
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-            if (c.target[k] < 0) continue;
-            const float4 r = *(const float4*)(packed + c.target[k] * CP + c0);
-            gx[0] += e[k] * r.x; gx[1] += e[k] * r.y; gx[2] += e[k] * r.z; gx[3] += e[k] * r.w;
-            gsum[k] += xv[0] * r.x + xv[1] * r.y + xv[2] * r.z + xv[3] * r.w;
-        }
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            if (c0 + j < C) gin[(long long)(c0 + j) * hw] = gx[j];
-        }
-    }
-#else
-    for (int ch = 0; ch < channels; ++ch) {
-        const scalar_t xv = ch < C ? in[(long long)ch * hw] : (scalar_t)1;
-        scalar_t gx = 0;
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-            if (c.target[k] < 0) continue;
-            const scalar_t r = packed[c.target[k] * CP + ch];
-            gx += e[k] * r;
-            gsum[k] += xv * r;
-        }
-        if (ch < C) gin[(long long)ch * hw] = gx;
-    }
-#endif
-    scalar_t gu = 0, gv = 0, gm = 0;
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-        if (c.target[k] < 0) continue;
-        gu += c.dwdu[k] * f[k] * gsum[k];
-        gv += c.dwdv[k] * f[k] * gsum[k];
-#if KIND == KIND_LINEAR
-        gm += c.weight[k] * gsum[k];
-#elif KIND == KIND_SOFT
-        gm += e[k] * gsum[k];
-#endif
-    }
-    grad_flow[(n * 2) * hw + s] = gu;
-    grad_flow[(n * 2 + 1) * hw + s] = gv;
-#if KIND == KIND_LINEAR || KIND == KIND_SOFT
-    grad_metric[src] = gm;
-#endif
-}
 """
-
-_THREADS = 256
-_TILE_W, _TILE_H = 32, 8  # forward: target tile of one block, one thread per pixel
-
-
-def cuda_available() -> bool:
-    """True when CuPy imports and sees a GPU, so CUDA tensors take the fast path."""
-    return _cupy() is not None
-
-
-@functools.lru_cache(maxsize=None)
-def _cupy():
-    try:
-        import cupy  # noqa: F401  (optional dependency, CUDA only)
-    except Exception:  # ImportError, or a CuPy built for another CUDA
-        return None
-    try:
-        if cupy.cuda.runtime.getDeviceCount() < 1:
-            return None
-    except Exception:
-        return None
-    return cupy
 
 
 @functools.lru_cache(maxsize=64)
-def _module(device_index: int, dtype: torch.dtype, kind: str, eps_mode: str):
-    """Compiled kernels for one device, dtype and mode; sizes are kernel arguments."""
-    cupy = _cupy()
+def _kernels(device_index: int, dtype: torch.dtype, kind: str, eps_mode: str):
+    cupy = base._cupy()
     scalar = "double" if dtype == torch.float64 else "float"
     with cupy.cuda.Device(device_index):
-        major = cupy.cuda.Device(device_index).compute_capability
-        vec4 = scalar == "float" and int(major) >= 90
-        defines = (
-            f"#define SCALAR {scalar}\n#define KIND {_KINDS.index(kind)}\n"
-            f"#define EPS_MODE {_EPS_MODES.index(eps_mode)}\n#define VEC4 {int(vec4)}\n"
-            f"#define TW {_TILE_W}\n#define TH {_TILE_H}\n"
-        )
-        module = cupy.RawModule(code=defines + _CUDA_SOURCE, options=("-std=c++17",))
-        names = ("bin_count", "bin_scan", "bin_fill", "splat_tiles", "splat_backward_pack", "splat_backward")
-        kernels = {name: module.get_function(name) for name in names}
-    return kernels, vec4
+        vec4 = scalar == "float" and int(cupy.cuda.Device(device_index).compute_capability) >= 90
+        defines = (f"#define SCALAR {scalar}\n#define KIND {base._KINDS.index(kind)}\n"
+                   f"#define EPS_MODE {base._EPS_MODES.index(eps_mode)}\n#define VEC4 {int(vec4)}\n"
+                   f"#define TW {_TILE_W}\n#define TH {_TILE_H}\n")
+        module = cupy.RawModule(code=defines + base._CUDA_SOURCE + _TILE_SOURCE, options=("-std=c++17",))
+        return {name: module.get_function(name) for name in ("bin_count", "bin_scan", "bin_fill", "splat_tiles")}
 
 
-@functools.lru_cache(maxsize=32)
-def _cupy_stream(stream_ptr: int, device_index: int):
-    """CuPy's view of a PyTorch stream, made once per stream (bounded)."""
-    import warnings
-
-    cupy = _cupy()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return cupy.cuda.ExternalStream(stream_ptr, device_index)
-
-
-def _launch(kernel, count: int, args, device_index: int, threads: int = _THREADS, shared_mem: int = 0) -> None:
-    cupy = _cupy()
-    stream = _cupy_stream(torch.cuda.current_stream(device_index).cuda_stream, device_index)
-    blocks = (count + threads - 1) // threads
-    with cupy.cuda.Device(device_index), stream:
-        kernel((blocks,), (threads,), args, shared_mem=shared_mem)
-
-
-def _tile_launch(row_bytes: int) -> Tuple[int, int]:
-    """Threads per block and shared memory for kernels that stage one row per thread."""
-    threads = _THREADS
-    while threads > 32 and threads * row_bytes > 32768:
-        threads //= 2
-    return threads, threads * row_bytes
-
-
-def _ptr(t: Optional[torch.Tensor]):
-    import numpy as np
-
-    return np.uint64(t.data_ptr() if t is not None else 0)
-
-
-def _i64(v: int):
-    import numpy as np
-
-    return np.int64(v)
-
-
-def _i32(v: int):
-    import numpy as np
-
-    return np.int32(v)
-
-
-def _prepare(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Tensor], kind: str, eps_mode: str,
-             *more: torch.Tensor):
-    """What forward and backward both need: device index, kernels, accumulator row width (channels,
-    padded to 4 for vector atomics), and the inputs (then ``more``) as contiguous tensors of the
-    accumulation dtype (metric stays None for sum/avg)."""
-    acc_dtype = _acc_dtype(x, flow, metric)
-    dev = x.device.index  # a CUDA tensor's device always carries its index
-    kernels, vec4 = _module(dev, acc_dtype, kind, eps_mode)
-    channels = x.shape[1] if kind == "sum" else x.shape[1] + 1
-    cp = (channels + 3) // 4 * 4 if vec4 else channels
-    tensors = tuple(t.to(acc_dtype).contiguous() if t is not None else None for t in (x, flow, metric, *more))
-    return dev, kernels, cp, tensors
-
-
-def _cuda_forward_impl(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Tensor],
-                       kind: str, eps_mode: str) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def _forward(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Tensor],
+             kind: str, eps_mode: str) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Same outputs as ``softsplat._cuda_forward_impl``: out, den and zmax for the backward."""
     n, c, h, w = x.shape
     if n * h * w >= 2 ** 31:
         raise ValueError(f"x has {n * h * w} pixels in all (N*H*W); the CUDA path takes fewer than 2**31: "
                          "split the batch")
-    dev, kernels, _, (xs, fl, m) = _prepare(x, flow, metric, kind, eps_mode)
+    dev, _, _, (xs, fl, m) = base._prepare(x, flow, metric, kind, eps_mode)
+    kernels = _kernels(dev, xs.dtype, kind, eps_mode)
     acc_dtype = xs.dtype
     n_src = n * h * w
     tiles_x = (w + _TILE_W - 1) // _TILE_W
@@ -804,124 +326,24 @@ def _cuda_forward_impl(x: torch.Tensor, flow: torch.Tensor, metric: Optional[tor
     return out.to(x.dtype), den, zmax
 
 
-def _cuda_backward_impl(grad_out: torch.Tensor, x: torch.Tensor, flow: torch.Tensor,
-                        metric: Optional[torch.Tensor], out: torch.Tensor, den: torch.Tensor,
-                        zmax: torch.Tensor, kind: str, eps_mode: str):
-    n, c, h, w = x.shape
-    dev, kernels, cp, (xs, fl, m, g, o) = _prepare(x, flow, metric, kind, eps_mode, grad_out, out)
-    n_src = n * h * w
-    packed = torch.empty((n_src, cp), device=x.device, dtype=xs.dtype)
-    threads, smem = _tile_launch(cp * packed.element_size())
-    _launch(kernels["splat_backward_pack"], n_src,
-            (_i64(n_src), _i32(c), _i32(cp), _i32(h), _i32(w), _ptr(g), _ptr(o), _ptr(den), _ptr(packed)), dev,
-            threads, smem)
-    grad_x = torch.empty_like(xs)
-    grad_flow = torch.empty_like(fl)
-    grad_metric = torch.empty_like(m) if m is not None else None
-    _launch(kernels["splat_backward"], n_src,
-            (_i64(n_src), _i32(c), _i32(cp), _i32(h), _i32(w), _ptr(xs), _ptr(fl), _ptr(m), _ptr(zmax),
-             _ptr(packed), _ptr(grad_x), _ptr(grad_flow), _ptr(grad_metric)), dev)
-    return grad_x, grad_flow, grad_metric
-
-
-class _SplatFunction(torch.autograd.Function):
-    """Eager-mode autograd wrapper: the same kernels as the custom op, less dispatch overhead."""
+class _TiledFunction(base._SplatFunction):
+    """softsplat's autograd wrapper with the tiled forward; the backward is inherited."""
 
     @staticmethod
     def forward(ctx, x, flow, metric, kind, eps_mode):
-        out, den, zmax = _cuda_forward_impl(x, flow, metric, kind, eps_mode)
+        out, den, zmax = _forward(x, flow, metric, kind, eps_mode)
         ctx.kind, ctx.eps_mode, ctx.has_metric = kind, eps_mode, metric is not None
         ctx.save_for_backward(x, flow, metric, out, den, zmax)
         return out
 
-    @staticmethod
-    def backward(ctx, grad_out):
-        x, flow, metric, out, den, zmax = ctx.saved_tensors
-        gx, gf, gm = _cuda_backward_impl(grad_out, x, flow, metric, out, den, zmax, ctx.kind, ctx.eps_mode)
-        return (gx.to(x.dtype), gf.to(flow.dtype), gm.to(metric.dtype) if ctx.has_metric else None, None, None)
-
-
-# torch.library registration, so that torch.compile sees one opaque op with a known shape.
-@torch.library.custom_op("softsplat_tiles::splat_cuda", mutates_args=(), device_types="cuda")
-def _splat_cuda(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Tensor],
-                kind: str, eps_mode: str) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    return _cuda_forward_impl(x, flow, metric, kind, eps_mode)
-
-
-@_splat_cuda.register_fake
-def _(x, flow, metric, kind, eps_mode):
-    n, c, h, w = x.shape
-    acc_dtype = _acc_dtype(x, flow, metric)
-    den = x.new_empty((n, 1, h, w) if kind != "sum" else (0,), dtype=acc_dtype)
-    zmax = x.new_empty((n, 1, h, w) if kind == "soft" else (0,), dtype=acc_dtype)
-    return x.new_empty((n, c, h, w)), den, zmax
-
-
-@torch.library.custom_op("softsplat_tiles::splat_cuda_backward", mutates_args=(), device_types="cuda")
-def _splat_cuda_backward(grad_out: torch.Tensor, x: torch.Tensor, flow: torch.Tensor,
-                         metric: Optional[torch.Tensor], out: torch.Tensor, den: torch.Tensor,
-                         zmax: torch.Tensor, kind: str, eps_mode: str) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    gx, gf, gm = _cuda_backward_impl(grad_out, x, flow, metric, out, den, zmax, kind, eps_mode)
-    if gm is None:
-        gm = x.new_empty((0,))
-    return gx.to(x.dtype), gf.to(flow.dtype), gm.to(metric.dtype if metric is not None else x.dtype)
-
-
-@_splat_cuda_backward.register_fake
-def _(grad_out, x, flow, metric, out, den, zmax, kind, eps_mode):
-    gm = torch.empty_like(metric) if metric is not None else x.new_empty((0,))
-    return torch.empty_like(x), torch.empty_like(flow), gm
-
-
-def _setup_context(ctx, inputs, output):
-    x, flow, metric, kind, eps_mode = inputs
-    out, den, zmax = output
-    ctx.kind = kind
-    ctx.eps_mode = eps_mode
-    ctx.has_metric = metric is not None
-    ctx.save_for_backward(x, flow, metric, out, den, zmax)
-
-
-def _backward(ctx, grad_out, _grad_den, _grad_zmax):
-    x, flow, metric, out, den, zmax = ctx.saved_tensors
-    gx, gf, gm = torch.ops.softsplat_tiles.splat_cuda_backward(
-        grad_out, x, flow, metric if ctx.has_metric else None, out, den, zmax, ctx.kind, ctx.eps_mode)
-    return gx, gf, (gm if ctx.has_metric else None), None, None
-
-
-_splat_cuda.register_autograd(_backward, setup_context=_setup_context)
-
-
-# ----------------------------------------------------------------------------
-# public API
-# ----------------------------------------------------------------------------
-
 
 def splat(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Tensor] = None,
           mode: str = "soft") -> torch.Tensor:
-    """Forward-warp ``x`` by ``flow``; see the module docstring for conventions.
-
-    CUDA tensors use the CuPy kernels when CuPy is installed, except under
-    ``torch.use_deterministic_algorithms(True)``, where the deterministic PyTorch
-    path runs instead (float atomics add in a varying order).
-    """
-    kind, eps_mode = _parse_mode(mode)
-    _validate(x, flow, metric, kind)
+    """``softsplat.splat`` with the tiled forward on CUDA (eager only)."""
+    kind, eps_mode = base._parse_mode(mode)
+    base._validate(x, flow, metric, kind)
     if x.numel() == 0:
         return x.new_zeros(x.shape)
-    if x.is_cuda and not torch.are_deterministic_algorithms_enabled() and _kernels_usable():
-        if torch.compiler.is_compiling():
-            return torch.ops.softsplat_tiles.splat_cuda(x, flow, metric, kind, eps_mode)[0]
-        return _SplatFunction.apply(x, flow, metric, kind, eps_mode)
+    if x.is_cuda and not torch.are_deterministic_algorithms_enabled() and base._kernels_usable():
+        return _TiledFunction.apply(x, flow, metric, kind, eps_mode)
     return _splat_torch(x, flow, metric, kind, eps_mode)
-
-
-@torch.compiler.assume_constant_result
-def _kernels_usable() -> bool:
-    return _cupy() is not None
-
-
-def softsplat(tenIn: torch.Tensor, tenFlow: torch.Tensor, tenMetric: Optional[torch.Tensor],
-              strMode: str) -> torch.Tensor:
-    """The published call style: ``softsplat(tenIn=..., tenFlow=..., tenMetric=..., strMode=...)``."""
-    return splat(tenIn, tenFlow, tenMetric, strMode)
