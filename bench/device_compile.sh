@@ -5,12 +5,8 @@
 # Prints wall times (compilation included) and the PSNR between the two outputs' frames.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
-mkdir -p /tmp/ffbin
-python3 -c "import lzma, shutil; shutil.copyfileobj(lzma.open('.data/bin/ffmpeg.xz'), open('/tmp/ffbin/ffmpeg', 'wb'))"
-chmod +x /tmp/ffbin/ffmpeg
-export PATH=/tmp/ffbin:$PATH
-ffmpeg -hide_banner -loglevel error -y -i .data/ddp/grounded-sam2__car.mp4 -f lavfi -i "sine=frequency=440:sample_rate=48000" \
-    -vf scale=1920:1080:flags=lanczos -frames:v 120 -r 25 -c:v libx264 -crf 16 -preset fast -c:a aac -shortest /tmp/in1080.mp4
+source "$(dirname "$0")/device_ffmpeg.sh"
+make_test_clip 1920:1080 120 /tmp/in1080.mp4
 for variant in eager compile; do
     extra=()
     [ "$variant" = compile ] && extra=(--compile)

@@ -7,10 +7,7 @@
 set -uo pipefail
 out=${OUT:?run this on the device machine, where OUT is set}
 export PYTHONUNBUFFERED=1
-mkdir -p /tmp/ffbin
-python3 -c "import lzma, shutil; shutil.copyfileobj(lzma.open('.data/bin/ffmpeg.xz'), open('/tmp/ffbin/ffmpeg', 'wb'))"
-chmod +x /tmp/ffbin/ffmpeg
-export PATH=/tmp/ffbin:$PATH
+source "$(dirname "$0")/device_ffmpeg.sh"
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 
 echo "== 1. softsplat CUDA tests (cuda:0 and cuda:1)"
@@ -26,10 +23,8 @@ python3 train.py "${common[@]}" --out /tmp/ddp1 2>&1 | grep -E "done|validation|
 cp /tmp/ddp2/log.jsonl "$out/ddp2_log.jsonl"
 
 echo "== 3. video split over 2 GPUs (torchrun) vs one process"
-ffmpeg -hide_banner -loglevel error -y -i .data/ddp/grounded-sam2__car.mp4 -f lavfi -i "sine=frequency=440:sample_rate=48000" \
-    -vf scale=1920:1080:flags=lanczos -frames:v 120 -r 25 -c:v libx264 -crf 16 -preset fast -c:a aac -shortest /tmp/in1080.mp4
-ffmpeg -hide_banner -loglevel error -y -i .data/ddp/grounded-sam2__car.mp4 -f lavfi -i "sine=frequency=440:sample_rate=48000" \
-    -vf scale=3840:2160:flags=lanczos -frames:v 60 -r 25 -c:v libx264 -crf 16 -preset fast -c:a aac -shortest /tmp/in4k.mp4
+make_test_clip 1920:1080 120 /tmp/in1080.mp4
+make_test_clip 3840:2160 60 /tmp/in4k.mp4
 ( time torchrun --standalone --nproc_per_node 2 run.py --video /tmp/in1080.mp4 --out /tmp/split.mp4 --segment-seconds 1 ) 2>&1 | grep -E "wrote|error|real"
 ( time python3 run.py --video /tmp/in1080.mp4 --out /tmp/single.mp4 --segment-seconds 1 ) 2>&1 | grep -E "wrote|error|real"
 python3 - <<'PY'
