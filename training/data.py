@@ -139,16 +139,16 @@ class FootageSampler:
         for _ in range(size):
             clip, a, b, c = self.triplet()
             h, w = clip.frames.shape[2:]
-            size = self.crop
+            side = self.crop
             # (no draw unless enabled: the random stream of earlier recipes stays the same)
             if self.downscale_share > 0 and float(torch.rand(1, generator=self.gen)) < self.downscale_share:
                 largest = min(2.0, h / self.crop, w / self.crop)
-                size = int(self.crop * largest ** float(torch.rand(1, generator=self.gen)))
-            y = self._rand(h - size + 1)
-            x = self._rand(w - size + 1)
-            window = (slice(None), slice(y, y + size), slice(x, x + size))
+                side = int(self.crop * largest ** float(torch.rand(1, generator=self.gen)))
+            y = self._rand(h - side + 1)
+            x = self._rand(w - side + 1)
+            window = (slice(None), slice(y, y + side), slice(x, x + side))
             frames = [clip.frames[i][window] for i in (a, b, c)]  # views: one copy in the stack below
-            if size != self.crop:
+            if side != self.crop:
                 shrunk = F.interpolate(torch.stack(frames).float(), size=(self.crop, self.crop), mode="bilinear",
                                        align_corners=False, antialias=True)
                 frames = list(shrunk.round_().clamp_(0, 255).to(torch.uint8))
