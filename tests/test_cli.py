@@ -190,8 +190,8 @@ def test_tiled_interpolation_has_no_seams():
     whole = interpolate(net, one, two, [0.5])[0]
     tiled = interpolate(net, one, two, [0.5], tile=128, overlap=32)[0]
     # 128-px tiles give the flow less context than the whole frame: measured mean difference 0.0100 with
-    # the chunk-10 weights (under 0.01 with chunk 7's); seams are checked separately below
-    assert np.abs(whole - tiled)[8:-8, 8:-8].mean() < 0.015
+    # the chunk-10 weights (under 0.01 with chunk 7's), bound at 10% above; seams are checked separately below
+    assert np.abs(whole - tiled)[8:-8, 8:-8].mean() < 0.011
     # column differences where tiles start and end are no larger than elsewhere
     length, starts = tile_layout(300, 128, 32)
     assert length <= 128 and starts[0] == 0 and starts[-1] + length == 300
