@@ -59,6 +59,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                    help="override the share of synthetic samples with motion scaled down 2-16x")
     p.add_argument("--downscale-share", type=float, default=None,
                    help="override the share of footage crops taken up to 2x larger and shrunk (sharper, less motion)")
+    p.add_argument("--network", nargs="+", default=None, metavar="KEY=VALUE",
+                   help="NetworkConfig fields to change for a fresh start or --init-weights, e.g. "
+                        "refine_width=24 flow_refine_hidden=48,32: stages the weights file lacks start at zero")
     p.add_argument("--max-clips", type=int, default=None, help="use only the first N training clips (smoke tests)")
     p.add_argument("--val-clips", nargs="+", default=None, help="held-out clip files (default: training/config.py)")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
@@ -131,6 +134,16 @@ def main(argv: Optional[List[str]] = None) -> int:
                                    ("validation_clips", tuple(args.val_clips) if args.val_clips else None))
                  if v is not None}
     config = dataclasses.replace(config, **overrides)
+    if args.network:
+        if args.resume is not None:
+            print("error: --network changes the architecture; it works with --init-weights or a fresh start, "
+                  "not with --resume", file=sys.stderr)
+            return 2
+        try:
+            net_config = net_config.with_overrides(args.network)
+        except ValueError as exc:
+            print(f"error: --network: {exc}", file=sys.stderr)
+            return 2
 
     torch.manual_seed(config.seed + 1000 * rank + step)
     gen = torch.Generator().manual_seed(config.seed + 1000 * rank + step)
@@ -169,7 +182,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     elif args.init_weights is not None:
         from safetensors.torch import load_file
 
-        net.load_state_dict({k: v.float() for k, v in load_file(str(args.init_weights)).items()}, strict=True)
+        result = net.load_state_dict({k: v.float() for k, v in load_file(str(args.init_weights)).items()},
+                                     strict=not args.network)
+        if result.unexpected_keys:
+            print(f"error: --init-weights has tensors the network lacks: {result.unexpected_keys[:4]}: "
+                  f"--network can add stages, not remove them", file=sys.stderr)
+            return 2
+        if result.missing_keys and main_process:
+            print(f"grown network: {len(result.missing_keys)} new tensors start from their initialisation "
+                  f"({', '.join(sorted({k.rsplit('.', 3)[0] for k in result.missing_keys}))})", flush=True)
     net = net.to(memory_format=torch.channels_last)
     step_module = _TrainStep(net)
     if world > 1:

@@ -12,7 +12,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 import torch
 
@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.timing import cuda_time_ms, require_cuda  # noqa: E402
 from model import Network, load_weights  # noqa: E402
-from model.network import count_parameters  # noqa: E402
+from model.network import NetworkConfig, count_parameters  # noqa: E402
 from model.runtime import GraphedNetwork  # noqa: E402
 
 SIZES = {"720p": (720, 1280), "1080p": (1080, 1920), "4K": (2160, 3840)}
@@ -43,7 +43,8 @@ def gflops(net: Network, h: int, w: int) -> float:
     return total[0] / 1e9
 
 
-def time_compiled(net: Network, one: torch.Tensor, two: torch.Tensor, repeats: int) -> dict:
+def time_compiled(net: Network, one: torch.Tensor, two: torch.Tensor, repeats: int,
+                  modes: Sequence[str] = ("default", "reduce-overhead")) -> dict:
     """bf16 x2 time of the network under torch.compile, default mode and with CUDA graphs; the
     first calls (compilation) are reported separately."""
     import time
@@ -51,7 +52,7 @@ def time_compiled(net: Network, one: torch.Tensor, two: torch.Tensor, repeats: i
     out = {}
     with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
         eager = net(one, two, [0.5])[0].float()
-    for mode in ("default", "reduce-overhead"):
+    for mode in modes:
         torch._dynamo.reset()
         compiled = torch.compile(net, mode=mode)
 
@@ -80,11 +81,23 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--profile", action="store_true", help="print the top CUDA kernels at the first size")
     p.add_argument("--compile", action="store_true",
                    help="also time torch.compile (bf16; default mode, and reduce-overhead = with CUDA graphs)")
+    p.add_argument("--compile-modes", nargs="+", default=["default", "reduce-overhead"],
+                   choices=["default", "reduce-overhead"], help="which torch.compile modes --compile times")
+    p.add_argument("--network", nargs="+", default=None, metavar="KEY=VALUE",
+                   help="time a changed NetworkConfig with random weights (e.g. refine_width=24), as train.py")
     args = p.parse_args(argv)
     device = require_cuda()
     if device is None:
         return 2
-    net = load_weights(args.weights, device) if args.weights else Network().to(device).eval()
+    if args.weights and args.network:
+        print("error: --weights and --network exclude each other (random weights time the same)", file=sys.stderr)
+        return 2
+    try:
+        config = NetworkConfig().with_overrides(args.network or [])
+    except ValueError as exc:
+        print(f"error: --network: {exc}", file=sys.stderr)
+        return 2
+    net = load_weights(args.weights, device) if args.weights else Network(config).to(device).eval()
     torch.backends.cudnn.benchmark = True
     print(f"device: {torch.cuda.get_device_name()}, params {count_parameters(net) / 1e6:.2f} M")
     rows = []
@@ -109,7 +122,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                                                     repeats=max(3, args.repeats // 4))
             net.to(memory_format=torch.contiguous_format)
         if args.compile:
-            row.update(time_compiled(net, one, two, args.repeats))
+            row.update(time_compiled(net, one, two, args.repeats, args.compile_modes))
         rows.append(row)
         print(json.dumps(row), flush=True)
         if args.profile and len(rows) == 1:

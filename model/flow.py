@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .correlation import correlation
-from .layers import conv
+from .layers import conv, zero_last_conv
 from .warp import backwarp, resize_flow
 
 
@@ -42,7 +42,7 @@ class Encoder(nn.Module):
 class FlowDecoder(nn.Module):
     """Predicts a flow residual at one level from the cost volume and the features."""
 
-    def __init__(self, width: int, radius: int, hidden: Sequence[int]) -> None:
+    def __init__(self, width: int, radius: int, hidden: Sequence[int], zero_init: bool = False) -> None:
         super().__init__()
         self.radius = radius
         c_in = (2 * radius + 1) ** 2 + width + 2
@@ -52,6 +52,8 @@ class FlowDecoder(nn.Module):
             c_in = h
         layers.append(conv(c_in, 2, act=False))
         self.net = nn.Sequential(*layers)
+        if zero_init:  # a stage added to a trained network: it starts by passing the flow through
+            zero_last_conv(self.net)
 
     def forward(self, one: torch.Tensor, two: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
         warped = backwarp(two, flow)
@@ -62,12 +64,19 @@ class FlowDecoder(nn.Module):
 class FlowEstimator(nn.Module):
     """Bidirectional flow: flows one->two and two->one from one batched pass."""
 
-    def __init__(self, widths: Sequence[int], finest: int, radius: int, hidden: Sequence[int]) -> None:
+    def __init__(self, widths: Sequence[int], finest: int, radius: int, hidden: Sequence[int],
+                 refine_hidden: Sequence[int] = ()) -> None:
         super().__init__()
         self.finest = finest  # index into the pyramid, 1 = 1/4 resolution
         self.decoders = nn.ModuleList(
             [FlowDecoder(widths[level], radius, hidden) for level in range(finest, len(widths))]
         )
+        # optional: one more, lighter decoder a level finer (e.g. 1/2 resolution), zero-initialised
+        self.refine = None
+        if refine_hidden:
+            if finest < 1:
+                raise ValueError("flow_refine_hidden needs flow_finest_level >= 1: there is no finer level")
+            self.refine = FlowDecoder(widths[finest - 1], radius, refine_hidden, zero_init=True)
 
     def forward(self, feats_one: List[torch.Tensor], feats_two: List[torch.Tensor], size) -> List[torch.Tensor]:
         """Return [flow one->two, flow two->one] at full resolution ``size`` plus the finest level.
@@ -89,4 +98,14 @@ class FlowEstimator(nn.Module):
             flow = decoder(a, b, flow)
             pyramid.append(flow)
         full = resize_flow(flow, tuple(size))
+        if self.refine is not None:
+            level = self.finest - 1
+            a = torch.cat([feats_one[level], feats_two[level]], 0)
+            b = torch.cat([feats_two[level], feats_one[level]], 0)
+            coarse = 2.0 * F.interpolate(flow, size=a.shape[2:], mode="bilinear", align_corners=False)
+            fine = self.refine(a, b, coarse)
+            pyramid.append(fine)
+            # the refinement's correction is upsampled on its own: a zero correction leaves the flow
+            # exactly as the coarser level gave it
+            full = full + resize_flow(fine - coarse, tuple(size))
         return full[:n], full[n:], pyramid

@@ -32,9 +32,28 @@ class NetworkConfig:
     decoder_widths: Tuple[int, ...] = (32, 48, 96)
     full_width: int = 16
     metric_hidden: int = 12
+    # optional stages added to a trained network (zero-initialised, so they start as the identity):
+    flow_refine_hidden: Tuple[int, ...] = ()  # a flow decoder one level finer than flow_finest_level
+    refine_width: int = 0  # a full-resolution residual refinement after the decoder
 
     def to_dict(self) -> Dict:
         return dataclasses.asdict(self)
+
+    def with_overrides(self, items: Sequence[str]) -> "NetworkConfig":
+        """A copy with ``KEY=VALUE`` strings applied (command lines); tuples are comma-separated integers."""
+        values = self.to_dict()
+        for item in items:
+            key, sep, text = item.partition("=")
+            if not sep or key not in values:
+                raise ValueError(f"{item!r}: use KEY=VALUE with KEY one of {', '.join(sorted(values))}")
+            is_tuple = isinstance(values[key], (tuple, list))
+            try:
+                values[key] = (tuple(int(v) for v in text.split(",") if v.strip()) if is_tuple
+                               else type(values[key])(text))
+            except ValueError:
+                kind = "comma-separated integers" if is_tuple else type(values[key]).__name__
+                raise ValueError(f"{item!r}: {key} takes {kind}") from None
+        return NetworkConfig.from_dict(values)
 
     @classmethod
     def from_dict(cls, data: Dict) -> "NetworkConfig":
@@ -66,10 +85,10 @@ class Network(nn.Module):
         self.config = config
         self.encoder = Encoder(config.encoder_widths)
         self.flow = FlowEstimator(config.encoder_widths, config.flow_finest_level, config.flow_radius,
-                                  config.flow_hidden)
+                                  config.flow_hidden, config.flow_refine_hidden)
         self.metric = Metric(config.metric_hidden)
         self.decoder = Decoder(config.encoder_widths[:config.synthesis_levels], config.decoder_widths,
-                               config.full_width)
+                               config.full_width, config.refine_width)
 
     def estimate_flow(self, one: torch.Tensor, two: torch.Tensor, flow_scale: float = 1.0) -> FlowState:
         """Features, bidirectional flow and metrics for a padded pair (H, W multiples of 32).

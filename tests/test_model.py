@@ -91,6 +91,33 @@ def test_weights_round_trip(tmp_path):
         assert torch.equal(a, b), k
 
 
+def test_grown_network_starts_where_the_trained_one_was():
+    """The optional stages are zero-initialised: loading a smaller network's weights gives its exact output."""
+    torch.manual_seed(0)
+    base = Network(NetworkConfig(full_width=8)).eval()
+    grown = Network(base.config.with_overrides(["refine_width=8", "flow_refine_hidden=8,8"])).eval()
+    result = grown.load_state_dict(base.state_dict(), strict=False)
+    assert not result.unexpected_keys
+    assert all(k.startswith(("decoder.refine.", "flow.refine.")) for k in result.missing_keys)
+    one, two = torch.rand(1, 3, 64, 96), torch.rand(1, 3, 64, 96)
+    with torch.no_grad():
+        assert torch.equal(base(one, two, [0.3])[0], grown(one, two, [0.3])[0])
+        state = grown.estimate_flow(one, two)
+    assert len(state.flow_pyramid) == len(base.estimate_flow(one, two).flow_pyramid) + 1
+    assert state.flow_pyramid[-1].shape[2:] == (32, 48)  # the refinement works at 1/2 resolution
+
+
+def test_config_overrides_name_the_fix():
+    config = NetworkConfig().with_overrides(["refine_width=24", "flow_hidden=64,32"])
+    assert config.refine_width == 24 and config.flow_hidden == (64, 32)
+    with pytest.raises(ValueError, match="KEY one of"):
+        NetworkConfig().with_overrides(["widht=3"])
+    with pytest.raises(ValueError, match="comma-separated integers"):
+        NetworkConfig().with_overrides(["flow_hidden=a,b"])
+    with pytest.raises(ValueError, match="flow_finest_level >= 1"):
+        Network(NetworkConfig(flow_finest_level=0, flow_refine_hidden=(8,)))
+
+
 def test_weights_missing_and_corrupt(tmp_path):
     with pytest.raises(WeightsError, match="not found"):
         load_weights(tmp_path / "nope.safetensors")

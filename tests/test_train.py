@@ -134,3 +134,26 @@ def test_train_accepts_downscale_share(footage, tmp_path):
     out = tmp_path / "run"
     assert train.main(_args(footage, out, "--max-steps", "1", "--downscale-share", "0.5")) == 0
     assert json.loads((out / "train_config.json").read_text())["downscale_share"] == 0.5
+
+
+def test_train_grows_a_trained_network(footage, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert train.main(_args(footage, out, "--max-steps", "1")) == 0
+    grown = tmp_path / "grown"
+    assert train.main(_args(footage, grown, "--max-steps", "1", "--init-weights", str(out / "weights.safetensors"),
+                            "--network", "refine_width=8", "flow_refine_hidden=8")) == 0
+    assert "new tensors start from their initialisation" in capsys.readouterr().out
+    config = json.loads((grown / "config.json").read_text())
+    assert config["refine_width"] == 8 and config["flow_refine_hidden"] == [8]
+    # the grown weights rebuild the grown network
+    from model import load_weights
+
+    assert load_weights(grown / "weights.safetensors").config.refine_width == 8
+    # --network cannot shrink what the weights hold, and does not combine with --resume
+    assert train.main(_args(footage, tmp_path / "x", "--max-steps", "1", "--init-weights",
+                            str(grown / "weights.safetensors"), "--network", "refine_width=0")) == 2
+    assert "can add stages, not remove them" in capsys.readouterr().err
+    assert train.main(_args(footage, tmp_path / "y", "--max-steps", "1", "--resume", str(out),
+                            "--network", "refine_width=8")) == 2
+    assert train.main(_args(footage, tmp_path / "z", "--network", "refine_width=x")) == 2
+    assert "refine_width takes int" in capsys.readouterr().err
