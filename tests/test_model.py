@@ -163,9 +163,14 @@ def test_cuda_correlation_matches_pytorch(dtype, radius):
 
 
 @pytest.mark.cuda
-def test_cuda_network_matches_cpu():
+@pytest.mark.parametrize("grown", [False, True])
+def test_cuda_network_matches_cpu(grown):
     torch.manual_seed(0)
-    net = Network().eval()
+    net = Network(NetworkConfig(refine_width=8, flow_refine_hidden=(8,)) if grown else NetworkConfig()).eval()
+    if grown:  # give the zero-initialised stages weights, so that they count in the comparison
+        for stage in (net.decoder.refine, net.flow.refine):
+            for p in stage.parameters():
+                torch.nn.init.normal_(p, std=0.05)
     one, two = torch.rand(1, 3, 96, 128), torch.rand(1, 3, 96, 128)
     with torch.no_grad():
         cpu = net(one, two, [0.3])[0]
