@@ -12,40 +12,41 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 import cv2
 import numpy as np
 
-# step of the weights each chunk kept (best validation so far); chunks 8, 9 and 11 kept none
+# step of the weights each chunk kept (best validation so far); chunks 8, 9, 11, 12 and 13 kept none
 KEPT_STEP = {1: 2500, 2: 6345, 3: 10000, 4: 15819, 5: 17000, 6: 20000, 7: 29000, 10: 31000}
 
 
-def chunk_curves(raw: Path) -> Tuple[List[Tuple[float, float]], Dict[int, float], Dict[int, float]]:
-    """(minutes, val PSNR) points, minutes at each step logged, and Middlebury PSNR by kept step."""
+def chunk_curves(raw: Path) -> Tuple[List[Tuple[float, float]], List[Tuple[float, float]]]:
+    """(minutes, validation PSNR) points of every chunk in order, and (minutes, Middlebury PSNR) of the kept weights.
+
+    Minutes add up over the chunks in their order (time spent), also where a chunk restarted from earlier
+    weights (chunks 12 and 13 from step 31000), so a kept step is looked up in its own chunk's log only.
+    """
     offset = 0.0
-    val, minutes_at = [], {}
+    val, middlebury = [], []
     n = 1
     while (raw / f"train_chunk{n}.jsonl").is_file():
         rows = [json.loads(line) for line in (raw / f"train_chunk{n}.jsonl").read_text().splitlines() if line]
         timed = [r for r in rows if "minutes" in r]
-        for r in timed:
-            minutes_at[r["step"]] = offset + r["minutes"]
-        for r in rows:
-            if "val_psnr" in r:
-                near = min(timed, key=lambda t: abs(t["step"] - r["step"]))
-                val.append((offset + near["minutes"], r["val_psnr"]))
+
+        def minutes_at(step: int) -> float:
+            return offset + min(timed, key=lambda t: abs(t["step"] - step))["minutes"]
+
+        val.extend((minutes_at(r["step"]), r["val_psnr"]) for r in rows if "val_psnr" in r)
+        path = raw / f"middlebury_chunk{n}.json"
+        if n in KEPT_STEP and path.is_file():
+            middlebury.append((minutes_at(KEPT_STEP[n]), json.loads(path.read_text())["psnr"]))
         offset += timed[-1]["minutes"]
         n += 1
-    middlebury = {}
-    for chunk, step in KEPT_STEP.items():
-        path = raw / f"middlebury_chunk{chunk}.json"
-        if path.is_file():
-            middlebury[step] = json.loads(path.read_text())["psnr"]
-    return val, minutes_at, middlebury
+    return val, middlebury
 
 
-def draw(val, minutes_at, middlebury, out: Path) -> None:
+def draw(val, middlebury, out: Path) -> None:
     w, h, left, right, top, bottom = 900, 520, 70, 70, 40, 60
     img = np.full((h, w, 3), 255, np.uint8)
     x_max = max(m for m, _ in val) * 1.05
@@ -73,8 +74,7 @@ def draw(val, minutes_at, middlebury, out: Path) -> None:
     cv2.putText(img, "DIS + warp 34.18", (w - right - 150, dis - 6), font, 0.45, (0, 0, 200), 1, cv2.LINE_AA)
     pts = np.array([px(m, p) for m, p in val], np.int32)
     cv2.polylines(img, [pts], False, (200, 120, 0), 2, cv2.LINE_AA)
-    mb = sorted((minutes_at.get(step, minutes_at[min(minutes_at, key=lambda s: abs(s - step))]), p)
-                for step, p in middlebury.items())
+    mb = sorted(middlebury)
     cv2.polylines(img, [np.array([px(m, p) for m, p in mb], np.int32)], False, (0, 150, 0), 2, cv2.LINE_AA)
     for m, p in mb:
         cv2.circle(img, px(m, p), 4, (0, 150, 0), -1, cv2.LINE_AA)
