@@ -128,7 +128,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"error: --init-weights: {exc}", file=sys.stderr)
             return 2
     overrides = {k: v for k, v in (("batch", args.batch), ("crop", args.crop), ("seed", args.seed),
-                                   ("lr", args.lr), ("census_weight", args.census_weight), ("total_steps", args.total_steps),
+                                   ("lr", args.lr), ("census_weight", args.census_weight),
+                                   ("total_steps", args.total_steps),
                                    ("native_share", args.native_share),
                                    ("synthetic_small_share", args.small_motion_share),
                                    ("downscale_share", args.downscale_share),
@@ -189,15 +190,21 @@ def main(argv: Optional[List[str]] = None) -> int:
     elif args.init_weights is not None:
         from safetensors.torch import load_file
 
-        result = net.load_state_dict({k: v.float() for k, v in load_file(str(args.init_weights)).items()},
-                                     strict=not args.network)
+        try:
+            result = net.load_state_dict({k: v.float() for k, v in load_file(str(args.init_weights)).items()},
+                                         strict=not args.network)
+        except RuntimeError as exc:  # tensors of another shape: --network changed a width the weights fix
+            print(f"error: --init-weights does not fit the network: {str(exc).splitlines()[1].strip().rstrip('.')}: "
+                  f"--network can add stages (refine_width, flow_refine_hidden), not resize trained ones",
+                  file=sys.stderr)
+            return 2
         if result.unexpected_keys:
             print(f"error: --init-weights has tensors the network lacks: {result.unexpected_keys[:4]}: "
                   f"--network can add stages, not remove them", file=sys.stderr)
             return 2
         if result.missing_keys and main_process:
             print(f"grown network: {len(result.missing_keys)} new tensors start from their initialisation "
-                  f"({', '.join(sorted({k.rsplit('.', 3)[0] for k in result.missing_keys}))})", flush=True)
+                  f"({', '.join(sorted({'.'.join(k.split('.')[:2]) for k in result.missing_keys}))})", flush=True)
     net = net.to(memory_format=torch.channels_last)
     step_module = _TrainStep(net)
     if world > 1:

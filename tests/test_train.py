@@ -155,5 +155,8 @@ def test_train_grows_a_trained_network(footage, tmp_path, capsys):
     assert "can add stages, not remove them" in capsys.readouterr().err
     assert train.main(_args(footage, tmp_path / "y", "--max-steps", "1", "--resume", str(out),
                             "--network", "refine_width=8")) == 2
+    assert train.main(_args(footage, tmp_path / "w", "--max-steps", "1", "--init-weights",
+                            str(out / "weights.safetensors"), "--network", "full_width=12")) == 2
+    assert "not resize trained ones" in capsys.readouterr().err
     assert train.main(_args(footage, tmp_path / "z", "--network", "refine_width=x")) == 2
     assert "refine_width takes int" in capsys.readouterr().err
