@@ -201,6 +201,41 @@ _CUDA_SOURCE = r"""
 
 typedef SCALAR scalar_t;
 
+// The forward reads its input and writes its output in io_t: scalar_t, or (IO_KIND 1/2) bfloat16/float16
+// held as raw 16-bit words, converted in registers (no headers needed), so half-precision tensors need no
+// float32 copies. Conversions round to nearest even, as PyTorch's do (NaN stays a NaN).
+#ifndef IO_KIND
+#define IO_KIND 0
+#endif
+#if IO_KIND == 0
+typedef scalar_t io_t;
+__device__ __forceinline__ scalar_t io_load(io_t v) { return v; }
+__device__ __forceinline__ io_t io_store(scalar_t v) { return v; }
+#else
+typedef unsigned short io_t;
+__device__ __forceinline__ float io_load(io_t v) {
+#if IO_KIND == 1
+    return __uint_as_float(((unsigned int)v) << 16);
+#else
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v));
+    return f;
+#endif
+}
+__device__ __forceinline__ io_t io_store(float f) {
+#if IO_KIND == 1
+    unsigned int u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (io_t)0x7fc0u;
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (io_t)(u >> 16);
+#else
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+#endif
+}
+#endif
+
 __device__ __forceinline__ void atomic_max_scalar(float* address, float value) {
     // IEEE floats order like sign-magnitude integers: non-negative values compare as
     // signed ints, negative values in reverse as unsigned ints; -inf is the initial value.
@@ -303,7 +338,7 @@ extern "C" __global__ void zmax_kernel(const long long n_src, const int H, const
 // float so that sm_90's 16-byte vector atomics apply): channels 0..C-1 the splatted
 // input, channel C the splatted weight (all kinds but sum).
 extern "C" __global__ void splat_forward(const long long n_src, const int C, const int CP, const int H, const int W,
-                                         const scalar_t* __restrict__ input,
+                                         const io_t* __restrict__ input,
                                          const scalar_t* __restrict__ flow,
                                          const scalar_t* __restrict__ metric,
                                          const scalar_t* __restrict__ zmax,
@@ -321,14 +356,14 @@ extern "C" __global__ void splat_forward(const long long n_src, const int C, con
         e[k] = c.target[k] >= 0 ? c.weight[k] * factor_of(src, c.target[k], metric, zmax) : (scalar_t)0;
     }
     const int channels = (KIND == KIND_SUM) ? C : C + 1;
-    const scalar_t* in = input + n * C * hw + s;
+    const io_t* in = input + n * C * hw + s;
 #if VEC4
     for (int c0 = 0; c0 < channels; c0 += 4) {
         float val[4];
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
             const int ch = c0 + j;
-            val[j] = ch < C ? in[(long long)ch * hw] : (ch == C && KIND != KIND_SUM ? 1.0f : 0.0f);
+            val[j] = ch < C ? io_load(in[(long long)ch * hw]) : (ch == C && KIND != KIND_SUM ? 1.0f : 0.0f);
         }
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
@@ -339,7 +374,7 @@ extern "C" __global__ void splat_forward(const long long n_src, const int C, con
     }
 #else
     for (int ch = 0; ch < channels; ++ch) {
-        const scalar_t val = ch < C ? in[(long long)ch * hw] : (scalar_t)1;
+        const scalar_t val = ch < C ? io_load(in[(long long)ch * hw]) : (scalar_t)1;
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
             if (c.target[k] < 0 || e[k] == 0) continue;
@@ -354,7 +389,7 @@ extern "C" __global__ void splat_forward(const long long n_src, const int C, con
 // A block's acc rows are one contiguous range: it is read coalesced into shared memory first.
 extern "C" __global__ void splat_normalise(const long long n_dst, const int C, const int CP, const int H, const int W,
                                            const scalar_t* __restrict__ acc,
-                                           scalar_t* __restrict__ out,
+                                           io_t* __restrict__ out,
                                            scalar_t* __restrict__ den) {
     extern __shared__ unsigned char smem_raw[];
     scalar_t* tile = (scalar_t*)smem_raw;
@@ -382,8 +417,8 @@ extern "C" __global__ void splat_normalise(const long long n_dst, const int C, c
     inv = (scalar_t)1 / d;
     den[dst] = blocked ? -d : d;
 #endif
-    scalar_t* o = out + n * C * hw + t;
-    for (int ch = 0; ch < C; ++ch) o[(long long)ch * hw] = a[ch] * inv;
+    io_t* o = out + n * C * hw + t;
+    for (int ch = 0; ch < C; ++ch) o[(long long)ch * hw] = io_store(a[ch] * inv);
 }
 
 // Per target pixel: packs what a source needs from it into one channels-last row of CP
@@ -542,9 +577,13 @@ def _cupy():
     return cupy
 
 
+_IO_KINDS = {torch.bfloat16: 1, torch.float16: 2}
+
+
 @functools.lru_cache(maxsize=64)
-def _module(device_index: int, dtype: torch.dtype, kind: str, eps_mode: str):
-    """Compiled kernels for one device, dtype and mode; sizes are kernel arguments."""
+def _module(device_index: int, dtype: torch.dtype, kind: str, eps_mode: str, io_dtype: Optional[torch.dtype] = None):
+    """Compiled kernels for one device, dtype and mode; sizes are kernel arguments. With ``io_dtype``
+    (bfloat16 or float16, for a float32 ``dtype``) the forward kernels read and write that type."""
     cupy = _cupy()
     scalar = "double" if dtype == torch.float64 else "float"
     with cupy.cuda.Device(device_index):
@@ -553,6 +592,7 @@ def _module(device_index: int, dtype: torch.dtype, kind: str, eps_mode: str):
         defines = (
             f"#define SCALAR {scalar}\n#define KIND {_KINDS.index(kind)}\n"
             f"#define EPS_MODE {_EPS_MODES.index(eps_mode)}\n#define VEC4 {int(vec4)}\n"
+            f"#define IO_KIND {_IO_KINDS.get(io_dtype, 0)}\n"
         )
         module = cupy.RawModule(code=defines + _CUDA_SOURCE, options=("-std=c++17",))
         names = ("zmax_kernel", "splat_forward", "splat_normalise", "splat_backward_pack", "splat_backward")
@@ -606,24 +646,27 @@ def _i32(v: int):
 
 
 def _prepare(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Tensor], kind: str, eps_mode: str,
-             *more: torch.Tensor):
+             *more: torch.Tensor, native_io: bool = False):
     """What forward and backward both need: device index, kernels, accumulator row width (channels,
     padded to 4 for vector atomics), and the inputs (then ``more``) as contiguous tensors of the
-    accumulation dtype (metric stays None for sum/avg)."""
+    accumulation dtype (metric stays None for sum/avg). With ``native_io``, a bfloat16/float16 ``x``
+    accumulated in float32 stays in its dtype, and the kernels read it as such."""
     acc_dtype = _acc_dtype(x, flow, metric)
+    io_dtype = x.dtype if native_io and acc_dtype == torch.float32 and x.dtype in _IO_KINDS else None
     dev = x.device.index  # a CUDA tensor's device always carries its index
-    kernels, vec4 = _module(dev, acc_dtype, kind, eps_mode)
+    kernels, vec4 = _module(dev, acc_dtype, kind, eps_mode, io_dtype)
     channels = x.shape[1] if kind == "sum" else x.shape[1] + 1
     cp = (channels + 3) // 4 * 4 if vec4 else channels
-    tensors = tuple(t.to(acc_dtype).contiguous() if t is not None else None for t in (x, flow, metric, *more))
-    return dev, kernels, cp, tensors
+    tensors = tuple(t.to(acc_dtype).contiguous() if t is not None else None for t in (flow, metric, *more))
+    xs = x.contiguous() if io_dtype is not None else x.to(acc_dtype).contiguous()
+    return dev, kernels, cp, (xs, *tensors)
 
 
 def _cuda_forward_impl(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Tensor],
                        kind: str, eps_mode: str) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     n, c, h, w = x.shape
-    dev, kernels, cp, (xs, fl, m) = _prepare(x, flow, metric, kind, eps_mode)
-    acc_dtype = xs.dtype
+    dev, kernels, cp, (xs, fl, m) = _prepare(x, flow, metric, kind, eps_mode, native_io=True)
+    acc_dtype = fl.dtype
     n_src = n * h * w
     zmax = torch.empty(0, device=x.device, dtype=acc_dtype)
     if kind == "soft":
@@ -632,7 +675,7 @@ def _cuda_forward_impl(x: torch.Tensor, flow: torch.Tensor, metric: Optional[tor
     acc = torch.zeros((n_src, cp), device=x.device, dtype=acc_dtype)
     _launch(kernels["splat_forward"], n_src,
             (_i64(n_src), _i32(c), _i32(cp), _i32(h), _i32(w), _ptr(xs), _ptr(fl), _ptr(m), _ptr(zmax), _ptr(acc)), dev)
-    out = torch.empty((n, c, h, w), device=x.device, dtype=acc_dtype)
+    out = torch.empty((n, c, h, w), device=x.device, dtype=xs.dtype)  # x's own dtype when read natively
     den = torch.empty((n, 1, h, w) if kind != "sum" else (0,), device=x.device, dtype=acc_dtype)
     threads, smem = _tile_launch(cp * acc.element_size())
     _launch(kernels["splat_normalise"], n_src,

@@ -225,6 +225,25 @@ def test_cuda_matches_pytorch(device, mode, dtype):
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("mode", ["soft", "sum", "avg-zeroeps"])
+def test_cuda_half_input_with_float_flow(dtype, mode):
+    """The network's case: half-precision features, float32 flow and metric. The forward kernels read and
+    write the half type themselves; the result must equal splatting the float32 copy, rounded once."""
+    x, flow, metric = _inputs(n=2, c=70, h=41, w=67, scale=6.0, seed=3)
+    x = x.to("cuda", dtype).transpose(2, 3).contiguous().transpose(2, 3)  # non-contiguous, as channels_last
+    flow, metric = flow.to("cuda", torch.float32), metric.to("cuda", torch.float32) * 10
+    m = metric if _metric_for(mode, metric) is not None else None
+    out = softsplat.splat(x, flow, m, mode)
+    assert out.dtype == dtype and out.shape == x.shape
+    ref = softsplat.splat(x.float(), flow, m, mode).to(dtype)
+    # the float32 sums differ only in the order of their atomic adds: at most one rounding step apart
+    eps = torch.finfo(dtype).eps
+    torch.testing.assert_close(out.float(), ref.float(), rtol=2 * eps, atol=1e-6)
+    assert torch.isfinite(out).all()
+
+
+@pytest.mark.cuda
 @pytest.mark.parametrize("device", _devices())
 @pytest.mark.parametrize("mode", MODES + ["soft-zeroeps", "linear-clipeps"])
 def test_cuda_gradcheck(device, mode):
