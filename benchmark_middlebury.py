@@ -55,19 +55,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--weights", type=Path, default=Path(__file__).resolve().parent / "weights" / "network.safetensors")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     p.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
+    p.add_argument("--ensemble", type=int, default=1, choices=[1, 2, 4],
+                   help="score run.py's --ensemble mode: the average of 2 or 4 passes (mirrored, time-reversed)")
     p.add_argument("--json", type=Path, default=None, help="also write the results as JSON")
     args = p.parse_args(argv)
     from media.images import ImageError
+    from model.ensemble import with_ensemble
     from model.weights import WeightsError, load_any
     from run import resolve_device
 
     try:
-        net = load_any(args.weights, resolve_device(args.device))
+        net = with_ensemble(load_any(args.weights, resolve_device(args.device)), args.ensemble)
         result = evaluate(net, args.data, torch.bfloat16 if args.bf16 else None)
     except (ImageError, WeightsError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    result.update(weights=str(args.weights), device=str(next(net.parameters()).device))
+    result.update(weights=str(args.weights), device=str(next(net.parameters()).device), ensemble=args.ensemble)
     print(f"mean         PSNR {result['psnr']:6.2f}  SSIM {result['ssim']:.4f}")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")

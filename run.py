@@ -44,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "frames; auto = whole frames when they fit in the device's free memory, else the largest "
                         "tiles that do")
     p.add_argument("--tile-overlap", type=int, default=128, help="overlap of neighbouring tiles, cross-faded")
+    p.add_argument("--ensemble", type=int, default=1, choices=[1, 2, 4],
+                   help="average 2 passes (the frames and their mirror image) or 4 (also time-reversed): 2x or 4x "
+                        "the time for 0.1-0.2 dB on held-out footage")
     v = p.add_argument_group("video and frame sequences")
     v.add_argument("--video", type=Path, help="input video; --out is a video file (mp4/mkv/mov) or DIR/%%06d.png")
     v.add_argument("--frames", type=Path, help="input folder of frames (sorted by name); --out DIR/%%06d.png")
@@ -106,7 +109,9 @@ def run_sequence(args, autocast: Optional[torch.dtype]) -> int:
                            crf=args.crf, codec=args.codec, preset=args.preset, pix_fmt=args.pix_fmt,
                            segment_seconds=args.segment_seconds)
     weights = weights_path(args.model, args.weights)
-    net = load_network(Path(weights), resolve_device(args.device))
+    from model.ensemble import with_ensemble
+
+    net = with_ensemble(load_network(Path(weights), resolve_device(args.device)), args.ensemble)
     if args.compile:
         from model.runtime import compile_network
 
@@ -121,7 +126,9 @@ def run_sequence(args, autocast: Optional[torch.dtype]) -> int:
                                    args.tile_overlap)
 
     if args.video is not None:
-        stats = interpolate_video(args.video, args.out, step, options, weights_id=str(weights))
+        # whatever changes the frames is part of the job's identity: a resumed job never mixes two settings
+        model_id = f"{weights} ensemble={args.ensemble} flow_scale={args.flow_scale} autocast={autocast}"
+        stats = interpolate_video(args.video, args.out, step, options, weights_id=model_id)
     else:
         stats = interpolate_frames(args.frames, str(args.out), parse_rate(args.input_fps), step, options)
     problem = stats.pop("input_problem", None)
@@ -181,9 +188,13 @@ def output_paths(out: Path, times: Sequence[float]) -> List[Path]:
 def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = (0.5,),
                       weights: Path = DEFAULT_WEIGHTS, device: str = "auto",
                       autocast_dtype: Optional[torch.dtype] = None, flow_scale: float = 1.0,
-                      tile: Union[int, str] = 0, overlap: int = 128) -> List[Path]:
-    """Read two images, interpolate, write one image per t. Returns the written paths."""
+                      tile: Union[int, str] = 0, overlap: int = 128, ensemble: int = 1) -> List[Path]:
+    """Read two images, interpolate, write one image per t. Returns the written paths.
+
+    ``ensemble`` 2 or 4 averages that many passes (mirrored, and time-reversed): slower, a little better.
+    """
     from media.images import check_writable, read_image, write_image
+    from model.ensemble import with_ensemble
     from model.inference import interpolate
 
     for t in times:
@@ -199,7 +210,7 @@ def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = 
     if rgb_one.shape != rgb_two.shape:
         raise ValueError(f"frames differ in size: {one} is {rgb_one.shape[1]}x{rgb_one.shape[0]}, "
                          f"{two} is {rgb_two.shape[1]}x{rgb_two.shape[0]}")
-    net = load_network(Path(weights), resolve_device(device))
+    net = with_ensemble(load_network(Path(weights), resolve_device(device)), ensemble)
     tile = resolve_tile(tile, rgb_one.shape[0], rgb_one.shape[1], next(net.parameters()).device)
     frames = interpolate(net, rgb_one, rgb_two, times, autocast_dtype, flow_scale, tile, overlap)
     depth = max(depth_one, depth_two)
@@ -244,7 +255,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             return run_sequence(args, autocast)
         paths = interpolate_files(args.one, args.two, args.out, args.time,
                                   weights_path(args.model, args.weights), args.device, autocast, args.flow_scale,
-                                  args.tile, args.tile_overlap)
+                                  args.tile, args.tile_overlap, args.ensemble)
     except (VideoError, ImageError, WeightsError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -2,10 +2,10 @@
 
     python bench/diagnose_validation.py --data .data/footage [--weights weights/network.safetensors]
 
-The same two sets of 64 triplets as train.py's validation. Variants: the network; the network with its flow replaced
-by OpenCV DIS flow (is our flow the weak part?); DIS flow + backward warping and blending (the
-classical baseline of ANCHORS.md); the network averaged with its horizontally flipped pass
-(test-time augmentation); frame blending. Scores in dB.
+The same three sets of 64 triplets as train.py's validation (motion-weighted, consecutive, clean). Variants: the
+network; the network with its flow replaced by OpenCV DIS flow (is our flow the weak part?); DIS flow + backward
+warping and blending (the classical baseline of ANCHORS.md); run.py's --ensemble 2 and 4 (the network averaged
+over mirrored, and time-reversed, passes); frame blending. Scores in dB.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from model import load_weights  # noqa: E402
+from model.ensemble import EnsembleNetwork  # noqa: E402
 from model.warp import backwarp  # noqa: E402
 from training.config import VALIDATION_CLIPS  # noqa: E402
 from training.data import FootageSampler, load_clips  # noqa: E402
@@ -52,8 +53,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     sets = {
         "motion-weighted": FootageSampler(clips, 256, 4, generator=torch.Generator().manual_seed(1234)),
         "consecutive": FootageSampler(clips, 256, 4, generator=torch.Generator().manual_seed(4321), native_share=1.0),
+        "clean": FootageSampler(clips, 256, 4, generator=torch.Generator().manual_seed(777), native_share=1.0,
+                                downscale_share=1.0),
     }
-    names = ("network", "network + DIS flow", "DIS + backward warp", "network + flip TTA", "frame blend")
+    names = ("network", "network + DIS flow", "DIS + backward warp", "--ensemble 2", "--ensemble 4", "frame blend")
+    ensembles = {2: EnsembleNetwork(net, 2), 4: EnsembleNetwork(net, 4)}
     results = {}
     with torch.no_grad():
         for set_name, sampler in sets.items():
@@ -75,8 +79,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                 ft1 = (1 - t) * (1 - t) * f01 - t * (1 - t) * f10
                 warped = (1 - t) * backwarp(one, ft0) + t * backwarp(two, ft1)
                 scores["DIS + backward warp"].append(psnr(warped, mid))
-                flipped = net.synthesize(net.estimate_flow(one.flip(3), two.flip(3)), b["t"]).flip(3)
-                scores["network + flip TTA"].append(psnr((plain + flipped) / 2, mid))
+                for passes, ens in ensembles.items():  # per sample: each triplet has its own t
+                    outs = [ens(one[i:i + 1], two[i:i + 1], [float(b["t"][i])])[0] for i in range(one.shape[0])]
+                    scores[f"--ensemble {passes}"].append(psnr(torch.cat(outs), mid))
                 scores["frame blend"].append(psnr((1 - t) * one + t * two, mid))
             results[set_name] = {k: float(torch.cat(v).mean()) for k, v in scores.items()}
             results[set_name]["mean DIS motion px"] = float(torch.cat(motion).mean())

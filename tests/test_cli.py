@@ -44,6 +44,19 @@ def test_pair_gives_frame_of_same_size(tmp_path, capsys):
     assert not list(tmp_path.glob(".tmp-*"))
 
 
+def test_ensemble_mode_writes_a_close_frame(tmp_path, capsys):
+    one, two = _pair(tmp_path)
+    single, ensembled = tmp_path / "single.png", tmp_path / "ens.png"
+    assert _run(["--one", one, "--two", two, "--out", single], capsys)[0] == 0
+    assert _run(["--one", one, "--two", two, "--out", ensembled, "--ensemble", 4], capsys)[0] == 0
+    a = cv2.imread(str(single)).astype(np.float32)
+    b = cv2.imread(str(ensembled)).astype(np.float32)
+    # the same network averaged over its mirrored and reversed passes: close, and not the identical frame
+    assert a.shape == b.shape and 0 < np.abs(a - b).mean() < 4.0
+    with pytest.raises(SystemExit):
+        run.main(["--one", str(one), "--two", str(two), "--out", str(ensembled), "--ensemble", "3"])
+
+
 def test_several_times_and_name_pattern(tmp_path, capsys):
     one, two = _pair(tmp_path)
     code, _, _ = _run(["--one", one, "--two", two, "--out", tmp_path / "f_{i}.png", "--time", 0.25, 0.5, 0.75], capsys)

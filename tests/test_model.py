@@ -298,3 +298,27 @@ def test_interpolate_integer_rejects_float_frames():
     frame = np.zeros((32, 32, 3), np.float32)
     with pytest.raises(ValueError, match="uint8 or uint16"):
         interpolate_integer(net, frame, frame)
+
+
+def test_ensemble_averages_mirrored_and_reversed_passes():
+    from model.ensemble import EnsembleNetwork, with_ensemble
+
+    torch.manual_seed(0)
+    net = Network(NetworkConfig(full_width=8)).eval()
+    one, two = torch.rand(1, 3, 40, 56), torch.rand(1, 3, 40, 56)
+    times = [0.3, 0.5]
+    with torch.no_grad():
+        plain = net(one, two, times)
+        mirrored = [o.flip(3) for o in net(one.flip(3), two.flip(3), times)]
+        reversed_ = net(two, one, [0.7, 0.5])
+        both = [o.flip(3) for o in net(two.flip(3), one.flip(3), [0.7, 0.5])]
+        two_pass = EnsembleNetwork(net, 2)(one, two, times)
+        four_pass = with_ensemble(net, 4)(one, two, times)
+    for i in range(2):
+        torch.testing.assert_close(two_pass[i], (plain[i] + mirrored[i]) / 2)
+        torch.testing.assert_close(four_pass[i], (plain[i] + mirrored[i] + reversed_[i] + both[i]) / 4)
+    assert with_ensemble(net, 1) is net
+    with pytest.raises(ValueError, match="1, 2 or 4"):
+        with_ensemble(net, 3)
+    with pytest.raises(ValueError, match="2 or 4 passes"):
+        EnsembleNetwork(net, 1)
