@@ -5,7 +5,7 @@ One chunk on one GPU (what a 9-minute device command runs):
     python train.py --data .data/footage --out $OUT --resume runs/state --minutes 8
 
 Several GPUs: ``torchrun --nproc_per_node 2 train.py ...`` (DistributedDataParallel).
-The output folder gets ``state_model.safetensors`` (fp32) and ``state_optim.pt`` to
+The output folder gets ``state_model.safetensors`` (fp32) and ``state_optim.pt`` (AdamW, moments in bf16) to
 resume from, ``weights.safetensors`` (fp16, best validation score so far: the mean PSNR of the
 motion-weighted and the consecutive-frame validation triplets),
 ``config.json``, ``train_config.json`` and ``log.jsonl``.
@@ -35,6 +35,19 @@ class _TrainStep(torch.nn.Module):
     def forward(self, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor):
         state = self.net.estimate_flow(one, two)
         return self.net.synthesize(state, t), state.flow_pyramid
+
+
+def _compact(optim_state: dict) -> dict:
+    """AdamW's moments in bfloat16 on the CPU: half the bytes (a state then fits one device call's carry
+    beside the footage) and loadable anywhere; loading casts them back to the parameters' float32 and
+    device. Three significant digits of a running average are plenty."""
+    def pack(v):
+        if not torch.is_tensor(v):
+            return v
+        return v.to("cpu", torch.bfloat16) if v.is_floating_point() and v.dim() > 0 else v.cpu()
+
+    state = {k: {name: pack(v) for name, v in per_param.items()} for k, per_param in optim_state["state"].items()}
+    return {"state": state, "param_groups": optim_state["param_groups"]}
 
 
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
@@ -269,7 +282,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
         save_file({k: v.detach().float().cpu().contiguous() for k, v in net.state_dict().items()},
                   str(args.out / "state_model.safetensors"))
-        torch.save(optim.state_dict(), args.out / "state_optim.pt")
+        torch.save(_compact(optim.state_dict()), args.out / "state_optim.pt")
         (args.out / "config.json").write_text(json.dumps(net.config.to_dict()) + "\n")
         config.save(args.out / "train_config.json")
         (args.out / "progress.json").write_text(json.dumps({"step": step, "best_score": best}) + "\n")

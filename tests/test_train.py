@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 import train
 from media.video import ffmpeg_exe
@@ -39,6 +40,8 @@ def test_train_saves_and_resumes(footage, tmp_path):
                  "log.jsonl", "weights.safetensors"):
         assert (out / name).is_file(), name
     assert json.loads((out / "progress.json").read_text())["step"] == 3
+    moments = torch.load(out / "state_optim.pt", weights_only=True)["state"][0]
+    assert moments["exp_avg"].dtype == torch.bfloat16 and moments["exp_avg_sq"].dtype == torch.bfloat16
     config = json.loads((out / "train_config.json").read_text())
     assert config["validation_clips"] == ["val.mp4"] and config["batch"] == 4
     out2 = tmp_path / "run2"
