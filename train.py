@@ -61,6 +61,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--minutes", type=float, default=8.0, help="wall-clock budget for this chunk")
     p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps in this chunk")
     p.add_argument("--val-every", type=int, default=1000, help="validate every N steps")
+    p.add_argument("--val-batches", type=int, default=4,
+                   help="batches of 16 triplets per validation set; more give steadier scores (the first 4 are "
+                        "always the same triplets, so scores of 4 batches stay comparable across runs)")
     p.add_argument("--batch", type=int, default=None, help="override the config's per-GPU batch")
     p.add_argument("--crop", type=int, default=None, help="override the config's crop size")
     p.add_argument("--seed", type=int, default=None)
@@ -112,6 +115,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         device = torch.device(args.device)
     main_process = rank == 0
 
+    if args.val_batches < 1:
+        print(f"error: --val-batches {args.val_batches}: use 1 or more", file=sys.stderr)
+        return 2
     if not (args.data / "clips.jsonl").is_file():
         print(f"error: {args.data} has no clips.jsonl: pass --data pointing at the footage folder", file=sys.stderr)
         return 2
@@ -176,15 +182,15 @@ def main(argv: Optional[List[str]] = None) -> int:
                                  generator=torch.Generator().manual_seed(1234))
     # two fixed sets: motion-weighted triplets with widened gaps (large motion), and consecutive frames
     # (the small motions of ordinary x2 interpolation, where blurring costs most)
-    val_batches = [val_sampler.batch(16) for _ in range(4)]
+    val_batches = [val_sampler.batch(16) for _ in range(args.val_batches)]
     native_sampler = FootageSampler(val_clips, config.crop, config.max_gap,
                                     generator=torch.Generator().manual_seed(4321), native_share=1.0)
-    native_batches = [native_sampler.batch(16) for _ in range(4)]
+    native_batches = [native_sampler.batch(16) for _ in range(args.val_batches)]
     # logged, not part of the score: consecutive frames cut up to 2x larger and shrunk, which removes most
     # of the footage's compression noise (closer to clean test images; selection rules stay as before)
     clean_sampler = FootageSampler(val_clips, config.crop, config.max_gap, generator=torch.Generator().manual_seed(777),
                                    native_share=1.0, downscale_share=1.0)
-    clean_batches = [clean_sampler.batch(16) for _ in range(4)]
+    clean_batches = [clean_sampler.batch(16) for _ in range(args.val_batches)]
     if main_process:
         for name, batches in (("motion-weighted", val_batches), ("consecutive", native_batches),
                               ("clean", clean_batches)):

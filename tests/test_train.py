@@ -163,3 +163,12 @@ def test_train_grows_a_trained_network(footage, tmp_path, capsys):
     assert "not resize trained ones" in capsys.readouterr().err
     assert train.main(_args(footage, tmp_path / "z", "--network", "refine_width=x")) == 2
     assert "refine_width takes int" in capsys.readouterr().err
+
+
+def test_val_batches_option(footage, tmp_path, capsys):
+    assert train.main(_args(footage, tmp_path / "bad", "--val-batches", "0")) == 2
+    assert "--val-batches 0" in capsys.readouterr().err
+    out = tmp_path / "run"
+    assert train.main(_args(footage, out, "--max-steps", "1", "--val-batches", "2")) == 0
+    assert "score" in (out / "log.jsonl").read_text()
+
