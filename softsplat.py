@@ -580,7 +580,7 @@ def _cupy():
 _IO_KINDS = {torch.bfloat16: 1, torch.float16: 2}
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=128)  # 4 kinds x 3 eps modes x 4 dtype/io variants per device, two devices
 def _module(device_index: int, dtype: torch.dtype, kind: str, eps_mode: str, io_dtype: Optional[torch.dtype] = None):
     """Compiled kernels for one device, dtype and mode; sizes are kernel arguments. With ``io_dtype``
     (bfloat16 or float16, for a float32 ``dtype``) the forward kernels read and write that type."""
