@@ -94,7 +94,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from model import Network, NetworkConfig
     from model.weights import save_weights
     from training.config import TrainConfig
-    from training.data import FootageSampler, load_clips, synthetic_batch
+    from training.data import FootageSampler, load_clips, synthetic_batch, validation_sets
     from training.losses import census_loss, laplacian_loss, psnr
     from training.schedule import learning_rate
     from model.warp import resize_flow
@@ -178,22 +178,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     val_clips = load_clips(args.data, config.validation_clips, device, config.crop)
     sampler = FootageSampler(train_clips, config.crop, config.max_gap, generator=gen,
                              native_share=config.native_share, downscale_share=config.downscale_share)
-    val_sampler = FootageSampler(val_clips, config.crop, config.max_gap,
-                                 generator=torch.Generator().manual_seed(1234))
-    # two fixed sets: motion-weighted triplets with widened gaps (large motion), and consecutive frames
-    # (the small motions of ordinary x2 interpolation, where blurring costs most)
-    val_batches = [val_sampler.batch(16) for _ in range(args.val_batches)]
-    native_sampler = FootageSampler(val_clips, config.crop, config.max_gap,
-                                    generator=torch.Generator().manual_seed(4321), native_share=1.0)
-    native_batches = [native_sampler.batch(16) for _ in range(args.val_batches)]
-    # logged, not part of the score: consecutive frames cut up to 2x larger and shrunk, which removes most
-    # of the footage's compression noise (closer to clean test images; selection rules stay as before)
-    clean_sampler = FootageSampler(val_clips, config.crop, config.max_gap, generator=torch.Generator().manual_seed(777),
-                                   native_share=1.0, downscale_share=1.0)
-    clean_batches = [clean_sampler.batch(16) for _ in range(args.val_batches)]
+    val_sets = validation_sets(val_clips, config.crop, config.max_gap, args.val_batches)
     if main_process:
-        for name, batches in (("motion-weighted", val_batches), ("consecutive", native_batches),
-                              ("clean", clean_batches)):
+        for name, batches in val_sets.items():
             blend = float(torch.cat([psnr((1 - b["t"].view(-1, 1, 1, 1)) * b["one"] + b["t"].view(-1, 1, 1, 1)
                                           * b["two"], b["mid"]) for b in batches]).mean())
             print(f"validation baseline ({name}): frame blend {blend:.2f} dB", flush=True)
@@ -252,19 +239,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=config.bf16 and device.type == "cuda")
 
 
-    def validate() -> Tuple[float, float, float]:
-        """Mean PSNR on the motion-weighted, the consecutive-frame and the clean validation triplets."""
+    def validate() -> Tuple[float, ...]:
+        """Mean PSNR on each validation set (motion-weighted, consecutive, clean: training.data.VALIDATION_SETS)."""
         net.eval()
         means = []
         with torch.no_grad(), autocast:
-            for batches in (val_batches, native_batches, clean_batches):
+            for batches in val_sets.values():
                 scores = []
                 for b in batches:
                     s = net.estimate_flow(b["one"], b["two"])
                     scores.append(psnr(net.synthesize(s, b["t"]).float(), b["mid"]))
                 means.append(float(torch.cat(scores).mean()))
         net.train()
-        return means[0], means[1], means[2]
+        return tuple(means)
 
     def check(final: bool = False) -> None:
         """Validate, log, and save the state (and the weights, when the score is the best so far)."""

@@ -25,7 +25,7 @@ from model import load_weights  # noqa: E402
 from model.ensemble import EnsembleNetwork  # noqa: E402
 from model.warp import backwarp  # noqa: E402
 from training.config import VALIDATION_CLIPS  # noqa: E402
-from training.data import FootageSampler, load_clips  # noqa: E402
+from training.data import load_clips, validation_sets  # noqa: E402
 from training.losses import psnr  # noqa: E402
 
 
@@ -49,21 +49,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     device = torch.device(args.device)
     net = load_weights(args.weights, device).eval()
     clips = load_clips(args.data, VALIDATION_CLIPS, device, 256)
-    # the two sets train.py validates on: motion-weighted with widened gaps, and consecutive frames
-    sets = {
-        "motion-weighted": FootageSampler(clips, 256, 4, generator=torch.Generator().manual_seed(1234)),
-        "consecutive": FootageSampler(clips, 256, 4, generator=torch.Generator().manual_seed(4321), native_share=1.0),
-        "clean": FootageSampler(clips, 256, 4, generator=torch.Generator().manual_seed(777), native_share=1.0,
-                                downscale_share=1.0),
-    }
+    sets = validation_sets(clips, 256, 4)  # train.py's validation sets, at its default crop and gap
     names = ("network", "network + DIS flow", "DIS + backward warp", "--ensemble 2", "--ensemble 4", "frame blend")
     ensembles = {2: EnsembleNetwork(net, 2), 4: EnsembleNetwork(net, 4)}
     results = {}
     with torch.no_grad():
-        for set_name, sampler in sets.items():
+        for set_name, batches in sets.items():
             scores = {k: [] for k in names}
             motion = []
-            for b in [sampler.batch(16) for _ in range(4)]:
+            for b in batches:
                 one, two, mid, t = b["one"], b["two"], b["mid"], b["t"].view(-1, 1, 1, 1)
                 state = net.estimate_flow(one, two)
                 plain = net.synthesize(state, b["t"])

@@ -165,6 +165,29 @@ class FootageSampler:
         return augment(out, self.gen)
 
 
+# The fixed validation sets (name: generator seed, native_share, downscale_share): motion-weighted triplets with
+# widened gaps (large motion); consecutive frames (the small motions of ordinary x2 interpolation, where blurring
+# costs most); and consecutive frames cut up to 2x larger and shrunk, which removes most of the footage's
+# compression noise (logged beside the score, which is the mean of the first two).
+VALIDATION_SETS = {
+    "motion-weighted": (1234, 0.0, 0.0),
+    "consecutive": (4321, 1.0, 0.0),
+    "clean": (777, 1.0, 1.0),
+}
+
+
+def validation_sets(clips: List[Clip], crop: int, max_gap: int = 4,
+                    batches: int = 4) -> Dict[str, List[Dict[str, torch.Tensor]]]:
+    """The batches of 16 triplets of every set in VALIDATION_SETS, the same on every call (the first 4 batches
+    are the same whatever ``batches`` is)."""
+    sets = {}
+    for name, (seed, native, downscale) in VALIDATION_SETS.items():
+        sampler = FootageSampler(clips, crop, max_gap, generator=torch.Generator().manual_seed(seed),
+                                 native_share=native, downscale_share=downscale)
+        sets[name] = [sampler.batch(16) for _ in range(batches)]
+    return sets
+
+
 def augment(batch: Dict[str, torch.Tensor], gen: Optional[torch.Generator]) -> Dict[str, torch.Tensor]:
     """Flips, rot90, channel order and temporal reversal, one choice per batch.
 
