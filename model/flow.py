@@ -88,24 +88,33 @@ class FlowEstimator(nn.Module):
         pyramid = []
         flow = None
         for i, level in enumerate(range(len(feats_one) - 1, self.finest - 1, -1)):
-            a = torch.cat([feats_one[level], feats_two[level]], 0)
-            b = torch.cat([feats_two[level], feats_one[level]], 0)
+            a, b = _both_ways(feats_one, feats_two, level)
             if flow is None:
                 flow = torch.zeros(2 * n, 2, a.shape[2], a.shape[3], device=a.device, dtype=torch.float32)
             else:
-                flow = 2.0 * F.interpolate(flow, size=a.shape[2:], mode="bilinear", align_corners=False)
+                flow = _up2(flow, a.shape[2:])
             decoder = self.decoders[len(self.decoders) - 1 - i]
             flow = decoder(a, b, flow)
             pyramid.append(flow)
         full = resize_flow(flow, tuple(size))
         if self.refine is not None:
-            level = self.finest - 1
-            a = torch.cat([feats_one[level], feats_two[level]], 0)
-            b = torch.cat([feats_two[level], feats_one[level]], 0)
-            coarse = 2.0 * F.interpolate(flow, size=a.shape[2:], mode="bilinear", align_corners=False)
+            a, b = _both_ways(feats_one, feats_two, self.finest - 1)
+            coarse = _up2(flow, a.shape[2:])
             fine = self.refine(a, b, coarse)
             pyramid.append(fine)
             # the refinement's correction is upsampled on its own: a zero correction leaves the flow
             # exactly as the coarser level gave it
             full = full + resize_flow(fine - coarse, tuple(size))
         return full[:n], full[n:], pyramid
+
+
+def _both_ways(feats_one: List[torch.Tensor], feats_two: List[torch.Tensor], level: int):
+    """Both directions in one batch: (one, two) and (two, one) features of ``level``, stacked."""
+    return (torch.cat([feats_one[level], feats_two[level]], 0),
+            torch.cat([feats_two[level], feats_one[level]], 0))
+
+
+def _up2(flow: torch.Tensor, size) -> torch.Tensor:
+    """A flow at the next finer pyramid level (twice the resolution, so twice the pixels of motion)."""
+    return 2.0 * F.interpolate(flow, size=size, mode="bilinear", align_corners=False)
+
