@@ -196,9 +196,12 @@ class FrameWriter:
 
     def write(self, frame: np.ndarray) -> None:
         if self._broken:
-            raise VideoError(f"ffmpeg stopped while writing {self.path}: {self._stderr()}")
+            raise self._stopped()
         # a copy: the frame is written later, by the feeder thread, and the caller may reuse its buffer
         self._queue.put(np.ascontiguousarray(frame, dtype=self.dtype).tobytes())
+
+    def _stopped(self) -> VideoError:
+        return VideoError(f"ffmpeg stopped while writing {self.path}: {self._stderr()}")
 
     def _stderr(self) -> str:
         self.proc.kill()
@@ -209,7 +212,7 @@ class FrameWriter:
         self._queue.put(None)
         self._feeder.join()
         if self._broken:
-            raise VideoError(f"ffmpeg stopped while writing {self.path}: {self._stderr()}")
+            raise self._stopped()
         self.proc.stdin.close()
         if self.proc.wait() != 0:
             raise VideoError(f"ffmpeg could not encode {self.path}: {self._stderr()}")
