@@ -260,6 +260,7 @@ __device__ __forceinline__ scalar_t exp_scalar(scalar_t v) { return exp(v); }
 
 struct Corners {
     long long target[4];   // index into N*H*W, or -1
+    int x0, y0;            // top-left corner (the cell), in [-1, W-1] x [-1, H-1] when any corner is inside
     scalar_t weight[4];
     scalar_t dwdu[4];
     scalar_t dwdv[4];
@@ -281,6 +282,8 @@ __device__ __forceinline__ bool corners_of(long long src, int H, int W, const sc
     const scalar_t y0 = floor(gy);
     const scalar_t fx = gx - x0;
     const scalar_t fy = gy - y0;
+    c.x0 = (int)fmax(fmin(x0, (scalar_t)W), (scalar_t)-2);  // clamped so the conversion is defined
+    c.y0 = (int)fmax(fmin(y0, (scalar_t)H), (scalar_t)-2);
     bool any = false;
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
@@ -317,21 +320,49 @@ __device__ __forceinline__ scalar_t factor_of(long long src, long long target, c
 #endif
 }
 
+// Z_max in two steps. A source whose four bilinear weights are all positive (almost every source) lands
+// on the 2x2 block of targets whose top-left corner is its cell (floor(x + u), floor(y + v)), so one atomic
+// max on the cell (cellmax: (H + 1) x (W + 1) per image, cell (-1, -1) first) stands for four on the
+// targets. A source with a zero weight (an integer position) updates its positive-weight targets in zmax
+// directly. zmax_gather then gives every target the max of its own entry and of the four cells whose
+// blocks hold it: exactly the max over the sources that land on it with positive weight.
 extern "C" __global__ void zmax_kernel(const long long n_src, const int H, const int W,
                                        const scalar_t* __restrict__ flow,
                                        const scalar_t* __restrict__ metric,
-                                       scalar_t* zmax) {
+                                       scalar_t* zmax, scalar_t* cellmax) {
     const long long src = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (src >= n_src) return;
     Corners c;
     if (!corners_of(src, H, W, flow, c)) return;
     const scalar_t m = metric[src];
+    // a plain read first: many candidates are below the stored max, and an atomic costs far more
+    // than a load (a stale read only costs an unneeded atomic, never a wrong max)
+    if (c.weight[0] > 0 && c.weight[1] > 0 && c.weight[2] > 0 && c.weight[3] > 0) {
+        const long long n = src / ((long long)H * W);
+        scalar_t* cell = cellmax + n * (long long)(H + 1) * (W + 1) + (long long)(c.y0 + 1) * (W + 1) + (c.x0 + 1);
+        if (m > *cell) atomic_max_scalar(cell, m);
+        return;
+    }
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-        // a plain read first: most candidates are below the stored max, and an atomic costs
-        // far more than a load (a stale read only costs an unneeded atomic, never a wrong max)
         if (c.target[k] >= 0 && c.weight[k] > 0 && m > zmax[c.target[k]]) atomic_max_scalar(zmax + c.target[k], m);
     }
+}
+
+extern "C" __global__ void zmax_gather(const long long n_dst, const int H, const int W,
+                                       const scalar_t* __restrict__ cellmax, scalar_t* __restrict__ zmax) {
+    const long long dst = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (dst >= n_dst) return;
+    const long long hw = (long long)H * W;
+    const long long n = dst / hw;
+    const long long s = dst - n * hw;
+    const int y = (int)(s / W);
+    const int x = (int)(s - (long long)y * W);
+    // target (x, y) is corner (1, 1) of cell (x - 1, y - 1), stored at row y, column x of cellmax
+    const scalar_t* cell = cellmax + n * (long long)(H + 1) * (W + 1) + (long long)y * (W + 1) + x;
+    const scalar_t top = fmax(cell[0], cell[1]);
+    const scalar_t bottom = fmax(cell[W + 1], cell[W + 2]);
+    zmax[dst] = fmax(zmax[dst], fmax(top, bottom));
 }
 
 // Accumulates into acc, laid out N*H*W x CP (channels last, CP a multiple of 4 for
@@ -595,7 +626,7 @@ def _module(device_index: int, dtype: torch.dtype, kind: str, eps_mode: str, io_
             f"#define IO_KIND {_IO_KINDS.get(io_dtype, 0)}\n"
         )
         module = cupy.RawModule(code=defines + _CUDA_SOURCE, options=("-std=c++17",))
-        names = ("zmax_kernel", "splat_forward", "splat_normalise", "splat_backward_pack", "splat_backward")
+        names = ("zmax_kernel", "zmax_gather", "splat_forward", "splat_normalise", "splat_backward_pack", "splat_backward")
         kernels = {name: module.get_function(name) for name in names}
     return kernels, vec4
 
@@ -671,7 +702,10 @@ def _cuda_forward_impl(x: torch.Tensor, flow: torch.Tensor, metric: Optional[tor
     zmax = torch.empty(0, device=x.device, dtype=acc_dtype)
     if kind == "soft":
         zmax = torch.full((n, 1, h, w), float("-inf"), device=x.device, dtype=acc_dtype)
-        _launch(kernels["zmax_kernel"], n_src, (_i64(n_src), _i32(h), _i32(w), _ptr(fl), _ptr(m), _ptr(zmax)), dev)
+        cellmax = torch.full((n, h + 1, w + 1), float("-inf"), device=x.device, dtype=acc_dtype)
+        _launch(kernels["zmax_kernel"], n_src,
+                (_i64(n_src), _i32(h), _i32(w), _ptr(fl), _ptr(m), _ptr(zmax), _ptr(cellmax)), dev)
+        _launch(kernels["zmax_gather"], n_src, (_i64(n_src), _i32(h), _i32(w), _ptr(cellmax), _ptr(zmax)), dev)
     acc = torch.zeros((n_src, cp), device=x.device, dtype=acc_dtype)
     _launch(kernels["splat_forward"], n_src,
             (_i64(n_src), _i32(c), _i32(cp), _i32(h), _i32(w), _ptr(xs), _ptr(fl), _ptr(m), _ptr(zmax), _ptr(acc)), dev)

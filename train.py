@@ -8,12 +8,14 @@ Several GPUs: ``torchrun --nproc_per_node 2 train.py ...`` (DistributedDataParal
 The output folder gets ``state_model.safetensors`` (fp32) and ``state_optim.pt`` (AdamW, moments in bf16) to
 resume from, ``weights.safetensors`` (fp16, best validation score so far: the mean PSNR of the
 motion-weighted and the consecutive-frame validation triplets),
-``config.json``, ``train_config.json`` and ``log.jsonl``.
+``config.json``, ``train_config.json`` and ``log.jsonl``. With ``--ema DECAY`` a moving average of the weights
+is kept beside them (``state_ema.safetensors``): validation scores it, and ``weights.safetensors`` holds it.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -35,6 +37,49 @@ class _TrainStep(torch.nn.Module):
     def forward(self, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor):
         state = self.net.estimate_flow(one, two)
         return self.net.synthesize(state, t), state.flow_pyramid
+
+
+class _WeightAverage:
+    """An exponential moving average of a network's parameters (float32, on its device). The decay ramps up
+    from 0.9 over the first steps, (1 + k) / (10 + k), so an average started from trained weights follows
+    them at once. ``swapped()`` puts the average into the network for validation and saving."""
+
+    def __init__(self, net: torch.nn.Module, decay: float) -> None:
+        self.net = net
+        self.decay = decay
+        self.updates = 0
+        self.names = [name for name, _ in net.named_parameters()]
+        self.params = [p for _, p in net.named_parameters()]
+        self.average = [p.detach().float().clone() for p in self.params]
+
+    @torch.no_grad()
+    def update(self) -> None:
+        decay = min(self.decay, (1 + self.updates) / (10 + self.updates))
+        torch._foreach_lerp_(self.average, [p.detach().float() for p in self.params], 1.0 - decay)
+        self.updates += 1
+
+    def state_dict(self) -> dict:
+        out = {name: a.detach().cpu().contiguous() for name, a in zip(self.names, self.average)}
+        out["_updates"] = torch.tensor([self.updates])
+        return out
+
+    def load(self, state: dict) -> None:
+        for name, a in zip(self.names, self.average):
+            a.copy_(state[name])
+        self.updates = int(state["_updates"][0])
+
+    @contextlib.contextmanager
+    def swapped(self):
+        saved = [p.detach().clone() for p in self.params]
+        with torch.no_grad():
+            for p, a in zip(self.params, self.average):
+                p.copy_(a)
+        try:
+            yield
+        finally:
+            with torch.no_grad():
+                for p, s in zip(self.params, saved):
+                    p.copy_(s)
 
 
 def _compact(optim_state: dict) -> dict:
@@ -76,6 +121,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                    help="override the share of synthetic samples with motion scaled down 2-16x")
     p.add_argument("--downscale-share", type=float, default=None,
                    help="override the share of footage crops taken up to 2x larger and shrunk (sharper, less motion)")
+    p.add_argument("--ema", type=float, default=None, metavar="DECAY",
+                   help="validate and save a moving average of the weights (e.g. 0.999; 0 turns it off)")
     p.add_argument("--network", nargs="+", default=None, metavar="KEY=VALUE",
                    help="NetworkConfig fields to change for a fresh start or --init-weights, e.g. "
                         "refine_width=24 flow_refine_hidden=48,32: stages the weights file lacks start at zero")
@@ -115,6 +162,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         device = torch.device(args.device)
     main_process = rank == 0
 
+    if args.ema is not None and not 0.0 <= args.ema < 1.0:
+        print(f"error: --ema {args.ema}: use a decay in [0, 1), e.g. 0.999 (0 turns the average off)",
+              file=sys.stderr)
+        return 2
     if args.val_batches < 1:
         print(f"error: --val-batches {args.val_batches}: use 1 or more", file=sys.stderr)
         return 2
@@ -151,7 +202,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                                    ("total_steps", args.total_steps),
                                    ("native_share", args.native_share),
                                    ("synthetic_small_share", args.small_motion_share),
-                                   ("downscale_share", args.downscale_share),
+                                   ("downscale_share", args.downscale_share), ("ema_decay", args.ema),
                                    ("validation_clips", tuple(args.val_clips) if args.val_clips else None))
                  if v is not None}
     config = dataclasses.replace(config, **overrides)
@@ -226,6 +277,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                               fused=device.type == "cuda")
     if args.resume is not None and (args.resume / "state_optim.pt").is_file():
         optim.load_state_dict(torch.load(args.resume / "state_optim.pt", map_location=device, weights_only=True))
+    ema = _WeightAverage(net, config.ema_decay) if config.ema_decay > 0 else None
+    if ema is not None and args.resume is not None and (args.resume / "state_ema.safetensors").is_file():
+        from safetensors.torch import load_file
+
+        ema.load(load_file(str(args.resume / "state_ema.safetensors"), device=str(device)))
     # checkpoints are chosen by the mean PSNR of the two validation sets ("best_score"); states saved
     # before there were two sets hold only "best_val_psnr", which is not comparable and is not carried over
     best = -1.0
@@ -240,10 +296,11 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
     def validate() -> Tuple[float, ...]:
-        """Mean PSNR on each validation set (motion-weighted, consecutive, clean: training.data.VALIDATION_SETS)."""
+        """Mean PSNR on each validation set (motion-weighted, consecutive, clean: training.data.VALIDATION_SETS),
+        of the averaged weights when --ema is on."""
         net.eval()
         means = []
-        with torch.no_grad(), autocast:
+        with torch.no_grad(), autocast, (ema.swapped() if ema is not None else contextlib.nullcontext()):
             for batches in val_sets.values():
                 scores = []
                 for b in batches:
@@ -276,12 +333,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         save_file({k: v.detach().float().cpu().contiguous() for k, v in net.state_dict().items()},
                   str(args.out / "state_model.safetensors"))
         torch.save(_compact(optim.state_dict()), args.out / "state_optim.pt")
+        if ema is not None:
+            save_file(ema.state_dict(), str(args.out / "state_ema.safetensors"))
         (args.out / "config.json").write_text(json.dumps(net.config.to_dict()) + "\n")
         config.save(args.out / "train_config.json")
         (args.out / "progress.json").write_text(json.dumps({"step": step, "best_score": best}) + "\n")
         if tag_best:
-            save_weights(net, args.out / "weights.safetensors",
-                         extra={"step": str(step), "val_psnr": f"{val:.3f}", "val_consecutive_psnr": f"{native:.3f}"})
+            with ema.swapped() if ema is not None else contextlib.nullcontext():
+                save_weights(net, args.out / "weights.safetensors",
+                             extra={"step": str(step), "val_psnr": f"{val:.3f}",
+                                    "val_consecutive_psnr": f"{native:.3f}", "ema": str(config.ema_decay)})
 
     budget = args.minutes * 60.0
     start_step = step
@@ -327,6 +388,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         loss.backward()
         torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
         optim.step()
+        if ema is not None:
+            ema.update()
         step += 1
         bar.update(1)
         # summed on the device: reading a loss every step would make the host wait for the GPU

@@ -294,12 +294,14 @@ def test_cuda_uses_current_stream():
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("mode", ["soft", "avg", "sum", "linear-clipeps"])
-@pytest.mark.parametrize("case", ["many_channels", "converging", "far_and_nan", "batch_of_small"])
+@pytest.mark.parametrize("case", ["many_channels", "converging", "far_and_nan", "batch_of_small",
+                                  "integer_positions"])
 def test_cuda_forward_edge_cases(mode, case):
     """Many channels, thousands of sources converging on a few targets, far and non-finite flows
-    (dropped), a batch of tiny images: CUDA against the PyTorch oracle."""
+    (dropped), a batch of tiny images, sources at integer positions (zero bilinear weights, which must not
+    count in Z_max: with metrics of +-1e3 a wrong maximum would zero a target): CUDA against the oracle."""
     shapes = {"many_channels": (1, 70, 40, 70), "converging": (2, 3, 64, 96), "far_and_nan": (2, 4, 33, 65),
-              "batch_of_small": (5, 2, 7, 9)}
+              "batch_of_small": (5, 2, 7, 9), "integer_positions": (2, 3, 31, 47)}
     n, c, h, w = shapes[case]
     x, flow, metric = _inputs(n=n, c=c, h=h, w=w, scale=6.0, seed=3)
     if case == "converging":  # every source lands within a few pixels of one point
@@ -312,6 +314,13 @@ def test_cuda_forward_edge_cases(mode, case):
         flow[:, 1, 1::4] = -1e30
         flow[:, 0, :, ::5] = float("nan")
         flow[:, 1, :, 1::7] = float("inf")
+    if case == "integer_positions":  # whole pixels in x, y or both; a quarter stay fractional
+        gen = torch.Generator().manual_seed(5)
+        whole = torch.randint(0, 4, (n, 1, h, w), generator=gen)
+        rounded = flow.round()
+        flow = torch.cat([torch.where(whole % 2 == 1, rounded[:, :1], flow[:, :1]),
+                          torch.where(whole >= 2, rounded[:, 1:], flow[:, 1:])], 1)
+        metric = metric * 1e3
     if mode.startswith("linear"):
         metric = metric.abs() + 0.1
     kind, eps_mode = softsplat._parse_mode(mode)

@@ -172,3 +172,25 @@ def test_val_batches_option(footage, tmp_path, capsys):
     assert train.main(_args(footage, out, "--max-steps", "1", "--val-batches", "2")) == 0
     assert "score" in (out / "log.jsonl").read_text()
 
+
+
+def test_ema_validates_and_saves_the_average(footage, tmp_path, capsys):
+    """--ema keeps a moving average beside the trained weights, resumes it, and saves it as the weights."""
+    from safetensors.torch import load_file
+
+    out = tmp_path / "ema"
+    # validated only at the end (step 4), so the saved weights are the average at step 4
+    assert train.main(_args(footage, out, "--max-steps", "4", "--ema", "0.5", "--val-every", "100")) == 0
+    average = load_file(str(out / "state_ema.safetensors"))
+    trained = load_file(str(out / "state_model.safetensors"))
+    assert int(average.pop("_updates")[0]) == 4
+    assert set(average) == set(trained)
+    assert any(not torch.equal(average[k], trained[k]) for k in trained)  # an average, not a copy
+    weights = load_file(str(out / "weights.safetensors"))
+    for name in trained:  # fp16 copies of the average
+        torch.testing.assert_close(weights[name].float(), average[name], atol=1e-3, rtol=1e-3)
+    out2 = tmp_path / "ema2"
+    assert train.main(_args(footage, out2, "--max-steps", "2", "--resume", str(out))) == 0
+    assert int(load_file(str(out2 / "state_ema.safetensors"))["_updates"][0]) == 6
+    assert train.main(_args(footage, tmp_path / "bad", "--ema", "1.5")) == 2
+    assert "--ema" in capsys.readouterr().err

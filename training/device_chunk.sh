@@ -5,7 +5,8 @@
 #   bash training/device_chunk.sh MINUTES [--resume runs/state | --init-weights weights/network.safetensors] [train.py options]
 #
 # Writes to $OUT/train: state_model.safetensors, state_optim.pt, weights.safetensors (fp16, best validation),
-# and $OUT/small.tar with the configs, progress and loss log (at most 8 files come back per call).
+# and $OUT/small.tar with the configs, progress, loss log and (with --ema) state_ema.safetensors (at most 8 files
+# come back per call; unpack the tar into the state folder to resume).
 # DATA overrides the footage folder (default .data/footage); MIDDLEBURY (optional) scores the kept weights.
 set -euo pipefail
 minutes=${1:?minutes of training}
@@ -16,6 +17,7 @@ python3 train.py --data "${DATA:-.data/footage}" --out "$out/train" --minutes "$
     | grep -v "it/s\]" | grep -v "^\s*$" | tail -12
 mkdir -p "$out/t"
 cp "$out"/train/*.json* "$out/t/"
+if [ -f "$out/train/state_ema.safetensors" ]; then mv "$out/train/state_ema.safetensors" "$out/t/"; fi
 # with MIDDLEBURY set (a carried folder), the kept weights are scored there for the log: evaluation only,
 # runs are compared and weights chosen by their validation score, never by these numbers
 if [ -n "${MIDDLEBURY:-}" ] && [ -f "$out/train/weights.safetensors" ]; then
