@@ -368,6 +368,35 @@ extern "C" __global__ void zmax_gather(const long long n_dst, const int H, const
 // Accumulates into acc, laid out N*H*W x CP (channels last, CP a multiple of 4 for
 // float so that sm_90's 16-byte vector atomics apply): channels 0..C-1 the splatted
 // input, channel C the splatted weight (all kinds but sum).
+
+// The four corner weights of a source, times the mode's factor (zero outside the frame).
+__device__ __forceinline__ void splat_weights(long long src, const Corners& c, const scalar_t* metric,
+                                              const scalar_t* zmax, scalar_t* e) {
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        e[k] = c.target[k] >= 0 ? c.weight[k] * factor_of(src, c.target[k], metric, zmax) : (scalar_t)0;
+    }
+}
+
+#if VEC4
+// Channels c0..c0+3 of one source (the weight channel 1, padding 0) added to its four targets' rows.
+__device__ __forceinline__ void splat_chunk(const io_t* in, long long hw, int C, int CP, int c0, const Corners& c,
+                                            const float* e, float* acc) {
+    float val[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        const int ch = c0 + j;
+        val[j] = ch < C ? io_load(in[(long long)ch * hw]) : (ch == C && KIND != KIND_SUM ? 1.0f : 0.0f);
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        if (c.target[k] < 0 || e[k] == 0) continue;
+        atomicAdd((float4*)(acc + c.target[k] * CP + c0),
+                  make_float4(e[k] * val[0], e[k] * val[1], e[k] * val[2], e[k] * val[3]));
+    }
+}
+#endif
+
 extern "C" __global__ void splat_forward(const long long n_src, const int C, const int CP, const int H, const int W,
                                          const io_t* __restrict__ input,
                                          const scalar_t* __restrict__ flow,
@@ -382,27 +411,11 @@ extern "C" __global__ void splat_forward(const long long n_src, const int C, con
     const long long n = src / hw;
     const long long s = src - n * hw;
     scalar_t e[4];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-        e[k] = c.target[k] >= 0 ? c.weight[k] * factor_of(src, c.target[k], metric, zmax) : (scalar_t)0;
-    }
+    splat_weights(src, c, metric, zmax, e);
     const int channels = (KIND == KIND_SUM) ? C : C + 1;
     const io_t* in = input + n * C * hw + s;
 #if VEC4
-    for (int c0 = 0; c0 < channels; c0 += 4) {
-        float val[4];
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            const int ch = c0 + j;
-            val[j] = ch < C ? io_load(in[(long long)ch * hw]) : (ch == C && KIND != KIND_SUM ? 1.0f : 0.0f);
-        }
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-            if (c.target[k] < 0 || e[k] == 0) continue;
-            float4 add = make_float4(e[k] * val[0], e[k] * val[1], e[k] * val[2], e[k] * val[3]);
-            atomicAdd((float4*)(acc + c.target[k] * CP + c0), add);
-        }
-    }
+    for (int c0 = 0; c0 < channels; c0 += 4) splat_chunk(in, hw, C, CP, c0, c, e, acc);
 #else
     for (int ch = 0; ch < channels; ++ch) {
         const scalar_t val = ch < C ? io_load(in[(long long)ch * hw]) : (scalar_t)1;
@@ -412,6 +425,31 @@ extern "C" __global__ void splat_forward(const long long n_src, const int C, con
             atomicAdd(acc + c.target[k] * CP + ch, e[k] * val);
         }
     }
+#endif
+}
+
+// splat_forward for rows of more than 4 floats (VEC4 builds): CP / 4 consecutive threads share a source, each
+// adding one float4 of its row, so a warp's atomics land on a few contiguous rows (whole cache lines)
+// instead of on 32 scattered ones. Threads are numbered source * (CP / 4) + chunk.
+extern "C" __global__ void splat_forward_rows(const long long n_threads, const int C, const int CP, const int H,
+                                              const int W, const io_t* __restrict__ input,
+                                              const scalar_t* __restrict__ flow,
+                                              const scalar_t* __restrict__ metric,
+                                              const scalar_t* __restrict__ zmax,
+                                              scalar_t* __restrict__ acc) {
+#if VEC4
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n_threads) return;
+    const int chunks = CP >> 2;
+    const long long src = t / chunks;
+    const int c0 = (int)(t - src * chunks) * 4;
+    Corners c;
+    if (!corners_of(src, H, W, flow, c)) return;
+    const long long hw = (long long)H * W;
+    const long long n = src / hw;
+    scalar_t e[4];
+    splat_weights(src, c, metric, zmax, e);
+    splat_chunk(input + n * C * hw + (src - n * hw), hw, C, CP, c0, c, e, acc);
 #endif
 }
 
@@ -626,7 +664,8 @@ def _module(device_index: int, dtype: torch.dtype, kind: str, eps_mode: str, io_
             f"#define IO_KIND {_IO_KINDS.get(io_dtype, 0)}\n"
         )
         module = cupy.RawModule(code=defines + _CUDA_SOURCE, options=("-std=c++17",))
-        names = ("zmax_kernel", "zmax_gather", "splat_forward", "splat_normalise", "splat_backward_pack", "splat_backward")
+        names = ("zmax_kernel", "zmax_gather", "splat_forward", "splat_forward_rows", "splat_normalise",
+                 "splat_backward_pack", "splat_backward")
         kernels = {name: module.get_function(name) for name in names}
     return kernels, vec4
 
@@ -678,9 +717,9 @@ def _i32(v: int):
 
 def _prepare(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Tensor], kind: str, eps_mode: str,
              *more: torch.Tensor, native_io: bool = False):
-    """What forward and backward both need: device index, kernels, accumulator row width (channels,
-    padded to 4 for vector atomics), and the inputs (then ``more``) as contiguous tensors of the
-    accumulation dtype (metric stays None for sum/avg). With ``native_io``, a bfloat16/float16 ``x``
+    """What forward and backward both need: device index, kernels, whether they use vector atomics, the
+    accumulator row width (channels, padded to 4 for vector atomics), and the inputs (then ``more``) as
+    contiguous tensors of the accumulation dtype (metric stays None for sum/avg). With ``native_io``, a bfloat16/float16 ``x``
     accumulated in float32 stays in its dtype, and the kernels read it as such."""
     acc_dtype = _acc_dtype(x, flow, metric)
     io_dtype = x.dtype if native_io and acc_dtype == torch.float32 and x.dtype in _IO_KINDS else None
@@ -690,13 +729,13 @@ def _prepare(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Tensor]
     cp = (channels + 3) // 4 * 4 if vec4 else channels
     tensors = tuple(t.to(acc_dtype).contiguous() if t is not None else None for t in (flow, metric, *more))
     xs = x.contiguous() if io_dtype is not None else x.to(acc_dtype).contiguous()
-    return dev, kernels, cp, (xs, *tensors)
+    return dev, kernels, vec4, cp, (xs, *tensors)
 
 
 def _cuda_forward_impl(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Tensor],
                        kind: str, eps_mode: str) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     n, c, h, w = x.shape
-    dev, kernels, cp, (xs, fl, m) = _prepare(x, flow, metric, kind, eps_mode, native_io=True)
+    dev, kernels, vec4, cp, (xs, fl, m) = _prepare(x, flow, metric, kind, eps_mode, native_io=True)
     acc_dtype = fl.dtype
     n_src = n * h * w
     zmax = torch.empty(0, device=x.device, dtype=acc_dtype)
@@ -707,8 +746,12 @@ def _cuda_forward_impl(x: torch.Tensor, flow: torch.Tensor, metric: Optional[tor
                 (_i64(n_src), _i32(h), _i32(w), _ptr(fl), _ptr(m), _ptr(zmax), _ptr(cellmax)), dev)
         _launch(kernels["zmax_gather"], n_src, (_i64(n_src), _i32(h), _i32(w), _ptr(cellmax), _ptr(zmax)), dev)
     acc = torch.zeros((n_src, cp), device=x.device, dtype=acc_dtype)
-    _launch(kernels["splat_forward"], n_src,
-            (_i64(n_src), _i32(c), _i32(cp), _i32(h), _i32(w), _ptr(xs), _ptr(fl), _ptr(m), _ptr(zmax), _ptr(acc)), dev)
+    # rows wider than one float4: a thread per float4 of a source's row (vec4 builds), else a thread per source
+    rows = vec4 and cp > 4
+    threads = n_src * cp // 4 if rows else n_src
+    _launch(kernels["splat_forward_rows" if rows else "splat_forward"], threads,
+            (_i64(threads), _i32(c), _i32(cp), _i32(h), _i32(w), _ptr(xs), _ptr(fl), _ptr(m), _ptr(zmax), _ptr(acc)),
+            dev)
     out = torch.empty((n, c, h, w), device=x.device, dtype=xs.dtype)  # x's own dtype when read natively
     den = torch.empty((n, 1, h, w) if kind != "sum" else (0,), device=x.device, dtype=acc_dtype)
     threads, smem = _tile_launch(cp * acc.element_size())
@@ -721,7 +764,7 @@ def _cuda_backward_impl(grad_out: torch.Tensor, x: torch.Tensor, flow: torch.Ten
                         metric: Optional[torch.Tensor], out: torch.Tensor, den: torch.Tensor,
                         zmax: torch.Tensor, kind: str, eps_mode: str):
     n, c, h, w = x.shape
-    dev, kernels, cp, (xs, fl, m, g, o) = _prepare(x, flow, metric, kind, eps_mode, grad_out, out)
+    dev, kernels, _, cp, (xs, fl, m, g, o) = _prepare(x, flow, metric, kind, eps_mode, grad_out, out)
     n_src = n * h * w
     packed = torch.empty((n_src, cp), device=x.device, dtype=xs.dtype)
     threads, smem = _tile_launch(cp * packed.element_size())

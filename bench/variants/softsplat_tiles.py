@@ -296,7 +296,7 @@ def _forward(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Tensor]
     if n * h * w >= 2 ** 31:
         raise ValueError(f"x has {n * h * w} pixels in all (N*H*W); the CUDA path takes fewer than 2**31: "
                          "split the batch")
-    dev, _, _, (xs, fl, m) = base._prepare(x, flow, metric, kind, eps_mode)
+    dev, _, _, _, (xs, fl, m) = base._prepare(x, flow, metric, kind, eps_mode)
     kernels = _kernels(dev, xs.dtype, kind, eps_mode)
     acc_dtype = xs.dtype
     n_src = n * h * w
