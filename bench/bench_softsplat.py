@@ -12,8 +12,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import torch
 
@@ -116,6 +117,26 @@ def print_table(rows: List[dict], dtype: torch.dtype) -> None:
         print(line)
 
 
+def host_overhead(op, dtype: torch.dtype, calls: int = 2000) -> Tuple[float, float]:
+    """Microseconds of host time per call (forward, then forward+backward) on a tiny input, where the GPU
+    work is negligible: what a call costs before the kernels matter (Python, dispatch, launches)."""
+    x = torch.rand(1, 3, 32, 32, device="cuda").to(dtype).requires_grad_()
+    flow = (torch.randn(1, 2, 32, 32, device="cuda") * 8).to(dtype)
+    metric = torch.randn(1, 1, 32, 32, device="cuda").to(dtype)
+    result = []
+    for backward in (False, True):
+        for i in range(calls // 10 + calls):  # the first tenth warms up
+            if i == calls // 10:
+                torch.cuda.synchronize()
+                start = time.perf_counter()
+            out = op.splat(x, flow, metric, "soft")
+            if backward:
+                out.sum().backward()
+        torch.cuda.synchronize()
+        result.append((time.perf_counter() - start) / calls * 1e6)
+    return result[0], result[1]
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
@@ -124,6 +145,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--module", type=Path, default=None, help="time another copy of softsplat.py (a variant)")
     p.add_argument("--profile", action="store_true", help="per-kernel GPU times at the first two shapes")
+    p.add_argument("--overhead", action="store_true", help="also the host time per call on a 1x3x32x32 input")
     args = p.parse_args(argv)
     if require_cuda() is None:
         return 2
@@ -133,6 +155,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     op = load_variant(args.module)
     if args.profile:
         profile_kernels(op, dtype)
+    if args.overhead:
+        fwd, both = host_overhead(op, dtype)
+        print(f"host time per call at 1x3x32x32: forward {fwd:.1f} us, forward+backward {both:.1f} us")
     rows = run(dtype, args.repeats, not args.no_torch, op)
     print_table(rows, dtype)
     if args.json:
