@@ -6,6 +6,12 @@ The same three sets of 64 triplets as train.py's validation (motion-weighted, co
 network; the network with its flow replaced by OpenCV DIS flow (is our flow the weak part?); DIS flow + backward
 warping and blending (the classical baseline of ANCHORS.md); run.py's --ensemble 2 and 4 (the network averaged
 over mirrored, and time-reversed, passes); frame blending. Scores in dB.
+
+    python bench/diagnose_validation.py --data .data/footage --small-motion [--compare W.safetensors ...]
+
+instead scores a small-motion clean set (consecutive frames of the validation clips, crops shrunk up to 2x, kept
+where the 95th percentile of DIS motion is under 6 px and the inputs differ): frame blend, DIS + backward warp and
+the network with --weights and every --compare file. It asks whether such footage ranks weights as Middlebury does.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from model import load_weights  # noqa: E402
 from model.ensemble import EnsembleNetwork  # noqa: E402
 from model.warp import backwarp  # noqa: E402
 from training.config import VALIDATION_CLIPS  # noqa: E402
-from training.data import load_clips, validation_sets  # noqa: E402
+from training.data import FootageSampler, load_clips, validation_sets  # noqa: E402
 from training.losses import psnr  # noqa: E402
 
 
@@ -40,15 +46,57 @@ def dis_flow(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.stack(flows).to(a.device)
 
 
+def backward_warp_blend(one: torch.Tensor, two: torch.Tensor, t: torch.Tensor, f01: torch.Tensor,
+                        f10: torch.Tensor) -> torch.Tensor:
+    """The classical baseline: DIS flows f01/f10, Super SloMo's approximation of the flows from t back to 0 and
+    1, backward warping and blending."""
+    t = t.view(-1, 1, 1, 1)
+    ft0 = -(1 - t) * t * f01 + t * t * f10
+    ft1 = (1 - t) * (1 - t) * f01 - t * (1 - t) * f10
+    return (1 - t) * backwarp(one, ft0) + t * backwarp(two, ft1)
+
+
+def small_motion(clips, weights: List[Path], device: torch.device) -> int:
+    """Score the small-motion clean set (see the module docstring), 16 triplets at a time."""
+    sampler = FootageSampler(clips, 256, 4, generator=torch.Generator().manual_seed(2468), native_share=1.0,
+                             downscale_share=1.0)
+    kept = []
+    for _ in range(60):
+        b = sampler.batch(16)
+        motion = dis_flow(b["one"], b["two"]).norm(dim=1).flatten(1)
+        small = (motion.quantile(0.95, dim=1) < 6.0) & ((b["one"] - b["two"]).abs().flatten(1).mean(1) > 0.005)
+        kept.append({k: b[k][small] for k in ("one", "two", "mid", "t")} | {"motion": motion[small].mean(1)})
+    batch = {k: torch.cat([b[k] for b in kept]) for k in kept[0]}
+    one, two, mid, t = batch["one"], batch["two"], batch["mid"], batch["t"]
+    print(f"{one.shape[0]} triplets, mean DIS motion {float(batch['motion'].mean()):.2f} px")
+    rows = {"frame blend": psnr((1 - t.view(-1, 1, 1, 1)) * one + t.view(-1, 1, 1, 1) * two, mid),
+            "DIS + backward warp": torch.cat([psnr(backward_warp_blend(a, b, s, dis_flow(a, b), dis_flow(b, a)), m)
+                                              for a, b, s, m in zip(one.split(16), two.split(16), t.split(16),
+                                                                    mid.split(16))])}
+    for path in weights:
+        net = load_weights(path, device).eval()
+        with torch.no_grad():
+            rows[str(path)] = torch.cat([psnr(net.synthesize(net.estimate_flow(one[i:i + 16], two[i:i + 16]),
+                                                             t[i:i + 16]), mid[i:i + 16])
+                                         for i in range(0, one.shape[0], 16)])
+    for name, scores in rows.items():
+        print(f"{float(scores.mean()):7.2f}  {name}")
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", type=Path, required=True)
     p.add_argument("--weights", type=Path, default=Path("weights/network.safetensors"))
     p.add_argument("--device", default="cpu")
+    p.add_argument("--small-motion", action="store_true", help="score the small-motion clean set instead")
+    p.add_argument("--compare", type=Path, nargs="+", default=[], help="more weights for --small-motion")
     args = p.parse_args(argv)
     device = torch.device(args.device)
-    net = load_weights(args.weights, device).eval()
     clips = load_clips(args.data, VALIDATION_CLIPS, device, 256)
+    if args.small_motion:
+        return small_motion(clips, [args.weights, *args.compare], device)
+    net = load_weights(args.weights, device).eval()
     sets = validation_sets(clips, 256, 4)  # train.py's validation sets, at its default crop and gap
     names = ("network", "network + DIS flow", "DIS + backward warp", "--ensemble 2", "--ensemble 4", "frame blend")
     ensembles = {2: EnsembleNetwork(net, 2), 4: EnsembleNetwork(net, 4)}
@@ -68,11 +116,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 state.metric_one = net.metric(one, two, f01)
                 state.metric_two = net.metric(two, one, f10)
                 scores["network + DIS flow"].append(psnr(net.synthesize(state, b["t"]), mid))
-                # Super SloMo's approximation of the flows from t back to 0 and 1
-                ft0 = -(1 - t) * t * f01 + t * t * f10
-                ft1 = (1 - t) * (1 - t) * f01 - t * (1 - t) * f10
-                warped = (1 - t) * backwarp(one, ft0) + t * backwarp(two, ft1)
-                scores["DIS + backward warp"].append(psnr(warped, mid))
+                scores["DIS + backward warp"].append(psnr(backward_warp_blend(one, two, b["t"], f01, f10), mid))
                 for passes, ens in ensembles.items():  # per sample: each triplet has its own t
                     outs = [ens(one[i:i + 1], two[i:i + 1], [float(b["t"][i])])[0] for i in range(one.shape[0])]
                     scores[f"--ensemble {passes}"].append(psnr(torch.cat(outs), mid))
