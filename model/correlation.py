@@ -31,16 +31,27 @@ def correlation_torch(one: torch.Tensor, two: torch.Tensor, radius: int = 3) -> 
 
 
 _SOURCE = r"""
+// A thread's pixel: image n, offset p inside it, row y and column x.
+struct Pixel { long long n, p; int y, x; };
+__device__ __forceinline__ Pixel pixel_of(long long pix, int H, int W) {
+    Pixel px;
+    const long long hw = (long long)H * W;
+    px.n = pix / hw;
+    px.p = pix - px.n * hw;
+    px.y = (int)(px.p / W);
+    px.x = (int)(px.p - (long long)px.y * W);
+    return px;
+}
+
 extern "C" __global__ void correlation_forward(const long long n_pix, const int C, const int H, const int W,
                                                const float* __restrict__ one, const float* __restrict__ two,
                                                float* __restrict__ out) {
     const long long pix = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (pix >= n_pix) return;
     const long long hw = (long long)H * W;
-    const long long n = pix / hw;
-    const long long p = pix - n * hw;
-    const int y = (int)(p / W);
-    const int x = (int)(p - (long long)y * W);
+    const Pixel px = pixel_of(pix, H, W);
+    const long long n = px.n, p = px.p;
+    const int y = px.y, x = px.x;
     float acc[SIZE * SIZE];
 #pragma unroll
     for (int d = 0; d < SIZE * SIZE; ++d) acc[d] = 0.0f;
@@ -72,10 +83,9 @@ extern "C" __global__ void correlation_backward_one(const long long n_pix, const
     const long long pix = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (pix >= n_pix) return;
     const long long hw = (long long)H * W;
-    const long long n = pix / hw;
-    const long long p = pix - n * hw;
-    const int y = (int)(p / W);
-    const int x = (int)(p - (long long)y * W);
+    const Pixel px = pixel_of(pix, H, W);
+    const long long n = px.n, p = px.p;
+    const int y = px.y, x = px.x;
     const float inv = 1.0f / (float)C;
     const float* g = grad + n * (long long)(SIZE * SIZE) * hw + p;
     float gp[SIZE * SIZE];
@@ -105,10 +115,9 @@ extern "C" __global__ void correlation_backward_two(const long long n_pix, const
     const long long pix = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (pix >= n_pix) return;
     const long long hw = (long long)H * W;
-    const long long n = pix / hw;
-    const long long q = pix - n * hw;
-    const int y = (int)(q / W);
-    const int x = (int)(q - (long long)y * W);
+    const Pixel px = pixel_of(pix, H, W);
+    const long long n = px.n, q = px.p;
+    const int y = px.y, x = px.x;
     const float inv = 1.0f / (float)C;
     const float* g = grad + n * (long long)(SIZE * SIZE) * hw;
     const float* a = one + n * C * hw;
