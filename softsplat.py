@@ -704,10 +704,10 @@ def _launch(kernel, count: int, args, device_index: int, threads: int = _THREADS
     blocks = (count + threads - 1) // threads
     function = _function(kernel, device_index)
     if cupy.cuda.runtime.getDevice() == device_index:
-        function((blocks,), (threads,), args, shared_mem, stream)
+        function((blocks,), (threads,), args, shared_mem=shared_mem, stream=stream)
     else:
         with cupy.cuda.Device(device_index):
-            function((blocks,), (threads,), args, shared_mem, stream)
+            function((blocks,), (threads,), args, shared_mem=shared_mem, stream=stream)
 
 
 def _tile_launch(row_bytes: int) -> Tuple[int, int]:
