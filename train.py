@@ -45,7 +45,6 @@ class _WeightAverage:
     them at once. ``swapped()`` puts the average into the network for validation and saving."""
 
     def __init__(self, net: torch.nn.Module, decay: float) -> None:
-        self.net = net
         self.decay = decay
         self.updates = 0
         self.names = [name for name, _ in net.named_parameters()]
@@ -180,9 +179,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         if not (args.resume / "state_model.safetensors").is_file():
             print(f"error: nothing to resume in {args.resume} (no state_model.safetensors)", file=sys.stderr)
             return 2
-        saved = json.loads((args.resume / "train_config.json").read_text())
-        saved["validation_clips"] = tuple(saved["validation_clips"])
-        config = TrainConfig(**saved)
+        config = TrainConfig.from_dict(json.loads((args.resume / "train_config.json").read_text()))
         net_config = NetworkConfig.from_dict(json.loads((args.resume / "config.json").read_text()))
         step = json.loads((args.resume / "progress.json").read_text())["step"]
     elif args.init_weights is not None:
@@ -193,10 +190,18 @@ def main(argv: Optional[List[str]] = None) -> int:
         try:
             net_config = read_config(args.init_weights)
             with safe_open(str(args.init_weights), framework="pt") as f:
-                step = int((f.metadata() or {}).get("step", "0"))
+                metadata = f.metadata() or {}
         except (WeightsError, OSError) as exc:
             print(f"error: --init-weights: {exc}", file=sys.stderr)
             return 2
+        step = int(metadata.get("step", "0"))
+        # the recipe the weights were trained with (data mix, schedule) carries on unless options override it
+        if "train_config" in metadata:
+            config = TrainConfig.from_dict(json.loads(metadata["train_config"]))
+        elif main_process:
+            print(f"note: {args.init_weights} does not record its training recipe; train.py's defaults apply "
+                  f"where no option is given (e.g. --native-share, --small-motion-share, --total-steps)",
+                  file=sys.stderr)
     overrides = {k: v for k, v in (("batch", args.batch), ("crop", args.crop), ("seed", args.seed),
                                    ("lr", args.lr), ("census_weight", args.census_weight),
                                    ("total_steps", args.total_steps),
@@ -342,7 +347,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             with ema.swapped() if ema is not None else contextlib.nullcontext():
                 save_weights(net, args.out / "weights.safetensors",
                              extra={"step": str(step), "val_psnr": f"{val:.3f}",
-                                    "val_consecutive_psnr": f"{native:.3f}", "ema": str(config.ema_decay)})
+                                    "val_consecutive_psnr": f"{native:.3f}",
+                                    "train_config": json.dumps(dataclasses.asdict(config))})
 
     budget = args.minutes * 60.0
     start_step = step

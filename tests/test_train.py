@@ -194,3 +194,28 @@ def test_ema_validates_and_saves_the_average(footage, tmp_path, capsys):
     assert int(load_file(str(out2 / "state_ema.safetensors"))["_updates"][0]) == 6
     assert train.main(_args(footage, tmp_path / "bad", "--ema", "1.5")) == 2
     assert "--ema" in capsys.readouterr().err
+
+
+def test_init_weights_restores_the_training_recipe(footage, tmp_path, capsys):
+    """Weights record the recipe they were trained with; --init-weights continues it, options override it,
+    and a file without one says that defaults apply."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+
+    out = tmp_path / "run"
+    assert train.main(_args(footage, out, "--max-steps", "2", "--native-share", "0.5", "--ema", "0.9")) == 0
+    out2 = tmp_path / "cont"
+    assert train.main(_args(footage, out2, "--max-steps", "1", "--init-weights", str(out / "weights.safetensors"))) == 0
+    config = json.loads((out2 / "train_config.json").read_text())
+    assert config["native_share"] == 0.5 and config["ema_decay"] == 0.9
+    out3 = tmp_path / "override"
+    assert train.main(_args(footage, out3, "--max-steps", "1", "--native-share", "0",
+                            "--init-weights", str(out / "weights.safetensors"))) == 0
+    assert json.loads((out3 / "train_config.json").read_text())["native_share"] == 0.0
+    bare = tmp_path / "bare.safetensors"
+    with safe_open(str(out / "weights.safetensors"), framework="pt") as f:
+        metadata = {k: v for k, v in f.metadata().items() if k != "train_config"}
+    save_file(load_file(str(out / "weights.safetensors")), str(bare), metadata=metadata)
+    capsys.readouterr()
+    assert train.main(_args(footage, tmp_path / "bare_run", "--max-steps", "1", "--init-weights", str(bare))) == 0
+    assert "does not record its training recipe" in capsys.readouterr().err

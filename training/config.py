@@ -43,3 +43,13 @@ class TrainConfig:
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(dataclasses.asdict(self), indent=2) + "\n")
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "TrainConfig":
+        """A config saved by ``save`` (or stored in a weights file): fields added since then take their
+        defaults, unknown ones are ignored."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in names}
+        if "validation_clips" in values:
+            values["validation_clips"] = tuple(values["validation_clips"])
+        return cls(**values)
