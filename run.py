@@ -53,7 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--input-fps", default="25", help="frame rate of --frames input")
     v.add_argument("--factor", type=int, default=None, help="output frames per input frame (default 2)")
     v.add_argument("--fps", default=None, help="output frame rate instead of --factor, e.g. 59.94 or 60000/1001")
-    v.add_argument("--slowmo", action="store_true", help="keep the frame rate, play --factor times slower (drops audio)")
+    v.add_argument("--slowmo", action="store_true",
+                   help="keep the frame rate, play --factor times slower (drops audio)")
     v.add_argument("--scene-threshold", type=float, default=0.12,
                    help="cut detection: mean grey difference (0-1) above which frames are not interpolated; 0 = off")
     v.add_argument("--dedup", type=float, default=0.0, nargs="?", const=0.002,
@@ -67,7 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "veryslow"],
                    help="x264/x265 speed preset: the encoder often limits the pipeline; veryfast encodes about "
                         "2x faster than medium at the same --crf, into larger files")
-    v.add_argument("--pix-fmt", default=None, help="output pixel format (default yuv420p, yuv420p10le for 10-bit input)")
+    v.add_argument("--pix-fmt", default=None,
+                   help="output pixel format (default yuv420p, yuv420p10le for 10-bit input)")
     v.add_argument("--segment-seconds", type=float, default=10.0, help="resume granularity of video output")
     return p
 

@@ -101,7 +101,8 @@ def profile_kernels(op, dtype: torch.dtype) -> None:
 
 def print_table(rows: List[dict], dtype: torch.dtype) -> None:
     with_torch = "torch_fwd_ms" in rows[0]
-    head = "| shape | ours CUDA fwd | ours CUDA fwd+bwd | published fwd | published fwd+bwd | speed-up fwd | speed-up fwd+bwd |"
+    head = ("| shape | ours CUDA fwd | ours CUDA fwd+bwd | published fwd | published fwd+bwd | speed-up fwd "
+            "| speed-up fwd+bwd |")
     if with_torch:
         head += " ours PyTorch fwd | ours PyTorch fwd+bwd |"
     head += " bytes floor |"

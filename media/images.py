@@ -30,7 +30,8 @@ def read_image(path: Path) -> Tuple[np.ndarray, Optional[np.ndarray], int]:
 
     path = Path(path)
     if path.suffix.lower() not in READ_EXTENSIONS:
-        raise ImageError(f"{path}: unsupported extension '{path.suffix}' (use one of {', '.join(sorted(READ_EXTENSIONS))})")
+        raise ImageError(f"{path}: unsupported extension '{path.suffix}' "
+                         f"(use one of {', '.join(sorted(READ_EXTENSIONS))})")
     if not path.is_file():
         raise ImageError(f"{path}: no such file")
     data = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)

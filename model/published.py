@@ -198,8 +198,10 @@ class _Warp(nn.Module):
                 fwd = _resize_flow(fwd, size)
                 bwd = _resize_flow(bwd, size)
             out.append(net(torch.cat([
-                softsplat.splat(torch.cat([enc_one[level], metric_one], 1), fwd, metric_one.neg().clip(-20, 20), "soft"),
-                softsplat.splat(torch.cat([enc_two[level], metric_two], 1), bwd, metric_two.neg().clip(-20, 20), "soft"),
+                softsplat.splat(torch.cat([enc_one[level], metric_one], 1), fwd,
+                                metric_one.neg().clip(-20, 20), "soft"),
+                softsplat.splat(torch.cat([enc_two[level], metric_two], 1), bwd,
+                                metric_two.neg().clip(-20, 20), "soft"),
             ], 1)))
         return out
 
@@ -259,7 +261,8 @@ class PublishedNetwork(nn.Module):
         padder = InputPadder(one.shape, 2)
         a, b = padder.pad(one.flip(1), two.flip(1))  # RGB -> BGR
         mean = (a.mean([1, 2, 3], True) + b.mean([1, 2, 3], True)) / 2
-        var = sum(x.var([1, 2, 3], unbiased=False, keepdim=True) + (mean - x.mean([1, 2, 3], True)) ** 2 for x in (a, b)) / 2
+        var = sum(x.var([1, 2, 3], unbiased=False, keepdim=True) + (mean - x.mean([1, 2, 3], True)) ** 2
+                  for x in (a, b)) / 2
         std = var.sqrt()
         a, b = (a - mean) / (std + 1e-7), (b - mean) / (std + 1e-7)
         fwd, bwd = self.netFlow(a, b)

@@ -78,7 +78,8 @@ def draw(val, middlebury, out: Path) -> None:
     cv2.polylines(img, [np.array([px(m, p) for m, p in mb], np.int32)], False, (0, 150, 0), 2, cv2.LINE_AA)
     for m, p in mb:
         cv2.circle(img, px(m, p), 4, (0, 150, 0), -1, cv2.LINE_AA)
-    cv2.putText(img, "Middlebury PSNR of kept weights", (left + 300, px(0, 32.0)[1]), font, 0.5, (0, 150, 0), 1, cv2.LINE_AA)
+    cv2.putText(img, "Middlebury PSNR of kept weights", (left + 300, px(0, 32.0)[1]), font, 0.5, (0, 150, 0), 1,
+                cv2.LINE_AA)
     cv2.putText(img, "validation PSNR (held-out footage)", (left + 300, px(0, 28.0)[1]), font, 0.5, (200, 120, 0), 1,
                 cv2.LINE_AA)
     cv2.putText(img, "training minutes (one H200)", (w // 2 - 100, h - 15), font, 0.5, (0, 0, 0), 1, cv2.LINE_AA)
