@@ -307,7 +307,8 @@ __device__ __forceinline__ bool corners_of(long long src, int H, int W, const sc
 }
 
 // Per-target factor g(s, t) that multiplies the bilinear weight.
-__device__ __forceinline__ scalar_t factor_of(long long src, long long target, const scalar_t* metric, const scalar_t* zmax) {
+__device__ __forceinline__ scalar_t factor_of(long long src, long long target, const scalar_t* metric,
+                                              const scalar_t* zmax) {
 #if KIND == KIND_LINEAR
     return metric[src];
 #elif KIND == KIND_SOFT
@@ -494,7 +495,8 @@ extern "C" __global__ void splat_normalise(const long long n_dst, const int C, c
 // values: for normalised kinds out_t = A_t / D_t, so row[c] = dL/dA_t[c] = g_t[c] / D_t and
 // row[C] = dL/dD_t = -sum_c g_t[c] out_t[c] / D_t (0 where the eps guard blocks it);
 // for sum, row[c] = g_t[c]. Reading one row instead of 2C scattered values is the point.
-extern "C" __global__ void splat_backward_pack(const long long n_dst, const int C, const int CP, const int H, const int W,
+extern "C" __global__ void splat_backward_pack(const long long n_dst, const int C, const int CP, const int H,
+                                               const int W,
                                                const scalar_t* __restrict__ grad_out,
                                                const scalar_t* __restrict__ out,
                                                const scalar_t* __restrict__ den,
@@ -688,7 +690,7 @@ def _current_stream_ptr(device_index: int) -> int:
     return raw(device_index) if raw is not None else torch.cuda.current_stream(device_index).cuda_stream
 
 
-@functools.lru_cache(maxsize=512)
+@functools.lru_cache(maxsize=1024)  # 7 kernels x the 128 modules of _module, with room for correlation's
 def _function(kernel, device_index: int):
     """The CUDA function behind a CuPy RawKernel on one device (compiled there on first use)."""
     with _cupy().cuda.Device(device_index):
@@ -844,7 +846,8 @@ def _(x, flow, metric, kind, eps_mode):
 @torch.library.custom_op("softsplat::splat_cuda_backward", mutates_args=(), device_types="cuda")
 def _splat_cuda_backward(grad_out: torch.Tensor, x: torch.Tensor, flow: torch.Tensor,
                          metric: Optional[torch.Tensor], out: torch.Tensor, den: torch.Tensor,
-                         zmax: torch.Tensor, kind: str, eps_mode: str) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                         zmax: torch.Tensor, kind: str,
+                         eps_mode: str) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     gx, gf, gm = _cuda_backward_impl(grad_out, x, flow, metric, out, den, zmax, kind, eps_mode)
     if gm is None:
         gm = x.new_empty((0,))
