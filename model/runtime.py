@@ -59,8 +59,8 @@ def compile_network(net: Network, mode: str = "reduce-overhead") -> Network:
 
     Inductor fuses the small elementwise kernels between the convolutions, and ``reduce-overhead``
     replays them as CUDA graphs. The first pair compiles (a minute or two); a new frame size or
-    list of times compiles again. Measured on an H200 at 1080p in bf16: 8.0 ms against 11.2 ms for
-    the eager network replayed as one CUDA graph (docs/performance.md).
+    list of times compiles again. Measured on an H200 at 1080p in bf16: 7.4-8.4 ms across sessions against
+    10.6-11.2 ms for the eager network replayed as one CUDA graph (docs/performance.md).
     """
     device = next(net.parameters()).device
     if device.type != "cuda":
