@@ -74,8 +74,6 @@ def test_train_continues_from_committed_weights(footage, tmp_path):
 
 
 def test_sampler_native_share_takes_consecutive_frames():
-    import torch
-
     from training.data import Clip, FootageSampler
 
     # frame i is filled with the value i: the triplet's frames tell which indices were taken
@@ -110,8 +108,6 @@ def test_train_logs_both_validation_sets(footage, tmp_path):
 
 
 def test_sampler_downscale_share_shrinks_larger_crops():
-    import torch
-
     from training.data import Clip, FootageSampler
 
     # a vertical ramp: a crop shrunk from a larger window spans more grey levels per row
