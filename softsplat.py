@@ -33,7 +33,9 @@ Entry points: ``splat(x, flow, metric=None, mode="soft")`` and the published
 from __future__ import annotations
 
 import functools
-from typing import Optional, Tuple
+import struct
+import threading
+from typing import Optional, Sequence, Tuple
 
 import torch
 
@@ -350,9 +352,15 @@ extern "C" __global__ void zmax_kernel(const long long n_src, const int H, const
     }
 }
 
-extern "C" __global__ void zmax_gather(const long long n_dst, const int H, const int W,
-                                       const scalar_t* __restrict__ cellmax, scalar_t* __restrict__ zmax) {
-    const long long dst = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+extern "C" __global__ void zmax_gather(const long long n_dst, const int CP, const int H, const int W,
+                                       const scalar_t* __restrict__ cellmax, scalar_t* __restrict__ zmax,
+                                       scalar_t* __restrict__ acc) {
+    // also zeroes the block's rows of the accumulator (one contiguous range, written coalesced), which
+    // spares the forward a separate fill
+    const long long base = (long long)blockIdx.x * blockDim.x;
+    const long long rows = min((long long)blockDim.x, n_dst - base);
+    for (long long i = threadIdx.x; i < rows * CP; i += blockDim.x) acc[base * CP + i] = 0;
+    const long long dst = base + threadIdx.x;
     if (dst >= n_dst) return;
     const long long hw = (long long)H * W;
     const long long n = dst / hw;
@@ -455,7 +463,8 @@ extern "C" __global__ void splat_forward_rows(const long long n_threads, const i
 }
 
 // acc (channels last) -> out (N x C x H x W), divided by the guarded weight. den gets the
-// guarded weight, negated where the guard blocks its gradient (zeroeps/clipeps).
+// guarded weight, negated where the guard blocks its gradient (zeroeps/clipeps); it may be null (no
+// backward to come).
 // A block's acc rows are one contiguous range: it is read coalesced into shared memory first.
 extern "C" __global__ void splat_normalise(const long long n_dst, const int C, const int CP, const int H, const int W,
                                            const scalar_t* __restrict__ acc,
@@ -485,7 +494,7 @@ extern "C" __global__ void splat_normalise(const long long n_dst, const int C, c
     if (d < (scalar_t)1e-7) { d = (scalar_t)1e-7; blocked = true; }
 #endif
     inv = (scalar_t)1 / d;
-    den[dst] = blocked ? -d : d;
+    if (den != nullptr) den[dst] = blocked ? -d : d;
 #endif
     io_t* o = out + n * C * hw + t;
     for (int ch = 0; ch < C; ++ch) o[(long long)ch * hw] = io_store(a[ch] * inv);
@@ -672,17 +681,6 @@ def _module(device_index: int, dtype: torch.dtype, kind: str, eps_mode: str, io_
     return kernels, vec4
 
 
-@functools.lru_cache(maxsize=32)
-def _cupy_stream(stream_ptr: int, device_index: int):
-    """CuPy's view of a PyTorch stream, made once per stream (bounded)."""
-    import warnings
-
-    cupy = _cupy()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return cupy.cuda.ExternalStream(stream_ptr, device_index)
-
-
 def _current_stream_ptr(device_index: int) -> int:
     """PyTorch's current stream on the device, as a raw pointer: torch._C's accessor (the one torch.compile's
     generated code uses) takes 0.2 us where torch.cuda.current_stream() builds a Stream object in 3 us."""
@@ -697,19 +695,58 @@ def _function(kernel, device_index: int):
         return kernel.kernel
 
 
-def _launch(kernel, count: int, args, device_index: int, threads: int = _THREADS, shared_mem: int = 0) -> None:
-    """Launch ``count`` threads of a RawKernel on PyTorch's current stream of the device. The function is
-    called with the stream directly (no context managers: they cost more host time than the launch), and
-    the device is made current only when it is not already."""
+_PARAMS = threading.local()  # per thread and kernel signature: the argument buffer cuLaunchKernel reads
+
+
+@functools.lru_cache(maxsize=64)
+def _layout(signature: str) -> Tuple[struct.Struct, Tuple[int, ...]]:
+    """The parameter area of a kernel whose signature is a string of q (long long), i (int) and P (pointer)
+    codes, each at its C alignment as nvcc lays kernel parameters out: its packer and each one's offset."""
+    if not signature or set(signature) - set("qiP"):
+        raise ValueError(f"kernel signature {signature!r} may use only q, i and P")
+    offsets = tuple(struct.calcsize("@" + signature[:k + 1]) - struct.calcsize(signature[k])
+                    for k in range(len(signature)))
+    return struct.Struct("@" + signature), offsets
+
+
+def _param_buffer(signature: str):
+    """This thread's argument buffer for a signature, and the array of pointers to its fields that
+    cuLaunchKernel takes as ``kernelParams`` (made on first use). The driver copies the values at launch,
+    also when a CUDA graph captures the launch, so the buffer is reused for the next one."""
+    cache = getattr(_PARAMS, "cache", None)
+    if cache is None:
+        cache = _PARAMS.cache = {}
+    entry = cache.get(signature)
+    if entry is None:
+        import ctypes
+
+        layout, offsets = _layout(signature)
+        data = ctypes.create_string_buffer(layout.size)
+        base = ctypes.addressof(data)
+        pointers = (ctypes.c_void_p * len(offsets))(*(base + offset for offset in offsets))
+        entry = cache[signature] = (layout, data, pointers, ctypes.addressof(pointers))
+    return entry
+
+
+def _launch(kernel, count: int, signature: str, args: Sequence[int], device_index: int, threads: int = _THREADS,
+            shared_mem: int = 0, grid_y: int = 1) -> None:
+    """Launch ``count`` threads (times ``grid_y`` rows of blocks) of a RawKernel on PyTorch's current stream of
+    the device. ``args`` are Python ints (pointers as addresses, see ``_ptr``), packed by ``signature`` into a
+    reused buffer whose fields cuLaunchKernel reads: a launch costs a few microseconds of host time, where
+    CuPy's generic call converts every argument on its own. The device is made current only when it is not
+    already."""
     cupy = _cupy()
-    stream = _cupy_stream(_current_stream_ptr(device_index), device_index)
-    blocks = (count + threads - 1) // threads
+    layout, data, _, pointers = _param_buffer(signature)
+    layout.pack_into(data, 0, *args)
     function = _function(kernel, device_index)
+    blocks = (count + threads - 1) // threads
+    stream = _current_stream_ptr(device_index)
     if cupy.cuda.runtime.getDevice() == device_index:
-        function((blocks,), (threads,), args, shared_mem=shared_mem, stream=stream)
+        cupy.cuda.driver.launchKernel(function.ptr, blocks, grid_y, 1, threads, 1, 1, shared_mem, stream, pointers, 0)
     else:
         with cupy.cuda.Device(device_index):
-            function((blocks,), (threads,), args, shared_mem=shared_mem, stream=stream)
+            cupy.cuda.driver.launchKernel(function.ptr, blocks, grid_y, 1, threads, 1, 1, shared_mem, stream,
+                                          pointers, 0)
 
 
 def _tile_launch(row_bytes: int) -> Tuple[int, int]:
@@ -720,22 +757,9 @@ def _tile_launch(row_bytes: int) -> Tuple[int, int]:
     return threads, threads * row_bytes
 
 
-def _ptr(t: Optional[torch.Tensor]):
-    import numpy as np
-
-    return np.uint64(t.data_ptr() if t is not None else 0)
-
-
-def _i64(v: int):
-    import numpy as np
-
-    return np.int64(v)
-
-
-def _i32(v: int):
-    import numpy as np
-
-    return np.int32(v)
+def _ptr(t: Optional[torch.Tensor]) -> int:
+    """A tensor's device address as a kernel argument (0, a null pointer, for None)."""
+    return t.data_ptr() if t is not None else 0
 
 
 def _as(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -760,34 +784,48 @@ def _prepare(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Tensor]
     return dev, kernels, vec4, cp, (xs, *tensors)
 
 
+# kernel parameter layouts (see _layout): n, then sizes, then pointers
+_SIG_ZMAX = "qiiPPPP"
+_SIG_GATHER = "qiiiPPP"
+_SIG_FORWARD = "qiiiiPPPPP"
+_SIG_NORMALISE = "qiiiiPPP"
+_SIG_PACK = "qiiiiPPPP"
+_SIG_BACKWARD = "qiiiiPPPPPPPP"
+
+
 def _cuda_forward_impl(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Tensor],
-                       kind: str, eps_mode: str) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                       kind: str, eps_mode: str,
+                       keep: bool = True) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Output, guarded normaliser and Z_max; without ``keep`` (no backward to come) the normaliser is not
+    written (an empty tensor is returned in its place)."""
     n, c, h, w = x.shape
     dev, kernels, vec4, cp, (xs, fl, m) = _prepare(x, flow, metric, kind, eps_mode, native_io=True)
     acc_dtype = fl.dtype
     n_src = n * h * w
     zmax = torch.empty(0, device=x.device, dtype=acc_dtype)
     if kind == "soft":
-        # one allocation and fill for both (a fill costs ~10 us of host time)
+        # one allocation and fill for both (a fill costs ~10 us of host time); zmax_gather zeroes acc
         both = torch.full((n * h * w + n * (h + 1) * (w + 1),), float("-inf"), device=x.device, dtype=acc_dtype)
         zmax = both[:n * h * w].view(n, 1, h, w)
         cellmax = both[n * h * w:]
-        _launch(kernels["zmax_kernel"], n_src,
-                (_i64(n_src), _i32(h), _i32(w), _ptr(fl), _ptr(m), _ptr(zmax), _ptr(cellmax)), dev)
-        _launch(kernels["zmax_gather"], n_src, (_i64(n_src), _i32(h), _i32(w), _ptr(cellmax), _ptr(zmax)), dev)
-    acc = torch.zeros((n_src, cp), device=x.device, dtype=acc_dtype)
+        acc = torch.empty((n_src, cp), device=x.device, dtype=acc_dtype)
+        _launch(kernels["zmax_kernel"], n_src, _SIG_ZMAX, (n_src, h, w, _ptr(fl), _ptr(m), _ptr(zmax), _ptr(cellmax)),
+                dev)
+        _launch(kernels["zmax_gather"], n_src, _SIG_GATHER, (n_src, cp, h, w, _ptr(cellmax), _ptr(zmax), _ptr(acc)),
+                dev)
+    else:
+        acc = torch.zeros((n_src, cp), device=x.device, dtype=acc_dtype)
     # rows wider than one float4: a thread per float4 of a source's row (vec4 builds), else a thread per source
     rows = vec4 and cp > 4
     threads = n_src * cp // 4 if rows else n_src
-    _launch(kernels["splat_forward_rows" if rows else "splat_forward"], threads,
-            (_i64(threads), _i32(c), _i32(cp), _i32(h), _i32(w), _ptr(xs), _ptr(fl), _ptr(m), _ptr(zmax), _ptr(acc)),
-            dev)
+    _launch(kernels["splat_forward_rows" if rows else "splat_forward"], threads, _SIG_FORWARD,
+            (threads, c, cp, h, w, _ptr(xs), _ptr(fl), _ptr(m), _ptr(zmax), _ptr(acc)), dev)
     out = torch.empty((n, c, h, w), device=x.device, dtype=xs.dtype)  # x's own dtype when read natively
-    den = torch.empty((n, 1, h, w) if kind != "sum" else (0,), device=x.device, dtype=acc_dtype)
+    den = torch.empty((n, 1, h, w) if kind != "sum" and keep else (0,), device=x.device, dtype=acc_dtype)
     threads, smem = _tile_launch(cp * acc.element_size())
-    _launch(kernels["splat_normalise"], n_src,
-            (_i64(n_src), _i32(c), _i32(cp), _i32(h), _i32(w), _ptr(acc), _ptr(out), _ptr(den)), dev, threads, smem)
-    return out.to(x.dtype), den, zmax
+    _launch(kernels["splat_normalise"], n_src, _SIG_NORMALISE,
+            (n_src, c, cp, h, w, _ptr(acc), _ptr(out), _ptr(den) if den.numel() else 0), dev, threads, smem)
+    return _as(out, x.dtype), den, zmax
 
 
 def _cuda_backward_impl(grad_out: torch.Tensor, x: torch.Tensor, flow: torch.Tensor,
@@ -798,15 +836,14 @@ def _cuda_backward_impl(grad_out: torch.Tensor, x: torch.Tensor, flow: torch.Ten
     n_src = n * h * w
     packed = torch.empty((n_src, cp), device=x.device, dtype=xs.dtype)
     threads, smem = _tile_launch(cp * packed.element_size())
-    _launch(kernels["splat_backward_pack"], n_src,
-            (_i64(n_src), _i32(c), _i32(cp), _i32(h), _i32(w), _ptr(g), _ptr(o), _ptr(den), _ptr(packed)), dev,
-            threads, smem)
+    _launch(kernels["splat_backward_pack"], n_src, _SIG_PACK,
+            (n_src, c, cp, h, w, _ptr(g), _ptr(o), _ptr(den), _ptr(packed)), dev, threads, smem)
     grad_x = torch.empty_like(xs)
     grad_flow = torch.empty_like(fl)
     grad_metric = torch.empty_like(m) if m is not None else None
-    _launch(kernels["splat_backward"], n_src,
-            (_i64(n_src), _i32(c), _i32(cp), _i32(h), _i32(w), _ptr(xs), _ptr(fl), _ptr(m), _ptr(zmax),
-             _ptr(packed), _ptr(grad_x), _ptr(grad_flow), _ptr(grad_metric)), dev)
+    _launch(kernels["splat_backward"], n_src, _SIG_BACKWARD,
+            (n_src, c, cp, h, w, _ptr(xs), _ptr(fl), _ptr(m), _ptr(zmax), _ptr(packed), _ptr(grad_x), _ptr(grad_flow),
+             _ptr(grad_metric)), dev)
     return grad_x, grad_flow, grad_metric
 
 
@@ -815,7 +852,7 @@ class _SplatFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, flow, metric, kind, eps_mode):
-        out, den, zmax = _cuda_forward_impl(x, flow, metric, kind, eps_mode)
+        out, den, zmax = _cuda_forward_impl(x, flow, metric, kind, eps_mode, keep=any(ctx.needs_input_grad[:3]))
         ctx.kind, ctx.eps_mode, ctx.has_metric = kind, eps_mode, metric is not None
         ctx.save_for_backward(x, flow, metric, out, den, zmax)
         return out
@@ -824,7 +861,7 @@ class _SplatFunction(torch.autograd.Function):
     def backward(ctx, grad_out):
         x, flow, metric, out, den, zmax = ctx.saved_tensors
         gx, gf, gm = _cuda_backward_impl(grad_out, x, flow, metric, out, den, zmax, ctx.kind, ctx.eps_mode)
-        return (gx.to(x.dtype), gf.to(flow.dtype), gm.to(metric.dtype) if ctx.has_metric else None, None, None)
+        return _as(gx, x.dtype), _as(gf, flow.dtype), _as(gm, metric.dtype) if ctx.has_metric else None, None, None
 
 
 # torch.library registration, so that torch.compile sees one opaque op with a known shape.
@@ -899,6 +936,10 @@ def splat(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Tensor] = 
     if x.is_cuda and not torch.are_deterministic_algorithms_enabled() and _kernels_usable():
         if torch.compiler.is_compiling():
             return torch.ops.softsplat.splat_cuda(x, flow, metric, kind, eps_mode)[0]
+        if not torch.is_grad_enabled() or not (x.requires_grad or flow.requires_grad
+                                               or (metric is not None and metric.requires_grad)):
+            # nothing to differentiate: the kernels directly (autograd.Function.apply costs ~20 us of host time)
+            return _cuda_forward_impl(x, flow, metric, kind, eps_mode, keep=False)[0]
         return _SplatFunction.apply(x, flow, metric, kind, eps_mode)
     return _splat_torch(x, flow, metric, kind, eps_mode)
 

@@ -142,6 +142,9 @@ extern "C" __global__ void correlation_backward_two(const long long n_pix, const
 """
 
 
+_SIGNATURE = "qiiiPPP"  # every kernel: pixels, C, H, W, then three pointers (see softsplat._launch)
+
+
 @functools.lru_cache(maxsize=16)
 def _kernels(device_index: int, radius: int):
     cupy = softsplat._cupy()
@@ -163,8 +166,7 @@ class _CorrelationFunction(torch.autograd.Function):
         out = torch.empty((n, (2 * radius + 1) ** 2, h, w), device=one.device, dtype=torch.float32)
         forward, _, _ = _kernels(dev, radius)
         count = n * h * w
-        sizes = (softsplat._i64(count), softsplat._i32(c), softsplat._i32(h), softsplat._i32(w))
-        softsplat._launch(forward, count, sizes + (softsplat._ptr(a), softsplat._ptr(b), softsplat._ptr(out)), dev)
+        softsplat._launch(forward, count, _SIGNATURE, (count, c, h, w, a.data_ptr(), b.data_ptr(), out.data_ptr()), dev)
         ctx.save_for_backward(a, b)
         ctx.radius, ctx.dtypes = radius, (one.dtype, two.dtype)
         return out.to(one.dtype)
@@ -179,11 +181,10 @@ class _CorrelationFunction(torch.autograd.Function):
         grad_two = torch.empty_like(b)
         _, backward_one, backward_two = _kernels(dev, ctx.radius)
         count = n * h * w
-        sizes = (softsplat._i64(count), softsplat._i32(c), softsplat._i32(h), softsplat._i32(w))
-        softsplat._launch(backward_one, count, sizes + (softsplat._ptr(b), softsplat._ptr(g),
-                                                         softsplat._ptr(grad_one)), dev)
-        softsplat._launch(backward_two, count, sizes + (softsplat._ptr(a), softsplat._ptr(g),
-                                                         softsplat._ptr(grad_two)), dev)
+        softsplat._launch(backward_one, count, _SIGNATURE, (count, c, h, w, b.data_ptr(), g.data_ptr(),
+                                                            grad_one.data_ptr()), dev)
+        softsplat._launch(backward_two, count, _SIGNATURE, (count, c, h, w, a.data_ptr(), g.data_ptr(),
+                                                            grad_two.data_ptr()), dev)
         return grad_one.to(ctx.dtypes[0]), grad_two.to(ctx.dtypes[1]), None
 
 
