@@ -118,24 +118,26 @@ def print_table(rows: List[dict], dtype: torch.dtype) -> None:
         print(line)
 
 
-def host_overhead(op, dtype: torch.dtype, calls: int = 2000) -> Tuple[float, float]:
-    """Microseconds of host time per call (forward, then forward+backward) on a tiny input, where the GPU
-    work is negligible: what a call costs before the kernels matter (Python, dispatch, launches)."""
-    x = torch.rand(1, 3, 32, 32, device="cuda").to(dtype).requires_grad_()
+def host_overhead(op, dtype: torch.dtype, calls: int = 2000) -> Tuple[float, float, float]:
+    """Microseconds of host time per call on a tiny input, where the GPU work is negligible: what a call costs
+    before the kernels matter (Python, dispatch, launches). Forward without gradients (inference), forward of an
+    input that requires grad, and forward+backward."""
+    x = torch.rand(1, 3, 32, 32, device="cuda").to(dtype)
+    xg = x.clone().requires_grad_()
     flow = (torch.randn(1, 2, 32, 32, device="cuda") * 8).to(dtype)
     metric = torch.randn(1, 1, 32, 32, device="cuda").to(dtype)
     result = []
-    for backward in (False, True):
+    for inp, backward in ((x, False), (xg, False), (xg, True)):
         for i in range(calls // 10 + calls):  # the first tenth warms up
             if i == calls // 10:
                 torch.cuda.synchronize()
                 start = time.perf_counter()
-            out = op.splat(x, flow, metric, "soft")
+            out = op.splat(inp, flow, metric, "soft")
             if backward:
                 out.sum().backward()
         torch.cuda.synchronize()
         result.append((time.perf_counter() - start) / calls * 1e6)
-    return result[0], result[1]
+    return result[0], result[1], result[2]
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -157,8 +159,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.profile:
         profile_kernels(op, dtype)
     if args.overhead:
-        fwd, both = host_overhead(op, dtype)
-        print(f"host time per call at 1x3x32x32: forward {fwd:.1f} us, forward+backward {both:.1f} us")
+        fwd, fwd_grad, both = host_overhead(op, dtype)
+        print(f"host time per call at 1x3x32x32: forward {fwd:.1f} us (input requiring grad: {fwd_grad:.1f} us), "
+              f"forward+backward {both:.1f} us")
     rows = run(dtype, args.repeats, not args.no_torch, op)
     print_table(rows, dtype)
     if args.json:

@@ -17,7 +17,7 @@ from typing import List, Optional, Tuple
 import cv2
 import numpy as np
 
-# step of the weights each chunk kept (best validation so far); chunks 8, 9, 11, 12 and 13 kept none
+# step of the weights each chunk kept (best validation so far); chunks 8, 9 and 11-15 kept none
 KEPT_STEP = {1: 2500, 2: 6345, 3: 10000, 4: 15819, 5: 17000, 6: 20000, 7: 29000, 10: 31000}
 
 
@@ -25,7 +25,7 @@ def chunk_curves(raw: Path) -> Tuple[List[Tuple[float, float]], List[Tuple[float
     """(minutes, validation PSNR) points of every chunk in order, and (minutes, Middlebury PSNR) of the kept weights.
 
     Minutes add up over the chunks in their order (time spent), also where a chunk restarted from earlier
-    weights (chunks 12 and 13 from step 31000), so a kept step is looked up in its own chunk's log only.
+    weights (chunks 12, 13 and 15 from step 31000), so a kept step is looked up in its own chunk's log only.
     """
     offset = 0.0
     val, middlebury = [], []
