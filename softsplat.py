@@ -203,9 +203,9 @@ _CUDA_SOURCE = r"""
 
 typedef SCALAR scalar_t;
 
-// The forward reads its input and writes its output in io_t: scalar_t, or (IO_KIND 1/2) bfloat16/float16
-// held as raw 16-bit words, converted in registers (no headers needed), so half-precision tensors need no
-// float32 copies. Conversions round to nearest even, as PyTorch's do (NaN stays a NaN).
+// x, the output, the output's gradient and x's gradient are read and written in io_t: scalar_t, or (IO_KIND
+// 1/2) bfloat16/float16 held as raw 16-bit words, converted in registers (no headers needed), so
+// half-precision tensors need no float32 copies. Conversions round to nearest even, as PyTorch's do (NaN stays a NaN).
 #ifndef IO_KIND
 #define IO_KIND 0
 #endif
@@ -506,8 +506,8 @@ extern "C" __global__ void splat_normalise(const long long n_dst, const int C, c
 // for sum, row[c] = g_t[c]. Reading one row instead of 2C scattered values is the point.
 extern "C" __global__ void splat_backward_pack(const long long n_dst, const int C, const int CP, const int H,
                                                const int W,
-                                               const scalar_t* __restrict__ grad_out,
-                                               const scalar_t* __restrict__ out,
+                                               const io_t* __restrict__ grad_out,
+                                               const io_t* __restrict__ out,
                                                const scalar_t* __restrict__ den,
                                                scalar_t* __restrict__ packed) {
     // rows are built in shared memory, then the block's contiguous range is written coalesced
@@ -519,20 +519,20 @@ extern "C" __global__ void splat_backward_pack(const long long n_dst, const int 
         const long long hw = (long long)H * W;
         const long long n = dst / hw;
         const long long t = dst - n * hw;
-        const scalar_t* g = grad_out + n * C * hw + t;
+        const io_t* g = grad_out + n * C * hw + t;
         scalar_t* row = tile + (long long)threadIdx.x * CP;
 #if KIND == KIND_SUM
-        for (int ch = 0; ch < C; ++ch) row[ch] = g[(long long)ch * hw];
+        for (int ch = 0; ch < C; ++ch) row[ch] = io_load(g[(long long)ch * hw]);
         for (int ch = C; ch < CP; ++ch) row[ch] = 0;
 #else
         const scalar_t d = den[dst];
         const scalar_t inv = (scalar_t)1 / fabs(d);
-        const scalar_t* o = out + n * C * hw + t;
+        const io_t* o = out + n * C * hw + t;
         scalar_t gd = 0;
         for (int ch = 0; ch < C; ++ch) {
-            const scalar_t gv = g[(long long)ch * hw] * inv;
+            const scalar_t gv = io_load(g[(long long)ch * hw]) * inv;
             row[ch] = gv;
-            gd -= gv * o[(long long)ch * hw];
+            gd -= gv * io_load(o[(long long)ch * hw]);
         }
         row[C] = d > 0 ? gd : (scalar_t)0;
         for (int ch = C + 1; ch < CP; ++ch) row[ch] = 0;
@@ -547,12 +547,12 @@ extern "C" __global__ void splat_backward_pack(const long long n_dst, const int 
 // A source adds e * x to A_t and e to D_t (e = weight * factor), so with row = packed[t]:
 // dL/dx[c] = sum_k e_k row_k[c], and G_k = sum_c x[c] row_k[c] + row_k[C] is dL/de_k.
 extern "C" __global__ void splat_backward(const long long n_src, const int C, const int CP, const int H, const int W,
-                                          const scalar_t* __restrict__ input,
+                                          const io_t* __restrict__ input,
                                           const scalar_t* __restrict__ flow,
                                           const scalar_t* __restrict__ metric,
                                           const scalar_t* __restrict__ zmax,
                                           const scalar_t* __restrict__ packed,
-                                          scalar_t* __restrict__ grad_input,
+                                          io_t* __restrict__ grad_input,
                                           scalar_t* __restrict__ grad_flow,
                                           scalar_t* __restrict__ grad_metric) {
     const long long src = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -562,9 +562,9 @@ extern "C" __global__ void splat_backward(const long long n_src, const int C, co
     const long long s = src - n * hw;
     Corners c;
     const bool any = corners_of(src, H, W, flow, c);
-    scalar_t* gin = grad_input + n * C * hw + s;
+    io_t* gin = grad_input + n * C * hw + s;
     if (!any) {
-        for (int ch = 0; ch < C; ++ch) gin[(long long)ch * hw] = 0;
+        for (int ch = 0; ch < C; ++ch) gin[(long long)ch * hw] = io_store((scalar_t)0);
         grad_flow[(n * 2) * hw + s] = 0;
         grad_flow[(n * 2 + 1) * hw + s] = 0;
 #if KIND == KIND_LINEAR || KIND == KIND_SOFT
@@ -579,7 +579,7 @@ extern "C" __global__ void splat_backward(const long long n_src, const int C, co
         f[k] = c.target[k] >= 0 ? factor_of(src, c.target[k], metric, zmax) : (scalar_t)0;
         e[k] = c.weight[k] * f[k];
     }
-    const scalar_t* in = input + n * C * hw + s;
+    const io_t* in = input + n * C * hw + s;
     const int channels = (KIND == KIND_SUM) ? C : C + 1;
 #if VEC4
     for (int c0 = 0; c0 < channels; c0 += 4) {
@@ -587,7 +587,7 @@ extern "C" __global__ void splat_backward(const long long n_src, const int C, co
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
             const int ch = c0 + j;
-            xv[j] = ch < C ? in[(long long)ch * hw] : (ch == C ? 1.0f : 0.0f);
+            xv[j] = ch < C ? io_load(in[(long long)ch * hw]) : (ch == C ? 1.0f : 0.0f);
         }
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
@@ -598,12 +598,12 @@ extern "C" __global__ void splat_backward(const long long n_src, const int C, co
         }
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
-            if (c0 + j < C) gin[(long long)(c0 + j) * hw] = gx[j];
+            if (c0 + j < C) gin[(long long)(c0 + j) * hw] = io_store(gx[j]);
         }
     }
 #else
     for (int ch = 0; ch < channels; ++ch) {
-        const scalar_t xv = ch < C ? in[(long long)ch * hw] : (scalar_t)1;
+        const scalar_t xv = ch < C ? io_load(in[(long long)ch * hw]) : (scalar_t)1;
         scalar_t gx = 0;
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
@@ -612,7 +612,7 @@ extern "C" __global__ void splat_backward(const long long n_src, const int C, co
             gx += e[k] * r;
             gsum[k] += xv * r;
         }
-        if (ch < C) gin[(long long)ch * hw] = gx;
+        if (ch < C) gin[(long long)ch * hw] = io_store(gx);
     }
 #endif
     scalar_t gu = 0, gv = 0, gm = 0;
@@ -770,18 +770,19 @@ def _as(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 def _prepare(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Tensor], kind: str, eps_mode: str,
              *more: torch.Tensor, native_io: bool = False):
     """What forward and backward both need: device index, kernels, whether they use vector atomics, the
-    accumulator row width (channels, padded to 4 for vector atomics), and the inputs (then ``more``) as
-    contiguous tensors of the accumulation dtype (metric stays None for sum/avg). With ``native_io``, a
-    bfloat16/float16 ``x`` accumulated in float32 stays in its dtype, and the kernels read it as such."""
+    accumulator row width (channels, padded to 4 for vector atomics), and the inputs (then ``more``, tensors
+    shaped like ``x``: the output and its gradient) as contiguous tensors of the accumulation dtype (metric
+    stays None for sum/avg). With ``native_io``, a bfloat16/float16 ``x`` accumulated in float32 stays in its
+    dtype, ``more`` is brought to that dtype, and the kernels read and write them as such."""
     acc_dtype = _acc_dtype(x, flow, metric)
     io_dtype = x.dtype if native_io and acc_dtype == torch.float32 and x.dtype in _IO_KINDS else None
     dev = x.device.index  # a CUDA tensor's device always carries its index
     kernels, vec4 = _module(dev, acc_dtype, kind, eps_mode, io_dtype)
     channels = x.shape[1] if kind == "sum" else x.shape[1] + 1
     cp = (channels + 3) // 4 * 4 if vec4 else channels
-    tensors = tuple(_as(t, acc_dtype) if t is not None else None for t in (flow, metric, *more))
     xs = x.contiguous() if io_dtype is not None else _as(x, acc_dtype)
-    return dev, kernels, vec4, cp, (xs, *tensors)
+    tensors = tuple(_as(t, acc_dtype) if t is not None else None for t in (flow, metric))
+    return dev, kernels, vec4, cp, (xs, *tensors, *(_as(t, xs.dtype) for t in more))
 
 
 # kernel parameter layouts (see _layout): n, then sizes, then pointers
@@ -832,9 +833,10 @@ def _cuda_backward_impl(grad_out: torch.Tensor, x: torch.Tensor, flow: torch.Ten
                         metric: Optional[torch.Tensor], out: torch.Tensor, den: torch.Tensor,
                         zmax: torch.Tensor, kind: str, eps_mode: str):
     n, c, h, w = x.shape
-    dev, kernels, _, cp, (xs, fl, m, g, o) = _prepare(x, flow, metric, kind, eps_mode, grad_out, out)
+    # half-precision x, output and gradients are read and written natively, as in the forward
+    dev, kernels, _, cp, (xs, fl, m, g, o) = _prepare(x, flow, metric, kind, eps_mode, grad_out, out, native_io=True)
     n_src = n * h * w
-    packed = torch.empty((n_src, cp), device=x.device, dtype=xs.dtype)
+    packed = torch.empty((n_src, cp), device=x.device, dtype=fl.dtype)
     threads, smem = _tile_launch(cp * packed.element_size())
     _launch(kernels["splat_backward_pack"], n_src, _SIG_PACK,
             (n_src, c, cp, h, w, _ptr(g), _ptr(o), _ptr(den), _ptr(packed)), dev, threads, smem)

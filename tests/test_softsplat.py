@@ -241,6 +241,21 @@ def test_cuda_half_input_with_float_flow(dtype, mode):
     eps = torch.finfo(dtype).eps
     torch.testing.assert_close(out.float(), ref.float(), rtol=2 * eps, atol=1e-6)
     assert torch.isfinite(out).all()
+    # the backward reads x, the output and its gradient in the half type too, and writes x's gradient in it:
+    # within a few rounding steps of the float32 path's gradients (whose output was not rounded)
+    args = [x.detach().requires_grad_(), flow.detach().requires_grad_(), m.detach().requires_grad_() if m is not None
+            else None]
+    refs = [x.detach().float().requires_grad_(), flow.detach().requires_grad_(),
+            m.detach().requires_grad_() if m is not None else None]
+    grad = torch.randn(x.shape, device="cuda", generator=torch.Generator("cuda").manual_seed(1))
+    softsplat.splat(args[0], args[1], args[2], mode).backward(grad.to(dtype))
+    softsplat.splat(refs[0], refs[1], refs[2], mode).backward(grad.to(dtype).float())
+    assert args[0].grad.dtype == dtype
+    for name, a, b in zip(("x", "flow", "metric"), args, refs):
+        if a is None:
+            continue
+        err = (a.grad.float() - b.grad).abs().max().item() / (b.grad.abs().max().item() + 1e-6)
+        assert err < 3e-2, (name, err)
 
 
 @pytest.mark.cuda
