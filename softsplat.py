@@ -895,8 +895,9 @@ def _splat_cuda_backward(grad_out: torch.Tensor, x: torch.Tensor, flow: torch.Te
 
 @_splat_cuda_backward.register_fake
 def _(grad_out, x, flow, metric, out, den, zmax, kind, eps_mode):
-    gm = torch.empty_like(metric) if metric is not None else x.new_empty((0,))
-    return torch.empty_like(x), torch.empty_like(flow), gm
+    # the kernels write contiguous gradients whatever the inputs' strides (e.g. channels_last features)
+    gm = metric.new_empty(metric.shape) if metric is not None else x.new_empty((0,))
+    return x.new_empty(x.shape), flow.new_empty(flow.shape), gm
 
 
 def _setup_context(ctx, inputs, output):

@@ -296,6 +296,26 @@ def test_cuda_compiles_with_torch_compile():
 
 
 @pytest.mark.cuda
+def test_cuda_compiled_backward_with_channels_last_input():
+    """Training compiles forward and backward through the custom ops; the fake kernels must describe the
+    real outputs (contiguous gradients, also for channels_last features), or Inductor's stride checks fail."""
+    x, flow, metric = _inputs(n=2, c=6, h=16, w=24, dtype=torch.float32, device="cuda", scale=3.0)
+    x = x.contiguous(memory_format=torch.channels_last)
+
+    def loss(a, b, c):
+        return (softsplat.splat(a, b, c, "soft") * torch.linspace(0, 1, 24, device="cuda")).sum()
+
+    compiled = torch.compile(loss, fullgraph=True)
+    grads = []
+    for fn in (compiled, loss):
+        args = [t.detach().clone().requires_grad_() for t in (x, flow, metric)]
+        fn(*args).backward()
+        grads.append([a.grad for a in args])
+    for got, want in zip(*grads):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.cuda
 def test_cuda_uses_current_stream():
     x, flow, metric = _inputs(n=1, c=3, h=128, w=128, dtype=torch.float32, device="cuda", scale=8.0)
     ref = softsplat.splat(x, flow, metric, "soft")
