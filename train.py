@@ -39,6 +39,48 @@ class _TrainStep(torch.nn.Module):
         return self.net.synthesize(state, t), state.flow_pyramid
 
 
+def _step_losses(pred: torch.Tensor, pyramid, mid: torch.Tensor, gt: Optional[torch.Tensor], n_real: int,
+                 batch: int, census_weight: float, flow_weight: float):
+    """The step's loss and its parts (reconstruction, census, flow end-point error against the synthetic
+    samples' ground truth ``gt``: their forward flows, then their backward flows; None without synthetic ones)."""
+    from model.warp import resize_flow
+    from training.losses import census_loss, laplacian_loss
+
+    loss_rec = laplacian_loss(pred, mid)
+    loss_census = census_loss(pred, mid)
+    loss = loss_rec + census_weight * loss_census
+    loss_flow = torch.zeros((), device=pred.device)
+    if gt is not None:
+        # end-point error in each level's own pixel units, so coarse levels don't dominate
+        for level_flow in pyramid:
+            est = torch.cat([level_flow[n_real:batch], level_flow[batch + n_real:]], 0).float()
+            target = resize_flow(gt, est.shape[2:])
+            loss_flow = loss_flow + (est - target).norm(dim=1).mean()
+        loss_flow = loss_flow / len(pyramid)
+        loss = loss + flow_weight * loss_flow
+    return loss, loss_rec, loss_census, loss_flow
+
+
+class _GraphedLoss(torch.nn.Module):
+    """Forward pass and losses of one step as a module, for ``--cuda-graph``: torch.cuda.make_graphed_callables
+    records its forward and backward (the parameters' gradients included) once, and every step replays them."""
+
+    def __init__(self, step: torch.nn.Module, n_real: int, batch: int, census_weight: float, flow_weight: float,
+                 bf16: bool) -> None:
+        super().__init__()
+        self.step = step
+        self.n_real, self.batch, self.bf16 = n_real, batch, bf16
+        self.census_weight, self.flow_weight = census_weight, flow_weight
+
+    def forward(self, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor, mid: torch.Tensor,
+                gt: Optional[torch.Tensor] = None):
+        # a graph cannot hold autocast's cast cache
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.bf16, cache_enabled=False):
+            pred, pyramid = self.step(one, two, t)
+        return _step_losses(pred.float(), pyramid, mid, gt, self.n_real, self.batch, self.census_weight,
+                            self.flow_weight)
+
+
 class _WeightAverage:
     """An exponential moving average of a network's parameters (float32, on its device). The decay ramps up
     from 0.9 over the first steps, (1 + k) / (10 + k), so an average started from trained weights follows
@@ -128,6 +170,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--max-clips", type=int, default=None, help="use only the first N training clips (smoke tests)")
     p.add_argument("--val-clips", nargs="+", default=None, help="held-out clip files (default: training/config.py)")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p.add_argument("--cuda-graph", action="store_true",
+                   help="record the step's forward and backward as CUDA graphs and replay them (one GPU): the "
+                        "eager step spends more host time launching kernels than the GPU spends running them")
     return p.parse_args(argv)
 
 
@@ -141,9 +186,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     from model.weights import save_weights
     from training.config import TrainConfig
     from training.data import FootageSampler, load_clips, synthetic_batch, validation_sets
-    from training.losses import census_loss, laplacian_loss, psnr
+    from training.losses import psnr
     from training.schedule import learning_rate
-    from model.warp import resize_flow
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
@@ -167,6 +211,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     if args.val_batches < 1:
         print(f"error: --val-batches {args.val_batches}: use 1 or more", file=sys.stderr)
+        return 2
+    if args.cuda_graph and (world > 1 or device.type != "cuda"):
+        print("error: --cuda-graph records one GPU's step: run it on a CUDA device without torchrun",
+              file=sys.stderr)
         return 2
     if not (args.data / "clips.jsonl").is_file():
         print(f"error: {args.data} has no clips.jsonl: pass --data pointing at the footage folder", file=sys.stderr)
@@ -358,6 +406,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from tqdm import tqdm
 
     bar = tqdm(total=args.max_steps, disable=not main_process, mininterval=10, desc="train")
+    graphed = None
     while True:
         elapsed = time.time() - chunk_start
         if elapsed > budget or (args.max_steps is not None and step - start_step >= args.max_steps):
@@ -373,23 +422,22 @@ def main(argv: Optional[List[str]] = None) -> int:
         batch = {k: torch.cat([p[k] for p in parts if k in p], 0) for k in ("one", "mid", "two", "t")}
         batch = {k: v.contiguous(memory_format=torch.channels_last) if v.dim() == 4 else v
                  for k, v in batch.items()}
-        with autocast:
-            pred, pyramid = model(batch["one"], batch["two"], batch["t"])
-        pred = pred.float()
-        loss_rec = laplacian_loss(pred, batch["mid"])
-        loss_census = census_loss(pred, batch["mid"])
-        loss = loss_rec + config.census_weight * loss_census
-        loss_flow = torch.zeros((), device=device)
+        inputs = (batch["one"], batch["two"], batch["t"], batch["mid"])
         if n_syn:
-            gt = torch.cat([parts[1]["flow_fwd"], parts[1]["flow_bwd"]], 0)
-            n = config.batch
-            # end-point error in each level's own pixel units, so coarse levels don't dominate
-            for level_flow in pyramid:
-                est = torch.cat([level_flow[n_real:n], level_flow[n + n_real:]], 0).float()
-                target = resize_flow(gt, est.shape[2:])
-                loss_flow = loss_flow + (est - target).norm(dim=1).mean()
-            loss_flow = loss_flow / len(pyramid)
-            loss = loss + config.flow_loss_weight * loss_flow
+            inputs += (torch.cat([parts[1]["flow_fwd"], parts[1]["flow_bwd"]], 0),)
+        if args.cuda_graph and graphed is None:
+            # recorded on the first batch (after three warm-up passes), replayed on every later one
+            graphed = torch.cuda.make_graphed_callables(
+                _GraphedLoss(model, n_real, config.batch, config.census_weight, config.flow_loss_weight,
+                             config.bf16), inputs)
+        if graphed is not None:
+            loss, loss_rec, loss_census, loss_flow = graphed(*inputs)
+        else:
+            with autocast:
+                pred, pyramid = model(batch["one"], batch["two"], batch["t"])
+            loss, loss_rec, loss_census, loss_flow = _step_losses(
+                pred.float(), pyramid, batch["mid"], inputs[4] if n_syn else None, n_real, config.batch,
+                config.census_weight, config.flow_loss_weight)
         optim.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)

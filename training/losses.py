@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import torch
 import torch.nn.functional as F
 
@@ -10,9 +12,16 @@ def charbonnier(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     return torch.sqrt(x * x + eps).mean()
 
 
+@functools.lru_cache(maxsize=8)
+def _gauss_kernel(device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """The 5x5 binomial kernel, made once per device: a host-to-device copy on every call would also break
+    CUDA graph capture (train.py --cuda-graph)."""
+    taps = torch.tensor([1.0, 4.0, 6.0, 4.0, 1.0], dtype=dtype)
+    return ((taps[:, None] * taps[None, :]) / 256.0).to(device)
+
+
 def _gauss_down(x: torch.Tensor) -> torch.Tensor:
-    kernel = torch.tensor([1.0, 4.0, 6.0, 4.0, 1.0], device=x.device, dtype=x.dtype)
-    kernel = (kernel[:, None] * kernel[None, :]) / 256.0
+    kernel = _gauss_kernel(x.device, x.dtype)
     c = x.shape[1]
     x = F.pad(x, (2, 2, 2, 2), mode="reflect")
     return F.conv2d(x, kernel.expand(c, 1, 5, 5), groups=c)[:, :, ::2, ::2]
