@@ -170,6 +170,10 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--max-clips", type=int, default=None, help="use only the first N training clips (smoke tests)")
     p.add_argument("--val-clips", nargs="+", default=None, help="held-out clip files (default: training/config.py)")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p.add_argument("--restart-schedule", action="store_true",
+                   help="start a new warm-up and cosine at the step of --init-weights (or --resume), lasting "
+                        "--total-steps from there; without it the schedule counts from step 0, so weights of a late "
+                        "step with a fresh optimizer get no warm-up and the tail of the old cosine")
     p.add_argument("--cuda-graph", action="store_true",
                    help="record the step's forward and backward as CUDA graphs and replay them (one GPU): the "
                         "eager step spends more host time launching kernels than the GPU spends running them")
@@ -259,6 +263,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                                    ("validation_clips", tuple(args.val_clips) if args.val_clips else None))
                  if v is not None}
     config = dataclasses.replace(config, **overrides)
+    if args.restart_schedule:
+        config = dataclasses.replace(config, schedule_start=step)
     if args.network:
         if args.resume is not None:
             print("error: --network changes the architecture; it works with --init-weights or a fresh start, "
@@ -411,7 +417,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         elapsed = time.time() - chunk_start
         if elapsed > budget or (args.max_steps is not None and step - start_step >= args.max_steps):
             break
-        lr = learning_rate(step, config.lr, config.warmup, config.total_steps)
+        lr = learning_rate(step, config.lr, config.warmup, config.total_steps, start=config.schedule_start)
         for group in optim.param_groups:
             group["lr"] = lr
         real = sampler.batch(n_real)

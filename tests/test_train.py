@@ -253,3 +253,23 @@ def test_cuda_graph_step_matches_the_eager_step():
     assert graph_losses == pytest.approx(eager_losses, rel=1e-3, abs=1e-5)
     for a, b in zip(graph_grads, eager_grads):
         torch.testing.assert_close(a, b, rtol=2e-2, atol=1e-4)
+
+
+def test_restart_schedule_counts_warmup_and_cosine_from_the_init_step(footage, tmp_path):
+    from training.schedule import learning_rate
+
+    # the rate a restarted schedule gives is the fresh schedule's, shifted to the start step
+    for offset in (0, 10, 999, 1000, 5000, 40000):
+        assert learning_rate(31000 + offset, 1e-4, 1000, 40000, start=31000) == learning_rate(offset, 1e-4, 1000, 40000)
+    assert learning_rate(31000, 1e-4, 1000, 40000, start=31000) == pytest.approx(1e-7)  # warm-up's first step
+    assert learning_rate(31000, 1e-4, 1000, 40000) < 0.2e-4  # without a restart: no warm-up, the cosine's tail
+    out = tmp_path / "run"
+    assert train.main(_args(footage, out, "--max-steps", "2")) == 0
+    out2 = tmp_path / "restart"
+    assert train.main(_args(footage, out2, "--max-steps", "1", "--restart-schedule", "--total-steps", "500",
+                            "--init-weights", str(out / "weights.safetensors"))) == 0
+    config = json.loads((out2 / "train_config.json").read_text())
+    assert config["schedule_start"] == 2 and config["total_steps"] == 500
+    out3 = tmp_path / "resumed"  # a resumed state keeps the restarted schedule
+    assert train.main(_args(footage, out3, "--max-steps", "1", "--resume", str(out2))) == 0
+    assert json.loads((out3 / "train_config.json").read_text())["schedule_start"] == 2

@@ -29,7 +29,8 @@ class TrainConfig:
     lr: float = 3e-4
     weight_decay: float = 1e-3
     warmup: int = 1000
-    total_steps: int = 60000  # the cosine schedule spans this many steps, across chunks
+    total_steps: int = 60000  # the cosine schedule spans this many steps (from schedule_start), across chunks
+    schedule_start: int = 0  # the step the warm-up and the cosine count from (train.py --restart-schedule)
     synthetic_share: float = 0.3  # fraction of each batch from synthetic layered motion
     synthetic_small_share: float = 0.0  # fraction of synthetic samples with motion scaled down 2-16x
     flow_loss_weight: float = 0.05
