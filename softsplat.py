@@ -854,7 +854,8 @@ class _SplatFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, flow, metric, kind, eps_mode):
-        out, den, zmax = _cuda_forward_impl(x, flow, metric, kind, eps_mode, keep=any(ctx.needs_input_grad[:3]))
+        # splat() calls this only when an input needs a gradient, so the backward's tensors are always kept
+        out, den, zmax = _cuda_forward_impl(x, flow, metric, kind, eps_mode)
         ctx.kind, ctx.eps_mode, ctx.has_metric = kind, eps_mode, metric is not None
         ctx.save_for_backward(x, flow, metric, out, den, zmax)
         return out
