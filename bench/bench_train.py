@@ -1,6 +1,6 @@
 """Where a training step's time goes on the GPU: sampling a batch, and forward+backward+update.
 
-    python bench/bench_train.py --data .data/footage [--batch 32] [--crop 256] [--profile]
+    python bench/bench_train.py --data .data/footage [--batch 32] [--crop 256] [--profile] [--cuda-graph]
 
 Times are wall-clock per step with the GPU synchronised at both ends, so host-side
 stalls (a sampler that waits for the GPU) show up as they do in train.py.
@@ -42,6 +42,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--crop", type=int, default=256)
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--profile", action="store_true", help="print the top CUDA kernels of one step")
+    p.add_argument("--cuda-graph", action="store_true",
+                   help="also time the step as train.py --cuda-graph runs it (recorded once, replayed)")
     args = p.parse_args(argv)
     device = require_cuda()
     if device is None:
@@ -78,6 +80,25 @@ def main(argv: Optional[List[str]] = None) -> int:
     both_ms = per_step_ms(lambda: train_step(sample()), args.steps)
     print(f"forward+backward+update on a fixed batch: {step_ms:.1f} ms")
     print(f"sample + step, as train.py does: {both_ms:.1f} ms ({1e3 / both_ms:.1f} steps/s)")
+    if args.cuda_graph:
+        import train
+
+        # the same losses as above (no synthetic flow term: the sampled batch carries no ground truth here)
+        graphed = torch.cuda.make_graphed_callables(
+            train._GraphedLoss(train._TrainStep(net), args.batch - n_syn, args.batch, 1.0, 0.0, True),
+            (batch["one"], batch["two"], batch["t"], batch["mid"]))
+
+        def graphed_step(b=batch):
+            loss = graphed(b["one"], b["two"], b["t"], b["mid"])[0]
+            optim.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+            optim.step()
+
+        graph_ms = per_step_ms(graphed_step, args.steps)
+        graph_both_ms = per_step_ms(lambda: graphed_step(sample()), args.steps)
+        print(f"--cuda-graph: fixed batch {graph_ms:.1f} ms; sample + step {graph_both_ms:.1f} ms "
+              f"({1e3 / graph_both_ms:.1f} steps/s)")
     if args.profile:
         from torch.profiler import ProfilerActivity, profile
 
