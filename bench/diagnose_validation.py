@@ -12,6 +12,12 @@ over mirrored, and time-reversed, passes); frame blending. Scores in dB.
 instead scores a small-motion clean set (consecutive frames of the validation clips, crops shrunk up to 2x, kept
 where the 95th percentile of DIS motion is under 6 px and the inputs differ): frame blend, DIS + backward warp and
 the network with --weights and every --compare file. It asks whether such footage ranks weights as Middlebury does.
+
+    python bench/diagnose_validation.py --data .data/footage --breakdown
+
+instead splits the pixels of the motion-weighted and consecutive sets by DIS motion and by texture (gradient of
+the ground truth) and gives the PSNR of the network, of DIS + backward warp and of blending within each group:
+where does the network lose?
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from typing import List, Optional
 import cv2
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -84,6 +91,48 @@ def small_motion(clips, weights: List[Path], device: torch.device) -> int:
     return 0
 
 
+def breakdown(clips, net, device: torch.device) -> int:
+    """PSNR by pixel group (DIS motion x texture) for the network, DIS + backward warp and blending."""
+    motion_edges = (0.0, 1.0, 4.0, 16.0, float("inf"))
+    sets = validation_sets(clips, 256, 4)
+    methods = ("network", "DIS + warp", "blend")
+    with torch.no_grad():
+        for set_name in ("motion-weighted", "consecutive"):
+            errors = {m: [] for m in methods}
+            motions, textures = [], []
+            for b in sets[set_name]:
+                one, two, mid, t = b["one"], b["two"], b["mid"], b["t"]
+                f01, f10 = dis_flow(one, two), dis_flow(two, one)
+                outs = {"network": net.synthesize(net.estimate_flow(one, two), t),
+                        "DIS + warp": backward_warp_blend(one, two, t, f01, f10),
+                        "blend": (1 - t.view(-1, 1, 1, 1)) * one + t.view(-1, 1, 1, 1) * two}
+                for m in methods:
+                    errors[m].append((outs[m].clamp(0, 1) - mid).pow(2).mean(1).flatten())
+                # motion at the middle frame's pixels, approximated by the larger of the two input flows' magnitudes
+                motions.append(torch.maximum(f01.norm(dim=1), f10.norm(dim=1)).flatten())
+                gray = mid.mean(1, keepdim=True)
+                gx = F.pad(gray[..., :, 1:] - gray[..., :, :-1], (0, 1, 0, 0))
+                gy = F.pad(gray[..., 1:, :] - gray[..., :-1, :], (0, 0, 0, 1))
+                textures.append((gx.abs() + gy.abs()).flatten())
+            err = {m: torch.cat(v) for m, v in errors.items()}
+            motion, texture = torch.cat(motions), torch.cat(textures)
+            detailed = texture > texture.median()
+            print(f"\n{set_name}: PSNR (dB) by pixel group; share = fraction of pixels, loss share = fraction of the "
+                  f"network's squared error")
+            print(f"{'DIS motion px':>14s} {'texture':>8s} {'share':>6s} {'loss share':>10s} "
+                  + " ".join(f"{m:>11s}" for m in methods))
+            total = err["network"].sum()
+            for lo, hi in zip(motion_edges[:-1], motion_edges[1:]):
+                for label, mask in (("flat", ~detailed), ("detailed", detailed)):
+                    sel = (motion >= lo) & (motion < hi) & mask
+                    if not sel.any():
+                        continue
+                    row = " ".join(f"{float(-10 * torch.log10(err[m][sel].mean())):11.2f}" for m in methods)
+                    print(f"{f'{lo:g}-{hi:g}':>14s} {label:>8s} {float(sel.float().mean()):6.3f} "
+                          f"{float(err['network'][sel].sum() / total):10.3f} {row}")
+    return 0
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", type=Path, required=True)
@@ -91,12 +140,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--device", default="cpu")
     p.add_argument("--small-motion", action="store_true", help="score the small-motion clean set instead")
     p.add_argument("--compare", type=Path, nargs="+", default=[], help="more weights for --small-motion")
+    p.add_argument("--breakdown", action="store_true", help="PSNR by DIS motion and texture instead")
     args = p.parse_args(argv)
     device = torch.device(args.device)
     clips = load_clips(args.data, VALIDATION_CLIPS, device, 256)
     if args.small_motion:
         return small_motion(clips, [args.weights, *args.compare], device)
     net = load_weights(args.weights, device).eval()
+    if args.breakdown:
+        return breakdown(clips, net, device)
     sets = validation_sets(clips, 256, 4)  # train.py's validation sets, at its default crop and gap
     names = ("network", "network + DIS flow", "DIS + backward warp", "--ensemble 2", "--ensemble 4", "frame blend")
     ensembles = {2: EnsembleNetwork(net, 2), 4: EnsembleNetwork(net, 4)}
