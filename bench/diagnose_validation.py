@@ -91,6 +91,34 @@ def small_motion(clips, weights: List[Path], device: torch.device) -> int:
     return 0
 
 
+def synthetic_sets(clips, weights: List[Path], device: torch.device) -> int:
+    """Score synthetic layered motion over the validation clips' textures (exact ground truth, no coding noise
+    between the frames): small motion (scaled down 2-16x) and the training mix's full motion, 128 triplets each."""
+    from training.data import synthetic_batch
+
+    sets = {}
+    for name, small in (("synthetic small motion", 1.0), ("synthetic full motion", 0.0)):
+        gen = torch.Generator().manual_seed(1357)
+        sampler = FootageSampler(clips, 256, 4, generator=gen)
+        sets[name] = [synthetic_batch(sampler, 16, 256, gen=gen, small_share=small) for _ in range(8)]
+    rows = {}
+    for name, batches in sets.items():
+        rows.setdefault("frame blend", {})[name] = float(torch.cat([
+            psnr((1 - b["t"].view(-1, 1, 1, 1)) * b["one"] + b["t"].view(-1, 1, 1, 1) * b["two"], b["mid"])
+            for b in batches]).mean())
+    for path in weights:
+        net = load_weights(path, device).eval()
+        with torch.no_grad():
+            for name, batches in sets.items():
+                rows.setdefault(str(path), {})[name] = float(torch.cat([
+                    psnr(net.synthesize(net.estimate_flow(b["one"], b["two"]), b["t"]), b["mid"])
+                    for b in batches]).mean())
+    print(" ".join(f"{n:>24s}" for n in sets) + "  weights")
+    for label, scores in rows.items():
+        print(" ".join(f"{scores[n]:24.2f}" for n in sets) + f"  {label}")
+    return 0
+
+
 def breakdown(clips, net, device: torch.device) -> int:
     """PSNR by pixel group (DIS motion x texture) for the network, DIS + backward warp and blending."""
     motion_edges = (0.0, 1.0, 4.0, 16.0, float("inf"))
@@ -141,11 +169,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--small-motion", action="store_true", help="score the small-motion clean set instead")
     p.add_argument("--compare", type=Path, nargs="+", default=[], help="more weights for --small-motion")
     p.add_argument("--breakdown", action="store_true", help="PSNR by DIS motion and texture instead")
+    p.add_argument("--synthetic", action="store_true",
+                   help="score synthetic motion over validation textures instead, for --weights and every --compare")
     args = p.parse_args(argv)
     device = torch.device(args.device)
     clips = load_clips(args.data, VALIDATION_CLIPS, device, 256)
     if args.small_motion:
         return small_motion(clips, [args.weights, *args.compare], device)
+    if args.synthetic:
+        return synthetic_sets(clips, [args.weights, *args.compare], device)
     net = load_weights(args.weights, device).eval()
     if args.breakdown:
         return breakdown(clips, net, device)
