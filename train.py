@@ -189,7 +189,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from model import Network, NetworkConfig
     from model.weights import save_weights
     from training.config import TrainConfig
-    from training.data import FootageSampler, load_clips, synthetic_batch, validation_sets
+    from training.data import FootageSampler, frame_blend, load_clips, synthetic_batch, validation_sets
     from training.losses import psnr
     from training.schedule import learning_rate
 
@@ -291,8 +291,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     val_sets = validation_sets(val_clips, config.crop, config.max_gap, args.val_batches)
     if main_process:
         for name, batches in val_sets.items():
-            blend = float(torch.cat([psnr((1 - b["t"].view(-1, 1, 1, 1)) * b["one"] + b["t"].view(-1, 1, 1, 1)
-                                          * b["two"], b["mid"]) for b in batches]).mean())
+            blend = float(torch.cat([psnr(frame_blend(b["one"], b["two"], b["t"]), b["mid"]) for b in batches]).mean())
             print(f"validation baseline ({name}): frame blend {blend:.2f} dB", flush=True)
         frames = sum(c.frames.shape[0] for c in train_clips)
         print(f"data: {len(train_clips)} training clips ({frames} frames), {len(val_clips)} validation clips, "

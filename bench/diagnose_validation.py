@@ -38,7 +38,7 @@ from model import load_weights  # noqa: E402
 from model.ensemble import EnsembleNetwork  # noqa: E402
 from model.warp import backwarp  # noqa: E402
 from training.config import VALIDATION_CLIPS  # noqa: E402
-from training.data import FootageSampler, load_clips, validation_sets  # noqa: E402
+from training.data import FootageSampler, frame_blend, load_clips, synthetic_batch, validation_sets  # noqa: E402
 from training.losses import psnr  # noqa: E402
 
 
@@ -51,6 +51,11 @@ def dis_flow(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         gy = cv2.cvtColor((y.permute(1, 2, 0).cpu().numpy() * 255).round().astype(np.uint8), cv2.COLOR_RGB2GRAY)
         flows.append(torch.from_numpy(dis.calc(gx, gy, None)).permute(2, 0, 1))
     return torch.stack(flows).to(a.device)
+
+
+def interpolate(net, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    """The network's frames at times ``t`` (one per sample) between ``one`` and ``two``."""
+    return net.synthesize(net.estimate_flow(one, two), t)
 
 
 def backward_warp_blend(one: torch.Tensor, two: torch.Tensor, t: torch.Tensor, f01: torch.Tensor,
@@ -76,16 +81,16 @@ def small_motion(clips, weights: List[Path], device: torch.device) -> int:
     batch = {k: torch.cat([b[k] for b in kept]) for k in kept[0]}
     one, two, mid, t = batch["one"], batch["two"], batch["mid"], batch["t"]
     print(f"{one.shape[0]} triplets, mean DIS motion {float(batch['motion'].mean()):.2f} px")
-    rows = {"frame blend": psnr((1 - t.view(-1, 1, 1, 1)) * one + t.view(-1, 1, 1, 1) * two, mid),
+    rows = {"frame blend": psnr(frame_blend(one, two, t), mid),
             "DIS + backward warp": torch.cat([psnr(backward_warp_blend(a, b, s, dis_flow(a, b), dis_flow(b, a)), m)
                                               for a, b, s, m in zip(one.split(16), two.split(16), t.split(16),
                                                                     mid.split(16))])}
     for path in weights:
         net = load_weights(path, device).eval()
         with torch.no_grad():
-            rows[str(path)] = torch.cat([psnr(net.synthesize(net.estimate_flow(one[i:i + 16], two[i:i + 16]),
-                                                             t[i:i + 16]), mid[i:i + 16])
-                                         for i in range(0, one.shape[0], 16)])
+            rows[str(path)] = torch.cat([psnr(interpolate(net, a, b, s), m)
+                                         for a, b, s, m in zip(one.split(16), two.split(16), t.split(16),
+                                                               mid.split(16))])
     for name, scores in rows.items():
         print(f"{float(scores.mean()):7.2f}  {name}")
     return 0
@@ -94,8 +99,6 @@ def small_motion(clips, weights: List[Path], device: torch.device) -> int:
 def synthetic_sets(clips, weights: List[Path], device: torch.device) -> int:
     """Score synthetic layered motion over the validation clips' textures (exact ground truth, no coding noise
     between the frames): small motion (scaled down 2-16x) and the training mix's full motion, 128 triplets each."""
-    from training.data import synthetic_batch
-
     sets = {}
     for name, small in (("synthetic small motion", 1.0), ("synthetic full motion", 0.0)):
         gen = torch.Generator().manual_seed(1357)
@@ -104,15 +107,13 @@ def synthetic_sets(clips, weights: List[Path], device: torch.device) -> int:
     rows = {}
     for name, batches in sets.items():
         rows.setdefault("frame blend", {})[name] = float(torch.cat([
-            psnr((1 - b["t"].view(-1, 1, 1, 1)) * b["one"] + b["t"].view(-1, 1, 1, 1) * b["two"], b["mid"])
-            for b in batches]).mean())
+            psnr(frame_blend(b["one"], b["two"], b["t"]), b["mid"]) for b in batches]).mean())
     for path in weights:
         net = load_weights(path, device).eval()
         with torch.no_grad():
             for name, batches in sets.items():
                 rows.setdefault(str(path), {})[name] = float(torch.cat([
-                    psnr(net.synthesize(net.estimate_flow(b["one"], b["two"]), b["t"]), b["mid"])
-                    for b in batches]).mean())
+                    psnr(interpolate(net, b["one"], b["two"], b["t"]), b["mid"]) for b in batches]).mean())
     print(" ".join(f"{n:>24s}" for n in sets) + "  weights")
     for label, scores in rows.items():
         print(" ".join(f"{scores[n]:24.2f}" for n in sets) + f"  {label}")
@@ -131,9 +132,9 @@ def breakdown(clips, net, device: torch.device) -> int:
             for b in sets[set_name]:
                 one, two, mid, t = b["one"], b["two"], b["mid"], b["t"]
                 f01, f10 = dis_flow(one, two), dis_flow(two, one)
-                outs = {"network": net.synthesize(net.estimate_flow(one, two), t),
+                outs = {"network": interpolate(net, one, two, t),
                         "DIS + warp": backward_warp_blend(one, two, t, f01, f10),
-                        "blend": (1 - t.view(-1, 1, 1, 1)) * one + t.view(-1, 1, 1, 1) * two}
+                        "blend": frame_blend(one, two, t)}
                 for m in methods:
                     errors[m].append((outs[m].clamp(0, 1) - mid).pow(2).mean(1).flatten())
                 # motion at the middle frame's pixels, approximated by the larger of the two input flows' magnitudes
@@ -190,7 +191,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             scores = {k: [] for k in names}
             motion = []
             for b in batches:
-                one, two, mid, t = b["one"], b["two"], b["mid"], b["t"].view(-1, 1, 1, 1)
+                one, two, mid = b["one"], b["two"], b["mid"]
                 state = net.estimate_flow(one, two)
                 plain = net.synthesize(state, b["t"])
                 scores["network"].append(psnr(plain, mid))
@@ -204,7 +205,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 for passes, ens in ensembles.items():  # per sample: each triplet has its own t
                     outs = [ens(one[i:i + 1], two[i:i + 1], [float(b["t"][i])])[0] for i in range(one.shape[0])]
                     scores[f"--ensemble {passes}"].append(psnr(torch.cat(outs), mid))
-                scores["frame blend"].append(psnr((1 - t) * one + t * two, mid))
+                scores["frame blend"].append(psnr(frame_blend(one, two, b["t"]), mid))
             results[set_name] = {k: float(torch.cat(v).mean()) for k, v in scores.items()}
             results[set_name]["mean DIS motion px"] = float(torch.cat(motion).mean())
     print(f"{'':24s} " + " ".join(f"{n:>16s}" for n in sets))

@@ -176,6 +176,12 @@ VALIDATION_SETS = {
 }
 
 
+def frame_blend(one: torch.Tensor, two: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    """The simplest baseline: the two frames mixed with weights 1 - t and t (``t``: one time per sample)."""
+    t = t.view(-1, 1, 1, 1)
+    return (1 - t) * one + t * two
+
+
 def validation_sets(clips: List[Clip], crop: int, max_gap: int = 4,
                     batches: int = 4) -> Dict[str, List[Dict[str, torch.Tensor]]]:
     """The batches of 16 triplets of every set in VALIDATION_SETS, the same on every call (the first 4 batches
