@@ -61,9 +61,10 @@ def _step_losses(pred: torch.Tensor, pyramid, mid: torch.Tensor, gt: Optional[to
     return loss, loss_rec, loss_census, loss_flow
 
 
-class _GraphedLoss(torch.nn.Module):
-    """Forward pass and losses of one step as a module, for ``--cuda-graph``: torch.cuda.make_graphed_callables
-    records its forward and backward (the parameters' gradients included) once, and every step replays them."""
+class _StepLoss(torch.nn.Module):
+    """Forward pass and losses of one step as a module. train.py calls it as it is, or, with ``--cuda-graph``,
+    through torch.cuda.make_graphed_callables, which records its forward and backward (the parameters' gradients
+    included) once, and every step replays them."""
 
     def __init__(self, step: torch.nn.Module, n_real: int, batch: int, census_weight: float, flow_weight: float,
                  bf16: bool) -> None:
@@ -74,8 +75,9 @@ class _GraphedLoss(torch.nn.Module):
 
     def forward(self, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor, mid: torch.Tensor,
                 gt: Optional[torch.Tensor] = None):
-        # a graph cannot hold autocast's cast cache
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.bf16, cache_enabled=False):
+        # a graph being recorded cannot hold autocast's cast cache; eager steps keep it
+        cache = self.bf16 and not torch.cuda.is_current_stream_capturing()
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.bf16, cache_enabled=cache):
             pred, pyramid = self.step(one, two, t)
         return _step_losses(pred.float(), pyramid, mid, gt, self.n_real, self.batch, self.census_weight,
                             self.flow_weight)
@@ -350,7 +352,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     log = open(args.out / "log.jsonl", "a") if main_process else None
     n_syn = int(round(config.batch * config.synthetic_share))
     n_real = config.batch - n_syn
-    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=config.bf16 and device.type == "cuda")
+    bf16 = config.bf16 and device.type == "cuda"
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16)
 
 
     def validate() -> Tuple[float, ...]:
@@ -411,6 +414,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from tqdm import tqdm
 
     bar = tqdm(total=args.max_steps, disable=not main_process, mininterval=10, desc="train")
+    step_loss = _StepLoss(model, n_real, config.batch, config.census_weight, config.flow_loss_weight, bf16)
     graphed = None
     while True:
         elapsed = time.time() - chunk_start
@@ -432,17 +436,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             inputs += (torch.cat([parts[1]["flow_fwd"], parts[1]["flow_bwd"]], 0),)
         if args.cuda_graph and graphed is None:
             # recorded on the first batch (after three warm-up passes), replayed on every later one
-            graphed = torch.cuda.make_graphed_callables(
-                _GraphedLoss(model, n_real, config.batch, config.census_weight, config.flow_loss_weight,
-                             config.bf16), inputs)
-        if graphed is not None:
-            loss, loss_rec, loss_census, loss_flow = graphed(*inputs)
-        else:
-            with autocast:
-                pred, pyramid = model(batch["one"], batch["two"], batch["t"])
-            loss, loss_rec, loss_census, loss_flow = _step_losses(
-                pred.float(), pyramid, batch["mid"], inputs[4] if n_syn else None, n_real, config.batch,
-                config.census_weight, config.flow_loss_weight)
+            graphed = torch.cuda.make_graphed_callables(step_loss, inputs)
+        loss, loss_rec, loss_census, loss_flow = (graphed if graphed is not None else step_loss)(*inputs)
         optim.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)

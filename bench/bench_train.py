@@ -18,11 +18,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import train  # noqa: E402
 from bench.timing import require_cuda  # noqa: E402
 from model import Network  # noqa: E402
 from training.config import VALIDATION_CLIPS  # noqa: E402
 from training.data import FootageSampler, load_clips, synthetic_batch  # noqa: E402
-from training.losses import census_loss, laplacian_loss  # noqa: E402
 
 
 def per_step_ms(fn: Callable[[], object], steps: int) -> float:
@@ -66,34 +66,31 @@ def main(argv: Optional[List[str]] = None) -> int:
     batch = {k: v.contiguous(memory_format=torch.channels_last) if v.dim() == 4 else v
              for k, v in sample().items()}
 
-    def train_step(b=batch):
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            state = net.estimate_flow(b["one"], b["two"])
-            pred = net.synthesize(state, b["t"]).float()
-        loss = laplacian_loss(pred, b["mid"]) + census_loss(pred, b["mid"])
+    # train.py's step: its loss module (no synthetic flow term: the batch here carries no ground truth) and update
+    def step_loss():
+        return train._StepLoss(train._TrainStep(net), args.batch - n_syn, args.batch, 1.0, 0.0, True)
+
+    def update(loss):
         optim.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
         optim.step()
+
+    eager = step_loss()
+
+    def train_step(b=batch):
+        update(eager(b["one"], b["two"], b["t"], b["mid"])[0])
 
     step_ms = per_step_ms(train_step, args.steps)
     both_ms = per_step_ms(lambda: train_step(sample()), args.steps)
     print(f"forward+backward+update on a fixed batch: {step_ms:.1f} ms")
     print(f"sample + step, as train.py does: {both_ms:.1f} ms ({1e3 / both_ms:.1f} steps/s)")
     if args.cuda_graph:
-        import train
-
-        # the same losses as above (no synthetic flow term: the sampled batch carries no ground truth here)
-        graphed = torch.cuda.make_graphed_callables(
-            train._GraphedLoss(train._TrainStep(net), args.batch - n_syn, args.batch, 1.0, 0.0, True),
-            (batch["one"], batch["two"], batch["t"], batch["mid"]))
+        # a module of its own: make_graphed_callables replaces the forward of the module it records
+        graphed = torch.cuda.make_graphed_callables(step_loss(), (batch["one"], batch["two"], batch["t"], batch["mid"]))
 
         def graphed_step(b=batch):
-            loss = graphed(b["one"], b["two"], b["t"], b["mid"])[0]
-            optim.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
-            optim.step()
+            update(graphed(b["one"], b["two"], b["t"], b["mid"])[0])
 
         graph_ms = per_step_ms(graphed_step, args.steps)
         graph_both_ms = per_step_ms(lambda: graphed_step(sample()), args.steps)
