@@ -891,7 +891,7 @@ def _splat_cuda_backward(grad_out: torch.Tensor, x: torch.Tensor, flow: torch.Te
     gx, gf, gm = _cuda_backward_impl(grad_out, x, flow, metric, out, den, zmax, kind, eps_mode)
     if gm is None:
         gm = x.new_empty((0,))
-    return gx.to(x.dtype), gf.to(flow.dtype), gm.to(metric.dtype if metric is not None else x.dtype)
+    return _as(gx, x.dtype), _as(gf, flow.dtype), _as(gm, metric.dtype if metric is not None else x.dtype)
 
 
 @_splat_cuda_backward.register_fake
