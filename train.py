@@ -160,6 +160,8 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--total-steps", type=int, default=None, help="override the cosine schedule's length")
     p.add_argument("--native-share", type=float, default=None,
                    help="override the share of footage triplets taken at the stored rate (k = 1)")
+    p.add_argument("--synthetic-share", type=float, default=None,
+                   help="override the share of each batch drawn from synthetic layered motion (exact ground truth)")
     p.add_argument("--small-motion-share", type=float, default=None,
                    help="override the share of synthetic samples with motion scaled down 2-16x")
     p.add_argument("--downscale-share", type=float, default=None,
@@ -260,11 +262,16 @@ def main(argv: Optional[List[str]] = None) -> int:
                                    ("lr", args.lr), ("census_weight", args.census_weight),
                                    ("total_steps", args.total_steps),
                                    ("native_share", args.native_share),
+                                   ("synthetic_share", args.synthetic_share),
                                    ("synthetic_small_share", args.small_motion_share),
                                    ("downscale_share", args.downscale_share), ("ema_decay", args.ema),
                                    ("validation_clips", tuple(args.val_clips) if args.val_clips else None))
                  if v is not None}
     config = dataclasses.replace(config, **overrides)
+    if not 0.0 <= config.synthetic_share < 1.0:
+        print(f"error: --synthetic-share must lie in [0, 1) (footage fills the rest of each batch), "
+              f"got {config.synthetic_share}", file=sys.stderr)
+        return 2
     if args.restart_schedule:
         config = dataclasses.replace(config, schedule_start=step)
     if args.network:
