@@ -166,9 +166,6 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                    help="override the share of synthetic samples with motion scaled down 2-16x")
     p.add_argument("--downscale-share", type=float, default=None,
                    help="override the share of footage crops taken up to 2x larger and shrunk (sharper, less motion)")
-    p.add_argument("--downscale-max", type=float, default=None,
-                   help="override the largest shrink factor of --downscale-share crops (as the frame allows: "
-                        "a 480-line clip allows 1.875 at crop 256)")
     p.add_argument("--ema", type=float, default=None, metavar="DECAY",
                    help="validate and save a moving average of the weights (e.g. 0.999; 0 turns it off)")
     p.add_argument("--network", nargs="+", default=None, metavar="KEY=VALUE",
@@ -267,8 +264,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                                    ("native_share", args.native_share),
                                    ("synthetic_share", args.synthetic_share),
                                    ("synthetic_small_share", args.small_motion_share),
-                                   ("downscale_share", args.downscale_share),
-                                   ("downscale_max", args.downscale_max), ("ema_decay", args.ema),
+                                   ("downscale_share", args.downscale_share), ("ema_decay", args.ema),
                                    ("validation_clips", tuple(args.val_clips) if args.val_clips else None))
                  if v is not None}
     config = dataclasses.replace(config, **overrides)
@@ -300,8 +296,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                              limit=args.max_clips)
     val_clips = load_clips(args.data, config.validation_clips, device, config.crop)
     sampler = FootageSampler(train_clips, config.crop, config.max_gap, generator=gen,
-                             native_share=config.native_share, downscale_share=config.downscale_share,
-                             downscale_max=config.downscale_max)
+                             native_share=config.native_share, downscale_share=config.downscale_share)
     val_sets = validation_sets(val_clips, config.crop, config.max_gap, args.val_batches)
     if main_process:
         for name, batches in val_sets.items():

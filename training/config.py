@@ -38,7 +38,6 @@ class TrainConfig:
     max_gap: int = 4
     native_share: float = 0.0  # fraction of footage triplets at the stored rate (k = 1), not motion-weighted
     downscale_share: float = 0.0  # fraction of footage crops taken 1-2x larger and shrunk to the crop size
-    downscale_max: float = 2.0  # the largest shrink factor of those crops (as the frame allows)
     ema_decay: float = 0.0  # > 0: validate and save an exponential moving average of the weights
     bf16: bool = True
     validation_clips: Tuple[str, ...] = VALIDATION_CLIPS

@@ -88,21 +88,17 @@ class FootageSampler:
 
     def __init__(self, clips: List[Clip], crop: int, max_gap: int = 4, target_motion: float = 6.0,
                  generator: Optional[torch.Generator] = None, native_share: float = 0.0,
-                 downscale_share: float = 0.0, downscale_max: float = 2.0) -> None:
+                 downscale_share: float = 0.0) -> None:
         """``native_share``: fraction of triplets taken as consecutive stored frames (k1 = k2 = 1) from
         clips drawn by length alone, i.e. the small motions of ordinary x2 interpolation.
         ``downscale_share``: fraction of crops cut 1-2x larger (log-uniform, as the frame allows) and
-        shrunk to ``crop`` with antialiasing: finer detail per pixel, less coding noise, less motion.
-        ``downscale_max``: the largest such factor (as the frame allows; a 480-line clip allows 1.875 at crop 256)."""
+        shrunk to ``crop`` with antialiasing: finer detail per pixel, less coding noise, less motion."""
         if not clips:
             raise ValueError("no clips to sample from: check --data and the crop size")
         for name, share in (("native_share", native_share), ("downscale_share", downscale_share)):
             if not 0.0 <= share <= 1.0:
                 raise ValueError(f"{name} must lie in [0, 1], got {share}")
-        if downscale_max < 1.0:
-            raise ValueError(f"downscale_max must be at least 1, got {downscale_max}")
         self.downscale_share = downscale_share
-        self.downscale_max = downscale_max
         self.clips = clips
         self.crop = crop
         self.gen = generator
@@ -146,7 +142,7 @@ class FootageSampler:
             side = self.crop
             # (no draw unless enabled: the random stream of earlier recipes stays the same)
             if self.downscale_share > 0 and float(torch.rand(1, generator=self.gen)) < self.downscale_share:
-                largest = min(self.downscale_max, h / self.crop, w / self.crop)
+                largest = min(2.0, h / self.crop, w / self.crop)
                 side = int(self.crop * largest ** float(torch.rand(1, generator=self.gen)))
             y = self._rand(h - side + 1)
             x = self._rand(w - side + 1)
