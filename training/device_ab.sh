@@ -7,7 +7,8 @@
 #   e.g. bash training/device_ab.sh 8.5 "--init-weights weights/network.safetensors" \
 #            "--init-weights weights/network.safetensors --native-share 0.25 --small-motion-share 0.3"
 #
-# Results: $OUT/a and $OUT/b, each laid out as training/device_chunk.sh leaves $OUT (8 files in all).
+# Results: $OUT/a and $OUT/b, each laid out as training/device_chunk.sh leaves $OUT (6 files in all, so 2 more of
+# the call's own fit in the 8 a call returns).
 set -uo pipefail
 minutes=${1:?minutes of training}
 root=${OUT:?run this on the device machine, where OUT is set}

@@ -4,9 +4,10 @@
 #   carry: .data/footage and, when resuming, runs/state (see docs/training.md)
 #   bash training/device_chunk.sh MINUTES [--resume runs/state | --init-weights weights/network.safetensors] [train.py options]
 #
-# Writes to $OUT/train: state_model.safetensors, state_optim.pt, weights.safetensors (fp16, best validation),
-# and $OUT/small.tar with the configs, progress, loss log and (with --ema) state_ema.safetensors (at most 8 files
-# come back per call; unpack the tar into the state folder to resume).
+# Writes to $OUT/train: state_model.safetensors and state_optim.pt, and $OUT/small.tar with weights.safetensors
+# (fp16, best validation), the configs, progress, loss log and (with --ema) state_ema.safetensors: three files, as
+# at most 8 come back per call (an A/B call returns 6 and leaves room for 2 more). Unpack the tar into the state
+# folder to resume.
 # DATA overrides the footage folder (default .data/footage); MIDDLEBURY (optional) scores the kept weights.
 set -euo pipefail
 minutes=${1:?minutes of training}
@@ -24,6 +25,7 @@ if [ -n "${MIDDLEBURY:-}" ] && [ -f "$out/train/weights.safetensors" ]; then
     python3 benchmark_middlebury.py --data "$MIDDLEBURY" --device auto --weights "$out/train/weights.safetensors" \
         --json "$out/t/middlebury.json" | tail -1
 fi
+if [ -f "$out/train/weights.safetensors" ]; then mv "$out/train/weights.safetensors" "$out/t/"; fi
 tar cf "$out/small.tar" -C "$out" t
 rm -r "$out/t"
 rm -f "$out"/train/*.json*
