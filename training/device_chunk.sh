@@ -8,13 +8,16 @@
 # (fp16, best validation), the configs, progress, loss log and (with --ema) state_ema.safetensors: three files, as
 # at most 8 come back per call (an A/B call returns 6 and leaves room for 2 more). Unpack the tar into the state
 # folder to resume.
-# DATA overrides the footage folder (default .data/footage); MIDDLEBURY (optional) scores the kept weights.
+# DATA overrides the footage folder (default .data/footage); MIDDLEBURY (optional) scores the kept weights;
+# NPROC=2 trains on two GPUs through torchrun (DistributedDataParallel, batch 32 per GPU; not with --cuda-graph).
 set -euo pipefail
 minutes=${1:?minutes of training}
 shift
 export PYTHONUNBUFFERED=1
 out=${OUT:?run this on the device machine, where OUT is set}
-python3 train.py --data "${DATA:-.data/footage}" --out "$out/train" --minutes "$minutes" --val-every 1000 "$@" 2>&1 \
+launcher=(python3)
+if [ "${NPROC:-1}" -gt 1 ]; then launcher=(torchrun --standalone --nproc_per_node "$NPROC"); fi
+"${launcher[@]}" train.py --data "${DATA:-.data/footage}" --out "$out/train" --minutes "$minutes" --val-every 1000 "$@" 2>&1 \
     | grep -v "it/s\]" | grep -v "^\s*$" | tail -12
 mkdir -p "$out/t"
 cp "$out"/train/*.json* "$out/t/"
