@@ -4,7 +4,8 @@
 
 The same three sets of 64 triplets as train.py's validation (motion-weighted, consecutive, clean). Variants: the
 network; the network with its flow replaced by OpenCV DIS flow (is our flow the weak part?); DIS flow + backward
-warping and blending (the classical baseline of ANCHORS.md); run.py's --ensemble 2 and 4 (the network averaged
+warping and blending (our version of ANCHORS.md's classical baseline: it scores 32.13 dB on Middlebury where
+ANCHORS.md measured 34.18, so it understates that baseline); run.py's --ensemble 2 and 4 (the network averaged
 over mirrored, and time-reversed, passes); frame blending. Scores in dB.
 
     python bench/diagnose_validation.py --data .data/footage --small-motion [--compare W.safetensors ...]
