@@ -162,6 +162,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                    help="override the share of footage triplets taken at the stored rate (k = 1)")
     p.add_argument("--synthetic-share", type=float, default=None,
                    help="override the share of each batch drawn from synthetic layered motion (exact ground truth)")
+    p.add_argument("--synthetic-edge", type=float, default=None, metavar="PX",
+                   help="override the width in pixels of synthetic layers' edges (0: the original edge, 9-33 px "
+                        "wide; real objects' edges are 1-2 px)")
     p.add_argument("--small-motion-share", type=float, default=None,
                    help="override the share of synthetic samples with motion scaled down 2-16x")
     p.add_argument("--downscale-share", type=float, default=None,
@@ -263,6 +266,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                                    ("total_steps", args.total_steps),
                                    ("native_share", args.native_share),
                                    ("synthetic_share", args.synthetic_share),
+                                   ("synthetic_edge_px", args.synthetic_edge),
                                    ("synthetic_small_share", args.small_motion_share),
                                    ("downscale_share", args.downscale_share), ("ema_decay", args.ema),
                                    ("validation_clips", tuple(args.val_clips) if args.val_clips else None))
@@ -434,7 +438,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         parts = [real]
         if n_syn:
             parts.append(synthetic_batch(sampler, n_syn, config.crop, gen=gen,
-                                         small_share=config.synthetic_small_share))
+                                         small_share=config.synthetic_small_share,
+                                         edge_px=config.synthetic_edge_px))
         batch = {k: torch.cat([p[k] for p in parts if k in p], 0) for k in ("one", "mid", "two", "t")}
         batch = {k: v.contiguous(memory_format=torch.channels_last) if v.dim() == 4 else v
                  for k, v in batch.items()}

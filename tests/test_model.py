@@ -279,6 +279,26 @@ def test_small_motion_share_shrinks_synthetic_motion():
         data.synthetic_batch(sampler, 2, 128, small_share=2.0)
 
 
+def test_synthetic_edge_px_sharpens_layer_edges():
+    import training.data as data
+
+    # flat frames of distinct grey levels: every pixel between two levels lies on a layer's edge
+    levels = torch.tensor([30.0, 130.0, 230.0]).view(3, 1, 1, 1).expand(3, 3, 200, 200)
+    clip = data.Clip("t", levels.byte().contiguous(), 3.0, (), torch.zeros(2, dtype=torch.bool))
+
+    def edge_pixels(edge_px):
+        sampler = data.FootageSampler([clip], 128, generator=torch.Generator().manual_seed(0))
+        batch = data.synthetic_batch(sampler, 16, 128, gen=torch.Generator().manual_seed(3), edge_px=edge_px)
+        grey = batch["one"][:, 0] * 255
+        flat = ((grey - levels[:, 0, 0, 0].view(3, 1, 1, 1)).abs() < 2).any(0)
+        return int((~flat).sum())
+
+    soft, sharp = edge_pixels(0.0), edge_pixels(1.0)
+    assert 0 < sharp < soft / 5
+    with pytest.raises(ValueError, match="edge_px"):
+        data.synthetic_batch(data.FootageSampler([clip], 128), 2, 128, edge_px=-1.0)
+
+
 @pytest.mark.parametrize("dtype,scale", [(np.uint8, 255.0), (np.uint16, 65535.0)])
 def test_interpolate_integer_matches_float_path(dtype, scale):
     torch.manual_seed(0)

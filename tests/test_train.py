@@ -107,10 +107,11 @@ def test_train_logs_both_validation_sets(footage, tmp_path):
     assert "best_score" in json.loads((out / "progress.json").read_text())
 
 
-def test_synthetic_share_option_sets_the_mix_and_is_checked(footage, tmp_path, capsys):
+def test_synthetic_options_set_the_mix_and_edges_and_are_checked(footage, tmp_path, capsys):
     out = tmp_path / "run"
-    assert train.main(_args(footage, out, "--max-steps", "1", "--synthetic-share", "0.5")) == 0
-    assert json.loads((out / "train_config.json").read_text())["synthetic_share"] == 0.5
+    assert train.main(_args(footage, out, "--max-steps", "1", "--synthetic-share", "0.5", "--synthetic-edge", "1")) == 0
+    saved = json.loads((out / "train_config.json").read_text())
+    assert saved["synthetic_share"] == 0.5 and saved["synthetic_edge_px"] == 1.0
     assert train.main(_args(footage, tmp_path / "bad", "--max-steps", "1", "--synthetic-share", "1")) == 2
     assert "--synthetic-share must lie in [0, 1)" in capsys.readouterr().err
 
