@@ -127,7 +127,8 @@ def _corners(flow: torch.Tensor):
         wy = fy if dy else 1.0 - fy
         valid = finite & (tx >= 0) & (tx <= w - 1) & (ty >= 0) & (ty <= h - 1)
         index = torch.where(valid, ty * w + tx, torch.zeros_like(tx)).long()
-        yield index.view(n, -1), valid.view(n, -1), (wx * wy).view(n, -1)
+        # reshape, not view: a transposed or otherwise strided flow gives strided results here
+        yield index.reshape(n, -1), valid.reshape(n, -1), (wx * wy).reshape(n, -1)
 
 
 def _zmax_torch(flow: torch.Tensor, metric: torch.Tensor) -> torch.Tensor:

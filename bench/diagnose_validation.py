@@ -19,6 +19,12 @@ the network with --weights and every --compare file. It asks whether such footag
 instead splits the pixels of the motion-weighted and consecutive sets by DIS motion and by texture (gradient of
 the ground truth) and gives the PSNR of the network, of DIS + backward warp and of blending within each group:
 where does the network lose?
+
+    python bench/diagnose_validation.py --data .data/footage --synthetic [--compare W.safetensors ...]
+
+instead scores synthetic layered motion over the validation clips' textures (exact ground truth): small motion,
+full motion, and full motion with 1-pixel layer edges, for --weights (also with the true flow in place of its own:
+what a better flow alone could gain) and every --compare file.
 """
 
 from __future__ import annotations
@@ -57,6 +63,16 @@ def dis_flow(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def interpolate(net, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
     """The network's frames at times ``t`` (one per sample) between ``one`` and ``two``."""
     return net.synthesize(net.estimate_flow(one, two), t)
+
+
+def interpolate_with_flow(net, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor, f01: torch.Tensor,
+                          f10: torch.Tensor) -> torch.Tensor:
+    """The network's frames with its flow replaced by ``f01`` / ``f10`` (its metric recomputed from them)."""
+    state = net.estimate_flow(one, two)
+    state.flow_fwd, state.flow_bwd = f01, f10
+    state.metric_one = net.metric(one, two, f01)
+    state.metric_two = net.metric(two, one, f10)
+    return net.synthesize(state, t)
 
 
 def backward_warp_blend(one: torch.Tensor, two: torch.Tensor, t: torch.Tensor, f01: torch.Tensor,
@@ -99,22 +115,29 @@ def small_motion(clips, weights: List[Path], device: torch.device) -> int:
 
 def synthetic_sets(clips, weights: List[Path], device: torch.device) -> int:
     """Score synthetic layered motion over the validation clips' textures (exact ground truth, no coding noise
-    between the frames): small motion (scaled down 2-16x) and the training mix's full motion, 128 triplets each."""
+    between the frames): small motion (scaled down 2-16x) and the training mix's full motion, 128 triplets each,
+    and full motion with 1-pixel layer edges (train.py --synthetic-edge 1). The first weights are also scored
+    with the true flow in place of their own: what better flow alone could gain."""
     sets = {}
-    for name, small in (("synthetic small motion", 1.0), ("synthetic full motion", 0.0)):
+    for name, small, edge in (("synthetic small motion", 1.0, 0.0), ("synthetic full motion", 0.0, 0.0),
+                              ("full motion, sharp edges", 0.0, 1.0)):
         gen = torch.Generator().manual_seed(1357)
         sampler = FootageSampler(clips, 256, 4, generator=gen)
-        sets[name] = [synthetic_batch(sampler, 16, 256, gen=gen, small_share=small) for _ in range(8)]
+        sets[name] = [synthetic_batch(sampler, 16, 256, gen=gen, small_share=small, edge_px=edge) for _ in range(8)]
     rows = {}
     for name, batches in sets.items():
         rows.setdefault("frame blend", {})[name] = float(torch.cat([
             psnr(frame_blend(b["one"], b["two"], b["t"]), b["mid"]) for b in batches]).mean())
-    for path in weights:
+    for k, path in enumerate(weights):
         net = load_weights(path, device).eval()
         with torch.no_grad():
             for name, batches in sets.items():
                 rows.setdefault(str(path), {})[name] = float(torch.cat([
                     psnr(interpolate(net, b["one"], b["two"], b["t"]), b["mid"]) for b in batches]).mean())
+                if k == 0:
+                    rows.setdefault(f"{path} with the true flow", {})[name] = float(torch.cat([
+                        psnr(interpolate_with_flow(net, b["one"], b["two"], b["t"], b["flow_fwd"], b["flow_bwd"]),
+                             b["mid"]) for b in batches]).mean())
     print(" ".join(f"{n:>24s}" for n in sets) + "  weights")
     for label, scores in rows.items():
         print(" ".join(f"{scores[n]:24.2f}" for n in sets) + f"  {label}")
@@ -193,15 +216,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             motion = []
             for b in batches:
                 one, two, mid = b["one"], b["two"], b["mid"]
-                state = net.estimate_flow(one, two)
-                plain = net.synthesize(state, b["t"])
-                scores["network"].append(psnr(plain, mid))
+                scores["network"].append(psnr(interpolate(net, one, two, b["t"]), mid))
                 f01, f10 = dis_flow(one, two), dis_flow(two, one)
                 motion.append(f01.norm(dim=1).flatten(1).mean(1))
-                state.flow_fwd, state.flow_bwd = f01, f10
-                state.metric_one = net.metric(one, two, f01)
-                state.metric_two = net.metric(two, one, f10)
-                scores["network + DIS flow"].append(psnr(net.synthesize(state, b["t"]), mid))
+                scores["network + DIS flow"].append(psnr(interpolate_with_flow(net, one, two, b["t"], f01, f10), mid))
                 scores["DIS + backward warp"].append(psnr(backward_warp_blend(one, two, b["t"], f01, f10), mid))
                 for passes, ens in ensembles.items():  # per sample: each triplet has its own t
                     outs = [ens(one[i:i + 1], two[i:i + 1], [float(b["t"][i])])[0] for i in range(one.shape[0])]

@@ -125,12 +125,13 @@ def test_dtype_is_preserved(dtype):
 @pytest.mark.parametrize("mode", MODES + ["soft-zeroeps", "soft-clipeps", "avg-zeroeps", "linear-clipeps"])
 def test_gradcheck(mode):
     x, flow, metric = _inputs(n=2, c=2, h=4, w=5)
-    # non-contiguous inputs: transposed views of contiguous storage
+    # non-contiguous inputs: transposed views of contiguous storage (flow and metric too)
     x = x.transpose(2, 3).contiguous().transpose(2, 3).requires_grad_()
-    flow = flow.requires_grad_()
-    metric = metric.abs().add(0.5).requires_grad_() if mode.startswith("linear") else metric.requires_grad_()
+    flow = flow.transpose(2, 3).contiguous().transpose(2, 3).requires_grad_()
+    metric = metric.abs().add(0.5) if mode.startswith("linear") else metric
+    metric = metric.transpose(2, 3).contiguous().transpose(2, 3).requires_grad_()
     inputs = (x, flow, metric) if _metric_for(mode, metric) is not None else (x, flow)
-    assert not x.is_contiguous()
+    assert not x.is_contiguous() and not flow.is_contiguous() and not metric.is_contiguous()
     assert torch.autograd.gradcheck(lambda *t: softsplat.splat(*t, None, mode) if len(t) == 2
                                     else softsplat.splat(*t, mode), inputs)
 
