@@ -196,7 +196,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     from model import Network, NetworkConfig
     from model.weights import save_weights
     from training.config import TrainConfig
-    from training.data import FootageSampler, frame_blend, load_clips, synthetic_batch, validation_sets
+    from training.data import (FootageSampler, frame_blend, load_clips, synthetic_batch, synthetic_set,
+                               validation_sets)
     from training.losses import psnr
     from training.schedule import learning_rate
 
@@ -302,6 +303,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     sampler = FootageSampler(train_clips, config.crop, config.max_gap, generator=gen,
                              native_share=config.native_share, downscale_share=config.downscale_share)
     val_sets = validation_sets(val_clips, config.crop, config.max_gap, args.val_batches)
+    # logged beside the score, not part of it: synthetic motion with 1-px layer edges over the validation textures
+    # (exact ground truth), where crisp occlusion boundaries show
+    val_sets["synthetic edges"] = synthetic_set(val_clips, config.crop, args.val_batches, edge_px=1.0)
     if main_process:
         for name, batches in val_sets.items():
             blend = float(torch.cat([psnr(frame_blend(b["one"], b["two"], b["t"]), b["mid"]) for b in batches]).mean())
@@ -368,8 +372,8 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
     def validate() -> Tuple[float, ...]:
-        """Mean PSNR on each validation set (motion-weighted, consecutive, clean: training.data.VALIDATION_SETS),
-        of the averaged weights when --ema is on."""
+        """Mean PSNR on each validation set (motion-weighted, consecutive, clean: training.data.VALIDATION_SETS;
+        then the synthetic edges set), of the averaged weights when --ema is on."""
         net.eval()
         means = []
         with torch.no_grad(), autocast, (ema.swapped() if ema is not None else contextlib.nullcontext()):
@@ -385,18 +389,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     def check(final: bool = False) -> None:
         """Validate, log, and save the state (and the weights, when the score is the best so far)."""
         nonlocal best
-        val, native, clean = validate()
+        val, native, clean, edges = validate()
         score = (val + native) / 2
         improved = score > best
         best = max(best, score)
         entry = {"step": step, "val_psnr": round(val, 3), "val_consecutive_psnr": round(native, 3),
-                 "val_clean_psnr": round(clean, 3), "score": round(score, 3)}
+                 "val_clean_psnr": round(clean, 3), "val_synthetic_edges_psnr": round(edges, 3),
+                 "score": round(score, 3)}
         if final:
             entry.update(chunk_end=True, chunk_minutes=round((time.time() - t0) / 60, 2))
         log.write(json.dumps(entry) + "\n")
         log.flush()
         print(f"{'done: ' if final else ''}step {step}: validation PSNR {val:.2f} / consecutive {native:.2f} "
-              f"/ clean {clean:.2f} dB, score {score:.2f} (best {best:.2f})", flush=True)
+              f"/ clean {clean:.2f} / synthetic edges {edges:.2f} dB, score {score:.2f} (best {best:.2f})", flush=True)
         save(improved, val, native)
 
     def save(tag_best: bool, val: float, native: float) -> None:

@@ -45,7 +45,7 @@ from model import load_weights  # noqa: E402
 from model.ensemble import EnsembleNetwork  # noqa: E402
 from model.warp import backwarp  # noqa: E402
 from training.config import VALIDATION_CLIPS  # noqa: E402
-from training.data import FootageSampler, frame_blend, load_clips, synthetic_batch, validation_sets  # noqa: E402
+from training.data import FootageSampler, frame_blend, load_clips, synthetic_set, validation_sets  # noqa: E402
 from training.losses import psnr  # noqa: E402
 
 
@@ -118,12 +118,9 @@ def synthetic_sets(clips, weights: List[Path], device: torch.device) -> int:
     between the frames): small motion (scaled down 2-16x) and the training mix's full motion, 128 triplets each,
     and full motion with 1-pixel layer edges (train.py --synthetic-edge 1). The first weights are also scored
     with the true flow in place of their own: what better flow alone could gain."""
-    sets = {}
-    for name, small, edge in (("synthetic small motion", 1.0, 0.0), ("synthetic full motion", 0.0, 0.0),
-                              ("full motion, sharp edges", 0.0, 1.0)):
-        gen = torch.Generator().manual_seed(1357)
-        sampler = FootageSampler(clips, 256, 4, generator=gen)
-        sets[name] = [synthetic_batch(sampler, 16, 256, gen=gen, small_share=small, edge_px=edge) for _ in range(8)]
+    sets = {name: synthetic_set(clips, 256, 8, small_share=small, edge_px=edge)
+            for name, small, edge in (("synthetic small motion", 1.0, 0.0), ("synthetic full motion", 0.0, 0.0),
+                                      ("full motion, sharp edges", 0.0, 1.0))}
     rows = {}
     for name, batches in sets.items():
         rows.setdefault("frame blend", {})[name] = float(torch.cat([

@@ -194,6 +194,16 @@ def validation_sets(clips: List[Clip], crop: int, max_gap: int = 4,
     return sets
 
 
+def synthetic_set(clips: List[Clip], crop: int, batches: int, small_share: float = 0.0, edge_px: float = 0.0,
+                  seed: int = 1357) -> List[Dict[str, torch.Tensor]]:
+    """Batches of 16 fixed synthetic triplets over ``clips``' textures (exact ground truth), the same on every call
+    (the first k batches whatever ``batches`` is)."""
+    gen = torch.Generator().manual_seed(seed)
+    sampler = FootageSampler(clips, crop, 4, generator=gen)
+    return [synthetic_batch(sampler, 16, crop, gen=gen, small_share=small_share, edge_px=edge_px)
+            for _ in range(batches)]
+
+
 def augment(batch: Dict[str, torch.Tensor], gen: Optional[torch.Generator]) -> Dict[str, torch.Tensor]:
     """Flips, rot90, channel order and temporal reversal, one choice per batch.
 
