@@ -138,7 +138,8 @@ extern "C" __global__ void __launch_bounds__(1024, 1) scan_forward(const int H, 
     const long long hw = (long long)H * W;
     const int per_image = tiles_x * tiles_y;
     const int4* image_boxes = boxes + (long long)n * per_image;
-    for (int i = threadIdx.x; i < T; i += blockDim.x) { zm[i] = -INFINITY; dn[i] = 0.0f; }
+    // -inf spelled as its bits: NVRTC compiles without the math headers that define INFINITY
+    for (int i = threadIdx.x; i < T; i += blockDim.x) { zm[i] = __int_as_float(0xff800000); dn[i] = 0.0f; }
     if (threadIdx.x == 0) count = 0;
     __syncthreads();
     for (int i = threadIdx.x; i < per_image; i += blockDim.x) {
