@@ -30,6 +30,7 @@ what a better flow alone could gain) and every --compare file.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -43,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from model import load_weights  # noqa: E402
 from model.ensemble import EnsembleNetwork  # noqa: E402
+from model.network import FlowState  # noqa: E402
 from model.warp import backwarp  # noqa: E402
 from training.config import VALIDATION_CLIPS  # noqa: E402
 from training.data import FootageSampler, frame_blend, load_clips, synthetic_set, validation_sets  # noqa: E402
@@ -65,14 +67,15 @@ def interpolate(net, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor) -> t
     return net.synthesize(net.estimate_flow(one, two), t)
 
 
-def interpolate_with_flow(net, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor, f01: torch.Tensor,
+def interpolate_with_flow(net, state: FlowState, t: torch.Tensor, f01: torch.Tensor,
                           f10: torch.Tensor) -> torch.Tensor:
-    """The network's frames with its flow replaced by ``f01`` / ``f10`` (its metric recomputed from them)."""
-    state = net.estimate_flow(one, two)
-    state.flow_fwd, state.flow_bwd = f01, f10
-    state.metric_one = net.metric(one, two, f01)
-    state.metric_two = net.metric(two, one, f10)
-    return net.synthesize(state, t)
+    """The network's frames from its estimate ``state`` for a pair, with the flow replaced by ``f01`` / ``f10``
+    (the metric recomputed from them; features reused, so callers that also score the network's own flow
+    estimate once)."""
+    swapped = dataclasses.replace(state, flow_fwd=f01, flow_bwd=f10,
+                                  metric_one=net.metric(state.one, state.two, f01),
+                                  metric_two=net.metric(state.two, state.one, f10))
+    return net.synthesize(swapped, t)
 
 
 def backward_warp_blend(one: torch.Tensor, two: torch.Tensor, t: torch.Tensor, f01: torch.Tensor,
@@ -129,12 +132,16 @@ def synthetic_sets(clips, weights: List[Path], device: torch.device) -> int:
         net = load_weights(path, device).eval()
         with torch.no_grad():
             for name, batches in sets.items():
-                rows.setdefault(str(path), {})[name] = float(torch.cat([
-                    psnr(interpolate(net, b["one"], b["two"], b["t"]), b["mid"]) for b in batches]).mean())
+                own, true = [], []
+                for b in batches:
+                    state = net.estimate_flow(b["one"], b["two"])
+                    own.append(psnr(net.synthesize(state, b["t"]), b["mid"]))
+                    if k == 0:
+                        true.append(psnr(interpolate_with_flow(net, state, b["t"], b["flow_fwd"], b["flow_bwd"]),
+                                         b["mid"]))
+                rows.setdefault(str(path), {})[name] = float(torch.cat(own).mean())
                 if k == 0:
-                    rows.setdefault(f"{path} with the true flow", {})[name] = float(torch.cat([
-                        psnr(interpolate_with_flow(net, b["one"], b["two"], b["t"], b["flow_fwd"], b["flow_bwd"]),
-                             b["mid"]) for b in batches]).mean())
+                    rows.setdefault(f"{path} with the true flow", {})[name] = float(torch.cat(true).mean())
     print(" ".join(f"{n:>24s}" for n in sets) + "  weights")
     for label, scores in rows.items():
         print(" ".join(f"{scores[n]:24.2f}" for n in sets) + f"  {label}")
@@ -213,10 +220,11 @@ def main(argv: Optional[List[str]] = None) -> int:
             motion = []
             for b in batches:
                 one, two, mid = b["one"], b["two"], b["mid"]
-                scores["network"].append(psnr(interpolate(net, one, two, b["t"]), mid))
+                state = net.estimate_flow(one, two)
+                scores["network"].append(psnr(net.synthesize(state, b["t"]), mid))
                 f01, f10 = dis_flow(one, two), dis_flow(two, one)
                 motion.append(f01.norm(dim=1).flatten(1).mean(1))
-                scores["network + DIS flow"].append(psnr(interpolate_with_flow(net, one, two, b["t"], f01, f10), mid))
+                scores["network + DIS flow"].append(psnr(interpolate_with_flow(net, state, b["t"], f01, f10), mid))
                 scores["DIS + backward warp"].append(psnr(backward_warp_blend(one, two, b["t"], f01, f10), mid))
                 for passes, ens in ensembles.items():  # per sample: each triplet has its own t
                     outs = [ens(one[i:i + 1], two[i:i + 1], [float(b["t"][i])])[0] for i in range(one.shape[0])]
