@@ -165,6 +165,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--synthetic-edge", type=float, default=None, metavar="PX",
                    help="override the width in pixels of synthetic layers' edges (0: the original edge, 9-33 px "
                         "wide; real objects' edges are 1-2 px)")
+    p.add_argument("--synthetic-edge-share", type=float, default=None, metavar="SHARE",
+                   help="with --synthetic-edge PX > 0: the fraction of synthetic samples given those edges, the rest "
+                        "keep the original soft edge (recipe default 1: all)")
     p.add_argument("--small-motion-share", type=float, default=None,
                    help="override the share of synthetic samples with motion scaled down 2-16x")
     p.add_argument("--downscale-share", type=float, default=None,
@@ -268,6 +271,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                                    ("native_share", args.native_share),
                                    ("synthetic_share", args.synthetic_share),
                                    ("synthetic_edge_px", args.synthetic_edge),
+                                   ("synthetic_edge_share", args.synthetic_edge_share),
                                    ("synthetic_small_share", args.small_motion_share),
                                    ("downscale_share", args.downscale_share), ("ema_decay", args.ema),
                                    ("validation_clips", tuple(args.val_clips) if args.val_clips else None))
@@ -276,6 +280,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not 0.0 <= config.synthetic_share < 1.0:
         print(f"error: --synthetic-share must lie in [0, 1) (footage fills the rest of each batch), "
               f"got {config.synthetic_share}", file=sys.stderr)
+        return 2
+    if not 0.0 <= config.synthetic_edge_share <= 1.0:
+        print(f"error: --synthetic-edge-share must lie in [0, 1], got {config.synthetic_edge_share}", file=sys.stderr)
         return 2
     if args.restart_schedule:
         config = dataclasses.replace(config, schedule_start=step)
@@ -444,7 +451,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         if n_syn:
             parts.append(synthetic_batch(sampler, n_syn, config.crop, gen=gen,
                                          small_share=config.synthetic_small_share,
-                                         edge_px=config.synthetic_edge_px))
+                                         edge_px=config.synthetic_edge_px,
+                                         edge_share=config.synthetic_edge_share))
         batch = {k: torch.cat([p[k] for p in parts if k in p], 0) for k in ("one", "mid", "two", "t")}
         batch = {k: v.contiguous(memory_format=torch.channels_last) if v.dim() == 4 else v
                  for k, v in batch.items()}

@@ -286,17 +286,25 @@ def test_synthetic_edge_px_sharpens_layer_edges():
     levels = torch.tensor([30.0, 130.0, 230.0]).view(3, 1, 1, 1).expand(3, 3, 200, 200)
     clip = data.Clip("t", levels.byte().contiguous(), 3.0, (), torch.zeros(2, dtype=torch.bool))
 
-    def edge_pixels(edge_px):
+    def edge_pixels(edge_px, edge_share=1.0):
         sampler = data.FootageSampler([clip], 128, generator=torch.Generator().manual_seed(0))
-        batch = data.synthetic_batch(sampler, 16, 128, gen=torch.Generator().manual_seed(3), edge_px=edge_px)
+        batch = data.synthetic_batch(sampler, 16, 128, gen=torch.Generator().manual_seed(3), edge_px=edge_px,
+                                     edge_share=edge_share)
         grey = batch["one"][:, 0] * 255
         flat = ((grey - levels[:, 0, 0, 0].view(3, 1, 1, 1)).abs() < 2).any(0)
-        return int((~flat).sum())
+        return (~flat).flatten(1).sum(1)  # per sample
 
     soft, sharp = edge_pixels(0.0), edge_pixels(1.0)
-    assert 0 < sharp < soft / 5
+    assert 0 < sharp.sum() < soft.sum() / 5
+    # the same scenes at every share: 0 renders the soft edges, 0.5 each sample with one kind or the other, both kinds
+    assert torch.equal(edge_pixels(1.0, 0.0), soft)
+    mixed = edge_pixels(1.0, 0.5)
+    is_sharp, is_soft = (mixed == sharp) & (sharp != soft), (mixed == soft) & (sharp != soft)
+    assert bool(((mixed == sharp) | (mixed == soft)).all()) and bool(is_sharp.any()) and bool(is_soft.any())
     with pytest.raises(ValueError, match="edge_px"):
         data.synthetic_batch(data.FootageSampler([clip], 128), 2, 128, edge_px=-1.0)
+    with pytest.raises(ValueError, match="edge_share"):
+        data.synthetic_batch(data.FootageSampler([clip], 128), 2, 128, edge_px=1.0, edge_share=1.5)
 
 
 @pytest.mark.parametrize("dtype,scale", [(np.uint8, 255.0), (np.uint16, 65535.0)])

@@ -109,9 +109,13 @@ def test_train_logs_both_validation_sets(footage, tmp_path):
 
 def test_synthetic_options_set_the_mix_and_edges_and_are_checked(footage, tmp_path, capsys):
     out = tmp_path / "run"
-    assert train.main(_args(footage, out, "--max-steps", "1", "--synthetic-share", "0.5", "--synthetic-edge", "1")) == 0
+    assert train.main(_args(footage, out, "--max-steps", "1", "--synthetic-share", "0.5", "--synthetic-edge", "1",
+                            "--synthetic-edge-share", "0.5")) == 0
     saved = json.loads((out / "train_config.json").read_text())
     assert saved["synthetic_share"] == 0.5 and saved["synthetic_edge_px"] == 1.0
+    assert saved["synthetic_edge_share"] == 0.5
+    assert train.main(_args(footage, tmp_path / "bad2", "--max-steps", "1", "--synthetic-edge-share", "2")) == 2
+    assert "--synthetic-edge-share must lie in [0, 1]" in capsys.readouterr().err
     assert train.main(_args(footage, tmp_path / "bad", "--max-steps", "1", "--synthetic-share", "1")) == 2
     assert "--synthetic-share must lie in [0, 1)" in capsys.readouterr().err
 

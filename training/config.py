@@ -34,6 +34,7 @@ class TrainConfig:
     synthetic_share: float = 0.3  # fraction of each batch from synthetic layered motion
     synthetic_small_share: float = 0.0  # fraction of synthetic samples with motion scaled down 2-16x
     synthetic_edge_px: float = 0.0  # width of a synthetic layer's edge in pixels; 0: the original soft edge
+    synthetic_edge_share: float = 1.0  # with synthetic_edge_px > 0: fraction of synthetic samples with those edges
     flow_loss_weight: float = 0.05
     census_weight: float = 1.0
     max_gap: int = 4

@@ -282,16 +282,20 @@ def _sample(texture: torch.Tensor, coords: torch.Tensor) -> torch.Tensor:
 
 def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int = 2,
                     gen: Optional[torch.Generator] = None, small_share: float = 0.0,
-                    edge_px: float = 0.0) -> Dict[str, torch.Tensor]:
+                    edge_px: float = 0.0, edge_share: float = 1.0) -> Dict[str, torch.Tensor]:
     """Layered affine motion over real textures, with ground-truth bidirectional flow.
 
     ``small_share``: fraction of samples whose motions are scaled down by 2 to 16 times (log-uniform),
     so that sub-pixel and few-pixel motion, where splatting blurs fine detail, is represented too.
     ``edge_px``: width in pixels of a layer's edge (its mask's 10-90% rise, antialiased); 0 keeps the original
     edge, which rises over 37% of the layer's radius (9-33 px), much softer than the edges of real objects.
+    ``edge_share``: with ``edge_px`` > 0, the fraction of samples whose layers get those edges (the rest keep the
+    original soft edge), so that both kinds of boundary are trained.
     """
     if not 0.0 <= small_share <= 1.0:
         raise ValueError(f"small_share must lie in [0, 1], got {small_share}")
+    if not 0.0 <= edge_share <= 1.0:
+        raise ValueError(f"edge_share must lie in [0, 1], got {edge_share}")
     if edge_px < 0:
         raise ValueError(f"edge_px must be 0 (the original soft edge) or a width in pixels, got {edge_px}")
     device = sampler.clips[0].frames.device
@@ -325,6 +329,9 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
             centre = to_device(torch.rand(size, 2, generator=gen) * crop, device)
         radius = to_device((torch.rand(size, 2, generator=gen) * 0.25 + 0.1) * crop, device)
         motions.append((params, centre, radius))
+    sharp = None  # per sample: whether its layers get edge_px edges (None: all of them); drawn after the motions,
+    if edge_px > 0 and 0.0 < edge_share < 1.0:  # so every share renders the same scenes (and 0 or 1 draw nothing)
+        sharp = to_device(torch.rand(size, generator=gen) < edge_share, device).view(-1, 1, 1)
     for key, tt in times.items():
         img = None
         for layer, (params, centre, radius) in enumerate(motions):
@@ -336,10 +343,10 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
                 continue
             d = (src - centre.view(-1, 1, 1, 2)) / radius.view(-1, 1, 1, 2)
             inside = 1.0 - d.pow(2).sum(-1).sqrt()  # 0 on the edge, in units of the layer's radius
-            if edge_px > 0:  # in pixels (layer space, near enough for these mild scalings): a 10-90% rise of edge_px
-                sharpness = 2.0 * math.log(9.0) / edge_px * radius.mean(-1).view(-1, 1, 1)
-            else:
-                sharpness = 12.0
+            sharpness = 12.0
+            if edge_px > 0 and edge_share > 0:  # in pixels (layer space, near enough for these mild scalings): a 10-90% rise of edge_px
+                crisp = 2.0 * math.log(9.0) / edge_px * radius.mean(-1).view(-1, 1, 1)
+                sharpness = crisp if sharp is None else torch.where(sharp, crisp, torch.full_like(crisp, 12.0))
             mask = torch.sigmoid(inside * sharpness).unsqueeze(1)
             img = mask * colour + (1 - mask) * img
         frames[key] = img
