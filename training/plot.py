@@ -17,10 +17,10 @@ from typing import List, Optional, Tuple
 import cv2
 import numpy as np
 
-# step of the weights each chunk kept (its best validation); chunks 8, 9 and 11-15 kept none; 16-19 are the
-# clean-data branch from step 31000 (chunk 18 holds the committed weights)
+# step of the weights each chunk kept (its best validation); chunks 8, 9, 11-15 and 22 kept none; 16-19 are the
+# clean-data branch from step 31000, 20-22 continue it from chunk 18 (chunk 21 holds the committed weights)
 KEPT_STEP = {1: 2500, 2: 6345, 3: 10000, 4: 15819, 5: 17000, 6: 20000, 7: 29000, 10: 31000, 16: 34000, 17: 36000,
-             18: 42937, 19: 46000}
+             18: 42937, 19: 46000, 20: 51885, 21: 58000}
 
 
 def chunk_curves(raw: Path) -> Tuple[List[Tuple[float, float]], List[Tuple[float, float]]]:
