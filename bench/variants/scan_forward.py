@@ -1,4 +1,5 @@
-"""Experiment (session 7, written without a GPU; compiled with nvcc, never run): a soft-mode forward in which
+"""Experiment (written in session 7 without a GPU, measured in session 8 on an H200: correct, but 1.5-5x slower
+than softsplat's forward; docs/softsplat.md): a soft-mode forward in which
 a block owns a tile of targets in shared memory and scans the sources that can land there, instead of reducing
 every source into global memory with atomics (docs/softsplat.md, "target tiles that scan their sources").
 
