@@ -168,6 +168,12 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--synthetic-edge-share", type=float, default=None, metavar="SHARE",
                    help="with --synthetic-edge PX > 0: the fraction of synthetic samples given those edges, the rest "
                         "keep the original soft edge (recipe default 1: all)")
+    p.add_argument("--synthetic-layers", type=int, default=None, metavar="N",
+                   help="override the number of moving layers over the background in a synthetic sample (recipe "
+                        "default 2); more layers, more occlusion boundaries per sample")
+    p.add_argument("--synthetic-motion", type=float, default=None, metavar="SCALE",
+                   help="override the factor on the synthetic layers' largest shifts (recipe default 1: 12 px for "
+                        "the background, 32 px for the layers)")
     p.add_argument("--small-motion-share", type=float, default=None,
                    help="override the share of synthetic samples with motion scaled down 2-16x")
     p.add_argument("--downscale-share", type=float, default=None,
@@ -272,6 +278,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                                    ("synthetic_share", args.synthetic_share),
                                    ("synthetic_edge_px", args.synthetic_edge),
                                    ("synthetic_edge_share", args.synthetic_edge_share),
+                                   ("synthetic_layers", args.synthetic_layers),
+                                   ("synthetic_motion", args.synthetic_motion),
                                    ("synthetic_small_share", args.small_motion_share),
                                    ("downscale_share", args.downscale_share), ("ema_decay", args.ema),
                                    ("validation_clips", tuple(args.val_clips) if args.val_clips else None))
@@ -283,6 +291,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     if not 0.0 <= config.synthetic_edge_share <= 1.0:
         print(f"error: --synthetic-edge-share must lie in [0, 1], got {config.synthetic_edge_share}", file=sys.stderr)
+        return 2
+    if config.synthetic_layers < 1 or not config.synthetic_motion > 0:
+        print(f"error: --synthetic-layers must be at least 1 and --synthetic-motion positive, got "
+              f"{config.synthetic_layers} and {config.synthetic_motion}", file=sys.stderr)
         return 2
     if args.restart_schedule:
         config = dataclasses.replace(config, schedule_start=step)
@@ -452,7 +464,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             parts.append(synthetic_batch(sampler, n_syn, config.crop, gen=gen,
                                          small_share=config.synthetic_small_share,
                                          edge_px=config.synthetic_edge_px,
-                                         edge_share=config.synthetic_edge_share))
+                                         edge_share=config.synthetic_edge_share,
+                                         layers=config.synthetic_layers, motion_scale=config.synthetic_motion))
         batch = {k: torch.cat([p[k] for p in parts if k in p], 0) for k in ("one", "mid", "two", "t")}
         batch = {k: v.contiguous(memory_format=torch.channels_last) if v.dim() == 4 else v
                  for k, v in batch.items()}

@@ -255,9 +255,9 @@ def test_augmented_synthetic_flow_still_warps_two_onto_one():
     clip = data.Clip("t", texture.unsqueeze(0).repeat(3, 1, 1, 1).byte(), 3.0, (), torch.zeros(2, dtype=torch.bool))
     sampler = data.FootageSampler([clip], 128, generator=g)
     for seed in range(6):
-        for small_share in (0.0, 1.0):
+        for small_share, layers, motion_scale in ((0.0, 2, 1.0), (1.0, 2, 1.0), (0.0, 4, 1.5)):
             batch = data.synthetic_batch(sampler, 4, 128, gen=torch.Generator().manual_seed(seed),
-                                         small_share=small_share)
+                                         small_share=small_share, layers=layers, motion_scale=motion_scale)
             warped = backwarp(batch["two"], batch["flow_fwd"])
             inside = (warped.abs().sum(1, keepdim=True) > 0).float()
             error = ((warped - batch["one"]).abs() * inside).mean()
@@ -277,6 +277,28 @@ def test_small_motion_share_shrinks_synthetic_motion():
     assert mean_motion(1.0) < mean_motion(0.0) / 2
     with pytest.raises(ValueError, match="small_share"):
         data.synthetic_batch(sampler, 2, 128, small_share=2.0)
+
+
+def test_synthetic_layers_and_motion_scale():
+    import training.data as data
+
+    clip = data.Clip("t", (torch.rand(3, 3, 300, 300) * 255).byte(), 3.0, (), torch.zeros(2, dtype=torch.bool))
+    sampler = data.FootageSampler([clip], 128, generator=torch.Generator().manual_seed(0))
+
+    def batch(**kw):
+        return data.synthetic_batch(sampler, 32, 128, gen=torch.Generator().manual_seed(1), **kw)
+
+    def distinct_motions(b):  # the spread of the flow's magnitude within each sample, averaged
+        return b["flow_fwd"].norm(dim=1).flatten(1).std(1).mean()
+
+    # the same draws with larger shifts: larger flow (26 against 13 px here); more layers: more independently moving
+    # regions, more spread of the flow (8.7 against 5.5 px)
+    assert float(batch(motion_scale=2.0)["flow_fwd"].norm(dim=1).mean()) > \
+        1.5 * float(batch()["flow_fwd"].norm(dim=1).mean())
+    assert float(distinct_motions(batch(layers=5))) > float(distinct_motions(batch(layers=1)))
+    for bad in ({"layers": 0}, {"motion_scale": 0.0}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            data.synthetic_batch(sampler, 2, 128, **bad)
 
 
 def test_synthetic_edge_px_sharpens_layer_edges():

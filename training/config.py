@@ -35,6 +35,8 @@ class TrainConfig:
     synthetic_small_share: float = 0.0  # fraction of synthetic samples with motion scaled down 2-16x
     synthetic_edge_px: float = 0.0  # width of a synthetic layer's edge in pixels; 0: the original soft edge
     synthetic_edge_share: float = 1.0  # with synthetic_edge_px > 0: fraction of synthetic samples with those edges
+    synthetic_layers: int = 2  # moving layers over the background in a synthetic sample
+    synthetic_motion: float = 1.0  # multiplies the synthetic layers' largest shifts (12 px background, 32 px layers)
     flow_loss_weight: float = 0.05
     census_weight: float = 1.0
     max_gap: int = 4

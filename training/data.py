@@ -282,8 +282,10 @@ def _sample(texture: torch.Tensor, coords: torch.Tensor) -> torch.Tensor:
 
 def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int = 2,
                     gen: Optional[torch.Generator] = None, small_share: float = 0.0,
-                    edge_px: float = 0.0, edge_share: float = 1.0) -> Dict[str, torch.Tensor]:
-    """Layered affine motion over real textures, with ground-truth bidirectional flow.
+                    edge_px: float = 0.0, edge_share: float = 1.0,
+                    motion_scale: float = 1.0) -> Dict[str, torch.Tensor]:
+    """Layered affine motion over real textures, with ground-truth bidirectional flow: a background and
+    ``layers`` elliptical layers over it, each with its own motion.
 
     ``small_share``: fraction of samples whose motions are scaled down by 2 to 16 times (log-uniform),
     so that sub-pixel and few-pixel motion, where splatting blurs fine detail, is represented too.
@@ -291,6 +293,8 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
     edge, which rises over 37% of the layer's radius (9-33 px), much softer than the edges of real objects.
     ``edge_share``: with ``edge_px`` > 0, the fraction of samples whose layers get those edges (the rest keep the
     original soft edge), so that both kinds of boundary are trained.
+    ``motion_scale``: multiplies the largest shift of every layer (12 px for the background, 32 px for the
+    layers, between t = 0 and 1), for larger motions; rotations and scalings stay as they are.
     """
     if not 0.0 <= small_share <= 1.0:
         raise ValueError(f"small_share must lie in [0, 1], got {small_share}")
@@ -298,6 +302,10 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
         raise ValueError(f"edge_share must lie in [0, 1], got {edge_share}")
     if edge_px < 0:
         raise ValueError(f"edge_px must be 0 (the original soft edge) or a width in pixels, got {edge_px}")
+    if layers < 1:
+        raise ValueError(f"layers must be at least 1 (a background and a moving layer over it), got {layers}")
+    if not motion_scale > 0:
+        raise ValueError(f"motion_scale must be positive, got {motion_scale}")
     device = sampler.clips[0].frames.device
     textures = []
     for _ in range(size * (layers + 1)):
@@ -322,10 +330,10 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
         shrink = to_device(factor.view(-1, 1), device)
     for layer in range(layers + 1):
         if layer == 0:
-            params = _affine(size, device, gen, 12.0, 0.05, 0.05) * shrink
+            params = _affine(size, device, gen, 12.0 * motion_scale, 0.05, 0.05) * shrink
             centre = torch.full((size, 2), crop / 2, device=device)
         else:
-            params = _affine(size, device, gen, 32.0, 0.3, 0.15) * shrink
+            params = _affine(size, device, gen, 32.0 * motion_scale, 0.3, 0.15) * shrink
             centre = to_device(torch.rand(size, 2, generator=gen) * crop, device)
         radius = to_device((torch.rand(size, 2, generator=gen) * 0.25 + 0.1) * crop, device)
         motions.append((params, centre, radius))
