@@ -205,10 +205,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     from model import Network, NetworkConfig
     from model.weights import save_weights
     from training.config import TrainConfig
-    from training.data import (FootageSampler, frame_blend, load_clips, synthetic_batch, synthetic_set,
-                               validation_sets)
+    from training.data import (BOUNDARY_SETS, FootageSampler, frame_blend, load_clips, motion_boundaries,
+                               synthetic_batch, synthetic_set, validation_sets)
     from training.losses import psnr
     from training.schedule import learning_rate
+    from training.validation import validation_psnr
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
@@ -325,6 +326,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     # logged beside the score, not part of it: synthetic motion with 1-px layer edges over the validation textures
     # (exact ground truth), where crisp occlusion boundaries show
     val_sets["synthetic edges"] = synthetic_set(val_clips, config.crop, args.val_batches, edge_px=1.0)
+    # logged beside the score, not part of it: PSNR over the pixels near motion boundaries (OpenCV DIS flow edges) of
+    # the two score sets, pooled, where occlusions and object edges are and interpolation errs most
+    boundaries = {name: [motion_boundaries(b["one"], b["two"]) for b in val_sets[name]] for name in BOUNDARY_SETS}
     if main_process:
         for name, batches in val_sets.items():
             blend = float(torch.cat([psnr(frame_blend(b["one"], b["two"], b["t"]), b["mid"]) for b in batches]).mean())
@@ -390,37 +394,34 @@ def main(argv: Optional[List[str]] = None) -> int:
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16)
 
 
-    def validate() -> Tuple[float, ...]:
+    def validate() -> Tuple[Optional[float], ...]:
         """Mean PSNR on each validation set (motion-weighted, consecutive, clean: training.data.VALIDATION_SETS;
-        then the synthetic edges set), of the averaged weights when --ema is on."""
+        then the synthetic edges set), then the pooled PSNR near motion boundaries (None without such pixels),
+        of the averaged weights when --ema is on."""
         net.eval()
-        means = []
         with torch.no_grad(), autocast, (ema.swapped() if ema is not None else contextlib.nullcontext()):
-            for batches in val_sets.values():
-                scores = []
-                for b in batches:
-                    s = net.estimate_flow(b["one"], b["two"])
-                    scores.append(psnr(net.synthesize(s, b["t"]).float(), b["mid"]))
-                means.append(float(torch.cat(scores).mean()))
+            means, boundary = validation_psnr(net, val_sets, boundaries)
         net.train()
-        return tuple(means)
+        return (*means.values(), boundary)
 
     def check(final: bool = False) -> None:
         """Validate, log, and save the state (and the weights, when the score is the best so far)."""
         nonlocal best
-        val, native, clean, edges = validate()
+        val, native, clean, edges, boundary = validate()
         score = (val + native) / 2
         improved = score > best
         best = max(best, score)
         entry = {"step": step, "val_psnr": round(val, 3), "val_consecutive_psnr": round(native, 3),
                  "val_clean_psnr": round(clean, 3), "val_synthetic_edges_psnr": round(edges, 3),
-                 "score": round(score, 3)}
+                 "val_boundary_psnr": None if boundary is None else round(boundary, 3), "score": round(score, 3)}
         if final:
             entry.update(chunk_end=True, chunk_minutes=round((time.time() - t0) / 60, 2))
         log.write(json.dumps(entry) + "\n")
         log.flush()
         print(f"{'done: ' if final else ''}step {step}: validation PSNR {val:.2f} / consecutive {native:.2f} "
-              f"/ clean {clean:.2f} / synthetic edges {edges:.2f} dB, score {score:.2f} (best {best:.2f})", flush=True)
+              f"/ clean {clean:.2f} / synthetic edges {edges:.2f} / boundaries "
+              f"{'-' if boundary is None else f'{boundary:.2f}'} dB, score {score:.2f} "
+              f"(best {best:.2f})", flush=True)
         save(improved, val, native)
 
     def save(tag_best: bool, val: float, native: float) -> None:

@@ -25,6 +25,12 @@ where does the network lose?
 instead scores synthetic layered motion over the validation clips' textures (exact ground truth): small motion,
 full motion, and full motion with 1-pixel layer edges, for --weights (also with the true flow in place of its own:
 what a better flow alone could gain) and every --compare file.
+
+    python bench/diagnose_validation.py --data .data/footage --boundaries [--compare W.safetensors ...]
+
+instead prints, for --weights and every --compare file, train.py's validation figures (the three sets, the score)
+and its PSNR near motion boundaries (pixels within 3 px of an edge of OpenCV DIS flow, pooled over the two score
+sets), in float32: where occlusions and object edges are, which the per-triplet means weigh little.
 """
 
 from __future__ import annotations
@@ -35,8 +41,6 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-import cv2
-import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -47,19 +51,10 @@ from model.ensemble import EnsembleNetwork  # noqa: E402
 from model.network import FlowState  # noqa: E402
 from model.warp import backwarp  # noqa: E402
 from training.config import VALIDATION_CLIPS  # noqa: E402
-from training.data import FootageSampler, frame_blend, load_clips, synthetic_set, validation_sets  # noqa: E402
+from training.data import (BOUNDARY_SETS, FootageSampler, dis_flow, frame_blend, load_clips,  # noqa: E402
+                           motion_boundaries, synthetic_set, validation_sets)
 from training.losses import psnr  # noqa: E402
-
-
-def dis_flow(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """OpenCV DIS (medium preset) flow a -> b for N x 3 x H x W images in [0, 1]."""
-    dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
-    flows = []
-    for x, y in zip(a, b):
-        gx = cv2.cvtColor((x.permute(1, 2, 0).cpu().numpy() * 255).round().astype(np.uint8), cv2.COLOR_RGB2GRAY)
-        gy = cv2.cvtColor((y.permute(1, 2, 0).cpu().numpy() * 255).round().astype(np.uint8), cv2.COLOR_RGB2GRAY)
-        flows.append(torch.from_numpy(dis.calc(gx, gy, None)).permute(2, 0, 1))
-    return torch.stack(flows).to(a.device)
+from training.validation import validation_psnr  # noqa: E402
 
 
 def interpolate(net, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
@@ -148,6 +143,20 @@ def synthetic_sets(clips, weights: List[Path], device: torch.device) -> int:
     return 0
 
 
+def boundary_scores(clips, weights: List[Path], device: torch.device) -> int:
+    """train.py's validation figures, with its pooled PSNR near motion boundaries, for each weights file."""
+    sets = validation_sets(clips, 256, 4)
+    boundaries = {name: [motion_boundaries(b["one"], b["two"]) for b in sets[name]] for name in BOUNDARY_SETS}
+    print(" ".join(f"{n:>16s}" for n in (*sets, "score", "boundaries")) + "  weights")
+    for path in weights:
+        net = load_weights(path, device).eval()
+        with torch.no_grad():
+            means, boundary = validation_psnr(net, sets, boundaries)
+        score = (means["motion-weighted"] + means["consecutive"]) / 2
+        print(" ".join(f"{v:16.3f}" for v in (*means.values(), score, boundary)) + f"  {path}", flush=True)
+    return 0
+
+
 def breakdown(clips, net, device: torch.device) -> int:
     """PSNR by pixel group (DIS motion x texture) for the network, DIS + backward warp and blending."""
     motion_edges = (0.0, 1.0, 4.0, 16.0, float("inf"))
@@ -196,8 +205,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--weights", type=Path, default=Path("weights/network.safetensors"))
     p.add_argument("--device", default="cpu")
     p.add_argument("--small-motion", action="store_true", help="score the small-motion clean set instead")
-    p.add_argument("--compare", type=Path, nargs="+", default=[], help="more weights for --small-motion")
+    p.add_argument("--compare", type=Path, nargs="+", default=[],
+                   help="more weights for --small-motion, --synthetic and --boundaries")
     p.add_argument("--breakdown", action="store_true", help="PSNR by DIS motion and texture instead")
+    p.add_argument("--boundaries", action="store_true",
+                   help="train.py's validation figures and PSNR near motion boundaries, for --weights and every "
+                        "--compare")
     p.add_argument("--synthetic", action="store_true",
                    help="score synthetic motion over validation textures instead, for --weights and every --compare")
     args = p.parse_args(argv)
@@ -207,6 +220,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         return small_motion(clips, [args.weights, *args.compare], device)
     if args.synthetic:
         return synthetic_sets(clips, [args.weights, *args.compare], device)
+    if args.boundaries:
+        return boundary_scores(clips, [args.weights, *args.compare], device)
     net = load_weights(args.weights, device).eval()
     if args.breakdown:
         return breakdown(clips, net, device)

@@ -372,3 +372,19 @@ def test_ensemble_averages_mirrored_and_reversed_passes():
         with_ensemble(net, 3)
     with pytest.raises(ValueError, match="2 or 4 passes"):
         EnsembleNetwork(net, 1)
+
+
+def test_motion_boundaries_mark_the_edges_of_a_moving_square():
+    import training.data as data
+
+    yy, xx = torch.meshgrid(torch.arange(96.0), torch.arange(96.0), indexing="ij")
+    background = torch.stack([(torch.sin(xx / 5) + 1) / 2, (torch.cos(yy / 7) + 1) / 2, ((xx + 2 * yy) % 32) / 32])
+    square = torch.stack([(torch.sin((xx + yy) / 3) + 1) / 2] * 3)
+    one, two = background.clone(), background.clone()
+    one[:, 30:60, 30:60] = square[:, 30:60, 30:60]
+    two[:, 30:60, 36:66] = square[:, 30:60, 30:60]  # the square moves 6 px to the right, the background stays
+    mask = data.motion_boundaries(one[None], two[None])[0, 0]
+    assert mask.shape == (96, 96) and mask.dtype == torch.bool
+    assert bool(mask[45, 27:34].any()) and bool(mask[45, 57:64].any())  # its left and right edges
+    assert not bool(mask[:10].any()) and not bool(mask[85:].any())  # far from the square: static background
+    assert not bool(mask[40:50, 42:48].any())  # inside the square: uniform motion

@@ -101,7 +101,9 @@ def test_train_logs_both_validation_sets(footage, tmp_path):
     assert train.main(_args(footage, out, "--max-steps", "2", "--native-share", "0.5")) == 0
     rows = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
     last = rows[-1]
-    assert {"val_psnr", "val_consecutive_psnr", "val_clean_psnr", "val_synthetic_edges_psnr", "score"} <= set(last)
+    assert {"val_psnr", "val_consecutive_psnr", "val_clean_psnr", "val_synthetic_edges_psnr", "val_boundary_psnr",
+            "score"} <= set(last)
+    assert last["val_boundary_psnr"] is None or 0 < last["val_boundary_psnr"] < 100
     assert abs(last["score"] - (last["val_psnr"] + last["val_consecutive_psnr"]) / 2) < 2e-3
     assert json.loads((out / "train_config.json").read_text())["native_share"] == 0.5
     assert "best_score" in json.loads((out / "progress.json").read_text())

@@ -174,6 +174,8 @@ VALIDATION_SETS = {
     "consecutive": (4321, 1.0, 0.0),
     "clean": (777, 1.0, 1.0),
 }
+# the sets whose pixels near motion boundaries train.py also scores, pooled (the two of the score)
+BOUNDARY_SETS = ("motion-weighted", "consecutive")
 
 
 def frame_blend(one: torch.Tensor, two: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
@@ -192,6 +194,31 @@ def validation_sets(clips: List[Clip], crop: int, max_gap: int = 4,
                                  native_share=native, downscale_share=downscale)
         sets[name] = [sampler.batch(16) for _ in range(batches)]
     return sets
+
+
+def dis_flow(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """OpenCV DIS (medium preset) flow a -> b for N x 3 x H x W images in [0, 1] (computed on the CPU, returned
+    on their device)."""
+    import cv2
+
+    dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
+    flows = []
+    for x, y in zip(a, b):
+        gx = cv2.cvtColor((x.permute(1, 2, 0).float().cpu().numpy() * 255).round().astype("uint8"), cv2.COLOR_RGB2GRAY)
+        gy = cv2.cvtColor((y.permute(1, 2, 0).float().cpu().numpy() * 255).round().astype("uint8"), cv2.COLOR_RGB2GRAY)
+        flows.append(torch.from_numpy(dis.calc(gx, gy, None)).permute(2, 0, 1))
+    return torch.stack(flows).to(a.device)
+
+
+def motion_boundaries(one: torch.Tensor, two: torch.Tensor, step_px: float = 1.0, radius: int = 3) -> torch.Tensor:
+    """N x 1 x H x W mask of the pixels within ``radius`` px of a motion boundary: where OpenCV DIS flow from
+    ``one`` to ``two`` changes by more than ``step_px`` between neighbouring pixels (occlusions and the edges
+    of moving objects, where interpolation errs most)."""
+    flow = dis_flow(one, two)
+    gx = F.pad(flow[..., :, 1:] - flow[..., :, :-1], (0, 1, 0, 0)).norm(dim=1)
+    gy = F.pad(flow[..., 1:, :] - flow[..., :-1, :], (0, 0, 0, 1)).norm(dim=1)
+    edge = ((gx + gy) > step_px).float().unsqueeze(1)
+    return F.max_pool2d(edge, 2 * radius + 1, 1, radius) > 0
 
 
 def synthetic_set(clips: List[Clip], crop: int, batches: int, small_share: float = 0.0, edge_px: float = 0.0,
@@ -352,7 +379,8 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
             d = (src - centre.view(-1, 1, 1, 2)) / radius.view(-1, 1, 1, 2)
             inside = 1.0 - d.pow(2).sum(-1).sqrt()  # 0 on the edge, in units of the layer's radius
             sharpness = 12.0
-            if edge_px > 0 and edge_share > 0:  # in pixels (layer space, near enough for these mild scalings): a 10-90% rise of edge_px
+            if edge_px > 0 and edge_share > 0:
+                # in pixels (layer space, near enough for these mild scalings): a 10-90% rise of edge_px
                 crisp = 2.0 * math.log(9.0) / edge_px * radius.mean(-1).view(-1, 1, 1)
                 sharpness = crisp if sharp is None else torch.where(sharp, crisp, torch.full_like(crisp, 12.0))
             mask = torch.sigmoid(inside * sharpness).unsqueeze(1)
