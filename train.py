@@ -6,8 +6,9 @@ One chunk on one GPU (what a 9-minute device command runs):
 
 Several GPUs: ``torchrun --nproc_per_node 2 train.py ...`` (DistributedDataParallel).
 The output folder gets ``state_model.safetensors`` (fp32) and ``state_optim.pt`` (AdamW, moments in bf16) to
-resume from, ``weights.safetensors`` (fp16, best validation score so far: the mean PSNR of the
-motion-weighted and the consecutive-frame validation triplets),
+resume from, ``weights.safetensors`` (fp16, the kept weights: best validation score so far, the mean PSNR of
+the motion-weighted and the consecutive-frame validation triplets; scores within 0.005 dB are a tie, which
+goes to the higher PSNR near motion boundaries: ``training.validation.replaces_kept``),
 ``config.json``, ``train_config.json`` and ``log.jsonl``. With ``--ema DECAY`` a moving average of the weights
 is kept beside them (``state_ema.safetensors``): validation scores it, and ``weights.safetensors`` holds it.
 """
@@ -209,7 +210,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                                synthetic_batch, synthetic_set, validation_sets)
     from training.losses import psnr
     from training.schedule import learning_rate
-    from training.validation import validation_psnr
+    from training.validation import replaces_kept, validation_psnr
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
@@ -383,8 +384,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     # checkpoints are chosen by the mean PSNR of the two validation sets ("best_score"); states saved
     # before there were two sets hold only "best_val_psnr", which is not comparable and is not carried over
     best = -1.0
+    kept_score, kept_boundary = -1.0, None  # the kept weights' figures (session 8 on; before, kept = best)
     if args.resume is not None and (args.resume / "progress.json").is_file():
-        best = json.loads((args.resume / "progress.json").read_text()).get("best_score", -1.0)
+        progress = json.loads((args.resume / "progress.json").read_text())
+        best = progress.get("best_score", -1.0)
+        kept_score, kept_boundary = progress.get("kept_score", best), progress.get("kept_boundary")
 
     args.out.mkdir(parents=True, exist_ok=True)
     log = open(args.out / "log.jsonl", "a") if main_process else None
@@ -405,12 +409,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         return (*means.values(), boundary)
 
     def check(final: bool = False) -> None:
-        """Validate, log, and save the state (and the weights, when the score is the best so far)."""
-        nonlocal best
+        """Validate, log, and save the state (and the weights, when they replace the kept ones)."""
+        nonlocal best, kept_score, kept_boundary
         val, native, clean, edges, boundary = validate()
         score = (val + native) / 2
-        improved = score > best
         best = max(best, score)
+        improved = replaces_kept(score, boundary, best, kept_score, kept_boundary)
+        if improved:
+            kept_score, kept_boundary = score, boundary
         entry = {"step": step, "val_psnr": round(val, 3), "val_consecutive_psnr": round(native, 3),
                  "val_clean_psnr": round(clean, 3), "val_synthetic_edges_psnr": round(edges, 3),
                  "val_boundary_psnr": None if boundary is None else round(boundary, 3), "score": round(score, 3)}
@@ -422,9 +428,9 @@ def main(argv: Optional[List[str]] = None) -> int:
               f"/ clean {clean:.2f} / synthetic edges {edges:.2f} / boundaries "
               f"{'-' if boundary is None else f'{boundary:.2f}'} dB, score {score:.2f} "
               f"(best {best:.2f})", flush=True)
-        save(improved, val, native)
+        save(improved, val, native, boundary)
 
-    def save(tag_best: bool, val: float, native: float) -> None:
+    def save(tag_best: bool, val: float, native: float, boundary: Optional[float]) -> None:
         from safetensors.torch import save_file
 
         save_file({k: v.detach().float().cpu().contiguous() for k, v in net.state_dict().items()},
@@ -434,12 +440,14 @@ def main(argv: Optional[List[str]] = None) -> int:
             save_file(ema.state_dict(), str(args.out / "state_ema.safetensors"))
         (args.out / "config.json").write_text(json.dumps(net.config.to_dict()) + "\n")
         config.save(args.out / "train_config.json")
-        (args.out / "progress.json").write_text(json.dumps({"step": step, "best_score": best}) + "\n")
+        (args.out / "progress.json").write_text(json.dumps({"step": step, "best_score": best, "kept_score": kept_score,
+                                                            "kept_boundary": kept_boundary}) + "\n")
         if tag_best:
             with ema.swapped() if ema is not None else contextlib.nullcontext():
                 save_weights(net, args.out / "weights.safetensors",
                              extra={"step": str(step), "val_psnr": f"{val:.3f}",
                                     "val_consecutive_psnr": f"{native:.3f}",
+                                    "val_boundary_psnr": "" if boundary is None else f"{boundary:.3f}",
                                     "train_config": json.dumps(dataclasses.asdict(config))})
 
     budget = args.minutes * 60.0

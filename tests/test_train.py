@@ -299,3 +299,19 @@ def test_restart_schedule_counts_warmup_and_cosine_from_the_init_step(footage, t
     out3 = tmp_path / "resumed"  # a resumed state keeps the restarted schedule
     assert train.main(_args(footage, out3, "--max-steps", "1", "--resume", str(out2))) == 0
     assert json.loads((out3 / "train_config.json").read_text())["schedule_start"] == 2
+
+
+def test_ties_on_the_score_go_to_the_boundaries():
+    from training.validation import replaces_kept
+
+    # a clear gain on the score wins whatever the boundaries say
+    assert replaces_kept(31.45, 23.0, 31.45, 31.43, 24.0)
+    # within 0.005 of the kept score: the boundaries decide, both ways
+    assert replaces_kept(31.430, 23.97, 31.432, 31.432, 23.87)
+    assert not replaces_kept(31.434, 23.80, 31.434, 31.432, 23.87)
+    # better boundaries but more than 0.005 below the best score so far: not kept (no drift down the score)
+    assert not replaces_kept(31.426, 24.50, 31.432, 31.430, 23.87)
+    # without boundary figures (old progress files), the higher score wins
+    assert replaces_kept(31.433, None, 31.433, 31.432, None) and not replaces_kept(31.431, 24.0, 31.432, 31.432, None)
+    # the first checkpoint of a fresh run is always kept
+    assert replaces_kept(25.0, None, 25.0, -1.0, None)

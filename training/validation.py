@@ -32,3 +32,18 @@ def validation_psnr(net, sets: Dict[str, Batches],
         means[name] = float(torch.cat(scores).mean())
     boundary = -10.0 * math.log10(max(error_sum / pixels, 1e-10)) if pixels else None
     return means, boundary
+
+
+TIE = 0.005  # dB: validation scores closer than this are a tie (run-to-run noise is larger still)
+
+
+def replaces_kept(score: float, boundary: Optional[float], best_score: float, kept_score: float,
+                  kept_boundary: Optional[float], tie: float = TIE) -> bool:
+    """Whether a checkpoint replaces the kept weights: its score beats the kept one's by more than ``tie``, or
+    (a tie) it lies within ``tie`` of the best score so far and has the higher PSNR near motion boundaries.
+    Without boundary figures (old progress files, footage without boundaries) the higher score wins."""
+    if score > kept_score + tie:
+        return True
+    if boundary is None or kept_boundary is None:
+        return score > kept_score
+    return score >= best_score - tie and boundary > kept_boundary
