@@ -206,8 +206,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     from model import Network, NetworkConfig
     from model.weights import save_weights
     from training.config import TrainConfig
-    from training.data import (BOUNDARY_SETS, FootageSampler, frame_blend, load_clips, motion_boundaries,
-                               synthetic_batch, synthetic_set, validation_sets)
+    from training.data import (FootageSampler, boundary_masks, frame_blend, load_clips, synthetic_batch,
+                               synthetic_set, validation_sets)
     from training.losses import psnr
     from training.schedule import learning_rate
     from training.validation import replaces_kept, validation_psnr
@@ -328,8 +328,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     # (exact ground truth), where crisp occlusion boundaries show
     val_sets["synthetic edges"] = synthetic_set(val_clips, config.crop, args.val_batches, edge_px=1.0)
     # logged beside the score, not part of it: PSNR over the pixels near motion boundaries (OpenCV DIS flow edges) of
-    # the two score sets, pooled, where occlusions and object edges are and interpolation errs most
-    boundaries = {name: [motion_boundaries(b["one"], b["two"]) for b in val_sets[name]] for name in BOUNDARY_SETS}
+    # the two score sets, pooled, where occlusions and object edges are and interpolation errs most; only the main
+    # process validates, so only it computes the masks (DIS on the CPU)
+    boundaries = boundary_masks(val_sets) if main_process else {}
     if main_process:
         for name, batches in val_sets.items():
             blend = float(torch.cat([psnr(frame_blend(b["one"], b["two"], b["t"]), b["mid"]) for b in batches]).mean())

@@ -42,7 +42,6 @@ from pathlib import Path
 from typing import List, Optional
 
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -51,8 +50,8 @@ from model.ensemble import EnsembleNetwork  # noqa: E402
 from model.network import FlowState  # noqa: E402
 from model.warp import backwarp  # noqa: E402
 from training.config import VALIDATION_CLIPS  # noqa: E402
-from training.data import (BOUNDARY_SETS, FootageSampler, dis_flow, frame_blend, load_clips,  # noqa: E402
-                           motion_boundaries, synthetic_set, validation_sets)
+from training.data import (FootageSampler, boundary_masks, dis_flow, forward_differences, frame_blend,  # noqa: E402
+                           load_clips, synthetic_set, validation_sets)
 from training.losses import psnr  # noqa: E402
 from training.validation import validation_psnr  # noqa: E402
 
@@ -146,7 +145,7 @@ def synthetic_sets(clips, weights: List[Path], device: torch.device) -> int:
 def boundary_scores(clips, weights: List[Path], device: torch.device) -> int:
     """train.py's validation figures, with its pooled PSNR near motion boundaries, for each weights file."""
     sets = validation_sets(clips, 256, 4)
-    boundaries = {name: [motion_boundaries(b["one"], b["two"]) for b in sets[name]] for name in BOUNDARY_SETS}
+    boundaries = boundary_masks(sets)
     print(" ".join(f"{n:>16s}" for n in (*sets, "score", "boundaries")) + "  weights")
     for path in weights:
         net = load_weights(path, device).eval()
@@ -176,9 +175,7 @@ def breakdown(clips, net, device: torch.device) -> int:
                     errors[m].append((outs[m].clamp(0, 1) - mid).pow(2).mean(1).flatten())
                 # motion at the middle frame's pixels, approximated by the larger of the two input flows' magnitudes
                 motions.append(torch.maximum(f01.norm(dim=1), f10.norm(dim=1)).flatten())
-                gray = mid.mean(1, keepdim=True)
-                gx = F.pad(gray[..., :, 1:] - gray[..., :, :-1], (0, 1, 0, 0))
-                gy = F.pad(gray[..., 1:, :] - gray[..., :-1, :], (0, 0, 0, 1))
+                gx, gy = forward_differences(mid.mean(1, keepdim=True))
                 textures.append((gx.abs() + gy.abs()).flatten())
             err = {m: torch.cat(v) for m, v in errors.items()}
             motion, texture = torch.cat(motions), torch.cat(textures)

@@ -196,17 +196,25 @@ def validation_sets(clips: List[Clip], crop: int, max_gap: int = 4,
     return sets
 
 
+def forward_differences(x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Differences to the right and downward neighbour of every pixel of an N x C x H x W tensor (0 in the last
+    column and row), each N x C x H x W."""
+    gx = F.pad(x[..., :, 1:] - x[..., :, :-1], (0, 1, 0, 0))
+    gy = F.pad(x[..., 1:, :] - x[..., :-1, :], (0, 0, 0, 1))
+    return gx, gy
+
+
 def dis_flow(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """OpenCV DIS (medium preset) flow a -> b for N x 3 x H x W images in [0, 1] (computed on the CPU, returned
     on their device)."""
     import cv2
 
+    def gray(image: torch.Tensor):
+        return cv2.cvtColor((image.permute(1, 2, 0).float().cpu().numpy() * 255).round().astype("uint8"),
+                            cv2.COLOR_RGB2GRAY)
+
     dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
-    flows = []
-    for x, y in zip(a, b):
-        gx = cv2.cvtColor((x.permute(1, 2, 0).float().cpu().numpy() * 255).round().astype("uint8"), cv2.COLOR_RGB2GRAY)
-        gy = cv2.cvtColor((y.permute(1, 2, 0).float().cpu().numpy() * 255).round().astype("uint8"), cv2.COLOR_RGB2GRAY)
-        flows.append(torch.from_numpy(dis.calc(gx, gy, None)).permute(2, 0, 1))
+    flows = [torch.from_numpy(dis.calc(gray(x), gray(y), None)).permute(2, 0, 1) for x, y in zip(a, b)]
     return torch.stack(flows).to(a.device)
 
 
@@ -214,11 +222,14 @@ def motion_boundaries(one: torch.Tensor, two: torch.Tensor, step_px: float = 1.0
     """N x 1 x H x W mask of the pixels within ``radius`` px of a motion boundary: where OpenCV DIS flow from
     ``one`` to ``two`` changes by more than ``step_px`` between neighbouring pixels (occlusions and the edges
     of moving objects, where interpolation errs most)."""
-    flow = dis_flow(one, two)
-    gx = F.pad(flow[..., :, 1:] - flow[..., :, :-1], (0, 1, 0, 0)).norm(dim=1)
-    gy = F.pad(flow[..., 1:, :] - flow[..., :-1, :], (0, 0, 0, 1)).norm(dim=1)
-    edge = ((gx + gy) > step_px).float().unsqueeze(1)
+    gx, gy = forward_differences(dis_flow(one, two))
+    edge = ((gx.norm(dim=1) + gy.norm(dim=1)) > step_px).float().unsqueeze(1)
     return F.max_pool2d(edge, 2 * radius + 1, 1, radius) > 0
+
+
+def boundary_masks(sets: Dict[str, List[Dict[str, torch.Tensor]]]) -> Dict[str, List[torch.Tensor]]:
+    """``motion_boundaries`` of every batch of the sets named in BOUNDARY_SETS, as train.py scores them."""
+    return {name: [motion_boundaries(b["one"], b["two"]) for b in sets[name]] for name in BOUNDARY_SETS}
 
 
 def synthetic_set(clips: List[Clip], crop: int, batches: int, small_share: float = 0.0, edge_px: float = 0.0,
@@ -367,6 +378,12 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
     sharp = None  # per sample: whether its layers get edge_px edges (None: all of them); drawn after the motions,
     if edge_px > 0 and 0.0 < edge_share < 1.0:  # so every share renders the same scenes (and 0 or 1 draw nothing)
         sharp = to_device(torch.rand(size, generator=gen) < edge_share, device).view(-1, 1, 1)
+    sharpness = [12.0] * len(motions)  # per layer: the slope of its mask at the edge (12: the original soft edge)
+    if edge_px > 0 and edge_share > 0:
+        for layer, (_, _, radius) in enumerate(motions):
+            # in pixels (layer space, near enough for these mild scalings): a 10-90% rise of edge_px
+            crisp = 2.0 * math.log(9.0) / edge_px * radius.mean(-1).view(-1, 1, 1)
+            sharpness[layer] = crisp if sharp is None else torch.where(sharp, crisp, torch.full_like(crisp, 12.0))
     for key, tt in times.items():
         img = None
         for layer, (params, centre, radius) in enumerate(motions):
@@ -378,12 +395,7 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
                 continue
             d = (src - centre.view(-1, 1, 1, 2)) / radius.view(-1, 1, 1, 2)
             inside = 1.0 - d.pow(2).sum(-1).sqrt()  # 0 on the edge, in units of the layer's radius
-            sharpness = 12.0
-            if edge_px > 0 and edge_share > 0:
-                # in pixels (layer space, near enough for these mild scalings): a 10-90% rise of edge_px
-                crisp = 2.0 * math.log(9.0) / edge_px * radius.mean(-1).view(-1, 1, 1)
-                sharpness = crisp if sharp is None else torch.where(sharp, crisp, torch.full_like(crisp, 12.0))
-            mask = torch.sigmoid(inside * sharpness).unsqueeze(1)
+            mask = torch.sigmoid(inside * sharpness[layer]).unsqueeze(1)
             img = mask * colour + (1 - mask) * img
         frames[key] = img
     # ground truth: the topmost layer covering each pixel at the start time decides its motion
