@@ -255,9 +255,11 @@ def test_augmented_synthetic_flow_still_warps_two_onto_one():
     clip = data.Clip("t", texture.unsqueeze(0).repeat(3, 1, 1, 1).byte(), 3.0, (), torch.zeros(2, dtype=torch.bool))
     sampler = data.FootageSampler([clip], 128, generator=g)
     for seed in range(6):
-        for small_share, layers, motion_scale in ((0.0, 2, 1.0), (1.0, 2, 1.0), (0.0, 4, 1.5)):
+        for small_share, layers, motion_scale, shape_amp in ((0.0, 2, 1.0, 0.0), (1.0, 2, 1.0, 0.0),
+                                                             (0.0, 4, 1.5, 0.0), (0.0, 4, 1.5, 0.4)):
             batch = data.synthetic_batch(sampler, 4, 128, gen=torch.Generator().manual_seed(seed),
-                                         small_share=small_share, layers=layers, motion_scale=motion_scale)
+                                         small_share=small_share, layers=layers, motion_scale=motion_scale,
+                                         shape_amp=shape_amp)
             warped = backwarp(batch["two"], batch["flow_fwd"])
             inside = (warped.abs().sum(1, keepdim=True) > 0).float()
             error = ((warped - batch["one"]).abs() * inside).mean()
@@ -299,6 +301,41 @@ def test_synthetic_layers_and_motion_scale():
     for bad in ({"layers": 0}, {"motion_scale": 0.0}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             data.synthetic_batch(sampler, 2, 128, **bad)
+
+
+def test_synthetic_shapes_bend_layer_outlines_and_keep_earlier_scenes(monkeypatch):
+    import math
+
+    import training.data as data
+
+    # the boundary lies where the radius is scaled by 1 + sum_k a_k cos(k theta + phase_k), k = 2, 3, ...
+    amp, phase = torch.tensor([[0.3, 0.1, 0.0, 0.05]]), torch.tensor([[0.5, 1.0, 0.0, 2.0]])
+    centre, radius = torch.tensor([[50.0, 40.0]]), torch.tensor([[20.0, 10.0]])
+    theta = torch.linspace(-3.1, 3.1, 25)
+    scale = 1 + sum(amp[0, i] * torch.cos((i + 2) * theta + phase[0, i]) for i in range(4))
+    edge = centre + torch.stack([torch.cos(theta), torch.sin(theta)], -1) * radius * scale.unsqueeze(-1)
+    points = edge.view(1, 1, -1, 2)
+    torch.testing.assert_close(data._radial(points, centre, radius, (amp, phase)), torch.ones(1, 1, 25))
+    torch.testing.assert_close(data._radial(points, centre, radius, (amp * 0, phase)),
+                               data._radial(points, centre, radius, None))
+    assert float(scale.max() - scale.min()) > 0.5 and math.isclose(float(data._radial(centre.view(1, 1, 1, 2), centre,
+                                                                                     radius, (amp, phase))), 0.0)
+
+    clip = data.Clip("t", (torch.rand(3, 3, 300, 300) * 255).byte(), 3.0, (), torch.zeros(2, dtype=torch.bool))
+
+    def batch(**kw):
+        sampler = data.FootageSampler([clip], 128, generator=torch.Generator().manual_seed(0))
+        return data.synthetic_batch(sampler, 8, 128, gen=torch.Generator().manual_seed(2), layers=3, **kw)
+
+    monkeypatch.setattr(data, "augment", lambda b, gen: b)  # the flips etc. draw after the shapes
+    plain, shaped = batch(), batch(shape_amp=0.4)
+    # shapes are drawn last: the same textures, times and motions, so the background and the time agree ...
+    assert torch.equal(plain["t"], shaped["t"])
+    assert float(((plain["one"] - shaped["one"]).abs() < 1e-3).float().mean()) > 0.3  # soft edges reach far
+    # ... while the outlines (and so the occlusions and the flow) differ
+    assert float((plain["flow_fwd"] - shaped["flow_fwd"]).abs().amax()) > 1.0
+    with pytest.raises(ValueError, match="shape_amp"):
+        batch(shape_amp=-0.1)
 
 
 def test_synthetic_edge_px_sharpens_layer_edges():

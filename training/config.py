@@ -37,6 +37,7 @@ class TrainConfig:
     synthetic_edge_share: float = 1.0  # with synthetic_edge_px > 0: fraction of synthetic samples with those edges
     synthetic_layers: int = 2  # moving layers over the background in a synthetic sample
     synthetic_motion: float = 1.0  # multiplies the synthetic layers' largest shifts (12 px background, 32 px layers)
+    synthetic_shapes: float = 0.0  # amplitude of the synthetic layers' boundary harmonics (0: ellipses)
     flow_loss_weight: float = 0.05
     census_weight: float = 1.0
     max_gap: int = 4

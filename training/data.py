@@ -318,10 +318,29 @@ def _sample(texture: torch.Tensor, coords: torch.Tensor) -> torch.Tensor:
     return F.grid_sample(texture, norm, mode="bilinear", padding_mode="reflection", align_corners=True)
 
 
+_SHAPE_HARMONICS = 4  # harmonics 2-5 of a layer's boundary with synthetic_batch(shape_amp > 0)
+
+
+def _radial(src: torch.Tensor, centre: torch.Tensor, radius: torch.Tensor,
+            shape: Optional[Tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+    """Squared distance of layer-space points from a layer's centre in units of its boundary radius (1 on the
+    edge): an ellipse of the given radii, or with ``shape`` = (amplitudes, phases), n x K each, a boundary whose
+    radius is scaled by 1 + sum_k a_k cos(k theta + phase_k) over k = 2, 3, ... (kept above 0.3)."""
+    d = (src - centre.view(-1, 1, 1, 2)) / radius.view(-1, 1, 1, 2)
+    squared = d.pow(2).sum(-1)
+    if shape is None:
+        return squared
+    amp, phase = shape
+    order = torch.arange(2, 2 + amp.shape[1], device=d.device, dtype=d.dtype)
+    theta = torch.atan2(d[..., 1], d[..., 0]).unsqueeze(-1)
+    scale = 1.0 + (amp[:, None, None] * torch.cos(order * theta + phase[:, None, None])).sum(-1)
+    return squared / scale.clamp_min(0.3).pow(2)
+
+
 def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int = 2,
                     gen: Optional[torch.Generator] = None, small_share: float = 0.0,
                     edge_px: float = 0.0, edge_share: float = 1.0,
-                    motion_scale: float = 1.0) -> Dict[str, torch.Tensor]:
+                    motion_scale: float = 1.0, shape_amp: float = 0.0) -> Dict[str, torch.Tensor]:
     """Layered affine motion over real textures, with ground-truth bidirectional flow: a background and
     ``layers`` elliptical layers over it, each with its own motion.
 
@@ -333,6 +352,9 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
     original soft edge), so that both kinds of boundary are trained.
     ``motion_scale``: multiplies the largest shift of every layer (12 px for the background, 32 px for the
     layers, between t = 0 and 1), for larger motions; rotations and scalings stay as they are.
+    ``shape_amp``: 0 keeps every layer an ellipse; above 0 a layer's boundary radius varies with the angle by
+    harmonics 2-5 of random phase and amplitudes up to ``shape_amp / (k - 1)``, so layers have lobes, corners of
+    a sort and concave parts, like real objects (0.3: radius within about 0.4-1.6 of the ellipse's).
     """
     if not 0.0 <= small_share <= 1.0:
         raise ValueError(f"small_share must lie in [0, 1], got {small_share}")
@@ -344,6 +366,8 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
         raise ValueError(f"layers must be at least 1 (a background and a moving layer over it), got {layers}")
     if not motion_scale > 0:
         raise ValueError(f"motion_scale must be positive, got {motion_scale}")
+    if shape_amp < 0:
+        raise ValueError(f"shape_amp must be 0 (ellipses) or positive, got {shape_amp}")
     device = sampler.clips[0].frames.device
     textures = []
     for _ in range(size * (layers + 1)):
@@ -384,6 +408,13 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
             # in pixels (layer space, near enough for these mild scalings): a 10-90% rise of edge_px
             crisp = 2.0 * math.log(9.0) / edge_px * radius.mean(-1).view(-1, 1, 1)
             sharpness[layer] = crisp if sharp is None else torch.where(sharp, crisp, torch.full_like(crisp, 12.0))
+    shapes = [None] * len(motions)  # per layer: (amplitudes, phases) of its boundary's harmonics, None: an ellipse
+    if shape_amp > 0:  # drawn last, so shape_amp = 0 renders the scenes of earlier recipes bit for bit
+        order = torch.arange(2, 2 + _SHAPE_HARMONICS, dtype=torch.float32)
+        for layer in range(1, len(motions)):
+            amp = torch.rand(size, _SHAPE_HARMONICS, generator=gen) * shape_amp / (order - 1)
+            phase = torch.rand(size, _SHAPE_HARMONICS, generator=gen) * (2 * math.pi)
+            shapes[layer] = (to_device(amp, device), to_device(phase, device))
     for key, tt in times.items():
         img = None
         for layer, (params, centre, radius) in enumerate(motions):
@@ -393,8 +424,7 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
             if layer == 0:
                 img = colour
                 continue
-            d = (src - centre.view(-1, 1, 1, 2)) / radius.view(-1, 1, 1, 2)
-            inside = 1.0 - d.pow(2).sum(-1).sqrt()  # 0 on the edge, in units of the layer's radius
+            inside = 1.0 - _radial(src, centre, radius, shapes[layer]).sqrt()  # 0 on the edge, in units of its radius
             mask = torch.sigmoid(inside * sharpness[layer]).unsqueeze(1)
             img = mask * colour + (1 - mask) * img
         frames[key] = img
@@ -408,8 +438,7 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
             if layer == 0:
                 flow = f
                 continue
-            d = (src - centre.view(-1, 1, 1, 2)) / radius.view(-1, 1, 1, 2)
-            mask = (d.pow(2).sum(-1) < 1.0).unsqueeze(1).float()
+            mask = (_radial(src, centre, radius, shapes[layer]) < 1.0).unsqueeze(1).float()
             flow = mask * f + (1 - mask) * flow
         flows[name] = flow
     batch = {"one": frames["one"], "mid": frames["mid"], "two": frames["two"], "t": t, **flows}

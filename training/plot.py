@@ -2,9 +2,10 @@
 
     python -m training.plot --out docs/training_psnr.png
 
-Reads ``docs/raw/train_chunk<N>.jsonl`` (minutes since each chunk's start, validation PSNR by
-step) and ``docs/raw/middlebury_chunk<N>.json`` (Middlebury PSNR of the weights each chunk kept,
-with the kept step given in ``KEPT_STEP``).
+Reads ``docs/raw/train_chunk<N><arm>.jsonl`` (minutes since each chunk's start, validation PSNR by
+step) and ``docs/raw/middlebury_chunk<N><arm>.json`` (Middlebury PSNR of the weights each chunk kept,
+with the kept step given in ``KEPT_STEP``). The arm is "" (arm a of an A/B test) unless ``CARRIED_ARM``
+names the arm whose weights the next chunk continued from.
 """
 
 from __future__ import annotations
@@ -18,9 +19,12 @@ import cv2
 import numpy as np
 
 # step of the weights each chunk kept (its best validation); chunks 8, 9, 11-15 and 22 kept none; 16-19 are the
-# clean-data branch from step 31000, 20-22 continue it from chunk 18 (chunk 21 holds the committed weights)
+# clean-data branch from step 31000, 20-22 continue it from chunk 18, 23-25 from chunk 21 (chunk 25 holds the
+# committed weights)
 KEPT_STEP = {1: 2500, 2: 6345, 3: 10000, 4: 15819, 5: 17000, 6: 20000, 7: 29000, 10: 31000, 16: 34000, 17: 36000,
-             18: 42937, 19: 46000, 20: 51885, 21: 58000}
+             18: 42937, 19: 46000, 20: 51885, 21: 58000, 23: 64000, 24: 65000, 25: 68000}
+# chunks whose arm b was carried on (its log and Middlebury file end in "b")
+CARRIED_ARM = {23: "b", 24: "b"}
 
 
 def chunk_curves(raw: Path) -> Tuple[List[Tuple[float, float]], List[Tuple[float, float]]]:
@@ -33,14 +37,15 @@ def chunk_curves(raw: Path) -> Tuple[List[Tuple[float, float]], List[Tuple[float
     val, middlebury = [], []
     n = 1
     while (raw / f"train_chunk{n}.jsonl").is_file():
-        rows = [json.loads(line) for line in (raw / f"train_chunk{n}.jsonl").read_text().splitlines() if line]
+        arm = CARRIED_ARM.get(n, "")
+        rows = [json.loads(line) for line in (raw / f"train_chunk{n}{arm}.jsonl").read_text().splitlines() if line]
         timed = [r for r in rows if "minutes" in r]
 
         def minutes_at(step: int) -> float:
             return offset + min(timed, key=lambda t: abs(t["step"] - step))["minutes"]
 
         val.extend((minutes_at(r["step"]), r["val_psnr"]) for r in rows if "val_psnr" in r)
-        path = raw / f"middlebury_chunk{n}.json"
+        path = raw / f"middlebury_chunk{n}{arm}.json"
         if n in KEPT_STEP and path.is_file():
             middlebury.append((minutes_at(KEPT_STEP[n]), json.loads(path.read_text())["psnr"]))
         offset += timed[-1]["minutes"]
