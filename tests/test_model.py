@@ -255,11 +255,12 @@ def test_augmented_synthetic_flow_still_warps_two_onto_one():
     clip = data.Clip("t", texture.unsqueeze(0).repeat(3, 1, 1, 1).byte(), 3.0, (), torch.zeros(2, dtype=torch.bool))
     sampler = data.FootageSampler([clip], 128, generator=g)
     for seed in range(6):
-        for small_share, layers, motion_scale, shape_amp in ((0.0, 2, 1.0, 0.0), (1.0, 2, 1.0, 0.0),
-                                                             (0.0, 4, 1.5, 0.0), (0.0, 4, 1.5, 0.4)):
+        for small_share, layers, motion_scale, shape_amp, warp_px in (
+                (0.0, 2, 1.0, 0.0, 0.0), (1.0, 2, 1.0, 0.0, 0.0), (0.0, 4, 1.5, 0.0, 0.0), (0.0, 4, 1.5, 0.4, 0.0),
+                (0.0, 3, 1.0, 0.0, 8.0), (0.5, 4, 2.0, 0.3, 8.0)):
             batch = data.synthetic_batch(sampler, 4, 128, gen=torch.Generator().manual_seed(seed),
                                          small_share=small_share, layers=layers, motion_scale=motion_scale,
-                                         shape_amp=shape_amp)
+                                         shape_amp=shape_amp, warp_px=warp_px)
             warped = backwarp(batch["two"], batch["flow_fwd"])
             inside = (warped.abs().sum(1, keepdim=True) > 0).float()
             error = ((warped - batch["one"]).abs() * inside).mean()
@@ -336,6 +337,37 @@ def test_synthetic_shapes_bend_layer_outlines_and_keep_earlier_scenes(monkeypatc
     assert float((plain["flow_fwd"] - shaped["flow_fwd"]).abs().amax()) > 1.0
     with pytest.raises(ValueError, match="shape_amp"):
         batch(shape_amp=-0.1)
+
+
+def test_synthetic_warp_deforms_layers_smoothly_and_invertibly(monkeypatch):
+    import training.data as data
+
+    gen = torch.Generator().manual_seed(4)
+    field = data._deformation(6, 128, 12.0, 1.0, torch.device("cpu"), gen)
+    p = torch.rand(6, 20, 30, 2, generator=gen) * 128
+    t = torch.rand(6, generator=gen)
+    # the fixed-point inverse undoes the deformation to well under 0.01 px, and the field reaches several pixels
+    assert float((data._undeform(data._deform(p, t, field), t, field) - p).abs().max()) < 1e-3
+    assert float((data._deform(p, torch.ones(6), field) - p).norm(dim=-1).amax()) > 2.0
+    # its slope stays below the bound (finite differences along x and y)
+    for step in (torch.tensor([1e-2, 0.0]), torch.tensor([0.0, 1e-2])):
+        change = (data._displacement(p + step, field) - data._displacement(p, field)).norm(dim=-1) / 1e-2
+        assert float(change.max()) <= data._WARP_SLOPE + 1e-3
+    assert data._undeform(p, t, None) is p and data._deform(p, t, None) is p
+
+    clip = data.Clip("t", (torch.rand(3, 3, 300, 300) * 255).byte(), 3.0, (), torch.zeros(2, dtype=torch.bool))
+
+    def batch(**kw):
+        sampler = data.FootageSampler([clip], 128, generator=torch.Generator().manual_seed(0))
+        return data.synthetic_batch(sampler, 8, 128, gen=torch.Generator().manual_seed(2), layers=3, **kw)
+
+    monkeypatch.setattr(data, "augment", lambda b, gen: b)
+    rigid, warped = batch(), batch(warp_px=8.0)
+    assert torch.equal(rigid["one"], warped["one"])  # nothing deforms at t = 0
+    assert torch.equal(rigid["t"], warped["t"])
+    assert float((rigid["flow_fwd"] - warped["flow_fwd"]).abs().amax()) > 1.0
+    with pytest.raises(ValueError, match="warp_px"):
+        batch(warp_px=-1.0)
 
 
 def test_synthetic_edge_px_sharpens_layer_edges():

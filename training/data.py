@@ -337,10 +337,56 @@ def _radial(src: torch.Tensor, centre: torch.Tensor, radius: torch.Tensor,
     return squared / scale.clamp_min(0.3).pow(2)
 
 
+_WARP_MODES = 3  # sine waves summed in a layer's deformation field
+_WARP_SLOPE = 0.3  # largest slope of a deformation field (at t = 1): the map p -> p + t D(p) stays invertible
+_WARP_ITERATIONS = 8  # fixed-point steps of _undeform: error below 0.3 ** 8 = 7e-5 of the displacement
+
+
+def _deformation(n: int, crop: int, warp_px: float, shrink, device, gen) -> Tuple[torch.Tensor, ...]:
+    """A smooth random field D(p) = sum_m a_m sin(2 pi k_m . p / crop + phase_m) per sample: wave vectors of 0.5-2
+    cycles per crop in random directions, amplitude vectors of up to ``warp_px`` / modes each, scaled down where
+    the field's slope bound sum_m 2 pi |k_m| |a_m| / crop would pass _WARP_SLOPE; ``shrink`` scales it with the
+    sample's motion (small_share)."""
+    m = _WARP_MODES
+    angle = torch.rand(n, m, 2, generator=gen) * (2 * math.pi)
+    cycles = 0.5 + 1.5 * torch.rand(n, m, generator=gen)
+    radians = (cycles * 2 * math.pi / crop)[..., None]  # per pixel along the wave's direction
+    wave = torch.stack([torch.cos(angle[..., 0]), torch.sin(angle[..., 0])], -1) * radians
+    size = torch.rand(n, m, generator=gen) * warp_px / m
+    amp = torch.stack([torch.cos(angle[..., 1]), torch.sin(angle[..., 1])], -1) * size[..., None]
+    phase = torch.rand(n, m, generator=gen) * (2 * math.pi)
+    slope = (wave.norm(dim=-1) * amp.norm(dim=-1)).sum(-1, keepdim=True)
+    amp = amp * torch.clamp(_WARP_SLOPE / slope.clamp_min(1e-12), max=1.0)[..., None]
+    amp = to_device(amp, device) * (shrink.view(-1, 1, 1) if isinstance(shrink, torch.Tensor) else shrink)
+    return to_device(wave, device), amp, to_device(phase, device)
+
+
+def _displacement(p: torch.Tensor, field: Tuple[torch.Tensor, ...]) -> torch.Tensor:
+    wave, amp, phase = field
+    return torch.einsum("nhwm,nmc->nhwc", torch.sin(torch.einsum("nhwc,nmc->nhwm", p, wave) + phase[:, None, None]),
+                        amp)
+
+
+def _deform(p: torch.Tensor, t: torch.Tensor, field: Optional[Tuple[torch.Tensor, ...]]) -> torch.Tensor:
+    """Layer points p (n x H x W x 2) deformed to time t: p + t D(p); rigid layers (None) stay as they are."""
+    return p if field is None else p + t.view(-1, 1, 1, 1) * _displacement(p, field)
+
+
+def _undeform(q: torch.Tensor, t: torch.Tensor, field: Optional[Tuple[torch.Tensor, ...]]) -> torch.Tensor:
+    """The layer points p with p + t D(p) = q, by fixed-point iteration (a contraction: D's slope is below 0.3)."""
+    if field is None:
+        return q
+    p = q
+    for _ in range(_WARP_ITERATIONS):
+        p = q - t.view(-1, 1, 1, 1) * _displacement(p, field)
+    return p
+
+
 def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int = 2,
                     gen: Optional[torch.Generator] = None, small_share: float = 0.0,
                     edge_px: float = 0.0, edge_share: float = 1.0,
-                    motion_scale: float = 1.0, shape_amp: float = 0.0) -> Dict[str, torch.Tensor]:
+                    motion_scale: float = 1.0, shape_amp: float = 0.0,
+                    warp_px: float = 0.0) -> Dict[str, torch.Tensor]:
     """Layered affine motion over real textures, with ground-truth bidirectional flow: a background and
     ``layers`` elliptical layers over it, each with its own motion.
 
@@ -355,6 +401,10 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
     ``shape_amp``: 0 keeps every layer an ellipse; above 0 a layer's boundary radius varies with the angle by
     harmonics 2-5 of random phase and amplitudes up to ``shape_amp / (k - 1)``, so layers have lobes, corners of
     a sort and concave parts, like real objects (0.3: radius within about 0.4-1.6 of the ellipse's).
+    ``warp_px``: 0 moves every layer rigidly (one affine map); above 0 each layer also deforms by a smooth random
+    field of up to ``warp_px`` pixels at t = 1 (growing linearly in t), like cloth, water or a moving body: a point p
+    of the layer is at A_t(p + t D(p)). The field's slope is kept below 0.3, so the map stays invertible and its
+    inverse, found by fixed-point iteration, is exact to well under 0.01 px; frames and flow use the same inverse.
     """
     if not 0.0 <= small_share <= 1.0:
         raise ValueError(f"small_share must lie in [0, 1], got {small_share}")
@@ -368,6 +418,8 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
         raise ValueError(f"motion_scale must be positive, got {motion_scale}")
     if shape_amp < 0:
         raise ValueError(f"shape_amp must be 0 (ellipses) or positive, got {shape_amp}")
+    if warp_px < 0:
+        raise ValueError(f"warp_px must be 0 (rigid layers) or positive, got {warp_px}")
     device = sampler.clips[0].frames.device
     textures = []
     for _ in range(size * (layers + 1)):
@@ -415,11 +467,14 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
             amp = torch.rand(size, _SHAPE_HARMONICS, generator=gen) * shape_amp / (order - 1)
             phase = torch.rand(size, _SHAPE_HARMONICS, generator=gen) * (2 * math.pi)
             shapes[layer] = (to_device(amp, device), to_device(phase, device))
+    fields = [None] * len(motions)  # per layer: its deformation field (see _deformation), None: rigid
+    if warp_px > 0:  # drawn after the shapes, for the same reason
+        fields = [_deformation(size, crop, warp_px, shrink, device, gen) for _ in motions]
     for key, tt in times.items():
         img = None
         for layer, (params, centre, radius) in enumerate(motions):
             inv = _invert(_matrix(params, tt, centre))
-            src = _apply(inv, grid)  # where each output pixel comes from in layer space
+            src = _undeform(_apply(inv, grid), tt, fields[layer])  # where each output pixel comes from in layer space
             colour = _sample(textures[layer], src)
             if layer == 0:
                 img = colour
@@ -432,8 +487,8 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
     for name, t0, t1 in (("flow_fwd", times["one"], times["two"]), ("flow_bwd", times["two"], times["one"])):
         flow = None
         for layer, (params, centre, radius) in enumerate(motions):
-            src = _apply(_invert(_matrix(params, t0, centre)), grid)
-            dst = _apply(_matrix(params, t1, centre), src)
+            src = _undeform(_apply(_invert(_matrix(params, t0, centre)), grid), t0, fields[layer])
+            dst = _apply(_matrix(params, t1, centre), _deform(src, t1, fields[layer]))
             f = (dst - grid).permute(0, 3, 1, 2)
             if layer == 0:
                 flow = f
