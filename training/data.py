@@ -16,7 +16,7 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -342,7 +342,8 @@ _WARP_SLOPE = 0.3  # largest slope of a deformation field (at t = 1): the map p 
 _WARP_ITERATIONS = 8  # fixed-point steps of _undeform: error below 0.3 ** 8 = 7e-5 of the displacement
 
 
-def _deformation(n: int, crop: int, warp_px: float, shrink, device, gen) -> Tuple[torch.Tensor, ...]:
+def _deformation(n: int, crop: int, warp_px: float, shrink: Union[float, torch.Tensor], device: torch.device,
+                 gen: Optional[torch.Generator]) -> Tuple[torch.Tensor, ...]:
     """A smooth random field D(p) = sum_m a_m sin(2 pi k_m . p / crop + phase_m) per sample: wave vectors of 0.5-2
     cycles per crop in random directions, amplitude vectors of up to ``warp_px`` / modes each, scaled down where
     the field's slope bound sum_m 2 pi |k_m| |a_m| / crop would pass _WARP_SLOPE; ``shrink`` scales it with the
@@ -388,7 +389,7 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
                     motion_scale: float = 1.0, shape_amp: float = 0.0,
                     warp_px: float = 0.0) -> Dict[str, torch.Tensor]:
     """Layered affine motion over real textures, with ground-truth bidirectional flow: a background and
-    ``layers`` elliptical layers over it, each with its own motion.
+    ``layers`` elliptical (or, with ``shape_amp``, lobed) layers over it, each with its own motion.
 
     ``small_share``: fraction of samples whose motions are scaled down by 2 to 16 times (log-uniform),
     so that sub-pixel and few-pixel motion, where splatting blurs fine detail, is represented too.
@@ -470,11 +471,13 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
     fields = [None] * len(motions)  # per layer: its deformation field (see _deformation), None: rigid
     if warp_px > 0:  # drawn after the shapes, for the same reason
         fields = [_deformation(size, crop, warp_px, shrink, device, gen) for _ in motions]
+    sources = {}  # (time, layer): the layer-space point each output pixel shows, reused by the flow below
     for key, tt in times.items():
         img = None
         for layer, (params, centre, radius) in enumerate(motions):
             inv = _invert(_matrix(params, tt, centre))
-            src = _undeform(_apply(inv, grid), tt, fields[layer])  # where each output pixel comes from in layer space
+            field = None if key == "one" else fields[layer]  # at t = 0 nothing has deformed yet
+            src = sources[key, layer] = _undeform(_apply(inv, grid), tt, field)
             colour = _sample(textures[layer], src)
             if layer == 0:
                 img = colour
@@ -484,11 +487,12 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
             img = mask * colour + (1 - mask) * img
         frames[key] = img
     # ground truth: the topmost layer covering each pixel at the start time decides its motion
-    for name, t0, t1 in (("flow_fwd", times["one"], times["two"]), ("flow_bwd", times["two"], times["one"])):
+    for name, start, end in (("flow_fwd", "one", "two"), ("flow_bwd", "two", "one")):
         flow = None
         for layer, (params, centre, radius) in enumerate(motions):
-            src = _undeform(_apply(_invert(_matrix(params, t0, centre)), grid), t0, fields[layer])
-            dst = _apply(_matrix(params, t1, centre), _deform(src, t1, fields[layer]))
+            src = sources[start, layer]
+            field = None if end == "one" else fields[layer]
+            dst = _apply(_matrix(params, times[end], centre), _deform(src, times[end], field))
             f = (dst - grid).permute(0, 3, 1, 2)
             if layer == 0:
                 flow = f
