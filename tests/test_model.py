@@ -257,7 +257,7 @@ def test_augmented_synthetic_flow_still_warps_two_onto_one():
     for seed in range(6):
         for small_share, layers, motion_scale, shape_amp, warp_px in (
                 (0.0, 2, 1.0, 0.0, 0.0), (1.0, 2, 1.0, 0.0, 0.0), (0.0, 4, 1.5, 0.0, 0.0), (0.0, 4, 1.5, 0.4, 0.0),
-                (0.0, 3, 1.0, 0.0, 8.0), (0.5, 4, 2.0, 0.3, 8.0)):
+                (0.0, 3, 1.0, 0.0, 8.0), (0.5, 4, 2.0, 0.3, 8.0)):  # (textures zoomed in the next test)
             batch = data.synthetic_batch(sampler, 4, 128, gen=torch.Generator().manual_seed(seed),
                                          small_share=small_share, layers=layers, motion_scale=motion_scale,
                                          shape_amp=shape_amp, warp_px=warp_px)
@@ -368,6 +368,33 @@ def test_synthetic_warp_deforms_layers_smoothly_and_invertibly(monkeypatch):
     assert float((rigid["flow_fwd"] - warped["flow_fwd"]).abs().amax()) > 1.0
     with pytest.raises(ValueError, match="warp_px"):
         batch(warp_px=-1.0)
+
+
+def test_synthetic_texture_zoom_cuts_larger_and_shrinks(monkeypatch):
+    import training.data as data
+
+    # stripes of period 16 px: shrunk up to 2x they alternate faster, so neighbouring pixels differ more
+    xx = torch.arange(600.0).view(1, -1).expand(600, 600)
+    stripes = ((torch.sin(xx * 2 * np.pi / 16) + 1) * 127).expand(3, 600, 600)
+    big = data.Clip("big", stripes.unsqueeze(0).repeat(3, 1, 1, 1).byte(), 3.0, (), torch.zeros(2, dtype=torch.bool))
+    # a clip too small for most zoomed cuts: cutting it anyway would fail (a square larger than the frame)
+    small = data.Clip("small", torch.zeros(3, 3, 200, 200, dtype=torch.uint8), 3.0, (), torch.zeros(2, dtype=torch.bool))
+    monkeypatch.setattr(data, "augment", lambda b, gen: b)
+
+    def detail(zoom):  # one zoom per layer: averaged over 4 layers and 4 scenes
+        total = 0.0
+        for seed in range(4):
+            sampler = data.FootageSampler([big, small], 128, generator=torch.Generator().manual_seed(0))
+            b = data.synthetic_batch(sampler, 8, 128, gen=torch.Generator().manual_seed(seed), layers=4,
+                                     texture_zoom=zoom, small_share=1.0)  # small motion: textures barely scale
+            total += float((b["one"][..., 1:] - b["one"][..., :-1]).abs().mean()) / 4
+        return total
+
+    plain = detail(1.0)
+    zoomed = detail(4.0)  # cuts of 128-512 px: those above 200 px come from the big clip only
+    assert zoomed > 1.3 * plain
+    with pytest.raises(ValueError, match="texture_zoom"):
+        detail(0.5)
 
 
 def test_synthetic_edge_px_sharpens_layer_edges():

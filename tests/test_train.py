@@ -118,14 +118,17 @@ def test_synthetic_options_set_the_mix_and_edges_and_are_checked(footage, tmp_pa
     assert saved["synthetic_edge_share"] == 0.5
     out3 = tmp_path / "run3"
     assert train.main(_args(footage, out3, "--max-steps", "1", "--synthetic-share", "0.5", "--synthetic-layers", "4",
-                            "--synthetic-motion", "1.5", "--synthetic-shapes", "0.3", "--synthetic-warp", "6")) == 0
+                            "--synthetic-motion", "1.5", "--synthetic-shapes", "0.3", "--synthetic-warp", "6",
+                            "--synthetic-texture-zoom", "1.5")) == 0
     saved = json.loads((out3 / "train_config.json").read_text())
     assert saved["synthetic_layers"] == 4 and saved["synthetic_motion"] == 1.5 and saved["synthetic_shapes"] == 0.3
-    assert saved["synthetic_warp"] == 6.0
+    assert saved["synthetic_warp"] == 6.0 and saved["synthetic_texture_zoom"] == 1.5
     assert train.main(_args(footage, tmp_path / "bad4", "--max-steps", "1", "--synthetic-shapes", "-1")) == 2
     assert "--synthetic-shapes and --synthetic-warp 0 or positive" in capsys.readouterr().err
     assert train.main(_args(footage, tmp_path / "bad5", "--max-steps", "1", "--synthetic-warp", "-1")) == 2
     assert "--synthetic-shapes and --synthetic-warp 0 or positive" in capsys.readouterr().err
+    assert train.main(_args(footage, tmp_path / "bad6", "--max-steps", "1", "--synthetic-texture-zoom", "0.5")) == 2
+    assert "--synthetic-texture-zoom at least 1" in capsys.readouterr().err
     assert train.main(_args(footage, tmp_path / "bad3", "--max-steps", "1", "--synthetic-layers", "0")) == 2
     assert "--synthetic-layers must be at least 1" in capsys.readouterr().err
     assert train.main(_args(footage, tmp_path / "bad2", "--max-steps", "1", "--synthetic-edge-share", "2")) == 2

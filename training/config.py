@@ -39,6 +39,7 @@ class TrainConfig:
     synthetic_motion: float = 1.0  # multiplies the synthetic layers' largest shifts (12 px background, 32 px layers)
     synthetic_shapes: float = 0.0  # amplitude of the synthetic layers' boundary harmonics (0: ellipses)
     synthetic_warp: float = 0.0  # largest non-rigid deformation of a synthetic layer at t = 1, px (0: rigid)
+    synthetic_texture_zoom: float = 1.0  # synthetic textures cut up to this much larger than the crop and shrunk
     flow_loss_weight: float = 0.05
     census_weight: float = 1.0
     max_gap: int = 4

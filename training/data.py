@@ -387,7 +387,7 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
                     gen: Optional[torch.Generator] = None, small_share: float = 0.0,
                     edge_px: float = 0.0, edge_share: float = 1.0,
                     motion_scale: float = 1.0, shape_amp: float = 0.0,
-                    warp_px: float = 0.0) -> Dict[str, torch.Tensor]:
+                    warp_px: float = 0.0, texture_zoom: float = 1.0) -> Dict[str, torch.Tensor]:
     """Layered affine motion over real textures, with ground-truth bidirectional flow: a background and
     ``layers`` elliptical (or, with ``shape_amp``, lobed) layers over it, each with its own motion.
 
@@ -406,6 +406,9 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
     field of up to ``warp_px`` pixels at t = 1 (growing linearly in t), like cloth, water or a moving body: a point p
     of the layer is at A_t(p + t D(p)). The field's slope is kept below 0.3, so the map stays invertible and its
     inverse, found by fixed-point iteration, is exact to well under 0.01 px; frames and flow use the same inverse.
+    ``texture_zoom``: 1 cuts each layer's textures at the crop size from the footage; above 1 each layer's textures
+    are cut up to that much larger (log-uniform; from the clips large enough for the cut) and shrunk with
+    antialiasing: finer, sharper detail and less coding noise than the footage has at its own size.
     """
     if not 0.0 <= small_share <= 1.0:
         raise ValueError(f"small_share must lie in [0, 1], got {small_share}")
@@ -421,15 +424,30 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
         raise ValueError(f"shape_amp must be 0 (ellipses) or positive, got {shape_amp}")
     if warp_px < 0:
         raise ValueError(f"warp_px must be 0 (rigid layers) or positive, got {warp_px}")
+    if not texture_zoom >= 1:
+        raise ValueError(f"texture_zoom must be 1 (textures at the footage's size) or more, got {texture_zoom}")
     device = sampler.clips[0].frames.device
+    sides = [crop] * (layers + 1)  # per layer: the side of the squares cut from the footage for its textures
+    shortest = torch.tensor([float(min(c.frames.shape[2:])) for c in sampler.clips], dtype=torch.float64)
+    if texture_zoom > 1:  # (no draw otherwise: the random stream of earlier recipes stays the same)
+        largest = min(texture_zoom, float(shortest.max()) / crop)
+        sides = [int(crop * largest ** float(torch.rand(1, generator=gen))) for _ in sides]
     textures = []
-    for _ in range(size * (layers + 1)):
-        clip = sampler.clips[int(torch.multinomial(sampler.weights, 1, generator=gen))]
-        f = clip.frames[sampler._rand(clip.frames.shape[0])]
-        h, w = f.shape[1:]
-        y, x = sampler._rand(h - crop + 1), sampler._rand(w - crop + 1)
-        textures.append(f[:, y:y + crop, x:x + crop])
-    textures = torch.stack(textures).float().div(255.0).view(layers + 1, size, 3, crop, crop)
+    for side in sides:
+        # only clips large enough for the cut (at the crop size: all of them, with the sampler's own weights)
+        weights = sampler.weights if side == crop else sampler.weights * (shortest >= side)
+        cuts = []
+        for _ in range(size):
+            clip = sampler.clips[int(torch.multinomial(weights, 1, generator=gen))]
+            f = clip.frames[sampler._rand(clip.frames.shape[0])]
+            h, w = f.shape[1:]
+            y, x = sampler._rand(h - side + 1), sampler._rand(w - side + 1)
+            cuts.append(f[:, y:y + side, x:x + side])
+        cuts = torch.stack(cuts).float().div(255.0)
+        if side != crop:
+            cuts = F.interpolate(cuts, size=(crop, crop), mode="bilinear", align_corners=False, antialias=True)
+        textures.append(cuts)
+    textures = torch.stack(textures)  # layers + 1 x size x 3 x crop x crop
     t = to_device(torch.rand(size, generator=gen) * 0.8 + 0.1, device)
     ys, xs = torch.meshgrid(torch.arange(crop, device=device, dtype=torch.float32),
                             torch.arange(crop, device=device, dtype=torch.float32), indexing="ij")
