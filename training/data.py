@@ -233,12 +233,12 @@ def boundary_masks(sets: Dict[str, List[Dict[str, torch.Tensor]]]) -> Dict[str, 
 
 
 def synthetic_set(clips: List[Clip], crop: int, batches: int, small_share: float = 0.0, edge_px: float = 0.0,
-                  seed: int = 1357) -> List[Dict[str, torch.Tensor]]:
+                  seed: int = 1357, **options: float) -> List[Dict[str, torch.Tensor]]:
     """Batches of 16 fixed synthetic triplets over ``clips``' textures (exact ground truth), the same on every call
-    (the first k batches whatever ``batches`` is)."""
+    (the first k batches whatever ``batches`` is); ``options`` go to synthetic_batch (layers, shape_amp, ...)."""
     gen = torch.Generator().manual_seed(seed)
     sampler = FootageSampler(clips, crop, 4, generator=gen)
-    return [synthetic_batch(sampler, 16, crop, gen=gen, small_share=small_share, edge_px=edge_px)
+    return [synthetic_batch(sampler, 16, crop, gen=gen, small_share=small_share, edge_px=edge_px, **options)
             for _ in range(batches)]
 
 
