@@ -158,6 +158,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--lr", type=float, default=None, help="override the config's peak learning rate")
     p.add_argument("--census-weight", type=float, default=None, help="override the census loss weight")
+    p.add_argument("--flow-loss-weight", type=float, default=None,
+                   help="override the weight of the flow's end-point error against the synthetic ground truth "
+                        "(recipe default 0.05)")
     p.add_argument("--total-steps", type=int, default=None, help="override the cosine schedule's length")
     p.add_argument("--native-share", type=float, default=None,
                    help="override the share of footage triplets taken at the stored rate (k = 1)")
@@ -284,6 +287,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                   file=sys.stderr)
     overrides = {k: v for k, v in (("batch", args.batch), ("crop", args.crop), ("seed", args.seed),
                                    ("lr", args.lr), ("census_weight", args.census_weight),
+                                   ("flow_loss_weight", args.flow_loss_weight),
                                    ("total_steps", args.total_steps),
                                    ("native_share", args.native_share),
                                    ("synthetic_share", args.synthetic_share),
@@ -302,6 +306,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not 0.0 <= config.synthetic_share < 1.0:
         print(f"error: --synthetic-share must lie in [0, 1) (footage fills the rest of each batch), "
               f"got {config.synthetic_share}", file=sys.stderr)
+        return 2
+    if config.census_weight < 0 or config.flow_loss_weight < 0:
+        print(f"error: --census-weight and --flow-loss-weight must be 0 or positive, got {config.census_weight} "
+              f"and {config.flow_loss_weight}", file=sys.stderr)
         return 2
     if not 0.0 <= config.synthetic_edge_share <= 1.0:
         print(f"error: --synthetic-edge-share must lie in [0, 1], got {config.synthetic_edge_share}", file=sys.stderr)

@@ -119,10 +119,13 @@ def test_synthetic_options_set_the_mix_and_edges_and_are_checked(footage, tmp_pa
     out3 = tmp_path / "run3"
     assert train.main(_args(footage, out3, "--max-steps", "1", "--synthetic-share", "0.5", "--synthetic-layers", "4",
                             "--synthetic-motion", "1.5", "--synthetic-shapes", "0.3", "--synthetic-warp", "6",
-                            "--synthetic-texture-zoom", "1.5")) == 0
+                            "--synthetic-texture-zoom", "1.5", "--flow-loss-weight", "0.1")) == 0
     saved = json.loads((out3 / "train_config.json").read_text())
     assert saved["synthetic_layers"] == 4 and saved["synthetic_motion"] == 1.5 and saved["synthetic_shapes"] == 0.3
     assert saved["synthetic_warp"] == 6.0 and saved["synthetic_texture_zoom"] == 1.5
+    assert saved["flow_loss_weight"] == 0.1
+    assert train.main(_args(footage, tmp_path / "bad7", "--max-steps", "1", "--flow-loss-weight", "-0.1")) == 2
+    assert "--flow-loss-weight must be 0 or positive" in capsys.readouterr().err
     assert train.main(_args(footage, tmp_path / "bad4", "--max-steps", "1", "--synthetic-shapes", "-1")) == 2
     assert "--synthetic-shapes and --synthetic-warp 0 or positive" in capsys.readouterr().err
     assert train.main(_args(footage, tmp_path / "bad5", "--max-steps", "1", "--synthetic-warp", "-1")) == 2
