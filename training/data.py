@@ -383,6 +383,18 @@ def _undeform(q: torch.Tensor, t: torch.Tensor, field: Optional[Tuple[torch.Tens
     return p
 
 
+def _texture_cuts(sampler: FootageSampler, crop: int, count: int, zoom: float,
+                  gen: Optional[torch.Generator]) -> List[Tuple[int, torch.Tensor]]:
+    """For each of ``count`` layers: the side of the squares its textures are cut at (crop to crop * zoom,
+    log-uniform) and the clip weights to draw them with (the sampler's, zero for clips too small for the cut)."""
+    if zoom <= 1:  # (no draw: the random stream of earlier recipes stays the same)
+        return [(crop, sampler.weights)] * count
+    shortest = torch.tensor([float(min(c.frames.shape[2:])) for c in sampler.clips], dtype=torch.float64)
+    largest = min(zoom, float(shortest.max()) / crop)
+    sides = [int(crop * largest ** float(torch.rand(1, generator=gen))) for _ in range(count)]
+    return [(side, sampler.weights * (shortest >= side)) for side in sides]
+
+
 def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int = 2,
                     gen: Optional[torch.Generator] = None, small_share: float = 0.0,
                     edge_px: float = 0.0, edge_share: float = 1.0,
@@ -427,15 +439,8 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
     if not texture_zoom >= 1:
         raise ValueError(f"texture_zoom must be 1 (textures at the footage's size) or more, got {texture_zoom}")
     device = sampler.clips[0].frames.device
-    sides = [crop] * (layers + 1)  # per layer: the side of the squares cut from the footage for its textures
-    shortest = torch.tensor([float(min(c.frames.shape[2:])) for c in sampler.clips], dtype=torch.float64)
-    if texture_zoom > 1:  # (no draw otherwise: the random stream of earlier recipes stays the same)
-        largest = min(texture_zoom, float(shortest.max()) / crop)
-        sides = [int(crop * largest ** float(torch.rand(1, generator=gen))) for _ in sides]
     textures = []
-    for side in sides:
-        # only clips large enough for the cut (at the crop size: all of them, with the sampler's own weights)
-        weights = sampler.weights if side == crop else sampler.weights * (shortest >= side)
+    for side, weights in _texture_cuts(sampler, crop, layers + 1, texture_zoom, gen):
         cuts = []
         for _ in range(size):
             clip = sampler.clips[int(torch.multinomial(weights, 1, generator=gen))]
