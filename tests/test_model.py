@@ -245,6 +245,23 @@ def test_cuda_published_network_and_graph_runtime():
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
 
 
+def _noise_clip():
+    """A 3-frame 300 x 300 clip of fixed random noise, the texture source of the synthetic-data tests."""
+    import training.data as data
+
+    noise = torch.rand(3, 3, 300, 300, generator=torch.Generator().manual_seed(0))
+    return data.Clip("t", (noise * 255).byte(), 3.0, (), torch.zeros(2, dtype=torch.bool))
+
+
+def _three_layer_scenes(**options):
+    """8 synthetic triplets with 3 layers over _noise_clip, the same draws on every call, so that scenes with and
+    without an option compare (callers switch augmentation off: its draws come after the options')."""
+    import training.data as data
+
+    sampler = data.FootageSampler([_noise_clip()], 128, generator=torch.Generator().manual_seed(0))
+    return data.synthetic_batch(sampler, 8, 128, gen=torch.Generator().manual_seed(2), layers=3, **options)
+
+
 def test_augmented_synthetic_flow_still_warps_two_onto_one():
     """Flips, transposes and reversal must transform the ground-truth flow with the frames."""
     import training.data as data
@@ -270,7 +287,7 @@ def test_augmented_synthetic_flow_still_warps_two_onto_one():
 def test_small_motion_share_shrinks_synthetic_motion():
     import training.data as data
 
-    clip = data.Clip("t", (torch.rand(3, 3, 300, 300) * 255).byte(), 3.0, (), torch.zeros(2, dtype=torch.bool))
+    clip = _noise_clip()
     sampler = data.FootageSampler([clip], 128, generator=torch.Generator().manual_seed(0))
 
     def mean_motion(share):
@@ -285,7 +302,7 @@ def test_small_motion_share_shrinks_synthetic_motion():
 def test_synthetic_layers_and_motion_scale():
     import training.data as data
 
-    clip = data.Clip("t", (torch.rand(3, 3, 300, 300) * 255).byte(), 3.0, (), torch.zeros(2, dtype=torch.bool))
+    clip = _noise_clip()
     sampler = data.FootageSampler([clip], 128, generator=torch.Generator().manual_seed(0))
 
     def batch(**kw):
@@ -322,21 +339,15 @@ def test_synthetic_shapes_bend_layer_outlines_and_keep_earlier_scenes(monkeypatc
     assert float(scale.max() - scale.min()) > 0.5 and math.isclose(float(data._radial(centre.view(1, 1, 1, 2), centre,
                                                                                      radius, (amp, phase))), 0.0)
 
-    clip = data.Clip("t", (torch.rand(3, 3, 300, 300) * 255).byte(), 3.0, (), torch.zeros(2, dtype=torch.bool))
-
-    def batch(**kw):
-        sampler = data.FootageSampler([clip], 128, generator=torch.Generator().manual_seed(0))
-        return data.synthetic_batch(sampler, 8, 128, gen=torch.Generator().manual_seed(2), layers=3, **kw)
-
     monkeypatch.setattr(data, "augment", lambda b, gen: b)  # the flips etc. draw after the shapes
-    plain, shaped = batch(), batch(shape_amp=0.4)
+    plain, shaped = _three_layer_scenes(), _three_layer_scenes(shape_amp=0.4)
     # shapes are drawn last: the same textures, times and motions, so the background and the time agree ...
     assert torch.equal(plain["t"], shaped["t"])
     assert float(((plain["one"] - shaped["one"]).abs() < 1e-3).float().mean()) > 0.3  # soft edges reach far
     # ... while the outlines (and so the occlusions and the flow) differ
     assert float((plain["flow_fwd"] - shaped["flow_fwd"]).abs().amax()) > 1.0
     with pytest.raises(ValueError, match="shape_amp"):
-        batch(shape_amp=-0.1)
+        _three_layer_scenes(shape_amp=-0.1)
 
 
 def test_synthetic_warp_deforms_layers_smoothly_and_invertibly(monkeypatch):
@@ -355,19 +366,13 @@ def test_synthetic_warp_deforms_layers_smoothly_and_invertibly(monkeypatch):
         assert float(change.max()) <= data._WARP_SLOPE + 1e-3
     assert data._undeform(p, t, None) is p and data._deform(p, t, None) is p
 
-    clip = data.Clip("t", (torch.rand(3, 3, 300, 300) * 255).byte(), 3.0, (), torch.zeros(2, dtype=torch.bool))
-
-    def batch(**kw):
-        sampler = data.FootageSampler([clip], 128, generator=torch.Generator().manual_seed(0))
-        return data.synthetic_batch(sampler, 8, 128, gen=torch.Generator().manual_seed(2), layers=3, **kw)
-
     monkeypatch.setattr(data, "augment", lambda b, gen: b)
-    rigid, warped = batch(), batch(warp_px=8.0)
+    rigid, warped = _three_layer_scenes(), _three_layer_scenes(warp_px=8.0)
     assert torch.equal(rigid["one"], warped["one"])  # nothing deforms at t = 0
     assert torch.equal(rigid["t"], warped["t"])
     assert float((rigid["flow_fwd"] - warped["flow_fwd"]).abs().amax()) > 1.0
     with pytest.raises(ValueError, match="warp_px"):
-        batch(warp_px=-1.0)
+        _three_layer_scenes(warp_px=-1.0)
 
 
 def test_synthetic_texture_zoom_cuts_larger_and_shrinks(monkeypatch):

@@ -124,20 +124,16 @@ def test_synthetic_options_set_the_mix_and_edges_and_are_checked(footage, tmp_pa
     assert saved["synthetic_layers"] == 4 and saved["synthetic_motion"] == 1.5 and saved["synthetic_shapes"] == 0.3
     assert saved["synthetic_warp"] == 6.0 and saved["synthetic_texture_zoom"] == 1.5
     assert saved["flow_loss_weight"] == 0.1
-    assert train.main(_args(footage, tmp_path / "bad7", "--max-steps", "1", "--flow-loss-weight", "-0.1")) == 2
-    assert "--flow-loss-weight must be 0 or positive" in capsys.readouterr().err
-    assert train.main(_args(footage, tmp_path / "bad4", "--max-steps", "1", "--synthetic-shapes", "-1")) == 2
-    assert "--synthetic-shapes and --synthetic-warp 0 or positive" in capsys.readouterr().err
-    assert train.main(_args(footage, tmp_path / "bad5", "--max-steps", "1", "--synthetic-warp", "-1")) == 2
-    assert "--synthetic-shapes and --synthetic-warp 0 or positive" in capsys.readouterr().err
-    assert train.main(_args(footage, tmp_path / "bad6", "--max-steps", "1", "--synthetic-texture-zoom", "0.5")) == 2
-    assert "--synthetic-texture-zoom at least 1" in capsys.readouterr().err
-    assert train.main(_args(footage, tmp_path / "bad3", "--max-steps", "1", "--synthetic-layers", "0")) == 2
-    assert "--synthetic-layers must be at least 1" in capsys.readouterr().err
-    assert train.main(_args(footage, tmp_path / "bad2", "--max-steps", "1", "--synthetic-edge-share", "2")) == 2
-    assert "--synthetic-edge-share must lie in [0, 1]" in capsys.readouterr().err
-    assert train.main(_args(footage, tmp_path / "bad", "--max-steps", "1", "--synthetic-share", "1")) == 2
-    assert "--synthetic-share must lie in [0, 1)" in capsys.readouterr().err
+    for n, (option, value, message) in enumerate((
+            ("--flow-loss-weight", "-0.1", "--flow-loss-weight must be 0 or positive"),
+            ("--synthetic-shapes", "-1", "--synthetic-shapes and --synthetic-warp 0 or positive"),
+            ("--synthetic-warp", "-1", "--synthetic-shapes and --synthetic-warp 0 or positive"),
+            ("--synthetic-texture-zoom", "0.5", "--synthetic-texture-zoom at least 1"),
+            ("--synthetic-layers", "0", "--synthetic-layers must be at least 1"),
+            ("--synthetic-edge-share", "2", "--synthetic-edge-share must lie in [0, 1]"),
+            ("--synthetic-share", "1", "--synthetic-share must lie in [0, 1)"))):
+        assert train.main(_args(footage, tmp_path / f"bad{n}", "--max-steps", "1", option, value)) == 2, option
+        assert message in capsys.readouterr().err
 
 
 def test_sampler_downscale_share_shrinks_larger_crops():
