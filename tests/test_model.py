@@ -1,5 +1,7 @@
 """The network's parts on the CPU, and the CUDA correlation against the PyTorch one."""
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -91,6 +93,37 @@ def test_weights_round_trip(tmp_path):
         assert torch.equal(a, b), k
 
 
+def test_average_of_weights_files(tmp_path):
+    """training.average: the parameter-wise mean of the files, saved in fp16 with its sources named."""
+    from safetensors import safe_open
+
+    from training.average import average_state, main
+
+    torch.manual_seed(0)
+    nets = [Network(NetworkConfig(full_width=8)).eval() for _ in range(3)]
+    paths = [tmp_path / f"w{i}.safetensors" for i in range(3)]
+    for i, (net, path) in enumerate(zip(nets, paths)):
+        save_weights(net, path, dtype=torch.float32, extra={"step": str(1000 * i)})
+    mean = average_state(paths)
+    for name in nets[0].state_dict():
+        expected = sum(n.state_dict()[name] for n in nets) / 3
+        assert torch.allclose(mean[name], expected, atol=1e-6), name
+    out = tmp_path / "soup.safetensors"
+    assert main(["--out", str(out), *map(str, paths)]) == 0
+    soup = load_weights(out)
+    for name, tensor in soup.state_dict().items():
+        assert torch.allclose(tensor, mean[name], atol=2e-3, rtol=1e-3), name  # stored in fp16
+    with safe_open(str(out), framework="pt") as f:
+        sources = json.loads(f.metadata()["averaged_from"])
+        assert sources == [{"path": str(p), "step": str(1000 * i)} for i, p in enumerate(paths)]
+        assert f.get_tensor(next(iter(f.keys()))).dtype == torch.float16
+    other = tmp_path / "other.safetensors"
+    save_weights(Network(NetworkConfig(full_width=16)), other)
+    assert main(["--out", str(tmp_path / "bad.safetensors"), str(paths[0]), str(other)]) == 2
+    assert main(["--out", str(tmp_path / "bad.safetensors"), str(paths[0])]) == 2
+    assert not (tmp_path / "bad.safetensors").exists()
+
+
 def test_grown_network_starts_where_the_trained_one_was():
     """The optional stages are zero-initialised: loading a smaller network's weights gives its exact output."""
     torch.manual_seed(0)
@@ -129,7 +162,7 @@ def test_weights_missing_and_corrupt(tmp_path):
 
 def test_weights_that_do_not_fit(tmp_path):
     from safetensors.torch import save_file
-    import json
+
 
     path = tmp_path / "w.safetensors"
     save_file({"encoder.levels.0.0.0.weight": torch.zeros(1)}, str(path),
@@ -181,7 +214,7 @@ def test_cuda_network_matches_cpu(grown):
 # ------------------------------------------------------- published net ---
 
 def test_published_architecture_matches_committed_keys():
-    import json
+
     from pathlib import Path
 
     from model.published import PublishedNetwork

@@ -1,0 +1,72 @@
+"""Average several weights files of one architecture into one (a "model soup").
+
+Fine-tuning runs that start from the same weights stay close enough that the uniform
+average of their parameters is itself a good network, often better than each one.
+
+    python -m training.average --out runs/soup.safetensors A.safetensors B.safetensors ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Union
+
+import torch
+
+from model.weights import WeightsError, load_weights, read_config, save_weights
+
+
+def average_state(paths: Sequence[Union[str, Path]]) -> Dict[str, torch.Tensor]:
+    """The uniform fp32 average of the files' floating-point tensors (others taken from the first file)."""
+    if len(paths) < 2:
+        raise ValueError(f"averaging needs 2 or more weights files, got {len(paths)}")
+    config = read_config(paths[0])
+    total: Dict[str, torch.Tensor] = {}
+    for path in paths:
+        if read_config(path) != config:
+            raise WeightsError(f"{path} has another network config than {paths[0]}: only weights of one "
+                               "architecture can be averaged")
+        for name, tensor in load_weights(path).state_dict().items():
+            if not tensor.is_floating_point():
+                total.setdefault(name, tensor.clone())
+            elif name in total:
+                total[name] += tensor.float()
+            else:
+                total[name] = tensor.float().clone()
+    return {k: (v / len(paths) if v.is_floating_point() else v) for k, v in total.items()}
+
+
+def _step(path: Union[str, Path]) -> Optional[str]:
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as f:
+        return (f.metadata() or {}).get("step")
+
+
+def average_weights(paths: Sequence[Union[str, Path]], out: Union[str, Path]) -> None:
+    """Write the average of `paths` to `out` (fp16, like every committed weights file)."""
+    net = load_weights(paths[0])
+    net.load_state_dict(average_state(paths), strict=True)
+    sources = [{"path": str(p), "step": _step(p)} for p in paths]
+    save_weights(net, out, extra={"averaged_from": json.dumps(sources)})
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", type=Path, required=True, help="where to write the averaged weights")
+    p.add_argument("weights", type=Path, nargs="+", help="two or more weights files of one architecture")
+    args = p.parse_args(argv)
+    try:
+        average_weights(args.weights, args.out)
+    except ValueError as exc:  # WeightsError is a ValueError
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote the average of {len(args.weights)} weights files to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
