@@ -153,6 +153,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--val-batches", type=int, default=4,
                    help="batches of 16 triplets per validation set; more give steadier scores (the first 4 are "
                         "always the same triplets, so scores of 4 batches stay comparable across runs)")
+    p.add_argument("--validate-first", action="store_true",
+                   help="validate the starting weights before training, so the chunk keeps them unless a later step "
+                        "beats them on the same validation sets (the rule that picks between A/B arms)")
     p.add_argument("--batch", type=int, default=None, help="override the config's per-GPU batch")
     p.add_argument("--crop", type=int, default=None, help="override the config's crop size")
     p.add_argument("--seed", type=int, default=None)
@@ -484,6 +487,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     bar = tqdm(total=args.max_steps, disable=not main_process, mininterval=10, desc="train")
     step_loss = _StepLoss(model, n_real, config.batch, config.census_weight, config.flow_loss_weight, bf16)
     graphed = None
+    if args.validate_first and main_process:
+        check()  # the starting weights, on this run's sets: what every later step must beat to be kept
     while True:
         elapsed = time.time() - chunk_start
         if elapsed > budget or (args.max_steps is not None and step - start_step >= args.max_steps):
