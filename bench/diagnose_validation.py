@@ -149,9 +149,10 @@ def synthetic_sets(clips, weights: List[Path], device: torch.device) -> int:
     return 0
 
 
-def boundary_scores(clips, weights: List[Path], device: torch.device) -> int:
-    """train.py's validation figures, with its pooled PSNR near motion boundaries, for each weights file."""
-    sets = validation_sets(clips, 256, 4)
+def boundary_scores(clips, weights: List[Path], device: torch.device, batches: int = 4) -> int:
+    """train.py's validation figures, with its pooled PSNR near motion boundaries, for each weights file
+    (``batches`` of 16 triplets per set, as train.py's --val-batches; the first 4 are train.py's default sets)."""
+    sets = validation_sets(clips, 256, 4, batches)
     boundaries = boundary_masks(sets)
     print(" ".join(f"{n:>16s}" for n in (*sets, "score", "boundaries")) + "  weights")
     for path in weights:
@@ -215,9 +216,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--boundaries", action="store_true",
                    help="train.py's validation figures and PSNR near motion boundaries, for --weights and every "
                         "--compare")
+    p.add_argument("--val-batches", type=int, default=4,
+                   help="batches of 16 triplets per set for --boundaries (train.py's --val-batches; default 4)")
     p.add_argument("--synthetic", action="store_true",
                    help="score synthetic motion over validation textures instead, for --weights and every --compare")
     args = p.parse_args(argv)
+    if args.val_batches < 1:
+        p.error(f"--val-batches {args.val_batches}: use 1 or more")
     device = torch.device(args.device)
     clips = load_clips(args.data, VALIDATION_CLIPS, device, 256)
     if args.small_motion:
@@ -225,7 +230,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.synthetic:
         return synthetic_sets(clips, [args.weights, *args.compare], device)
     if args.boundaries:
-        return boundary_scores(clips, [args.weights, *args.compare], device)
+        return boundary_scores(clips, [args.weights, *args.compare], device, args.val_batches)
     net = load_weights(args.weights, device).eval()
     if args.breakdown:
         return breakdown(clips, net, device)
