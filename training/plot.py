@@ -22,7 +22,7 @@ import numpy as np
 # clean-data branch from step 31000, 20-22 continue it from chunk 18, 23-25 from chunk 21 (chunk 25 holds the
 # committed weights)
 KEPT_STEP = {1: 2500, 2: 6345, 3: 10000, 4: 15819, 5: 17000, 6: 20000, 7: 29000, 10: 31000, 16: 34000, 17: 36000,
-             18: 42937, 19: 46000, 20: 51885, 21: 58000, 23: 64000, 24: 65000, 25: 68000}
+             18: 42937, 19: 46000, 20: 51885, 21: 58000, 23: 64000, 24: 65000, 25: 68000, 26: 72000, 28: 73000}
 # chunks whose arm b was carried on (its log and Middlebury file end in "b")
 CARRIED_ARM = {23: "b", 24: "b"}
 
@@ -69,7 +69,8 @@ def draw(val, middlebury, out: Path) -> None:
         y = px(0, psnr)[1]
         cv2.line(img, (left, y), (w - right, y), (230, 230, 230), 1)
         cv2.putText(img, f"{psnr:.0f}", (left - 35, y + 5), font, 0.45, (0, 0, 0), 1, cv2.LINE_AA)
-    for m in range(0, int(x_max) + 1, 5):
+    tick = 5 if x_max <= 100 else 10 if x_max <= 250 else 25  # labels about 40 px apart or more
+    for m in range(0, int(x_max) + 1, tick):
         x = px(m, lo)[0]
         cv2.putText(img, str(m), (x - 6, h - bottom + 20), font, 0.45, (0, 0, 0), 1, cv2.LINE_AA)
     cv2.rectangle(img, (left, top), (w - right, h - bottom), (0, 0, 0), 1)
