@@ -59,10 +59,13 @@ def test_two_processes_with_torchrun(footage, tmp_path):
     out = tmp_path / "ddp"
     env = dict(os.environ, OMP_NUM_THREADS="1")
     proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-                           "--master_port", "29517", str(ROOT / "train.py"), *_args(footage, out, "--max-steps", "2")],
+                           "--master_port", "29517", str(ROOT / "train.py"),
+                           *_args(footage, out, "--max-steps", "2", "--validate-first")],
                           capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads((out / "progress.json").read_text())["step"] == 2
+    checks = [json.loads(line)["step"] for line in (out / "log.jsonl").read_text().splitlines() if "score" in line]
+    assert checks[0] == 0 and checks[-1] == 2  # rank 0 validated first while rank 1 waited at the first step
 
 
 def test_train_continues_from_committed_weights(footage, tmp_path):
