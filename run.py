@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tile-overlap", type=int, default=128, help="overlap of neighbouring tiles, cross-faded")
     p.add_argument("--ensemble", type=int, default=1, choices=[1, 2, 4],
                    help="average 2 passes (the frames and their mirror image) or 4 (also time-reversed): 2x or 4x "
-                        "the time for 0.05-0.11 dB on held-out footage")
+                        "the time for 0.08-0.12 dB on held-out footage")
     v = p.add_argument_group("video and frame sequences")
     v.add_argument("--video", type=Path, help="input video; --out is a video file (mp4/mkv/mov) or DIR/%%06d.png")
     v.add_argument("--frames", type=Path, help="input folder of frames (sorted by name); --out DIR/%%06d.png")
