@@ -163,7 +163,6 @@ def test_weights_missing_and_corrupt(tmp_path):
 def test_weights_that_do_not_fit(tmp_path):
     from safetensors.torch import save_file
 
-
     path = tmp_path / "w.safetensors"
     save_file({"encoder.levels.0.0.0.weight": torch.zeros(1)}, str(path),
               metadata={"config": json.dumps(NetworkConfig().to_dict())})
@@ -214,7 +213,6 @@ def test_cuda_network_matches_cpu(grown):
 # ------------------------------------------------------- published net ---
 
 def test_published_architecture_matches_committed_keys():
-
     from pathlib import Path
 
     from model.published import PublishedNetwork

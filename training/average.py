@@ -1,7 +1,8 @@
 """Average several weights files of one architecture into one (a "model soup").
 
 Fine-tuning runs that start from the same weights stay close enough that the uniform
-average of their parameters is itself a good network, often better than each one.
+average of their parameters is itself a working network, which can match or beat each one
+(session 10: the average of three arms tied with the best of them; docs/training.md).
 
     python -m training.average --out runs/soup.safetensors A.safetensors B.safetensors ...
 """

@@ -18,9 +18,9 @@ from typing import List, Optional, Tuple
 import cv2
 import numpy as np
 
-# step of the weights each chunk kept (its best validation); chunks 8, 9, 11-15 and 22 kept none; 16-19 are the
-# clean-data branch from step 31000, 20-22 continue it from chunk 18, 23-25 from chunk 21 (chunk 25 holds the
-# committed weights)
+# step of the weights each chunk kept (its best validation); chunks 8, 9, 11-15, 22 and 27 kept none; 16-19 are the
+# clean-data branch from step 31000, 20-22 continue it from chunk 18, 23-25 from chunk 21, 26-28 from chunk 25
+# (27's arms were not carried on; chunk 28 holds the committed weights)
 KEPT_STEP = {1: 2500, 2: 6345, 3: 10000, 4: 15819, 5: 17000, 6: 20000, 7: 29000, 10: 31000, 16: 34000, 17: 36000,
              18: 42937, 19: 46000, 20: 51885, 21: 58000, 23: 64000, 24: 65000, 25: 68000, 26: 72000, 28: 73000}
 # chunks whose arm b was carried on (its log and Middlebury file end in "b")
