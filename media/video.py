@@ -72,6 +72,9 @@ class VideoInfo:
     has_audio: bool
     has_subtitles: bool
     problem: str = ""  # what ffmpeg reported while reading the packets, e.g. "File ended prematurely"
+    # pixel aspect (non-square for anamorphic video), of the frames as decoded, i.e. upright
+    sample_aspect: Fraction = Fraction(1)
+    rotation: int = 0  # the stream's display rotation in degrees; decoding applies it, so frames come upright
 
     @property
     def frames(self) -> int:
@@ -102,6 +105,17 @@ def probe(path: Path) -> VideoInfo:
     size = re.search(r", (\d{2,5})x(\d{2,5})", video.group(1))
     if size is None:
         raise VideoError(f"{path}: cannot read the frame size")
+    width, height = int(size.group(1)), int(size.group(2))
+    sar = re.search(r"\[SAR (\d+):(\d+)", video.group(1))
+    sample_aspect = Fraction(int(sar.group(1)), int(sar.group(2))) if sar and int(sar.group(1)) * int(sar.group(2)) \
+        else Fraction(1)
+    # phone video: coded sideways with a display rotation, which ffmpeg applies while decoding (its default), so
+    # the frames arrive upright and a quarter turn swaps their size and pixel aspect
+    block = text[video.end():].split("Stream #", 1)[0]
+    turn = re.search(r"rotation of (-?[\d.]+) degrees", block)
+    rotation = int(round(float(turn.group(1)))) % 360 if turn else 0
+    if rotation % 180 == 90:
+        width, height, sample_aspect = height, width, 1 / sample_aspect
     fmt = re.search(r"\b(yuv|rgb|gbr|gray|nv|bgr|p0)[a-z0-9]*", video.group(1))
     depth_match = re.search(r"(?:p|le|be)?(10|12|16)(?:le|be)", fmt.group(0)) if fmt else None
     bit_depth = int(depth_match.group(1)) if depth_match else 8
@@ -130,8 +144,8 @@ def probe(path: Path) -> VideoInfo:
     # errors ffmpeg got past (a truncated file, a damaged packet): the readable part is used, and said so
     problem = " ".join(re.sub(r"^\[[^]]*\]\s*", "", line).strip()
                        for line in proc.stderr.decode("utf-8", "replace").strip().splitlines()[-2:])
-    return VideoInfo(path, int(size.group(1)), int(size.group(2)), stamps, rate, bit_depth,
-                     "Audio:" in text, "Subtitle:" in text, problem)
+    return VideoInfo(path, width, height, stamps, rate, bit_depth, "Audio:" in text, "Subtitle:" in text, problem,
+                     sample_aspect, rotation)
 
 
 def read_frames(info: VideoInfo) -> Iterator[np.ndarray]:
@@ -160,7 +174,7 @@ class FrameWriter:
 
     def __init__(self, path: Path, width: int, height: int, rate: Fraction, bit_depth: int = 8,
                  codec: str = "libx264", crf: int = 18, pix_fmt: Optional[str] = None,
-                 preset: str = "medium") -> None:
+                 preset: str = "medium", sample_aspect: Fraction = Fraction(1)) -> None:
         deep = bit_depth > 8
         self.dtype = np.dtype("<u2") if deep else np.dtype(np.uint8)
         if pix_fmt is None:
@@ -173,6 +187,9 @@ class FrameWriter:
                 "-c:v", codec, "-pix_fmt", pix_fmt]
         if codec in ("libx264", "libx265"):
             args += ["-crf", str(crf), "-preset", preset]
+        if sample_aspect != 1:  # anamorphic input: keep its pixel aspect, or players would show it squeezed
+            ratio = f"{sample_aspect.numerator}/{sample_aspect.denominator}"
+            args += ["-vf", f"setsar=r={ratio}:max=65535"]  # exact (the filter's default max of 100 rounds it)
         args.append(str(path))
         self.path = path
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -341,3 +341,31 @@ def test_moving_square_lands_halfway_in_interpolated_frames(tmp_path, capsys):
     for j, frame in enumerate(frames[:-1]):  # the last output frame holds the last input frame
         expected = 29.5 + 3 * j  # input frame i at output 2i; halfway frames in between
         assert abs(centre_x(frame) - expected) < 1.0, (j, centre_x(frame), expected)
+
+
+def test_phone_rotation_and_anamorphic_pixels_are_kept(tmp_path, capsys):
+    """A clip coded sideways with a display rotation (as phones record) comes out upright at its displayed size,
+    picture intact; a clip with non-square pixels keeps its exact pixel aspect (players would squeeze it otherwise)."""
+    plain = _make_clip(tmp_path / "plain.mp4", size="96x64", seconds=1)
+    rotated = tmp_path / "rotated.mp4"
+    subprocess.run([ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y", "-display_rotation", "90",
+                    "-i", str(plain), "-c", "copy", str(rotated)], check=True)
+    info = probe(rotated)
+    assert (info.width, info.height, info.rotation) == (64, 96, 90)
+    out = tmp_path / "upright.mp4"
+    code, _, err = _cli(["--video", rotated, "--out", out], capsys)
+    assert code == 0, err
+    dst = probe(out)
+    assert (dst.width, dst.height, dst.rotation, dst.frames) == (64, 96, 0, 2 * info.frames)
+    first_in = next(read_frames(info)).astype(np.float64)
+    first_out = next(read_frames(dst)).astype(np.float64)  # an original frame, re-encoded
+    assert 10 * np.log10(255 ** 2 / np.mean((first_in - first_out) ** 2)) > 30
+    assert _audio_md5(out) == _audio_md5(rotated)
+
+    wide = tmp_path / "anamorphic.mp4"
+    subprocess.run([ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y", "-i", str(plain), "-c:a", "copy",
+                    "-vf", "setsar=r=284/297:max=65535", "-c:v", "libx264", str(wide)], check=True)
+    assert probe(wide).sample_aspect == Fraction(284, 297)
+    for name in ("wide.mp4", "wide.mkv"):
+        assert _cli(["--video", wide, "--out", tmp_path / name], capsys)[0] == 0
+        assert probe(tmp_path / name).sample_aspect == Fraction(284, 297), name
