@@ -141,6 +141,11 @@ def probe(path: Path) -> VideoInfo:
         rate = nominal if nominal and abs(nominal - mean) < mean / 100 else mean.limit_denominator(1001)
     else:
         rate = nominal or Fraction(25)
+    # containers that store milliseconds (mkv) put 29.97 or 12 fps frames up to 0.5 ms off their true times; snapped
+    # back onto the rate's grid, the original frames are copied to the output instead of interpolated at t = 0.99
+    tolerance = min(time_base, 1 / (4 * rate))
+    grid = [Fraction(round(t * rate)) / rate for t in stamps]
+    stamps = [g if abs(t - g) <= tolerance else t for t, g in zip(stamps, grid)]
     # errors ffmpeg got past (a truncated file, a damaged packet): the readable part is used, and said so
     problem = " ".join(re.sub(r"^\[[^]]*\]\s*", "", line).strip()
                        for line in proc.stderr.decode("utf-8", "replace").strip().splitlines()[-2:])

@@ -369,3 +369,14 @@ def test_phone_rotation_and_anamorphic_pixels_are_kept(tmp_path, capsys):
     for name in ("wide.mp4", "wide.mkv"):
         assert _cli(["--video", wide, "--out", tmp_path / name], capsys)[0] == 0
         assert probe(tmp_path / name).sample_aspect == Fraction(284, 297), name
+
+
+def test_millisecond_timestamps_still_copy_the_original_frames(tmp_path, capsys):
+    """mkv stores times in ms, so 29.97 fps frames sit up to 0.5 ms off their true times; doubling the rate must
+    still copy every original frame and interpolate only between them (not at t = 0.99 next to each one)."""
+    clip = _make_clip(tmp_path / "in.mkv", rate="30000/1001", seconds=1, audio=False)
+    info = probe(clip)
+    assert info.rate == Fraction(30000, 1001)
+    assert info.pts == [Fraction(1001 * i, 30000) for i in range(info.frames)]
+    code, stdout, _ = _cli(["--video", clip, "--out", tmp_path / "out.mp4"], capsys)
+    assert code == 0 and f"interpolated {info.frames - 1}," in stdout
