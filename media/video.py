@@ -92,6 +92,16 @@ class VideoInfo:
         return any(abs((b - a) - step) > step / 4 for a, b in zip(self.pts[:-1], self.pts[1:]))
 
 
+def snap_to_grid(stamps: List[Fraction], rate: Fraction, tolerance: Fraction) -> List[Fraction]:
+    """Frame times within ``tolerance`` of a multiple of 1/rate moved onto it; the others (true variable-rate
+    times) kept. Containers that store milliseconds (mkv) put 29.97 or 12 fps frames up to 0.5 ms off their true
+    times: snapped back, the original frames are copied to the output instead of interpolated at t = 0.99.
+    Unchanged if snapping would put two frames at one time."""
+    grid = [Fraction(round(t * rate)) / rate for t in stamps]
+    snapped = [g if abs(t - g) <= tolerance else t for t, g in zip(stamps, grid)]
+    return snapped if all(a < b for a, b in zip(snapped[:-1], snapped[1:])) else list(stamps)
+
+
 def probe(path: Path) -> VideoInfo:
     """Stream facts from ffmpeg's banner and per-packet timestamps (no decoding)."""
     path = Path(path)
@@ -141,11 +151,7 @@ def probe(path: Path) -> VideoInfo:
         rate = nominal if nominal and abs(nominal - mean) < mean / 100 else mean.limit_denominator(1001)
     else:
         rate = nominal or Fraction(25)
-    # containers that store milliseconds (mkv) put 29.97 or 12 fps frames up to 0.5 ms off their true times; snapped
-    # back onto the rate's grid, the original frames are copied to the output instead of interpolated at t = 0.99
-    tolerance = min(time_base, 1 / (4 * rate))
-    grid = [Fraction(round(t * rate)) / rate for t in stamps]
-    stamps = [g if abs(t - g) <= tolerance else t for t, g in zip(stamps, grid)]
+    stamps = snap_to_grid(stamps, rate, min(time_base, 1 / (4 * rate)))
     # errors ffmpeg got past (a truncated file, a damaged packet): the readable part is used, and said so
     problem = " ".join(re.sub(r"^\[[^]]*\]\s*", "", line).strip()
                        for line in proc.stderr.decode("utf-8", "replace").strip().splitlines()[-2:])

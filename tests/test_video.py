@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import run
-from media.video import VideoError, ffmpeg_exe, probe, read_frames
+from media.video import VideoError, ffmpeg_exe, probe, read_frames, snap_to_grid
 from pipeline.schedule import make_plan, parse_rate, planned_sources
 from pipeline.video import VideoOptions, interpolate_video
 
@@ -380,3 +380,8 @@ def test_millisecond_timestamps_still_copy_the_original_frames(tmp_path, capsys)
     assert info.pts == [Fraction(1001 * i, 30000) for i in range(info.frames)]
     code, stdout, _ = _cli(["--video", clip, "--out", tmp_path / "out.mp4"], capsys)
     assert code == 0 and f"interpolated {info.frames - 1}," in stdout
+    ms = Fraction(1, 1000)
+    thirtieths = [0, Fraction(1, 30), Fraction(1, 15), 90 * ms]  # 90 ms is off the grid: a true time
+    assert snap_to_grid([0, 33 * ms, 67 * ms, 90 * ms], Fraction(30), ms) == thirtieths
+    two_near_one = [0, 33 * ms, Fraction(67, 2000)]  # both would land on 1/30: left as they are
+    assert snap_to_grid(two_near_one, Fraction(30), ms) == two_near_one
