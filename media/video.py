@@ -75,6 +75,9 @@ class VideoInfo:
     # pixel aspect (non-square for anamorphic video), of the frames as decoded, i.e. upright
     sample_aspect: Fraction = Fraction(1)
     rotation: int = 0  # the stream's display rotation in degrees; decoding applies it, so frames come upright
+    # when the first frame shows, counted from the file's start (which is the earliest stream's start: > 0 when
+    # the audio starts before the video); muxing keeps it, so sound and picture stay in sync
+    start: Fraction = Fraction(0)
 
     @property
     def frames(self) -> int:
@@ -142,6 +145,7 @@ def probe(path: Path) -> VideoInfo:
     # framemd5 rows: stream, dts, pts, duration, size, hash
     pts = sorted(int(line.split(",")[2]) for line in lines if line and not line.startswith("#"))
     stamps = [(p - pts[0]) * time_base for p in pts] if pts else []
+    start = pts[0] * time_base if pts else Fraction(0)  # framemd5 counts from the file's start
     banner_rate = re.search(r", ([\d.]+) (?:fps|tbr)", video.group(1))
     nominal = parse_rate(banner_rate.group(1)) if banner_rate else None
     if len(stamps) >= 2 and stamps[-1] > 0:
@@ -156,7 +160,7 @@ def probe(path: Path) -> VideoInfo:
     problem = " ".join(re.sub(r"^\[[^]]*\]\s*", "", line).strip()
                        for line in proc.stderr.decode("utf-8", "replace").strip().splitlines()[-2:])
     return VideoInfo(path, width, height, stamps, rate, bit_depth, "Audio:" in text, "Subtitle:" in text, problem,
-                     sample_aspect, rotation)
+                     sample_aspect, rotation, start)
 
 
 def read_frames(info: VideoInfo) -> Iterator[np.ndarray]:
@@ -252,12 +256,17 @@ class FrameWriter:
         self.proc.wait()
 
 
-def concat_and_mux(parts: Sequence[Path], source: Path, out: Path, with_audio: bool, with_subtitles: bool) -> None:
-    """Join encoded segments (stream copy) and copy the source's audio and subtitles alongside."""
+def concat_and_mux(parts: Sequence[Path], source: Path, out: Path, with_audio: bool, with_subtitles: bool,
+                   video_start: Fraction = Fraction(0)) -> None:
+    """Join encoded segments (stream copy) and copy the source's audio and subtitles alongside; the video starts
+    ``video_start`` seconds after them, as in the source (VideoInfo.start)."""
     listing = out.with_name(out.name + ".concat.txt")
     listing.write_text("".join(f"file '{p.resolve().as_posix()}'\n" for p in parts))
     try:
-        base = ["-y", "-loglevel", "error", "-f", "concat", "-safe", "0", "-i", str(listing)]
+        base = ["-y", "-loglevel", "error"]
+        if video_start > 0 and (with_audio or with_subtitles):
+            base += ["-itsoffset", f"{float(video_start):.6f}"]
+        base += ["-f", "concat", "-safe", "0", "-i", str(listing)]
         maps = ["-map", "0:v"]
         if with_audio or with_subtitles:
             base += ["-i", str(source)]

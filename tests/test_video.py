@@ -385,3 +385,28 @@ def test_millisecond_timestamps_still_copy_the_original_frames(tmp_path, capsys)
     assert snap_to_grid([0, 33 * ms, 67 * ms, 90 * ms], Fraction(30), ms) == thirtieths
     two_near_one = [0, 33 * ms, Fraction(67, 2000)]  # both would land on 1/30: left as they are
     assert snap_to_grid(two_near_one, Fraction(30), ms) == two_near_one
+
+
+def _first_time(path: Path, stream: str) -> Fraction:
+    """Presentation time of a stream's first packet ("0:v" or "0:a"), counted from the file's start."""
+    out = subprocess.run([ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-i", str(path), "-map", stream,
+                          "-c", "copy", "-f", "framemd5", "-"], capture_output=True, check=True).stdout.decode()
+    time_base = Fraction(next(line for line in out.splitlines() if line.startswith("#tb")).split(":", 1)[1].strip())
+    return min(int(line.split(",")[2]) for line in out.splitlines() if line and not line.startswith("#")) * time_base
+
+
+def test_video_that_starts_after_its_audio_stays_in_sync(tmp_path, capsys):
+    """Recordings whose sound starts before the picture (here by 0.5 s): the output keeps that gap, instead of
+    pulling the picture 0.5 s ahead of its sound."""
+    clip = tmp_path / "late_picture.mp4"
+    subprocess.run([ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y", "-itsoffset", "0.5", "-f", "lavfi",
+                    "-i", "testsrc2=size=96x64:rate=12:duration=1", "-f", "lavfi", "-i", "sine=f=440:duration=2",
+                    "-c:v", "libx264", "-pix_fmt", "yuv420p", "-c:a", "aac", str(clip)], check=True)
+    gap = _first_time(clip, "0:v") - _first_time(clip, "0:a")
+    assert gap > Fraction(1, 2) - Fraction(1, 1000)
+    assert probe(clip).start == _first_time(clip, "0:v")
+    for name in ("out.mp4", "out.mkv"):
+        assert _cli(["--video", clip, "--out", tmp_path / name], capsys)[0] == 0
+        out = tmp_path / name
+        assert abs(_first_time(out, "0:v") - _first_time(out, "0:a") - gap) <= Fraction(1, 1000), name
+        assert _audio_md5(out) == _audio_md5(clip)
