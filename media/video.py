@@ -16,7 +16,7 @@ import threading
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Iterator, List, Optional, Sequence, Union
+from typing import Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -78,6 +78,9 @@ class VideoInfo:
     # when the first frame shows, counted from the file's start (which is the earliest stream's start: > 0 when
     # the audio starts before the video); muxing keeps it, so sound and picture stay in sync
     start: Fraction = Fraction(0)
+    # colour tags (matrix, primaries, transfer), "unknown" where the file has none: HD from phones and cameras says
+    # bt709, HDR says bt2020nc / bt2020 / smpte2084 or arib-std-b67; the output is encoded and tagged the same way
+    color: Tuple[str, str, str] = ("unknown", "unknown", "unknown")
 
     @property
     def frames(self) -> int:
@@ -93,6 +96,24 @@ class VideoInfo:
             return False
         step = 1 / self.rate
         return any(abs((b - a) - step) > step / 4 for a, b in zip(self.pts[:-1], self.pts[1:]))
+
+
+# the YUV matrices that ffmpeg's scale filter can encode with, by the colorspace tag that names them
+_SCALE_MATRIX = {"bt709": "bt709", "smpte170m": "bt601", "bt470bg": "bt601", "bt2020nc": "bt2020",
+                 "bt2020c": "bt2020", "smpte240m": "smpte240m", "fcc": "fcc"}
+
+
+def _color_tags(stream: str) -> Tuple[str, str, str]:
+    """(matrix, primaries, transfer) from the banner's video line, e.g. "yuv420p(tv, bt709, progressive)" (one name:
+    all three) or "yuv420p10le(tv, bt2020nc/bt2020/smpte2084, progressive)"; "unknown" where not given."""
+    details = re.search(r"\b(?:yuv|nv|p0)[a-z0-9]*\(([^)]*)\)", stream)
+    for token in (details.group(1).split(", ") if details else []):
+        parts = token.strip().split("/")
+        if len(parts) == 3:
+            return parts[0], parts[1], parts[2]
+        if token.strip() in _SCALE_MATRIX or token.strip() == "bt2020":
+            return (token.strip(),) * 3
+    return ("unknown",) * 3
 
 
 def snap_to_grid(stamps: List[Fraction], rate: Fraction, tolerance: Fraction) -> List[Fraction]:
@@ -132,6 +153,7 @@ def probe(path: Path) -> VideoInfo:
     fmt = re.search(r"\b(yuv|rgb|gbr|gray|nv|bgr|p0)[a-z0-9]*", video.group(1))
     depth_match = re.search(r"(?:p|le|be)?(10|12|16)(?:le|be)", fmt.group(0)) if fmt else None
     bit_depth = int(depth_match.group(1)) if depth_match else 8
+    color = _color_tags(video.group(1))
     proc = subprocess.run([ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-i", str(path),
                            "-map", "0:v:0", "-c", "copy", "-f", "framemd5", "-"], capture_output=True)
     if proc.returncode != 0:
@@ -160,7 +182,7 @@ def probe(path: Path) -> VideoInfo:
     problem = " ".join(re.sub(r"^\[[^]]*\]\s*", "", line).strip()
                        for line in proc.stderr.decode("utf-8", "replace").strip().splitlines()[-2:])
     return VideoInfo(path, width, height, stamps, rate, bit_depth, "Audio:" in text, "Subtitle:" in text, problem,
-                     sample_aspect, rotation, start)
+                     sample_aspect, rotation, start, color)
 
 
 def read_frames(info: VideoInfo) -> Iterator[np.ndarray]:
@@ -189,7 +211,8 @@ class FrameWriter:
 
     def __init__(self, path: Path, width: int, height: int, rate: Fraction, bit_depth: int = 8,
                  codec: str = "libx264", crf: int = 18, pix_fmt: Optional[str] = None,
-                 preset: str = "medium", sample_aspect: Fraction = Fraction(1)) -> None:
+                 preset: str = "medium", sample_aspect: Fraction = Fraction(1),
+                 color: Tuple[str, str, str] = ("unknown", "unknown", "unknown")) -> None:
         deep = bit_depth > 8
         self.dtype = np.dtype("<u2") if deep else np.dtype(np.uint8)
         if pix_fmt is None:
@@ -202,9 +225,21 @@ class FrameWriter:
                 "-c:v", codec, "-pix_fmt", pix_fmt]
         if codec in ("libx264", "libx265"):
             args += ["-crf", str(crf), "-preset", preset]
+        filters = []
         if sample_aspect != 1:  # anamorphic input: keep its pixel aspect, or players would show it squeezed
             ratio = f"{sample_aspect.numerator}/{sample_aspect.denominator}"
-            args += ["-vf", f"setsar=r={ratio}:max=65535"]  # exact (the filter's default max of 100 rounds it)
+            filters.append(f"setsar=r={ratio}:max=65535")  # exact (the filter's default max of 100 rounds it)
+        matrix, primaries, transfer = color
+        if matrix in _SCALE_MATRIX:  # RGB back to YUV with the source's matrix (ffmpeg's default is bt601)
+            filters.append(f"scale=out_color_matrix={_SCALE_MATRIX[matrix]}:out_range=tv,format={pix_fmt}")
+        # tagged like the source, so players decode it as they decoded the source (on the frames: the encoder takes
+        # the tags from them)
+        tags = [f"{name}={tag}" for name, tag in (("colorspace", matrix), ("color_primaries", primaries),
+                                                  ("color_trc", transfer)) if tag != "unknown"]
+        if tags:
+            filters.append("setparams=" + ":".join(tags + ["range=tv"]))
+        if filters:
+            args += ["-vf", ",".join(filters)]
         args.append(str(path))
         self.path = path
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stderr=subprocess.PIPE)

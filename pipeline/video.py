@@ -171,7 +171,7 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
                         _finish(writer, seg_path[current_segment])
                     writer = FrameWriter(seg_path[segment].with_suffix(".part.mp4"), info.width, info.height,
                                          plan.rate_out, info.bit_depth, options.codec, options.crf, options.pix_fmt,
-                                         options.preset, info.sample_aspect)
+                                         options.preset, info.sample_aspect, info.color)
                     current_segment = segment
                 writer.write(frame)
             bar.update(1)

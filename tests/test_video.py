@@ -410,3 +410,39 @@ def test_video_that_starts_after_its_audio_stays_in_sync(tmp_path, capsys):
         out = tmp_path / name
         assert abs(_first_time(out, "0:v") - _first_time(out, "0:a") - gap) <= Fraction(1, 1000), name
         assert _audio_md5(out) == _audio_md5(clip)
+
+
+def _tagged_clip(path: Path, matrix: str, params: str, pix_fmt: str = "yuv420p") -> Path:
+    subprocess.run([ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi",
+                    "-i", "testsrc2=size=160x96:rate=12:duration=0.5",
+                    "-vf", f"scale=out_color_matrix={matrix}:out_range=tv,format={pix_fmt},setparams={params}",
+                    "-c:v", "libx264", "-crf", "0", str(path)], check=True)
+    return path
+
+
+def _first_rgb(path: Path) -> np.ndarray:
+    """The first frame as a player shows it: ffmpeg decodes with the file's colour tags."""
+    info = probe(path)
+    raw = subprocess.run([ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-i", str(path), "-frames:v", "1",
+                          "-f", "rawvideo", "-pix_fmt", "rgb48le", "-"], capture_output=True, check=True).stdout
+    return np.frombuffer(raw, "<u2").reshape(info.height, info.width, 3) / 257.0
+
+
+def test_colour_tags_and_matrix_follow_the_source(tmp_path, capsys):
+    """HD video tagged bt709 (phones, cameras) and HDR (bt2020 / PQ) come out tagged the same and encoded with the
+    same matrix; untagged output encoded with ffmpeg's default bt601 matrix shifted saturated colours by up to 41
+    levels in an HD player, which decodes untagged HD as bt709."""
+    for name, matrix, params, pix_fmt in (
+            ("hd", "bt709", "colorspace=bt709:color_primaries=bt709:color_trc=bt709", "yuv420p"),
+            ("hdr", "bt2020", "colorspace=bt2020nc:color_primaries=bt2020:color_trc=smpte2084", "yuv420p10le")):
+        clip = _tagged_clip(tmp_path / f"{name}.mp4", matrix, params, pix_fmt)
+        tags = probe(clip).color
+        assert tags == tuple(p.split("=")[1] for p in params.split(":")), name
+        out = tmp_path / f"{name}_out.mp4"
+        assert _cli(["--video", clip, "--out", out, "--crf", "0"], capsys)[0] == 0
+        assert probe(out).color == tags, name
+        source, result = _first_rgb(clip), _first_rgb(out)  # an original frame, re-encoded losslessly
+        flat = cv2.erode((np.abs(cv2.Laplacian(source.mean(axis=2), cv2.CV_64F)) < 0.5).astype(np.uint8),
+                         np.ones((7, 7), np.uint8)) > 0
+        assert flat.sum() > 2000 and np.abs(result - source)[flat].max() <= 2.5, name
+    assert probe(_make_clip(tmp_path / "plain.mp4", seconds=0.5)).color == ("unknown",) * 3
