@@ -292,21 +292,20 @@ class FrameWriter:
 
 
 def concat_and_mux(parts: Sequence[Path], source: Path, out: Path, with_audio: bool, with_subtitles: bool,
-                   video_start: Fraction = Fraction(0)) -> None:
-    """Join encoded segments (stream copy) and copy the source's audio and subtitles alongside; the video starts
-    ``video_start`` seconds after them, as in the source (VideoInfo.start)."""
+                   video_start: Fraction = Fraction(0), with_chapters: bool = True) -> None:
+    """Join encoded segments (stream copy) and copy the source's audio, subtitles, chapters and file metadata
+    (title, creation time, location) alongside; the video starts ``video_start`` seconds after the audio and
+    subtitles, as in the source (VideoInfo.start). Chapters only where times are kept (not for slow motion)."""
     listing = out.with_name(out.name + ".concat.txt")
     listing.write_text("".join(f"file '{p.resolve().as_posix()}'\n" for p in parts))
     try:
         base = ["-y", "-loglevel", "error"]
         if video_start > 0 and (with_audio or with_subtitles):
             base += ["-itsoffset", f"{float(video_start):.6f}"]
-        base += ["-f", "concat", "-safe", "0", "-i", str(listing)]
-        maps = ["-map", "0:v"]
-        if with_audio or with_subtitles:
-            base += ["-i", str(source)]
-            if with_audio:
-                maps += ["-map", "1:a?"]
+        base += ["-f", "concat", "-safe", "0", "-i", str(listing), "-i", str(source)]
+        maps = ["-map", "0:v", "-map_metadata", "1", "-map_chapters", "1" if with_chapters else "-1"]
+        if with_audio:
+            maps += ["-map", "1:a?"]
         try:
             extra = ["-map", "1:s?"] if with_subtitles else []
             _run(base + maps + extra + ["-c", "copy", str(out)], f"writing {out}")

@@ -195,7 +195,8 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
         raise VideoError(f"the video ended early: {len(missing)} segment(s) missing (is the input truncated?)")
     tmp = out.with_name(f".tmp-{out.stem}{out.suffix}")
     keep_audio = info.has_audio and not options.slowmo
-    concat_and_mux(seg_path, source, tmp, keep_audio, info.has_subtitles and not options.slowmo, info.start)
+    concat_and_mux(seg_path, source, tmp, keep_audio, info.has_subtitles and not options.slowmo, info.start,
+                   with_chapters=not options.slowmo)
     os.replace(tmp, out)
     shutil.rmtree(work)
     stats.update(frames_in=info.frames, frames_out=plan.count, rate_in=str(info.rate), rate_out=str(plan.rate_out),

@@ -446,3 +446,29 @@ def test_colour_tags_and_matrix_follow_the_source(tmp_path, capsys):
                          np.ones((7, 7), np.uint8)) > 0
         assert flat.sum() > 2000 and np.abs(result - source)[flat].max() <= 2.5, name
     assert probe(_make_clip(tmp_path / "plain.mp4", seconds=0.5)).color == ("unknown",) * 3
+
+
+def test_file_metadata_and_chapters_are_kept(tmp_path, capsys):
+    """Title, creation time and location (what photo libraries sort and map by) and chapters survive; slow motion
+    drops the chapters, whose times would no longer fit."""
+    plain = _make_clip(tmp_path / "plain.mp4", seconds=1)
+    chapters = tmp_path / "chapters.txt"
+    chapters.write_text(";FFMETADATA1\ntitle=Holiday\ncreation_time=2024-05-01T10:00:00Z\n"
+                        "location=+48.8584+002.2945/\n[CHAPTER]\nTIMEBASE=1/1000\nSTART=0\nEND=500\ntitle=Arrival\n"
+                        "[CHAPTER]\nTIMEBASE=1/1000\nSTART=500\nEND=1000\ntitle=Beach\n")
+    clip = tmp_path / "tagged.mkv"
+    subprocess.run([ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y", "-i", str(plain), "-i", str(chapters),
+                    "-map", "0", "-map_metadata", "1", "-map_chapters", "1", "-c", "copy", str(clip)], check=True)
+
+    def banner(path: Path) -> str:
+        return subprocess.run([ffmpeg_exe(), "-hide_banner", "-i", str(path)], capture_output=True).stderr.decode()
+
+    assert "Beach" in banner(clip) and "Holiday" in banner(clip)
+    for name in ("out.mp4", "out.mkv"):
+        assert _cli(["--video", clip, "--out", tmp_path / name], capsys)[0] == 0
+        text = banner(tmp_path / name)
+        for value in ("Holiday", "2024-05-01T10:00:00", "+48.8584+002.2945/", "Arrival", "Beach"):
+            assert value in text, (name, value)
+    assert _cli(["--video", clip, "--out", tmp_path / "slow.mkv", "--slowmo"], capsys)[0] == 0
+    text = banner(tmp_path / "slow.mkv")
+    assert "Holiday" in text and "Beach" not in text
