@@ -111,7 +111,7 @@ def _color_tags(stream: str) -> Tuple[str, str, str]:
         parts = token.strip().split("/")
         if len(parts) == 3:
             return parts[0], parts[1], parts[2]
-        if token.strip() in _SCALE_MATRIX or token.strip() == "bt2020":
+        if token.strip() in ("bt709", "smpte170m", "smpte240m"):  # the names all three tags share
             return (token.strip(),) * 3
     return ("unknown",) * 3
 

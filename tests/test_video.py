@@ -446,6 +446,12 @@ def test_colour_tags_and_matrix_follow_the_source(tmp_path, capsys):
                          np.ones((7, 7), np.uint8)) > 0
         assert flat.sum() > 2000 and np.abs(result - source)[flat].max() <= 2.5, name
     assert probe(_make_clip(tmp_path / "plain.mp4", seconds=0.5)).color == ("unknown",) * 3
+    from media.video import _color_tags  # banner lines as ffmpeg prints them (HLG from phones, full-range SD)
+
+    assert _color_tags("hevc, yuv420p10le(tv, bt2020nc/bt2020/arib-std-b67), 1920x1080") == (
+        "bt2020nc", "bt2020", "arib-std-b67")
+    assert _color_tags("h264, yuvj420p(pc, smpte170m/bt470bg/bt709, progressive)") == ("smpte170m", "bt470bg", "bt709")
+    assert _color_tags("h264, yuv420p(tv, bt709, progressive), 320x180") == ("bt709",) * 3
 
 
 def test_file_metadata_and_chapters_are_kept(tmp_path, capsys):
