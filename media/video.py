@@ -81,6 +81,9 @@ class VideoInfo:
     # colour tags (matrix, primaries, transfer), "unknown" where the file has none: HD from phones and cameras says
     # bt709, HDR says bt2020nc / bt2020 / smpte2084 or arib-std-b67; the output is encoded and tagged the same way
     color: Tuple[str, str, str] = ("unknown", "unknown", "unknown")
+    # "top first" or "bottom first" for interlaced video (DV, broadcast): decoding deinterlaces it, since two fields
+    # from different times in one frame would show as combs and mislead the flow
+    interlaced: str = ""
 
     @property
     def frames(self) -> int:
@@ -154,6 +157,7 @@ def probe(path: Path) -> VideoInfo:
     depth_match = re.search(r"(?:p|le|be)?(10|12|16)(?:le|be)", fmt.group(0)) if fmt else None
     bit_depth = int(depth_match.group(1)) if depth_match else 8
     color = _color_tags(video.group(1))
+    fields = re.search(r"\b(top|bottom) (?:coded )?first", video.group(1))
     proc = subprocess.run([ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-i", str(path),
                            "-map", "0:v:0", "-c", "copy", "-f", "framemd5", "-"], capture_output=True)
     if proc.returncode != 0:
@@ -182,7 +186,7 @@ def probe(path: Path) -> VideoInfo:
     problem = " ".join(re.sub(r"^\[[^]]*\]\s*", "", line).strip()
                        for line in proc.stderr.decode("utf-8", "replace").strip().splitlines()[-2:])
     return VideoInfo(path, width, height, stamps, rate, bit_depth, "Audio:" in text, "Subtitle:" in text, problem,
-                     sample_aspect, rotation, start, color)
+                     sample_aspect, rotation, start, color, f"{fields.group(1)} first" if fields else "")
 
 
 def read_frames(info: VideoInfo) -> Iterator[np.ndarray]:
@@ -190,9 +194,11 @@ def read_frames(info: VideoInfo) -> Iterator[np.ndarray]:
     deep = info.bit_depth > 8
     pix = "rgb48le" if deep else "rgb24"
     frame_bytes = info.width * info.height * 3 * (2 if deep else 1)
+    # interlaced frames: each field filled in from both fields around it (bwdif), one frame per frame
+    deinterlace = ["-vf", "bwdif=mode=send_frame:deint=interlaced"] if info.interlaced else []
     proc = subprocess.Popen([ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-i", str(info.path),
-                             "-map", "0:v:0", "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", pix, "-"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             "-map", "0:v:0", *deinterlace, "-fps_mode", "passthrough", "-f", "rawvideo",
+                             "-pix_fmt", pix, "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         while True:
             data = proc.stdout.read(frame_bytes)

@@ -202,6 +202,8 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
     stats.update(frames_in=info.frames, frames_out=plan.count, rate_in=str(info.rate), rate_out=str(plan.rate_out),
                  audio="copied" if keep_audio else ("dropped (slow motion)" if info.has_audio else "none"),
                  variable_rate=info.variable_rate)
+    if info.interlaced:
+        stats["deinterlaced"] = info.interlaced
     if info.problem:
         stats["input_problem"] = info.problem
     return stats
