@@ -118,8 +118,10 @@ def _output_frames(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpol
 
 def _job_key(info: VideoInfo, options: VideoOptions, weights: str) -> str:
     stat = info.path.stat()
+    # "segments": bumped when this code encodes segments differently for the same input and options (2: session
+    # 10's rotation, pixel aspect, colour and deinterlacing), so a job left by an older version starts afresh
     desc = {"input": str(info.path.resolve()), "size": stat.st_size, "mtime": stat.st_mtime_ns,
-            "options": {k: str(v) for k, v in asdict(options).items()}, "weights": weights}
+            "options": {k: str(v) for k, v in asdict(options).items()}, "weights": weights, "segments": 2}
     return hashlib.sha256(json.dumps(desc, sort_keys=True).encode()).hexdigest()
 
 
