@@ -270,13 +270,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         step = json.loads((args.resume / "progress.json").read_text())["step"]
     elif args.init_weights is not None:
         # continue from committed weights (fp16, config and step in the metadata), with a fresh optimizer
-        from model.weights import WeightsError, read_config
-        from safetensors import safe_open
+        from model.weights import WeightsError, read_config, read_metadata
 
         try:
             net_config = read_config(args.init_weights)
-            with safe_open(str(args.init_weights), framework="pt") as f:
-                metadata = f.metadata() or {}
+            metadata = read_metadata(args.init_weights)
         except (WeightsError, OSError) as exc:
             print(f"error: --init-weights: {exc}", file=sys.stderr)
             return 2

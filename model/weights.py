@@ -33,11 +33,16 @@ def save_weights(net: Network, path: Union[str, Path], dtype: torch.dtype = torc
     tmp.replace(path)
 
 
-def read_config(path: Union[str, Path]) -> NetworkConfig:
+def read_metadata(path: Union[str, Path]) -> Dict[str, str]:
+    """The file's metadata (network config, step, training recipe, ...), without reading its tensors."""
     from safetensors import safe_open
 
     with safe_open(str(path), framework="pt") as f:
-        meta = f.metadata() or {}
+        return f.metadata() or {}
+
+
+def read_config(path: Union[str, Path]) -> NetworkConfig:
+    meta = read_metadata(path)
     if "config" not in meta:
         raise WeightsError(f"{path} has no network config in its metadata: was it saved by save_weights()?")
     return NetworkConfig.from_dict(json.loads(meta["config"]))

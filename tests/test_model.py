@@ -121,6 +121,7 @@ def test_average_of_weights_files(tmp_path):
     save_weights(Network(NetworkConfig(full_width=16)), other)
     assert main(["--out", str(tmp_path / "bad.safetensors"), str(paths[0]), str(other)]) == 2
     assert main(["--out", str(tmp_path / "bad.safetensors"), str(paths[0])]) == 2
+    assert main(["--out", str(tmp_path / "bad.safetensors"), str(paths[0]), str(tmp_path / "missing.safetensors")]) == 2
     assert not (tmp_path / "bad.safetensors").exists()
 
 

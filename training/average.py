@@ -17,20 +17,24 @@ from typing import Dict, List, Optional, Sequence, Union
 
 import torch
 
-from model.weights import WeightsError, load_weights, read_config, save_weights
+from model.network import Network
+from model.weights import WeightsError, load_weights, read_config, read_metadata, save_weights
 
 
 def average_state(paths: Sequence[Union[str, Path]]) -> Dict[str, torch.Tensor]:
     """The uniform fp32 average of the files' floating-point tensors (others taken from the first file)."""
     if len(paths) < 2:
         raise ValueError(f"averaging needs 2 or more weights files, got {len(paths)}")
-    config = read_config(paths[0])
+    config = None
     total: Dict[str, torch.Tensor] = {}
     for path in paths:
-        if read_config(path) != config:
+        net = load_weights(path)  # a WeightsError names a missing, unreadable or ill-fitting file
+        if config is None:
+            config = net.config
+        elif net.config != config:
             raise WeightsError(f"{path} has another network config than {paths[0]}: only weights of one "
                                "architecture can be averaged")
-        for name, tensor in load_weights(path).state_dict().items():
+        for name, tensor in net.state_dict().items():
             if not tensor.is_floating_point():
                 total.setdefault(name, tensor.clone())
             elif name in total:
@@ -40,18 +44,12 @@ def average_state(paths: Sequence[Union[str, Path]]) -> Dict[str, torch.Tensor]:
     return {k: (v / len(paths) if v.is_floating_point() else v) for k, v in total.items()}
 
 
-def _step(path: Union[str, Path]) -> Optional[str]:
-    from safetensors import safe_open
-
-    with safe_open(str(path), framework="pt") as f:
-        return (f.metadata() or {}).get("step")
-
-
 def average_weights(paths: Sequence[Union[str, Path]], out: Union[str, Path]) -> None:
     """Write the average of `paths` to `out` (fp16, like every committed weights file)."""
-    net = load_weights(paths[0])
-    net.load_state_dict(average_state(paths), strict=True)
-    sources = [{"path": str(p), "step": _step(p)} for p in paths]
+    state = average_state(paths)
+    net = Network(read_config(paths[0]))
+    net.load_state_dict(state, strict=True)
+    sources = [{"path": str(p), "step": read_metadata(p).get("step")} for p in paths]
     save_weights(net, out, extra={"averaged_from": json.dumps(sources)})
 
 
