@@ -61,6 +61,9 @@ def _run(args: Sequence[str], what: str) -> subprocess.CompletedProcess:
     return proc
 
 
+NO_COLOR_TAGS = ("unknown", "unknown", "unknown")  # (matrix, primaries, transfer) of a file that names none
+
+
 @dataclass
 class VideoInfo:
     path: Path
@@ -80,7 +83,7 @@ class VideoInfo:
     start: Fraction = Fraction(0)
     # colour tags (matrix, primaries, transfer), "unknown" where the file has none: HD from phones and cameras says
     # bt709, HDR says bt2020nc / bt2020 / smpte2084 or arib-std-b67; the output is encoded and tagged the same way
-    color: Tuple[str, str, str] = ("unknown", "unknown", "unknown")
+    color: Tuple[str, str, str] = NO_COLOR_TAGS
     # "top first" or "bottom first" for interlaced video (DV, broadcast): decoding deinterlaces it, since two fields
     # from different times in one frame would show as combs and mislead the flow
     interlaced: str = ""
@@ -116,7 +119,7 @@ def _color_tags(stream: str) -> Tuple[str, str, str]:
             return parts[0], parts[1], parts[2]
         if token.strip() in ("bt709", "smpte170m", "smpte240m"):  # the names all three tags share
             return (token.strip(),) * 3
-    return ("unknown",) * 3
+    return NO_COLOR_TAGS
 
 
 def snap_to_grid(stamps: List[Fraction], rate: Fraction, tolerance: Fraction) -> List[Fraction]:
@@ -218,7 +221,7 @@ class FrameWriter:
     def __init__(self, path: Path, width: int, height: int, rate: Fraction, bit_depth: int = 8,
                  codec: str = "libx264", crf: int = 18, pix_fmt: Optional[str] = None,
                  preset: str = "medium", sample_aspect: Fraction = Fraction(1),
-                 color: Tuple[str, str, str] = ("unknown", "unknown", "unknown")) -> None:
+                 color: Tuple[str, str, str] = NO_COLOR_TAGS) -> None:
         deep = bit_depth > 8
         self.dtype = np.dtype("<u2") if deep else np.dtype(np.uint8)
         if pix_fmt is None:

@@ -4,13 +4,14 @@ import dataclasses
 import subprocess
 from fractions import Fraction
 from pathlib import Path
+from typing import List, Tuple
 
 import cv2
 import numpy as np
 import pytest
 
 import run
-from media.video import VideoError, ffmpeg_exe, probe, read_frames, snap_to_grid
+from media.video import NO_COLOR_TAGS, VideoError, ffmpeg_exe, probe, read_frames, snap_to_grid
 from pipeline.schedule import make_plan, parse_rate, planned_sources
 from pipeline.video import VideoOptions, interpolate_video
 
@@ -32,10 +33,17 @@ def _make_clip(path: Path, size="96x64", rate="12", seconds=2, audio=True, sourc
     return path
 
 
-def _audio_md5(path: Path) -> list:
-    out = subprocess.run([ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-i", str(path), "-map", "0:a",
+def _packets(path: Path, stream: str) -> Tuple[Fraction, List[List[str]]]:
+    """A stream's time base and its packets' framemd5 rows (stream, dts, pts, duration, size, hash)."""
+    out = subprocess.run([ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-i", str(path), "-map", stream,
                           "-c", "copy", "-f", "framemd5", "-"], capture_output=True, check=True).stdout.decode()
-    return [line.split(",")[-1].strip() for line in out.splitlines() if line and not line.startswith("#")]
+    time_base = Fraction(next(line for line in out.splitlines() if line.startswith("#tb")).split(":", 1)[1].strip())
+    return time_base, [[v.strip() for v in line.split(",")] for line in out.splitlines()
+                       if line and not line.startswith("#")]
+
+
+def _audio_md5(path: Path) -> list:
+    return [row[-1] for row in _packets(path, "0:a")[1]]
 
 
 def _cli(args, capsys):
@@ -390,10 +398,8 @@ def test_millisecond_timestamps_still_copy_the_original_frames(tmp_path, capsys)
 
 def _first_time(path: Path, stream: str) -> Fraction:
     """Presentation time of a stream's first packet ("0:v" or "0:a"), counted from the file's start."""
-    out = subprocess.run([ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-i", str(path), "-map", stream,
-                          "-c", "copy", "-f", "framemd5", "-"], capture_output=True, check=True).stdout.decode()
-    time_base = Fraction(next(line for line in out.splitlines() if line.startswith("#tb")).split(":", 1)[1].strip())
-    return min(int(line.split(",")[2]) for line in out.splitlines() if line and not line.startswith("#")) * time_base
+    time_base, rows = _packets(path, stream)
+    return min(int(row[2]) for row in rows) * time_base
 
 
 def test_video_that_starts_after_its_audio_stays_in_sync(tmp_path, capsys):
@@ -446,7 +452,7 @@ def test_colour_tags_and_matrix_follow_the_source(tmp_path, capsys):
         flat = cv2.erode((np.abs(cv2.Laplacian(source.mean(axis=2), cv2.CV_64F)) < 0.5).astype(np.uint8),
                          np.ones((7, 7), np.uint8)) > 0
         assert flat.sum() > 2000 and np.abs(result - source)[flat].max() <= 2.5, name
-    assert probe(_make_clip(tmp_path / "plain.mp4", seconds=0.5)).color == ("unknown",) * 3
+    assert probe(_make_clip(tmp_path / "plain.mp4", seconds=0.5)).color == NO_COLOR_TAGS
     from media.video import _color_tags  # banner lines as ffmpeg prints them (HLG from phones, full-range SD)
 
     assert _color_tags("hevc, yuv420p10le(tv, bt2020nc/bt2020/arib-std-b67), 1920x1080") == (
