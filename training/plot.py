@@ -20,21 +20,28 @@ import numpy as np
 
 # step of the weights each chunk kept (its best validation); chunks 8, 9, 11-15, 22 and 27 kept none; 16-19 are the
 # clean-data branch from step 31000, 20-22 continue it from chunk 18, 23-25 from chunk 21, 26-28 from chunk 25
-# (27's arms were not carried on; chunk 28 holds the committed weights)
+# (27's arms were not carried on; chunk 28 holds the committed weights; 29-32, the anneal, were not carried on)
 KEPT_STEP = {1: 2500, 2: 6345, 3: 10000, 4: 15819, 5: 17000, 6: 20000, 7: 29000, 10: 31000, 16: 34000, 17: 36000,
              18: 42937, 19: 46000, 20: 51885, 21: 58000, 23: 64000, 24: 65000, 25: 68000, 26: 72000, 28: 73000}
 # chunks whose arm b was carried on (its log and Middlebury file end in "b")
 CARRIED_ARM = {23: "b", 24: "b"}
+# chunks validated on 16 batches per set (session 11's anneal, 29-32, from chunk 28a; its weights were not carried
+# on): their figures are about 0.4 dB below the 4-batch ones on the same weights, so they are drawn as their own curve
+VAL_16_BATCHES = {29, 30, 31, 32}
 
 
-def chunk_curves(raw: Path) -> Tuple[List[Tuple[float, float]], List[Tuple[float, float]]]:
-    """(minutes, validation PSNR) points of every chunk in order, and (minutes, Middlebury PSNR) of the kept weights.
+Points = List[Tuple[float, float]]
+
+
+def chunk_curves(raw: Path) -> Tuple[Points, Points, Points]:
+    """(minutes, validation PSNR) points of every chunk in order on 4 batches per set, the same on 16 batches
+    (``VAL_16_BATCHES``), and (minutes, Middlebury PSNR) of the kept weights.
 
     Minutes add up over the chunks in their order (time spent), also where a chunk restarted from earlier
     weights (chunks 12, 13 and 15 from step 31000), so a kept step is looked up in its own chunk's log only.
     """
     offset = 0.0
-    val, middlebury = [], []
+    val, val16, middlebury = [], [], []
     n = 1
     while (raw / f"train_chunk{n}.jsonl").is_file():
         arm = CARRIED_ARM.get(n, "")
@@ -44,19 +51,20 @@ def chunk_curves(raw: Path) -> Tuple[List[Tuple[float, float]], List[Tuple[float
         def minutes_at(step: int) -> float:
             return offset + min(timed, key=lambda t: abs(t["step"] - step))["minutes"]
 
-        val.extend((minutes_at(r["step"]), r["val_psnr"]) for r in rows if "val_psnr" in r)
+        (val16 if n in VAL_16_BATCHES else val).extend((minutes_at(r["step"]), r["val_psnr"])
+                                                       for r in rows if "val_psnr" in r)
         path = raw / f"middlebury_chunk{n}{arm}.json"
         if n in KEPT_STEP and path.is_file():
             middlebury.append((minutes_at(KEPT_STEP[n]), json.loads(path.read_text())["psnr"]))
         offset += timed[-1]["minutes"]
         n += 1
-    return val, middlebury
+    return val, val16, middlebury
 
 
-def draw(val, middlebury, out: Path) -> None:
+def draw(val: Points, val16: Points, middlebury: Points, out: Path) -> None:
     w, h, left, right, top, bottom = 900, 520, 70, 70, 40, 60
     img = np.full((h, w, 3), 255, np.uint8)
-    x_max = max(m for m, _ in val) * 1.05
+    x_max = max(m for m, _ in val + val16) * 1.05
     lo, hi = 26.0, 37.0
 
     def px(minutes: float, psnr: float) -> Tuple[int, int]:
@@ -82,6 +90,10 @@ def draw(val, middlebury, out: Path) -> None:
     cv2.putText(img, "DIS + warp 34.18", (left + 10, dis + 16), font, 0.45, (0, 0, 200), 1, cv2.LINE_AA)
     pts = np.array([px(m, p) for m, p in val], np.int32)
     cv2.polylines(img, [pts], False, (200, 120, 0), 2, cv2.LINE_AA)
+    if val16:
+        cv2.polylines(img, [np.array([px(m, p) for m, p in val16], np.int32)], False, (200, 0, 200), 2, cv2.LINE_AA)
+        cv2.putText(img, "same, 16 batches per set", (left + 300, px(0, 27.4)[1]), font, 0.5, (200, 0, 200), 1,
+                    cv2.LINE_AA)
     mb = sorted(middlebury)
     cv2.polylines(img, [np.array([px(m, p) for m, p in mb], np.int32)], False, (0, 150, 0), 2, cv2.LINE_AA)
     for m, p in mb:
