@@ -11,7 +11,7 @@ from model import Network, NetworkConfig, load_weights, save_weights
 from model.correlation import correlation, correlation_torch
 from model.inference import interpolate, interpolate_integer
 from model.warp import InputPadder, backwarp, resize_flow
-from model.weights import WeightsError
+from model.weights import WeightsError, read_metadata
 
 
 def _naive_correlation(one, two, radius):
@@ -122,6 +122,43 @@ def test_average_of_weights_files(tmp_path):
     assert main(["--out", str(tmp_path / "bad.safetensors"), str(paths[0]), str(other)]) == 2
     assert main(["--out", str(tmp_path / "bad.safetensors"), str(paths[0])]) == 2
     assert main(["--out", str(tmp_path / "bad.safetensors"), str(paths[0]), str(tmp_path / "missing.safetensors")]) == 2
+    assert not (tmp_path / "bad.safetensors").exists()
+
+
+def test_export_of_a_training_state(tmp_path):
+    """training.export: a state folder's moving average (default) or network (--raw) as an fp16 weights file,
+    with the state's step and recipe in the metadata; a folder that is no state is a one-line error."""
+    from safetensors.torch import save_file
+
+    from training.export import main
+
+    torch.manual_seed(0)
+    config = NetworkConfig(full_width=8)
+    net, average = Network(config), Network(config)
+    state = tmp_path / "state"
+    state.mkdir()
+    save_file({k: v.contiguous() for k, v in net.state_dict().items()}, str(state / "state_model.safetensors"))
+    (state / "config.json").write_text(json.dumps(config.to_dict()))
+    (state / "progress.json").write_text(json.dumps({"step": 1234}))
+    (state / "train_config.json").write_text(json.dumps({"lr": 0.0003}))
+    ema = {k: v.contiguous() for k, v in average.named_parameters()}
+    ema["_updates"] = torch.tensor([7])
+    save_file({k: v.detach() for k, v in ema.items()}, str(state / "state_ema.safetensors"))
+    for args, source in (([], average), (["--raw"], net)):
+        out = tmp_path / f"w{len(args)}.safetensors"
+        assert main([str(state), "--out", str(out), *args]) == 0
+        loaded = load_weights(out)
+        for name, tensor in source.state_dict().items():
+            assert torch.allclose(loaded.state_dict()[name], tensor, atol=2e-3, rtol=1e-3), name  # fp16
+        other = net if source is average else average
+        assert any(not torch.allclose(loaded.state_dict()[k], v, atol=2e-3, rtol=1e-3)
+                   for k, v in other.state_dict().items())
+        metadata = read_metadata(out)
+        assert metadata["step"] == "1234" and json.loads(metadata["train_config"]) == {"lr": 0.0003}
+    (state / "state_ema.safetensors").unlink()  # without an average the network itself is written
+    assert main([str(state), "--out", str(tmp_path / "plain.safetensors")]) == 0
+    assert "(network)" in read_metadata(tmp_path / "plain.safetensors")["exported_from"]
+    assert main([str(tmp_path), "--out", str(tmp_path / "bad.safetensors")]) == 2
     assert not (tmp_path / "bad.safetensors").exists()
 
 

@@ -1,0 +1,76 @@
+"""Write the weights of a training state folder as a weights file (fp16, like every committed one).
+
+A state folder (``$OUT/train`` of a device chunk, or one unpacked for ``--resume``) holds the network
+(``state_model.safetensors``) and, with ``--ema``, its moving average (``state_ema.safetensors``), but
+``weights.safetensors`` only where a step replaced the kept weights. This writes the state's last step
+for scoring or comparison, by default the moving average (what validation scored), with ``--raw`` the
+network's own parameters:
+
+    python -m training.export runs/state --out runs/last.safetensors
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional, Union
+
+from model.network import Network, NetworkConfig
+from model.weights import save_weights
+
+
+def export_state(state: Union[str, Path], out: Union[str, Path], raw: bool = False) -> str:
+    """Write the state's moving average (or, with ``raw`` or without an average, its network) to ``out``;
+    returns which one was written ("moving average" or "network")."""
+    from safetensors.torch import load_file
+
+    state = Path(state)
+    needed = ["state_model.safetensors", "config.json"]
+    missing = [name for name in needed if not (state / name).is_file()]
+    if missing:
+        raise ValueError(f"{state} is not a training state folder: {', '.join(missing)} missing (train.py writes "
+                         "them to its --out folder; a device chunk's state is $OUT/train plus small.tar's t/)")
+    net = Network(NetworkConfig.from_dict(json.loads((state / "config.json").read_text())))
+    tensors = load_file(str(state / "state_model.safetensors"))
+    which = "network"
+    average_path = state / "state_ema.safetensors"
+    if not raw and average_path.is_file():
+        average = load_file(str(average_path))
+        average.pop("_updates", None)
+        unknown = set(average) - set(tensors)
+        if unknown:
+            raise ValueError(f"{average_path} does not fit {state / 'state_model.safetensors'}: "
+                             f"{len(unknown)} unknown tensors, e.g. {sorted(unknown)[0]}")
+        tensors.update(average)  # parameters from the average, buffers (if any) from the network
+        which = "moving average"
+    net.load_state_dict(tensors, strict=True)
+    extra = {"exported_from": f"{state} ({which})"}
+    progress = state / "progress.json"
+    if progress.is_file():
+        extra["step"] = str(json.loads(progress.read_text())["step"])
+    train_config = state / "train_config.json"
+    if train_config.is_file():
+        extra["train_config"] = json.dumps(json.loads(train_config.read_text()))
+    save_weights(net, out, extra=extra)
+    return which
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("state", type=Path, help="a training state folder (state_model.safetensors, config.json, ...)")
+    p.add_argument("--out", type=Path, required=True, help="where to write the weights")
+    p.add_argument("--raw", action="store_true", help="the network's own parameters, not the moving average")
+    args = p.parse_args(argv)
+    try:
+        which = export_state(args.state, args.out, raw=args.raw)
+    except (ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {args.out} ({which} of {args.state})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
