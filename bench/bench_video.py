@@ -1,11 +1,14 @@
 """Video throughput on the GPU: the whole pipeline (decode, interpolate, encode, mux) and the model alone.
 
-    python bench/bench_video.py --video in.mp4 [--factor 2] [--bf16] [--json out.json]
+    python bench/bench_video.py --video in.mp4 [--factor 2] [--bf16] [--preset veryfast] [--stages] [--json out.json]
     python bench/bench_video.py --memory 3840x2160 7680x4320 [--flow-scale 0.5] [--tile 2048]
 
 Pipeline frames per second count output frames (a x2 job writes two per input frame)
 over the wall-clock time of ``pipeline.video.interpolate_video`` after a warm-up pair.
 The model alone is one interpolated frame per call on frames already in GPU memory.
+``--stages`` adds where the pipeline's time goes: decoding alone (input frames per second, as the
+pipeline reads them) and the pipeline with an interpolator that copies the nearer input frame
+(decode, encode and mux without the network), in the same output frames per second.
 """
 
 from __future__ import annotations
@@ -27,12 +30,24 @@ from bench.timing import cuda_time_ms, require_cuda  # noqa: E402
 from media.video import probe, read_frames  # noqa: E402
 from model import Network, load_weights  # noqa: E402
 from model.inference import interpolate, interpolate_integer  # noqa: E402
+from model.runtime import graphed_pairs  # noqa: E402
 from pipeline.video import VideoOptions, interpolate_video  # noqa: E402
 
 
 def parse_size(text: str) -> tuple:
     w, h = text.lower().split("x")
     return int(h), int(w)
+
+
+def _pipeline(video: Path, step, options: VideoOptions):
+    """Wall-clock seconds of ``interpolate_video`` into a temporary file, its output frame count and stats."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "out.mp4"
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        stats = interpolate_video(video, out, step, options, progress=False)
+        seconds = time.perf_counter() - start
+        return seconds, probe(out).frames, stats
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -44,6 +59,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--flow-scale", type=float, default=1.0)
     p.add_argument("--tile", type=int, default=0)
     p.add_argument("--memory", nargs="*", default=[], help="sizes WxH: peak GPU memory of one pair each")
+    p.add_argument("--preset", default="medium", help="x264/x265 preset of the pipeline's encoder")
+    p.add_argument("--cuda-graphs", action="store_true", help="replay the network in the pipeline as CUDA graphs "
+                   "(model.runtime.GraphedPairs; whole frames), not op by op as run.py does; the model-alone figure "
+                   "is eager either way")
+    p.add_argument("--stages", action="store_true", help="also time decoding alone and the pipeline without "
+                   "the network")
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
     device = require_cuda()
@@ -63,19 +84,26 @@ def main(argv: Optional[List[str]] = None) -> int:
         b = torch.from_numpy(two.copy()).to(device).permute(2, 0, 1)[None].float() / 255.0
         model_ms = cuda_time_ms(lambda: interpolate(net, a, b, [0.5], autocast, args.flow_scale, args.tile),
                                 repeats=20)
-        step = lambda x, y, ts: interpolate_integer(net, x, y, ts, autocast, args.flow_scale, args.tile)  # noqa: E731
-        with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "out.mp4"
-            torch.cuda.synchronize()
-            start = time.perf_counter()
-            stats = interpolate_video(args.video, out, step, VideoOptions(factor=args.factor), progress=False)
-            seconds = time.perf_counter() - start
-            frames_out = probe(out).frames
+        graphed = None
+        if args.cuda_graphs and not args.tile:
+            graphed = graphed_pairs(net, (1, 3, info.height, info.width), autocast, args.flow_scale)
+        step = lambda x, y, ts: interpolate_integer(net, x, y, ts, autocast, args.flow_scale, args.tile,  # noqa: E731
+                                                    graphed=graphed)
+        options = VideoOptions(factor=args.factor, preset=args.preset)
+        seconds, frames_out, stats = _pipeline(args.video, step, options)
         row = {"video": args.video.name, "size": f"{info.width}x{info.height}", "frames_in": info.frames,
-               "frames_out": frames_out, "factor": args.factor, "bf16": args.bf16,
+               "frames_out": frames_out, "factor": args.factor, "bf16": args.bf16, "preset": args.preset,
+               "network_in_pipeline": "eager" if graphed is None else "CUDA graphs",
                "pipeline_seconds": round(seconds, 2), "pipeline_fps": round(frames_out / seconds, 1),
                "model_ms_per_frame": round(model_ms, 2), "model_fps": round(1000.0 / model_ms, 1),
                "interpolated": stats["interpolated"], "audio": stats["audio"]}
+        if args.stages:
+            start = time.perf_counter()
+            decoded = sum(1 for _ in read_frames(info))
+            row["decode_fps"] = round(decoded / (time.perf_counter() - start), 1)
+            copy = lambda x, y, ts: [(x if t < 0.5 else y).copy() for t in ts]  # noqa: E731
+            seconds, frames_out, _ = _pipeline(args.video, copy, options)
+            row["pipeline_without_network_fps"] = round(frames_out / seconds, 1)
         rows.append(row)
         print(json.dumps(row), flush=True)
     for size in args.memory:

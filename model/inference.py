@@ -159,11 +159,13 @@ def interpolate(net: Network, one: Image, two: Image, times: Sequence[float] = (
 @torch.no_grad()
 def interpolate_integer(net: Network, one: np.ndarray, two: np.ndarray, times: Sequence[float] = (0.5,),
                         autocast_dtype: Optional[torch.dtype] = None, flow_scale: float = 1.0,
-                        tile: int = 0, overlap: int = 128) -> List[np.ndarray]:
+                        tile: int = 0, overlap: int = 128, graphed=None) -> List[np.ndarray]:
     """``interpolate`` for H x W x 3 uint8 or uint16 frames (video), returning the same dtype.
 
     Frames cross to the device as integers and are scaled and rounded there: a quarter
     (uint8) of the bytes of float frames, and no full-frame float arithmetic on the CPU.
+    ``graphed`` (a ``model.runtime.GraphedPairs`` for this frame size, built with the same autocast and flow
+    scale) replays the network as CUDA graphs instead of running it (whole frames only).
     """
     for name, x in (("one", one), ("two", two)):
         if not isinstance(x, np.ndarray) or x.dtype not in (np.uint8, np.uint16) or x.ndim != 3 or x.shape[2] != 3:
@@ -184,7 +186,12 @@ def interpolate_integer(net: Network, one: np.ndarray, two: np.ndarray, times: S
 
     # integer frames are finite by construction: straight to the network, without interpolate's checks
     # (its finiteness test reads each frame again and makes the host wait for the GPU)
-    outs = _run(net, upload(one), upload(two), times, autocast_dtype, flow_scale, tile, overlap)
+    if graphed is not None:
+        if tile and max(one.shape[:2]) > tile:
+            raise ValueError(f"CUDA graphs run whole frames: pass tile=0 or no graphs for tiles of {tile} px")
+        outs = graphed(upload(one), upload(two), times)
+    else:
+        outs = _run(net, upload(one), upload(two), times, autocast_dtype, flow_scale, tile, overlap)
     frames = []
     for out in outs:
         q = (out[0] * scale).round_().permute(1, 2, 0)

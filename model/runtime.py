@@ -7,11 +7,13 @@ set of times (every frame of a video), one captured graph replays them all.
 
 from __future__ import annotations
 
-from typing import List, Sequence
+import sys
+from typing import List, Optional, Sequence
 
 import torch
 
 from .network import Network
+from .warp import InputPadder
 
 
 class GraphedNetwork:
@@ -52,6 +54,82 @@ class GraphedNetwork:
         self.two.copy_(two)
         self.graph.replay()
         return [o.clone() for o in self.outputs]
+
+
+class GraphedPairs:
+    """The network for a stream of pairs of one size (a video), replayed as two CUDA graphs: the flow once per
+    pair, then the synthesis once per t, any t (the times change from pair to pair in rate conversion).
+
+    ``pairs(one, two, times)`` takes N x 3 x H x W float tensors in [0, 1] on the network's device and returns one
+    frame per t, clamped to [0, 1], as ``model.inference`` does. The graphs keep their buffers between calls
+    (about the memory of one eager pair).
+    """
+
+    def __init__(self, net: Network, shape: torch.Size, autocast_dtype: Optional[torch.dtype] = None,
+                 flow_scale: float = 1.0, warmup: int = 3) -> None:
+        device = next(net.parameters()).device
+        if device.type != "cuda":
+            raise ValueError("GraphedPairs needs the network on a CUDA device")
+        if not isinstance(net, Network):
+            raise ValueError(f"GraphedPairs replays a plain Network, got {type(net).__name__}")
+        self.shape = torch.Size(shape)
+        self.one = torch.rand(self.shape, device=device)
+        self.two = torch.rand(self.shape, device=device)
+        self.t = torch.full((self.shape[0],), 0.5, device=device)
+        padder = InputPadder(self.shape, 2 ** len(net.config.encoder_widths))
+        autocast = dict(device_type="cuda", dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None)
+
+        def flow():
+            with torch.autocast(**autocast):
+                return net.estimate_flow(*padder.pad(self.one, self.two), flow_scale)
+
+        def synthesize(state):
+            with torch.autocast(**autocast):
+                return padder.unpad(net.synthesize(state, self.t)).float().clamp(0.0, 1.0)
+
+        stream = torch.cuda.Stream(device)
+        stream.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(stream), torch.no_grad():
+            for _ in range(warmup):  # compiles kernels, picks cuDNN algorithms, fills caches
+                synthesize(flow())
+        torch.cuda.current_stream(device).wait_stream(stream)
+        self.flow_graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.flow_graph), torch.no_grad():
+            self.state = flow()
+        self.synthesis_graph = torch.cuda.CUDAGraph()
+        # one memory pool: the synthesis always replays after the flow, never beside it
+        with torch.cuda.graph(self.synthesis_graph, pool=self.flow_graph.pool()), torch.no_grad():
+            self.out = synthesize(self.state)
+
+    def __call__(self, one: torch.Tensor, two: torch.Tensor, times: Sequence[float]) -> List[torch.Tensor]:
+        if one.shape != self.shape or two.shape != self.shape:
+            raise ValueError(f"these graphs were captured for {tuple(self.shape)}, got {tuple(one.shape)} and "
+                             f"{tuple(two.shape)}")
+        self.one.copy_(one)
+        self.two.copy_(two)
+        self.flow_graph.replay()
+        outs = []
+        for t in times:
+            if not 0.0 < float(t) < 1.0:
+                raise ValueError(f"times must lie strictly between 0 and 1, got {t}")
+            self.t.fill_(float(t))
+            self.synthesis_graph.replay()
+            outs.append(self.out.clone())
+        return outs
+
+
+def graphed_pairs(net: Network, shape: torch.Size, autocast_dtype: Optional[torch.dtype] = None,
+                  flow_scale: float = 1.0) -> Optional[GraphedPairs]:
+    """``GraphedPairs`` for this size, or None (with a note on stderr) where capturing fails, e.g. out of GPU
+    memory: the caller then runs the network eagerly, which gives the same frames, only slower."""
+    try:
+        return GraphedPairs(net, shape, autocast_dtype, flow_scale)
+    except (RuntimeError, torch.cuda.OutOfMemoryError) as exc:
+        torch.cuda.empty_cache()
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"note: could not capture the network as CUDA graphs for {tuple(shape)[2:]} frames ({first}); "
+              f"running it eagerly", file=sys.stderr)
+        return None
 
 
 def compile_network(net: Network, mode: str = "reduce-overhead") -> Network:

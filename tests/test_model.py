@@ -314,6 +314,53 @@ def test_cuda_published_network_and_graph_runtime():
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.cuda
+@pytest.mark.parametrize("autocast", [None, torch.bfloat16])
+def test_cuda_graphed_pairs_match_the_eager_network(autocast):
+    """GraphedPairs (run.py's default for videos on CUDA): for a size that needs padding, any times, and a second
+    pair after the first (the replay reads the new inputs), the frames of the eager network; and through
+    interpolate_integer the same uint8 frames to within one level."""
+    from model.inference import interpolate_integer
+    from model.runtime import GraphedPairs, graphed_pairs
+
+    torch.manual_seed(0)
+    net = Network().cuda().eval()
+    shape = (1, 3, 70, 100)  # padded to 96 x 128 inside
+    graphed = GraphedPairs(net, shape, autocast)
+    tolerance = 1e-4 if autocast is None else 2e-2
+    for pair in range(2):
+        one, two = torch.rand(shape, device="cuda"), torch.rand(shape, device="cuda")
+        times = [0.5] if pair == 0 else [0.2, 0.5, 0.9]
+        with torch.no_grad(), torch.autocast("cuda", dtype=autocast or torch.float32, enabled=autocast is not None):
+            eager = [o.float().clamp(0, 1) for o in net(one, two, times)]
+        outs = graphed(one, two, times)
+        assert len(outs) == len(times)
+        for a, b in zip(outs, eager):
+            assert a.shape == b.shape == shape
+            torch.testing.assert_close(a, b, rtol=tolerance, atol=tolerance)
+    with pytest.raises(ValueError, match="captured for"):
+        graphed(torch.rand(1, 3, 64, 64, device="cuda"), torch.rand(1, 3, 64, 64, device="cuda"), [0.5])
+    with pytest.raises(ValueError, match="strictly between"):
+        graphed(one, two, [1.0])
+    rng = np.random.default_rng(0)
+    a8 = rng.integers(0, 256, (70, 100, 3), dtype=np.uint8)
+    b8 = np.roll(a8, 3, axis=1)
+    runner = graphed_pairs(net, shape, autocast)
+    assert runner is not None
+    via_graphs = interpolate_integer(net, a8, b8, [0.3, 0.6], autocast, graphed=runner)
+    eager8 = interpolate_integer(net, a8, b8, [0.3, 0.6], autocast)
+    for g, e in zip(via_graphs, eager8):
+        assert g.dtype == np.uint8 and g.shape == a8.shape
+        assert np.abs(g.astype(int) - e.astype(int)).max() <= (1 if autocast is None else 8)
+
+
+def test_graphed_pairs_need_cuda():
+    from model.runtime import GraphedPairs
+
+    with pytest.raises(ValueError, match="CUDA device"):
+        GraphedPairs(Network().eval(), (1, 3, 64, 64))
+
+
 def _noise_clip():
     """A 3-frame 300 x 300 clip of fixed random noise, the texture source of the synthetic-data tests."""
     import training.data as data
