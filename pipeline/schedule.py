@@ -70,13 +70,13 @@ def scene_change(a_thumb, b_thumb, threshold: float) -> bool:
 
 
 def thumbnail(frame: np.ndarray) -> np.ndarray:
-    """64-wide grey thumbnail in [0, 1] of an H x W x 3 uint8/uint16 frame."""
+    """64-wide grey thumbnail in [0, 1] of an H x W x 3 uint8/uint16 frame (of its colour, if it also has alpha)."""
     import cv2
 
     scale = 65535.0 if frame.dtype == np.uint16 else 255.0
     h, w = frame.shape[:2]
     small = cv2.resize(frame, (64, max(1, round(64 * h / w))), interpolation=cv2.INTER_AREA).astype(np.float32)
-    return small.mean(axis=2) / scale
+    return small[:, :, :3].mean(axis=2) / scale
 
 
 def planned_sources(anchors: List[Fraction], cuts: List[bool], plan: Plan) -> List[tuple]:

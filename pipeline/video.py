@@ -252,8 +252,27 @@ def _finish(writer: FrameWriter, final: Path) -> None:
     os.replace(writer.path, final)
 
 
+# image formats that hold an alpha channel (as written by OpenCV)
+_ALPHA_FORMATS = (".png", ".tif", ".tiff", ".webp")
+
+
+def _with_alpha(interpolate: Interpolator) -> Interpolator:
+    """An interpolator for H x W x 4 frames (RGB + alpha): the network sees the colour, and the alpha of a frame
+    at time t is the two frames' alpha mixed linearly (as run.py --one/--two does); 3-channel frames pass through."""
+    def step(one: np.ndarray, two: np.ndarray, times: Sequence[float]) -> List[np.ndarray]:
+        if one.shape[2] != 4:
+            return interpolate(one, two, times)
+        colour = interpolate(np.ascontiguousarray(one[:, :, :3]), np.ascontiguousarray(two[:, :, :3]), times)
+        a, b = one[:, :, 3:].astype(np.float32), two[:, :, 3:].astype(np.float32)
+        return [np.concatenate([_as_dtype(c, one.dtype), _as_dtype((1.0 - t) * a + t * b, one.dtype)], axis=2)
+                for t, c in zip(times, colour)]
+    return step
+
+
 def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_pattern: str, plan: Plan,
                   interpolate: Interpolator, options: VideoOptions, progress: bool) -> dict:
+    """Frames (H x W x 3, or x 4 with alpha) in, one image per output frame; alpha is written where the format
+    holds it."""
     from tqdm import tqdm
 
     from media.images import check_writable, write_image
@@ -261,14 +280,22 @@ def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_
     outs = [Path(out_pattern % j) for j in range(plan.count)]
     check_writable(outs[0])
     stats = {"cuts": 0, "interpolated": 0}
+    keep_alpha = outs[0].suffix.lower() in _ALPHA_FORMATS
+    has_alpha = False
     anchors = prefetch(_anchors(frames, stamps, options.dedup_threshold), depth=4)
     with tqdm(total=plan.count, unit="frame", disable=not progress, file=sys.stderr) as bar:
-        for j, frame in _output_frames(anchors, plan, interpolate, options.scene_threshold,
+        for j, frame in _output_frames(anchors, plan, _with_alpha(interpolate), options.scene_threshold,
                                        lambda k: outs[k].exists(), stats):
             if frame is not None:
-                write_image(outs[j], _to_float(frame), None, 16 if frame.dtype == np.uint16 else 8)
+                values = _to_float(frame)
+                has_alpha = has_alpha or frame.shape[2] == 4
+                alpha = values[:, :, 3] if frame.shape[2] == 4 and keep_alpha else None
+                write_image(outs[j], values[:, :, :3], alpha, 16 if frame.dtype == np.uint16 else 8)
             bar.update(1)
     stats.update(frames_out=plan.count, rate_out=str(plan.rate_out))
+    if has_alpha:
+        stats["alpha"] = ("kept (interpolated frames mix it linearly in time)" if keep_alpha
+                          else f"dropped ({outs[0].suffix} holds none: write .png, .tif or .webp to keep it)")
     return stats
 
 
@@ -293,10 +320,16 @@ def interpolate_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction, in
     if not files:
         raise VideoError(f"{frames_dir}: no image files (png/jpg/...) found")
     plan = make_plan(len(files) / rate_in, rate_in, options.factor, options.fps, options.slowmo)
+    # transparency (rendered or keyed footage) follows the first image: with alpha there, every frame carries it
+    # (opaque where an image has none)
+    with_alpha = read_image(files[0])[1] is not None
 
     def frames():
         for path in files:
-            rgb, _, depth = read_image(path)
+            rgb, alpha, depth = read_image(path)
+            if with_alpha:
+                opaque = np.ones(rgb.shape[:2], np.float32)
+                rgb = np.concatenate([rgb, (alpha if alpha is not None else opaque)[:, :, None]], axis=2)
             yield _to_int(rgb, np.uint16 if depth == 16 else np.uint8)
 
     stamps = [Fraction(i) / rate_in for i in range(len(files))]

@@ -202,6 +202,53 @@ def test_frame_folder_in_and_out(tmp_path, capsys):
     assert len(list(outdir.glob("*.png"))) == 12
 
 
+@pytest.mark.parametrize("depth", [8, 16])
+def test_frame_folder_keeps_alpha(tmp_path, capsys, depth):
+    """Transparent frame sequences (renders, keyed footage) keep their alpha: exact on the original frames, mixed
+    linearly in time on the interpolated ones (the colour goes through the interpolator); images without alpha
+    in such a sequence count as opaque; a format without alpha says it dropped it."""
+    from pipeline.video import VideoOptions, interpolate_frames
+
+    dtype, top = (np.uint8, 255) if depth == 8 else (np.uint16, 65535)
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    rng = np.random.default_rng(0)
+    alphas = []
+    for i in range(3):
+        bgra = rng.integers(0, top + 1, (24, 32, 4)).astype(dtype)
+        if i == 2:
+            cv2.imwrite(str(frames / f"{i:04d}.png"), np.ascontiguousarray(bgra[:, :, :3]))  # no alpha: opaque
+            alphas.append(np.full((24, 32), top, dtype))
+        else:
+            cv2.imwrite(str(frames / f"{i:04d}.png"), bgra)
+            alphas.append(bgra[:, :, 3])
+    seen = []
+
+    def blend(one, two, times):  # stands in for the network: records what it was given
+        seen.append(one.shape)
+        return [((1 - t) * one.astype(np.float64) + t * two.astype(np.float64)) for t in times]
+
+    out = tmp_path / "out"
+    out.mkdir()
+    stats = interpolate_frames(frames, str(out / "%04d.png"), Fraction(10), blend, VideoOptions(factor=2, scene_threshold=0),
+                               progress=False)
+    assert stats["frames_out"] == 6 and stats["alpha"].startswith("kept")
+    assert seen and all(shape == (24, 32, 3) for shape in seen)
+    written = [cv2.imread(str(out / f"{j:04d}.png"), cv2.IMREAD_UNCHANGED) for j in range(6)]
+    assert all(w.shape == (24, 32, 4) and w.dtype == dtype for w in written)
+    for i in range(3):
+        np.testing.assert_array_equal(written[2 * i][:, :, 3], alphas[i])
+    for i in range(2):  # t = 0.5 between originals i and i + 1
+        mixed = np.rint((alphas[i].astype(np.float64) + alphas[i + 1]) / 2)
+        assert np.abs(written[2 * i + 1][:, :, 3].astype(np.float64) - mixed).max() <= 1
+    jpg = tmp_path / "jpg"
+    jpg.mkdir()
+    stats = interpolate_frames(frames, str(jpg / "%04d.jpg"), Fraction(10), blend, VideoOptions(factor=2, scene_threshold=0),
+                               progress=False)
+    assert stats["alpha"].startswith("dropped") and ".png" in stats["alpha"]
+    assert cv2.imread(str(jpg / "0000.jpg"), cv2.IMREAD_UNCHANGED).shape == (24, 32, 3)
+
+
 @pytest.mark.slow
 def test_two_processes_split_a_video_seamlessly(tmp_path):
     """torchrun with two processes: each encodes half the segments, rank 0 joins them."""
