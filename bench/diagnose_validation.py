@@ -31,6 +31,11 @@ what a better flow alone could gain) and every --compare file.
 instead prints, for --weights and every --compare file, train.py's validation figures (the three sets, the score)
 and its PSNR near motion boundaries (pixels within 3 px of an edge of OpenCV DIS flow, pooled over the two score
 sets), in float32: where occlusions and object edges are, which the per-triplet means weigh little.
+
+    python bench/diagnose_validation.py --data .data/footage --boundaries --training-clips 16 [--compare ...]
+
+scores the same sets drawn from 16 training clips instead (a fixed choice among the clips that are not held out):
+a gain there that the held-out clips do not show is the network fitting the footage it trained on.
 """
 
 from __future__ import annotations
@@ -149,6 +154,17 @@ def synthetic_sets(clips, weights: List[Path], device: torch.device) -> int:
     return 0
 
 
+def training_clip_names(root: Path, count: int) -> List[str]:
+    """``count`` clips of ``root``/clips.jsonl that are not held out, the same on every call (shuffled, seed 0)."""
+    import json
+    import random
+
+    entries = [json.loads(line) for line in (root / "clips.jsonl").read_text().splitlines() if line.strip()]
+    names = [e["file"] for e in entries if e["file"] not in VALIDATION_CLIPS]
+    random.Random(0).shuffle(names)
+    return names[:count]
+
+
 def boundary_scores(clips, weights: List[Path], device: torch.device, batches: int = 4) -> int:
     """train.py's validation figures, with its pooled PSNR near motion boundaries, for each weights file
     (``batches`` of 16 triplets per set, as train.py's --val-batches; the first 4 are train.py's default sets)."""
@@ -220,11 +236,16 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="batches of 16 triplets per set for --boundaries (train.py's --val-batches; default 4)")
     p.add_argument("--synthetic", action="store_true",
                    help="score synthetic motion over validation textures instead, for --weights and every --compare")
+    p.add_argument("--training-clips", type=int, default=0, metavar="N",
+                   help="with --boundaries: draw the sets from N training clips instead of the held-out ones")
     args = p.parse_args(argv)
     if args.val_batches < 1:
         p.error(f"--val-batches {args.val_batches}: use 1 or more")
+    if args.training_clips and not args.boundaries:
+        p.error("--training-clips goes with --boundaries")
     device = torch.device(args.device)
-    clips = load_clips(args.data, VALIDATION_CLIPS, device, 256)
+    names = training_clip_names(args.data, args.training_clips) if args.training_clips else VALIDATION_CLIPS
+    clips = load_clips(args.data, names, device, 256)
     if args.small_motion:
         return small_motion(clips, [args.weights, *args.compare], device)
     if args.synthetic:
