@@ -192,6 +192,10 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                         "they are shrunk to it (recipe default 1: not at all; 2: finer, sharper, cleaner detail)")
     p.add_argument("--small-motion-share", type=float, default=None,
                    help="override the share of synthetic samples with motion scaled down 2-16x")
+    p.add_argument("--photometric-share", type=float, default=None,
+                   help="fraction of footage triplets given one random colour change (gamma, saturation, contrast, "
+                        "channel gains, brightness; the same for their three frames); recipe default 0")
+    p.add_argument("--weight-decay", type=float, default=None, help="AdamW weight decay (recipe default 1e-3)")
     p.add_argument("--downscale-share", type=float, default=None,
                    help="override the share of footage crops taken up to 2x larger and shrunk (sharper, less motion)")
     p.add_argument("--ema", type=float, default=None, metavar="DECAY",
@@ -301,6 +305,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                                    ("synthetic_texture_zoom", args.synthetic_texture_zoom),
                                    ("synthetic_small_share", args.small_motion_share),
                                    ("downscale_share", args.downscale_share), ("ema_decay", args.ema),
+                                   ("photometric_share", args.photometric_share),
+                                   ("weight_decay", args.weight_decay),
                                    ("validation_clips", tuple(args.val_clips) if args.val_clips else None))
                  if v is not None}
     config = dataclasses.replace(config, **overrides)
@@ -314,6 +320,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     if not 0.0 <= config.synthetic_edge_share <= 1.0:
         print(f"error: --synthetic-edge-share must lie in [0, 1], got {config.synthetic_edge_share}", file=sys.stderr)
+        return 2
+    if not 0.0 <= config.photometric_share <= 1.0 or config.weight_decay < 0:
+        print(f"error: --photometric-share must lie in [0, 1] and --weight-decay be 0 or positive, got "
+              f"{config.photometric_share} and {config.weight_decay}", file=sys.stderr)
         return 2
     if (config.synthetic_layers < 1 or not config.synthetic_motion > 0 or config.synthetic_shapes < 0
             or config.synthetic_warp < 0 or not config.synthetic_texture_zoom >= 1):
@@ -346,7 +356,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                              limit=args.max_clips)
     val_clips = load_clips(args.data, config.validation_clips, device, config.crop)
     sampler = FootageSampler(train_clips, config.crop, config.max_gap, generator=gen,
-                             native_share=config.native_share, downscale_share=config.downscale_share)
+                             native_share=config.native_share, downscale_share=config.downscale_share,
+                             photometric_share=config.photometric_share)
     val_sets = validation_sets(val_clips, config.crop, config.max_gap, args.val_batches)
     # logged beside the score, not part of it: synthetic motion with 1-px layer edges over the validation textures
     # (exact ground truth), where crisp occlusion boundaries show

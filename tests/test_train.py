@@ -151,6 +151,11 @@ def test_synthetic_options_set_the_mix_and_edges_and_are_checked(footage, tmp_pa
     assert saved["synthetic_layers"] == 4 and saved["synthetic_motion"] == 1.5 and saved["synthetic_shapes"] == 0.3
     assert saved["synthetic_warp"] == 6.0 and saved["synthetic_texture_zoom"] == 1.5
     assert saved["flow_loss_weight"] == 0.1
+    out4 = tmp_path / "run4"
+    assert train.main(_args(footage, out4, "--max-steps", "1", "--photometric-share", "0.5",
+                            "--weight-decay", "0.05")) == 0
+    saved = json.loads((out4 / "train_config.json").read_text())
+    assert saved["photometric_share"] == 0.5 and saved["weight_decay"] == 0.05
     for n, (option, value, message) in enumerate((
             ("--flow-loss-weight", "-0.1", "--flow-loss-weight must be 0 or positive"),
             ("--synthetic-shapes", "-1", "--synthetic-shapes and --synthetic-warp 0 or positive"),
@@ -158,7 +163,9 @@ def test_synthetic_options_set_the_mix_and_edges_and_are_checked(footage, tmp_pa
             ("--synthetic-texture-zoom", "0.5", "--synthetic-texture-zoom at least 1"),
             ("--synthetic-layers", "0", "--synthetic-layers must be at least 1"),
             ("--synthetic-edge-share", "2", "--synthetic-edge-share must lie in [0, 1]"),
-            ("--synthetic-share", "1", "--synthetic-share must lie in [0, 1)"))):
+            ("--synthetic-share", "1", "--synthetic-share must lie in [0, 1)"),
+            ("--photometric-share", "1.5", "--photometric-share must lie in [0, 1]"),
+            ("--weight-decay", "-1", "--weight-decay be 0 or positive"))):
         assert train.main(_args(footage, tmp_path / f"bad{n}", "--max-steps", "1", option, value)) == 2, option
         assert message in capsys.readouterr().err
 
@@ -183,6 +190,39 @@ def test_sampler_downscale_share_shrinks_larger_crops():
     assert torch.all(wide >= 62) and wide.max() > 80 and wide.max() <= 128
     with pytest.raises(ValueError, match="downscale_share"):
         FootageSampler([clip], 64, downscale_share=-0.1)
+
+
+def test_sampler_photometric_share_recolours_whole_triplets():
+    """--photometric-share: the chosen triplets change colour, their three frames alike (a static clip stays static),
+    within [0, 1]; share 0 draws nothing, so the batches of earlier recipes are unchanged."""
+    from training.data import Clip, FootageSampler
+
+    frames = torch.randint(0, 256, (1, 3, 80, 80), generator=torch.Generator().manual_seed(1), dtype=torch.uint8)
+    clip = Clip("static", frames.expand(12, 3, 80, 80).contiguous(), 3.0, (), torch.zeros(11, dtype=torch.bool))
+
+    def batch(share, seed=0):
+        sampler = FootageSampler([clip], 64, 1, generator=torch.Generator().manual_seed(seed), photometric_share=share)
+        return sampler.batch(16)
+
+    plain, again = batch(0.0), FootageSampler([clip], 64, 1, generator=torch.Generator().manual_seed(0)).batch(16)
+    for key in ("one", "mid", "two", "t"):
+        assert torch.equal(plain[key], again[key]), key
+    recoloured = batch(1.0)
+    for key in ("one", "mid", "two"):
+        assert recoloured[key].min() >= 0 and recoloured[key].max() <= 1
+    assert torch.equal(recoloured["one"], recoloured["mid"]) and torch.equal(recoloured["two"], recoloured["mid"])
+    # against the same crops without it (the same seed draws the same crops first; the flips, transposes and channel
+    # order drawn after differ, so samples are compared by their sorted values, which those leave unchanged):
+    # every triplet changed with share 1, some with share 0.5
+    def values(b):
+        return b["one"].flatten(1).sort(dim=1).values
+
+    changed = (values(recoloured) - values(plain)).abs().mean(dim=1)
+    assert torch.all(changed > 1e-3)
+    kept = [bool(torch.equal(a, b)) for a, b in zip(values(batch(0.5)), values(plain))]
+    assert 0 < sum(kept) < 16
+    with pytest.raises(ValueError, match="photometric_share"):
+        FootageSampler([clip], 64, photometric_share=2.0)
 
 
 def test_train_accepts_downscale_share(footage, tmp_path):

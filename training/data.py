@@ -88,17 +88,21 @@ class FootageSampler:
 
     def __init__(self, clips: List[Clip], crop: int, max_gap: int = 4, target_motion: float = 6.0,
                  generator: Optional[torch.Generator] = None, native_share: float = 0.0,
-                 downscale_share: float = 0.0) -> None:
+                 downscale_share: float = 0.0, photometric_share: float = 0.0) -> None:
         """``native_share``: fraction of triplets taken as consecutive stored frames (k1 = k2 = 1) from
         clips drawn by length alone, i.e. the small motions of ordinary x2 interpolation.
         ``downscale_share``: fraction of crops cut 1-2x larger (log-uniform, as the frame allows) and
-        shrunk to ``crop`` with antialiasing: finer detail per pixel, less coding noise, less motion."""
+        shrunk to ``crop`` with antialiasing: finer detail per pixel, less coding noise, less motion.
+        ``photometric_share``: fraction of triplets given a random colour change (gamma, saturation, contrast,
+        channel gains, brightness; the same for their three frames): new appearances from the same footage."""
         if not clips:
             raise ValueError("no clips to sample from: check --data and the crop size")
-        for name, share in (("native_share", native_share), ("downscale_share", downscale_share)):
+        for name, share in (("native_share", native_share), ("downscale_share", downscale_share),
+                            ("photometric_share", photometric_share)):
             if not 0.0 <= share <= 1.0:
                 raise ValueError(f"{name} must lie in [0, 1], got {share}")
         self.downscale_share = downscale_share
+        self.photometric_share = photometric_share
         self.clips = clips
         self.crop = crop
         self.gen = generator
@@ -162,7 +166,33 @@ class FootageSampler:
             "two": torch.stack(twos).float() / 255.0,
             "t": to_device(torch.tensor(times, dtype=torch.float32), ones[0].device),
         }
+        if self.photometric_share > 0:  # (no draw unless enabled: the random stream of earlier recipes stays the same)
+            out = recolour(out, self.photometric_share, self.gen)
         return augment(out, self.gen)
+
+
+def recolour(batch: Dict[str, torch.Tensor], share: float, gen: Optional[torch.Generator]) -> Dict[str, torch.Tensor]:
+    """A random colour change on ``share`` of the triplets, the same for the three frames of each: gamma
+    0.74-1.35, saturation 0.74-1.35, contrast 0.82-1.22 about mid-grey, channel gains 0.9-1.1 and brightness
+    +-0.05, clamped to [0, 1]. The others pass unchanged."""
+    one = batch["one"]
+    n, device = one.shape[0], one.device
+
+    def uniform(low: float, high: float, channels: int = 1) -> torch.Tensor:
+        draw = torch.rand(n, channels, 1, 1, generator=gen)
+        return (low + (high - low) * draw).to(device)
+
+    chosen = (torch.rand(n, 1, 1, 1, generator=gen) < share).to(device)
+    gamma, saturation, contrast = uniform(-0.3, 0.3).exp(), uniform(-0.3, 0.3).exp(), uniform(-0.2, 0.2).exp()
+    gains, brightness = uniform(-0.1, 0.1, 3).exp(), uniform(-0.05, 0.05)
+    out = dict(batch)
+    for key in ("one", "mid", "two"):
+        x = batch[key].clamp(0.0, 1.0) ** gamma
+        grey = x.mean(1, keepdim=True)
+        x = grey + saturation * (x - grey)
+        x = ((x - 0.5) * contrast * gains + 0.5 + brightness).clamp(0.0, 1.0)
+        out[key] = torch.where(chosen, x, batch[key])
+    return out
 
 
 # The fixed validation sets (name: generator seed, native_share, downscale_share): motion-weighted triplets with
