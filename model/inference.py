@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
 
 from .network import Network
+
+if TYPE_CHECKING:
+    from .runtime import GraphedPairs
 
 Image = Union[np.ndarray, torch.Tensor]
 
@@ -159,7 +162,8 @@ def interpolate(net: Network, one: Image, two: Image, times: Sequence[float] = (
 @torch.no_grad()
 def interpolate_integer(net: Network, one: np.ndarray, two: np.ndarray, times: Sequence[float] = (0.5,),
                         autocast_dtype: Optional[torch.dtype] = None, flow_scale: float = 1.0,
-                        tile: int = 0, overlap: int = 128, graphed=None) -> List[np.ndarray]:
+                        tile: int = 0, overlap: int = 128,
+                        graphed: Optional[GraphedPairs] = None) -> List[np.ndarray]:
     """``interpolate`` for H x W x 3 uint8 or uint16 frames (video), returning the same dtype.
 
     Frames cross to the device as integers and are scaled and rounded there: a quarter
