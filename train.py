@@ -196,6 +196,10 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                    help="fraction of footage triplets given one random colour change (gamma, saturation, contrast, "
                         "channel gains, brightness; the same for their three frames); recipe default 0")
     p.add_argument("--weight-decay", type=float, default=None, help="AdamW weight decay (recipe default 1e-3)")
+    p.add_argument("--paste-share", type=float, default=None,
+                   help="fraction of footage triplets with synthetic moving layers pasted over them (new occlusions "
+                        "over real motion; the synthetic options shape them); recipe default 0")
+    p.add_argument("--paste-layers", type=int, default=None, help="layers pasted per triplet (default 1)")
     p.add_argument("--downscale-share", type=float, default=None,
                    help="override the share of footage crops taken up to 2x larger and shrunk (sharper, less motion)")
     p.add_argument("--ema", type=float, default=None, metavar="DECAY",
@@ -225,7 +229,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from model import Network, NetworkConfig
     from model.weights import save_weights
     from training.config import TrainConfig
-    from training.data import (FootageSampler, boundary_masks, frame_blend, load_clips, synthetic_batch,
+    from training.data import (FootageSampler, boundary_masks, frame_blend, load_clips, paste_layers, synthetic_batch,
                                synthetic_set, validation_sets)
     from training.losses import psnr
     from training.schedule import learning_rate
@@ -306,7 +310,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                                    ("synthetic_small_share", args.small_motion_share),
                                    ("downscale_share", args.downscale_share), ("ema_decay", args.ema),
                                    ("photometric_share", args.photometric_share),
-                                   ("weight_decay", args.weight_decay),
+                                   ("weight_decay", args.weight_decay), ("paste_share", args.paste_share),
+                                   ("paste_layers", args.paste_layers),
                                    ("validation_clips", tuple(args.val_clips) if args.val_clips else None))
                  if v is not None}
     config = dataclasses.replace(config, **overrides)
@@ -324,6 +329,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not 0.0 <= config.photometric_share <= 1.0 or config.weight_decay < 0:
         print(f"error: --photometric-share must lie in [0, 1] and --weight-decay be 0 or positive, got "
               f"{config.photometric_share} and {config.weight_decay}", file=sys.stderr)
+        return 2
+    if not 0.0 <= config.paste_share <= 1.0 or config.paste_layers < 1:
+        print(f"error: --paste-share must lie in [0, 1] and --paste-layers be at least 1, got {config.paste_share} "
+              f"and {config.paste_layers}", file=sys.stderr)
         return 2
     if (config.synthetic_layers < 1 or not config.synthetic_motion > 0 or config.synthetic_shapes < 0
             or config.synthetic_warp < 0 or not config.synthetic_texture_zoom >= 1):
@@ -506,6 +515,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         for group in optim.param_groups:
             group["lr"] = lr
         real = sampler.batch(n_real)
+        if config.paste_share > 0:  # (no draw unless enabled: the random stream of earlier recipes stays the same)
+            real = paste_layers(real, sampler, config.paste_share, config.crop, gen=gen, layers=config.paste_layers,
+                                edge_px=config.synthetic_edge_px, edge_share=config.synthetic_edge_share,
+                                motion_scale=config.synthetic_motion, shape_amp=config.synthetic_shapes,
+                                warp_px=config.synthetic_warp, texture_zoom=config.synthetic_texture_zoom)
         parts = [real]
         if n_syn:
             parts.append(synthetic_batch(sampler, n_syn, config.crop, gen=gen,

@@ -156,6 +156,10 @@ def test_synthetic_options_set_the_mix_and_edges_and_are_checked(footage, tmp_pa
                             "--weight-decay", "0.05")) == 0
     saved = json.loads((out4 / "train_config.json").read_text())
     assert saved["photometric_share"] == 0.5 and saved["weight_decay"] == 0.05
+    out5 = tmp_path / "run5"
+    assert train.main(_args(footage, out5, "--max-steps", "2", "--paste-share", "1", "--paste-layers", "2")) == 0
+    saved = json.loads((out5 / "train_config.json").read_text())
+    assert saved["paste_share"] == 1.0 and saved["paste_layers"] == 2
     for n, (option, value, message) in enumerate((
             ("--flow-loss-weight", "-0.1", "--flow-loss-weight must be 0 or positive"),
             ("--synthetic-shapes", "-1", "--synthetic-shapes and --synthetic-warp 0 or positive"),
@@ -165,7 +169,9 @@ def test_synthetic_options_set_the_mix_and_edges_and_are_checked(footage, tmp_pa
             ("--synthetic-edge-share", "2", "--synthetic-edge-share must lie in [0, 1]"),
             ("--synthetic-share", "1", "--synthetic-share must lie in [0, 1)"),
             ("--photometric-share", "1.5", "--photometric-share must lie in [0, 1]"),
-            ("--weight-decay", "-1", "--weight-decay be 0 or positive"))):
+            ("--weight-decay", "-1", "--weight-decay be 0 or positive"),
+            ("--paste-share", "-0.5", "--paste-share must lie in [0, 1]"),
+            ("--paste-layers", "0", "--paste-layers be at least 1"))):
         assert train.main(_args(footage, tmp_path / f"bad{n}", "--max-steps", "1", option, value)) == 2, option
         assert message in capsys.readouterr().err
 
@@ -223,6 +229,44 @@ def test_sampler_photometric_share_recolours_whole_triplets():
     assert 0 < sum(kept) < 16
     with pytest.raises(ValueError, match="photometric_share"):
         FootageSampler([clip], 64, photometric_share=2.0)
+
+
+def test_paste_layers_puts_moving_layers_over_real_triplets():
+    """--paste-share: synthetic layers pasted over footage triplets, rendered at each frame's own time (the
+    triplet's t), leave the real frames visible around them, add no flow, and touch only the chosen triplets."""
+    from training.data import Clip, FootageSampler, paste_layers, synthetic_batch
+
+    texture = torch.randint(0, 256, (4, 3, 96, 96), generator=torch.Generator().manual_seed(2), dtype=torch.uint8)
+    clip = Clip("tex", texture, 3.0, (), torch.zeros(3, dtype=torch.bool))
+    sampler = FootageSampler([clip], 64, 1, generator=torch.Generator().manual_seed(0))
+    n = 8
+    t = torch.linspace(0.2, 0.8, n)
+    flat = {k: torch.full((n, 3, 64, 64), v) for k, v in (("one", 0.2), ("mid", 0.5), ("two", 0.8))}
+    gen = torch.Generator().manual_seed(3)
+    out = synthetic_batch(sampler, n, 64, layers=1, gen=gen, edge_px=1.0, backgrounds={**flat, "t": t})
+    assert "flow_fwd" not in out and out["one"].shape == (n, 3, 64, 64)
+    covered = 0
+    for i in range(n):
+        reversed_ = bool((out["one"][i] - 0.8).abs().lt(1e-4).float().mean() > 0.2)  # temporal reversal by augment
+        first, last = (0.8, 0.2) if reversed_ else (0.2, 0.8)
+        shown = [float((out[key][i] - value).abs().lt(1e-4).float().mean())
+                 for key, value in (("one", first), ("mid", 0.5), ("two", last))]
+        assert min(shown) > 0.2, (i, shown)  # the real frame, at its own time, around the layer
+        covered += min(shown) < 0.99  # a layer over part of it (it may also have left the crop)
+        assert torch.isclose(out["t"][i], 1 - t[i] if reversed_ else t[i])
+    assert covered >= n // 2
+    with pytest.raises(ValueError, match="backgrounds must be"):
+        synthetic_batch(sampler, n, 32, gen=gen, backgrounds={**flat, "t": t})
+    real = sampler.batch(16)
+    assert paste_layers(real, sampler, 0.0, 64, gen=gen) is real
+    half = paste_layers(real, sampler, 0.5, 64, gen=torch.Generator().manual_seed(4))
+    changed = [not torch.equal(half["one"][i], real["one"][i]) for i in range(16)]
+    assert 0 < sum(changed) < 16 and set(half) == set(real)
+    for i in range(16):
+        if not changed[i]:
+            assert torch.equal(half["mid"][i], real["mid"][i]) and half["t"][i] == real["t"][i]
+    with pytest.raises(ValueError, match="paste share"):
+        paste_layers(real, sampler, 1.5, 64)
 
 
 def test_train_accepts_downscale_share(footage, tmp_path):

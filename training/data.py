@@ -429,9 +429,14 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
                     gen: Optional[torch.Generator] = None, small_share: float = 0.0,
                     edge_px: float = 0.0, edge_share: float = 1.0,
                     motion_scale: float = 1.0, shape_amp: float = 0.0,
-                    warp_px: float = 0.0, texture_zoom: float = 1.0) -> Dict[str, torch.Tensor]:
+                    warp_px: float = 0.0, texture_zoom: float = 1.0,
+                    backgrounds: Optional[Dict[str, torch.Tensor]] = None) -> Dict[str, torch.Tensor]:
     """Layered affine motion over real textures, with ground-truth bidirectional flow: a background and
     ``layers`` elliptical (or, with ``shape_amp``, lobed) layers over it, each with its own motion.
+
+    ``backgrounds``: real triplets (``one``, ``mid``, ``two``, ``t`` of ``size`` samples) to paste the moving layers
+    over instead of a synthetic background: new occlusions over real motion (``paste_layers``). Their own motion is
+    unknown, so the batch then has no flow.
 
     ``small_share``: fraction of samples whose motions are scaled down by 2 to 16 times (log-uniform),
     so that sub-pixel and few-pixel motion, where splatting blurs fine detail, is represented too.
@@ -483,7 +488,13 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
             cuts = F.interpolate(cuts, size=(crop, crop), mode="bilinear", align_corners=False, antialias=True)
         textures.append(cuts)
     textures = torch.stack(textures)  # layers + 1 x size x 3 x crop x crop
-    t = to_device(torch.rand(size, generator=gen) * 0.8 + 0.1, device)
+    if backgrounds is not None:
+        if any(backgrounds[k].shape != (size, 3, crop, crop) for k in ("one", "mid", "two")):
+            raise ValueError(f"backgrounds must be {size} x 3 x {crop} x {crop} frames, got "
+                             f"{tuple(backgrounds['one'].shape)}")
+        t = backgrounds["t"]
+    else:
+        t = to_device(torch.rand(size, generator=gen) * 0.8 + 0.1, device)
     ys, xs = torch.meshgrid(torch.arange(crop, device=device, dtype=torch.float32),
                             torch.arange(crop, device=device, dtype=torch.float32), indexing="ij")
     grid = torch.stack([xs, ys], -1).expand(size, crop, crop, 2)
@@ -533,12 +544,14 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
             src = sources[key, layer] = _undeform(_apply(inv, grid), tt, field)
             colour = _sample(textures[layer], src)
             if layer == 0:
-                img = colour
+                img = colour if backgrounds is None else backgrounds[key]
                 continue
             inside = 1.0 - _radial(src, centre, radius, shapes[layer]).sqrt()  # 0 on the edge, in units of its radius
             mask = torch.sigmoid(inside * sharpness[layer]).unsqueeze(1)
             img = mask * colour + (1 - mask) * img
         frames[key] = img
+    if backgrounds is not None:  # the real background's motion is unknown: no flow to supervise
+        return augment({"one": frames["one"], "mid": frames["mid"], "two": frames["two"], "t": t}, gen)
     # ground truth: the topmost layer covering each pixel at the start time decides its motion
     for name, start, end in (("flow_fwd", "one", "two"), ("flow_bwd", "two", "one")):
         flow = None
@@ -555,3 +568,25 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
         flows[name] = flow
     batch = {"one": frames["one"], "mid": frames["mid"], "two": frames["two"], "t": t, **flows}
     return augment(batch, gen)
+
+
+def paste_layers(batch: Dict[str, torch.Tensor], sampler: FootageSampler, share: float, crop: int,
+                 gen: Optional[torch.Generator] = None, layers: int = 1, **options) -> Dict[str, torch.Tensor]:
+    """``share`` of a footage batch's triplets with ``layers`` synthetic moving layers pasted over them
+    (``synthetic_batch`` with ``backgrounds``; ``options`` as there): new occluding objects over real motion, so
+    the same footage shows new occlusions. The others pass unchanged."""
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"paste share must lie in [0, 1], got {share}")
+    n = batch["one"].shape[0]
+    chosen = (torch.rand(n, generator=gen) < share).nonzero().flatten()
+    if chosen.numel() == 0:
+        return batch
+    index = to_device(chosen, batch["one"].device)
+    keys = ("one", "mid", "two", "t")
+    pasted = synthetic_batch(sampler, int(chosen.numel()), crop, layers=layers, gen=gen,
+                             backgrounds={k: batch[k][index] for k in keys}, **options)
+    out = dict(batch)
+    for k in keys:
+        out[k] = batch[k].clone()
+        out[k][index] = pasted[k]
+    return out
