@@ -102,9 +102,10 @@ def resolve_tile(requested: Union[int, str], height: int, width: int, device: to
 
 def run_sequence(args, autocast: Optional[torch.dtype]) -> int:
     """--video or --frames: stream through the network and report one summary line."""
-    from model.inference import interpolate_integer
+    from model.inference import interpolate_integer, interpolate_integer_alpha
+    from model.network import Network
     from pipeline.schedule import parse_rate
-    from pipeline.video import VideoOptions, interpolate_frames, interpolate_video
+    from pipeline.video import VideoOptions, interpolate_frames, interpolate_video, with_linear_alpha
 
     options = VideoOptions(factor=args.factor, fps=parse_rate(args.fps) if args.fps else None, slowmo=args.slowmo,
                            scene_threshold=args.scene_threshold, dedup_threshold=args.dedup or 0.0,
@@ -124,8 +125,15 @@ def run_sequence(args, autocast: Optional[torch.dtype]) -> int:
     def step(one, two, times):
         if one.shape not in tiles:
             tiles[one.shape] = resolve_tile(args.tile, one.shape[0], one.shape[1], device)
+        if one.shape[2] == 4:  # frames with alpha (--frames): it moves with the network's flow on whole frames
+            if tiles[one.shape] or not isinstance(net, Network):  # tiles, --ensemble, --compile: mixed linearly
+                return linear_alpha(one, two, times)
+            return interpolate_integer_alpha(net, one, two, times, autocast, args.flow_scale)
         return interpolate_integer(net, one, two, times, autocast, args.flow_scale, tiles[one.shape],
                                    args.tile_overlap)
+
+    step.takes_alpha = True
+    linear_alpha = with_linear_alpha(lambda a, b, ts: step(a, b, ts))  # colour through step, alpha mixed
 
     if args.video is not None:
         # whatever changes the frames is part of the job's identity: a resumed job never mixes two settings
@@ -195,9 +203,12 @@ def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = 
 
     ``ensemble`` 2 or 4 averages that many passes (mirrored, and time-reversed): slower, a little better.
     """
+    import numpy as np
+
     from media.images import check_writable, read_image, write_image
     from model.ensemble import with_ensemble
     from model.inference import interpolate
+    from model.network import Network
 
     for t in times:
         if not 0.0 < t < 1.0:
@@ -213,16 +224,32 @@ def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = 
         raise ValueError(f"frames differ in size: {one} is {rgb_one.shape[1]}x{rgb_one.shape[0]}, "
                          f"{two} is {rgb_two.shape[1]}x{rgb_two.shape[0]}")
     net = with_ensemble(load_network(Path(weights), resolve_device(device)), ensemble)
-    tile = resolve_tile(tile, rgb_one.shape[0], rgb_one.shape[1], next(net.parameters()).device)
-    frames = interpolate(net, rgb_one, rgb_two, times, autocast_dtype, flow_scale, tile, overlap)
+    device_used = next(net.parameters()).device
+    tile = resolve_tile(tile, rgb_one.shape[0], rgb_one.shape[1], device_used)
     depth = max(depth_one, depth_two)
-    for path, t, frame in zip(paths, times, frames):
-        alpha = None
-        if alpha_one is not None or alpha_two is not None:
-            # alpha is blended linearly in time
-            a = alpha_one if alpha_one is not None else 1.0
-            b = alpha_two if alpha_two is not None else 1.0
-            alpha = (1.0 - t) * a + t * b
+    if alpha_one is None and alpha_two is None:
+        for path, frame in zip(paths, interpolate(net, rgb_one, rgb_two, times, autocast_dtype, flow_scale, tile,
+                                                  overlap)):
+            write_image(path, frame, None, depth)
+        return paths
+    opaque = np.ones(rgb_one.shape[:2], np.float32)
+    alpha_one = alpha_one if alpha_one is not None else opaque
+    alpha_two = alpha_two if alpha_two is not None else opaque
+    if tile or not isinstance(net, Network):  # tiles or --ensemble: alpha mixed linearly in time
+        frames = interpolate(net, rgb_one, rgb_two, times, autocast_dtype, flow_scale, tile, overlap)
+        alphas = [(1.0 - t) * alpha_one + t * alpha_two for t in times]
+    else:  # alpha moves with the network's flow: a moving transparent object keeps one outline
+        from model.inference import interpolate_with_alpha
+
+        def tensor(x: np.ndarray) -> torch.Tensor:
+            x = x if x.ndim == 3 else x[:, :, None]
+            return torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).permute(2, 0, 1)[None].to(device_used)
+
+        outs = interpolate_with_alpha(net, tensor(rgb_one), tensor(rgb_two), tensor(alpha_one), tensor(alpha_two),
+                                      times, autocast_dtype, flow_scale)
+        frames = [c[0].permute(1, 2, 0).cpu().numpy() for c, _ in outs]
+        alphas = [a[0, 0].cpu().numpy() for _, a in outs]
+    for path, frame, alpha in zip(paths, frames, alphas):
         write_image(path, frame, alpha, depth)
     return paths
 

@@ -171,34 +171,97 @@ def interpolate_integer(net: Network, one: np.ndarray, two: np.ndarray, times: S
     ``graphed`` (a ``model.runtime.GraphedPairs`` for this frame size, built with the same autocast and flow
     scale) replays the network as CUDA graphs instead of running it (whole frames only).
     """
-    for name, x in (("one", one), ("two", two)):
-        if not isinstance(x, np.ndarray) or x.dtype not in (np.uint8, np.uint16) or x.ndim != 3 or x.shape[2] != 3:
-            raise ValueError(f"{name} must be an H x W x 3 uint8 or uint16 array")
-    if one.shape != two.shape or one.dtype != two.dtype:
-        raise ValueError(f"frames differ: {one.shape} {one.dtype} and {two.shape} {two.dtype}")
-    device = next(net.parameters()).device
-    scale = 65535.0 if one.dtype == np.uint16 else 255.0
-
-    def upload(x: np.ndarray) -> torch.Tensor:
-        x = np.ascontiguousarray(x.astype(np.int32) if x.dtype == np.uint16 else x)
-        with warnings.catch_warnings():  # decoded frames are read-only buffers; the tensor is only read
-            warnings.simplefilter("ignore", UserWarning)
-            ten = torch.from_numpy(x)
-        if device.type == "cuda":
-            ten = ten.pin_memory().to(device, non_blocking=True)
-        return ten.permute(2, 0, 1).unsqueeze(0).float() / scale
-
+    device, scale = _check_integer_pair(net, one, two, 3)
     # integer frames are finite by construction: straight to the network, without interpolate's checks
     # (its finiteness test reads each frame again and makes the host wait for the GPU)
+    a, b = _upload_integer(one, device, scale), _upload_integer(two, device, scale)
     if graphed is not None:
         if tile and max(one.shape[:2]) > tile:
             raise ValueError(f"CUDA graphs run whole frames: pass tile=0 or no graphs for tiles of {tile} px")
-        outs = graphed(upload(one), upload(two), times)
+        outs = graphed(a, b, times)
     else:
-        outs = _run(net, upload(one), upload(two), times, autocast_dtype, flow_scale, tile, overlap)
-    frames = []
-    for out in outs:
-        q = (out[0] * scale).round_().permute(1, 2, 0)
-        q = q.to(torch.uint8) if one.dtype == np.uint8 else q.to(torch.int32)
-        frames.append(q.cpu().numpy().astype(one.dtype, copy=False))
-    return frames
+        outs = _run(net, a, b, times, autocast_dtype, flow_scale, tile, overlap)
+    return [_download_integer(out, one.dtype, scale) for out in outs]
+
+
+def _check_integer_pair(net: Network, one: np.ndarray, two: np.ndarray, channels: int) -> Tuple[torch.device, float]:
+    """The network's device and the frames' full scale, after checking they are H x W x ``channels`` uint8/uint16
+    arrays of one shape."""
+    for name, x in (("one", one), ("two", two)):
+        if (not isinstance(x, np.ndarray) or x.dtype not in (np.uint8, np.uint16) or x.ndim != 3
+                or x.shape[2] != channels):
+            raise ValueError(f"{name} must be an H x W x {channels} uint8 or uint16 array")
+    if one.shape != two.shape or one.dtype != two.dtype:
+        raise ValueError(f"frames differ: {one.shape} {one.dtype} and {two.shape} {two.dtype}")
+    return next(net.parameters()).device, 65535.0 if one.dtype == np.uint16 else 255.0
+
+
+def _upload_integer(x: np.ndarray, device: torch.device, scale: float) -> torch.Tensor:
+    """An H x W x C integer frame as a 1 x C x H x W float tensor in [0, 1] on ``device`` (crossing as integers)."""
+    x = np.ascontiguousarray(x.astype(np.int32) if x.dtype == np.uint16 else x)
+    with warnings.catch_warnings():  # decoded frames are read-only buffers; the tensor is only read
+        warnings.simplefilter("ignore", UserWarning)
+        ten = torch.from_numpy(x)
+    if device.type == "cuda":
+        ten = ten.pin_memory().to(device, non_blocking=True)
+    return ten.permute(2, 0, 1).unsqueeze(0).float() / scale
+
+
+def _download_integer(out: torch.Tensor, dtype, scale: float) -> np.ndarray:
+    """A 1 x C x H x W tensor in [0, 1] as an H x W x C array of ``dtype``, rounded on the device."""
+    q = (out[0] * scale).round_().permute(1, 2, 0)
+    q = q.to(torch.uint8) if dtype == np.uint8 else q.to(torch.int32)
+    return q.cpu().numpy().astype(dtype, copy=False)
+
+
+def _splat_alpha(alpha: torch.Tensor, flow: torch.Tensor, metric: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Alpha forward-warped by ``flow`` with softmax weights ``metric``, and the coverage in [0, 1] (about 0 where
+    nothing lands)."""
+    import softsplat
+
+    out = softsplat.splat(torch.cat([alpha, torch.ones_like(alpha)], 1), flow.float(), metric.float(), "soft")
+    return out[:, :1], out[:, 1:].clamp(0.0, 1.0)
+
+
+@torch.no_grad()
+def interpolate_with_alpha(net: Network, one: torch.Tensor, two: torch.Tensor, alpha_one: torch.Tensor,
+                           alpha_two: torch.Tensor, times: Sequence[float] = (0.5,),
+                           autocast_dtype: Optional[torch.dtype] = None,
+                           flow_scale: float = 1.0) -> List[Tuple[torch.Tensor, torch.Tensor]]:
+    """(colour, alpha) at each t for frames with transparency: N x 3 x H x W colour and N x 1 x H x W alpha in
+    [0, 1] on the network's device. The colour is the network's; the alpha moves with the network's own flows and
+    metrics (softmax splatting from both frames, mixed by t and coverage), so a moving transparent object keeps one
+    sharp outline instead of two faint ones. Where neither frame's alpha lands, the two are mixed linearly."""
+    from .warp import InputPadder
+
+    if alpha_one.shape != (one.shape[0], 1, *one.shape[2:]) or alpha_two.shape != alpha_one.shape:
+        raise ValueError(f"alpha must be N x 1 x H x W beside colour {tuple(one.shape)}, got "
+                         f"{tuple(alpha_one.shape)} and {tuple(alpha_two.shape)}")
+    padder = InputPadder(one.shape, 2 ** len(net.config.encoder_widths))
+    a, b, alpha_a, alpha_b = padder.pad(one, two, alpha_one, alpha_two)
+    device = a.device
+    with torch.autocast(device.type, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
+        state = net.estimate_flow(a, b, flow_scale)
+        colours = [net.synthesize(state, float(t)) for t in times]
+    outs = []
+    for t, colour in zip(times, colours):
+        t = float(t)
+        warped_a, cover_a = _splat_alpha(alpha_a, state.flow_fwd * t, state.metric_one)
+        warped_b, cover_b = _splat_alpha(alpha_b, state.flow_bwd * (1.0 - t), state.metric_two)
+        weight_a, weight_b = (1.0 - t) * cover_a, t * cover_b
+        total = weight_a + weight_b
+        splatted = (weight_a * warped_a + weight_b * warped_b) / total.clamp_min(1e-6)
+        linear = (1.0 - t) * alpha_a + t * alpha_b
+        alpha = torch.where(total > 1e-3, splatted, linear).clamp(0.0, 1.0)
+        outs.append((padder.unpad(colour.float().clamp(0.0, 1.0)), padder.unpad(alpha)))
+    return outs
+
+
+def interpolate_integer_alpha(net: Network, one: np.ndarray, two: np.ndarray, times: Sequence[float] = (0.5,),
+                              autocast_dtype: Optional[torch.dtype] = None,
+                              flow_scale: float = 1.0) -> List[np.ndarray]:
+    """``interpolate_with_alpha`` for H x W x 4 uint8 or uint16 frames (RGB + alpha), returning the same dtype."""
+    device, scale = _check_integer_pair(net, one, two, 4)
+    a, b = _upload_integer(one, device, scale), _upload_integer(two, device, scale)
+    outs = interpolate_with_alpha(net, a[:, :3], b[:, :3], a[:, 3:], b[:, 3:], times, autocast_dtype, flow_scale)
+    return [_download_integer(torch.cat([colour, alpha], 1), one.dtype, scale) for colour, alpha in outs]

@@ -256,11 +256,12 @@ def _finish(writer: FrameWriter, final: Path) -> None:
 _ALPHA_FORMATS = (".png", ".tif", ".tiff", ".webp")
 
 
-def _with_alpha(interpolate: Interpolator) -> Interpolator:
-    """An interpolator for H x W x 4 frames (RGB + alpha): the network sees the colour, and the alpha of a frame
-    at time t is the two frames' alpha mixed linearly (as run.py --one/--two does); 3-channel frames pass through."""
+def with_linear_alpha(interpolate: Interpolator) -> Interpolator:
+    """An interpolator for H x W x 4 frames (RGB + alpha) from one for colour: the alpha of a frame at time t is the
+    two frames' alpha mixed linearly. 3-channel frames, and all frames for an interpolator whose ``takes_alpha``
+    attribute is true (run.py's, which moves alpha with the flow), pass through."""
     def step(one: np.ndarray, two: np.ndarray, times: Sequence[float]) -> List[np.ndarray]:
-        if one.shape[2] != 4:
+        if one.shape[2] != 4 or getattr(interpolate, "takes_alpha", False):
             return interpolate(one, two, times)
         colour = interpolate(np.ascontiguousarray(one[:, :, :3]), np.ascontiguousarray(two[:, :, :3]), times)
         a, b = one[:, :, 3:].astype(np.float32), two[:, :, 3:].astype(np.float32)
@@ -284,7 +285,7 @@ def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_
     has_alpha = False
     anchors = prefetch(_anchors(frames, stamps, options.dedup_threshold), depth=4)
     with tqdm(total=plan.count, unit="frame", disable=not progress, file=sys.stderr) as bar:
-        for j, frame in _output_frames(anchors, plan, _with_alpha(interpolate), options.scene_threshold,
+        for j, frame in _output_frames(anchors, plan, with_linear_alpha(interpolate), options.scene_threshold,
                                        lambda k: outs[k].exists(), stats):
             if frame is not None:
                 values = _to_float(frame)
@@ -294,7 +295,7 @@ def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_
             bar.update(1)
     stats.update(frames_out=plan.count, rate_out=str(plan.rate_out))
     if has_alpha:
-        stats["alpha"] = ("kept (interpolated frames mix it linearly in time)" if keep_alpha
+        stats["alpha"] = ("kept" if keep_alpha
                           else f"dropped ({outs[0].suffix} holds none: write .png, .tif or .webp to keep it)")
     return stats
 

@@ -76,6 +76,50 @@ def test_16_bit_rgba_and_gray_inputs(tmp_path, capsys):
     assert _run(["--one", one, "--two", two, "--out", gray_dir / "mid.jpg"], capsys)[0] == 0
 
 
+def _moving_sprite(folder, xs, size=(96, 128)):
+    """BGRA images of one textured, opaque 32 x 32 square at each x of ``xs`` over a transparent background."""
+    texture = np.random.default_rng(0).integers(0, 256, (32, 32, 3), dtype=np.uint8)
+    paths = []
+    for i, x in enumerate(xs):
+        img = np.zeros((*size, 4), np.uint8)
+        img[32:64, x:x + 32, :3] = texture
+        img[32:64, x:x + 32, 3] = 255
+        paths.append(folder / f"{i:04d}.png")
+        cv2.imwrite(str(paths[-1]), img)
+    return paths
+
+
+def _opaque_iou(alpha, x, size=(96, 128)):
+    """Overlap of the alpha's nearly opaque part (over 75%) with the square at ``x``."""
+    expected = np.zeros(size, bool)
+    expected[32:64, x:x + 32] = True
+    shown = alpha > 191
+    return (shown & expected).sum() / (shown | expected).sum()
+
+
+def test_alpha_moves_with_the_flow(tmp_path, capsys):
+    """A transparent sprite moving 20 px: the middle frame's alpha is one square halfway (trained weights), not the
+    two half-transparent squares a linear mix gives (whose overlap with the halfway square is 0.38); with
+    --ensemble the alpha is mixed linearly, as before; --frames moves it the same way."""
+    one, two = _moving_sprite(tmp_path, (30, 50))
+    out = tmp_path / "mid.png"
+    assert _run(["--one", one, "--two", two, "--out", out], capsys)[0] == 0
+    mid = cv2.imread(str(out), cv2.IMREAD_UNCHANGED)
+    assert mid.shape == (96, 128, 4) and _opaque_iou(mid[:, :, 3], 40) > 0.9
+    assert _run(["--one", one, "--two", two, "--out", out, "--ensemble", "2"], capsys)[0] == 0
+    mixed = cv2.imread(str(out), cv2.IMREAD_UNCHANGED)[:, :, 3]
+    assert np.abs(mixed[40, 35].astype(int) - 128) <= 1 and _opaque_iou(mixed, 40) < 0.5
+    frames, outdir = tmp_path / "frames", tmp_path / "out"
+    frames.mkdir()
+    outdir.mkdir()
+    _moving_sprite(frames, (30, 50, 70))
+    code, stdout, _ = _run(["--frames", frames, "--input-fps", "10", "--factor", "2", "--scene-threshold", "0",
+                            "--out", outdir / "%04d.png"], capsys)
+    assert code == 0 and "alpha kept" in stdout
+    for j, x in ((1, 40), (3, 60)):
+        assert _opaque_iou(cv2.imread(str(outdir / f"{j:04d}.png"), cv2.IMREAD_UNCHANGED)[:, :, 3], x) > 0.9
+
+
 def test_identical_frames_interpolate_to_nearly_the_frame(tmp_path, capsys):
     one, _ = _pair(tmp_path)
     out = tmp_path / "same.png"

@@ -354,6 +354,27 @@ def test_cuda_graphed_pairs_match_the_eager_network(autocast):
         assert np.abs(g.astype(int) - e.astype(int)).max() <= (1 if autocast is None else 8)
 
 
+def test_interpolate_with_alpha_shapes_and_integer_frames():
+    """interpolate_with_alpha checks alpha's shape; its integer form takes and returns H x W x 4 uint8 or uint16,
+    static frames staying themselves (alpha included) to within a level or two."""
+    from model.inference import interpolate_integer_alpha, interpolate_with_alpha
+
+    net = load_weights("weights/network.safetensors").eval()  # trained: no motion between equal frames
+    one = torch.rand(1, 3, 40, 56)
+    with pytest.raises(ValueError, match="alpha must be N x 1 x H x W"):
+        interpolate_with_alpha(net, one, one, torch.rand(1, 3, 40, 56), torch.rand(1, 3, 40, 56))
+    rng = np.random.default_rng(0)
+    for dtype, top in ((np.uint8, 255), (np.uint16, 65535)):
+        frame = rng.integers(0, top + 1, (40, 56, 4)).astype(dtype)
+        frame[:, :, 3] = np.linspace(0, top, 56).astype(dtype)  # a smooth alpha ramp
+        out = interpolate_integer_alpha(net, frame, frame, [0.25, 0.5])
+        assert len(out) == 2 and all(o.dtype == dtype and o.shape == (40, 56, 4) for o in out)
+        # a static frame's alpha is splatted onto itself: unchanged to within a few levels
+        assert np.abs(out[0][:, :, 3].astype(np.int64) - frame[:, :, 3]).max() <= 3 * (top // 255)
+    with pytest.raises(ValueError, match="H x W x 4"):
+        interpolate_integer_alpha(net, frame[:, :, :3], frame[:, :, :3])
+
+
 def test_graphed_pairs_need_cuda():
     from model.runtime import GraphedPairs
 
