@@ -87,6 +87,10 @@ class VideoInfo:
     # "top first" or "bottom first" for interlaced video (DV, broadcast): decoding deinterlaces it, since two fields
     # from different times in one frame would show as combs and mislead the flow
     interlaced: str = ""
+    # the frames carry transparency (png or qtrle in .mov, ProRes 4444, VP8/VP9 with alpha): image output keeps it,
+    # video output (H.264/H.265) cannot
+    alpha: bool = False
+    alpha_decoder: str = ""  # the decoder that keeps it where ffmpeg's default one drops it (libvpx for VP8/VP9)
 
     @property
     def frames(self) -> int:
@@ -161,6 +165,12 @@ def probe(path: Path) -> VideoInfo:
     bit_depth = int(depth_match.group(1)) if depth_match else 8
     color = _color_tags(video.group(1))
     fields = re.search(r"\b(top|bottom) (?:coded )?first", video.group(1))
+    # transparency: an alpha pixel format, or VP8/VP9 whose alpha sits beside the picture (alpha_mode 1), which
+    # only libvpx's decoders return
+    side_alpha = re.search(r"alpha_mode\s*:\s*1", block) is not None
+    codec = video.group(1).split(None, 1)[0].rstrip(",")
+    alpha = side_alpha or re.search(r"\b(?:yuva|rgba|bgra|argb|abgr|gbrap|ya8|ya16)\w*", video.group(1)) is not None
+    alpha_decoder = {"vp9": "libvpx-vp9", "vp8": "libvpx"}.get(codec, "") if side_alpha else ""
     proc = subprocess.run([ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-i", str(path),
                            "-map", "0:v:0", "-c", "copy", "-f", "framemd5", "-"], capture_output=True)
     if proc.returncode != 0:
@@ -189,26 +199,30 @@ def probe(path: Path) -> VideoInfo:
     problem = " ".join(re.sub(r"^\[[^]]*\]\s*", "", line).strip()
                        for line in proc.stderr.decode("utf-8", "replace").strip().splitlines()[-2:])
     return VideoInfo(path, width, height, stamps, rate, bit_depth, "Audio:" in text, "Subtitle:" in text, problem,
-                     sample_aspect, rotation, start, color, f"{fields.group(1)} first" if fields else "")
+                     sample_aspect, rotation, start, color, f"{fields.group(1)} first" if fields else "", alpha,
+                     alpha_decoder)
 
 
-def read_frames(info: VideoInfo) -> Iterator[np.ndarray]:
-    """Decode every frame in presentation order as H x W x 3 uint8 (or uint16) RGB, one at a time."""
+def read_frames(info: VideoInfo, alpha: bool = False) -> Iterator[np.ndarray]:
+    """Decode every frame in presentation order as H x W x 3 uint8 (or uint16) RGB, one at a time; with ``alpha``
+    and a source that has it (``info.alpha``), H x W x 4 RGBA."""
     deep = info.bit_depth > 8
-    pix = "rgb48le" if deep else "rgb24"
-    frame_bytes = info.width * info.height * 3 * (2 if deep else 1)
+    channels = 4 if alpha and info.alpha else 3
+    pix = {3: "rgb48le" if deep else "rgb24", 4: "rgba64le" if deep else "rgba"}[channels]
+    decoder = ["-c:v", info.alpha_decoder] if channels == 4 and info.alpha_decoder else []
+    frame_bytes = info.width * info.height * channels * (2 if deep else 1)
     # interlaced frames: each field filled in from both fields around it (bwdif), one frame per frame
     deinterlace = ["-vf", "bwdif=mode=send_frame:deint=interlaced"] if info.interlaced else []
-    proc = subprocess.Popen([ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-i", str(info.path),
-                             "-map", "0:v:0", *deinterlace, "-fps_mode", "passthrough", "-f", "rawvideo",
-                             "-pix_fmt", pix, "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen([ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", *decoder,
+                             "-i", str(info.path), "-map", "0:v:0", *deinterlace, "-fps_mode", "passthrough",
+                             "-f", "rawvideo", "-pix_fmt", pix, "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         while True:
             data = proc.stdout.read(frame_bytes)
             if len(data) < frame_bytes:
                 break
             frame = np.frombuffer(data, dtype="<u2" if deep else np.uint8)
-            yield frame.reshape(info.height, info.width, 3)
+            yield frame.reshape(info.height, info.width, channels)
     finally:
         proc.stdout.close()
         proc.kill()

@@ -206,6 +206,8 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
                  variable_rate=info.variable_rate)
     if info.interlaced:
         stats["deinterlaced"] = info.interlaced
+    if info.alpha:
+        stats["alpha"] = f"dropped ({out.suffix} video holds none here: --out DIR/%06d.png keeps it)"
     if info.problem:
         stats["input_problem"] = info.problem
     return stats
@@ -302,7 +304,7 @@ def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_
 
 def _video_to_images(info: VideoInfo, out_pattern: str, plan: Plan, interpolate: Interpolator,
                      options: VideoOptions, progress: bool) -> dict:
-    stats = _write_images(read_frames(info), info.pts, out_pattern, plan, interpolate, options, progress)
+    stats = _write_images(read_frames(info, alpha=True), info.pts, out_pattern, plan, interpolate, options, progress)
     stats.update(frames_in=info.frames, audio="not written (image output)" if info.has_audio else "none")
     return stats
 

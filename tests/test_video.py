@@ -555,3 +555,42 @@ def test_interlaced_video_is_deinterlaced(tmp_path, capsys):
     code, stdout, _ = _cli(["--video", clip, "--out", out], capsys)
     assert code == 0 and "deinterlaced top first" in stdout
     assert not probe(out).interlaced and combing(read_frames(probe(out))) < 1.0
+
+
+def _alpha_clip(path: Path, codec: List[str], pix_fmt: str) -> Path:
+    """A still 64 x 48 scene, 1 s at 10 fps, opaque on its left half and 25% opaque (alpha 64) on its right."""
+    subprocess.run([ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+                    "color=c=0x3080c0:size=64x48:rate=10,format=rgba,"
+                    "geq=r='r(X,Y)':g='g(X,Y)':b='b(X,Y)':a='if(lt(X,32),255,64)'," + f"format={pix_fmt}",
+                    "-t", "1", *codec, str(path)], check=True)
+    return path
+
+
+@pytest.mark.parametrize("kind", ["png-in-mov", "vp9-webm", "prores-4444"])
+def test_video_with_alpha(tmp_path, capsys, kind):
+    """Transparent video (png or qtrle in .mov, ProRes 4444, VP8/VP9 with alpha): written as images it keeps its
+    alpha (VP9's through libvpx, which ffmpeg's own decoder drops); written as H.264 the summary says it was
+    dropped and how to keep it."""
+    codec, pix_fmt, suffix = {"png-in-mov": (["-c:v", "png"], "rgba", ".mov"),
+                              "vp9-webm": (["-c:v", "libvpx-vp9"], "yuva420p", ".webm"),
+                              "prores-4444": (["-c:v", "prores_ks", "-profile:v", "4444"], "yuva444p10le", ".mov")}[kind]
+    clip = _alpha_clip(tmp_path / f"a{suffix}", codec, pix_fmt)
+    info = probe(clip)
+    assert info.alpha and info.alpha_decoder == ("libvpx-vp9" if kind == "vp9-webm" else "")
+    assert next(read_frames(info)).shape == (48, 64, 3)  # colour only unless asked
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    code, stdout, err = _cli(["--video", clip, "--out", frames / "%04d.png", "--factor", "2"], capsys)
+    assert code == 0, err
+    assert "alpha kept" in stdout
+    written = sorted(frames.glob("*.png"))
+    assert len(written) == 20
+    for path in written[:4]:  # originals and interpolated frames of a still scene alike
+        alpha = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)[:, :, 3]
+        alpha = alpha.astype(float) / (257.0 if alpha.dtype == np.uint16 else 1.0)  # 16-bit sources stay 16-bit
+        assert np.abs(alpha[:, 4:28] - 255).max() <= 2 and np.abs(alpha[:, 36:60] - 64).max() <= 4, path.name
+    code, stdout, err = _cli(["--video", clip, "--out", tmp_path / "out.mp4"], capsys)
+    assert code == 0, err
+    assert "alpha dropped" in stdout and "%06d.png" in stdout
+    plain = _make_clip(tmp_path / "plain.mp4", audio=False)
+    assert not probe(plain).alpha
