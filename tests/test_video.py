@@ -230,8 +230,8 @@ def test_frame_folder_keeps_alpha(tmp_path, capsys, depth):
 
     out = tmp_path / "out"
     out.mkdir()
-    stats = interpolate_frames(frames, str(out / "%04d.png"), Fraction(10), blend, VideoOptions(factor=2, scene_threshold=0),
-                               progress=False)
+    options = VideoOptions(factor=2, scene_threshold=0)
+    stats = interpolate_frames(frames, str(out / "%04d.png"), Fraction(10), blend, options, progress=False)
     assert stats["frames_out"] == 6 and stats["alpha"].startswith("kept")
     assert seen and all(shape == (24, 32, 3) for shape in seen)
     written = [cv2.imread(str(out / f"{j:04d}.png"), cv2.IMREAD_UNCHANGED) for j in range(6)]
@@ -243,8 +243,7 @@ def test_frame_folder_keeps_alpha(tmp_path, capsys, depth):
         assert np.abs(written[2 * i + 1][:, :, 3].astype(np.float64) - mixed).max() <= 1
     jpg = tmp_path / "jpg"
     jpg.mkdir()
-    stats = interpolate_frames(frames, str(jpg / "%04d.jpg"), Fraction(10), blend, VideoOptions(factor=2, scene_threshold=0),
-                               progress=False)
+    stats = interpolate_frames(frames, str(jpg / "%04d.jpg"), Fraction(10), blend, options, progress=False)
     assert stats["alpha"].startswith("dropped") and ".png" in stats["alpha"]
     assert cv2.imread(str(jpg / "0000.jpg"), cv2.IMREAD_UNCHANGED).shape == (24, 32, 3)
 
@@ -571,9 +570,11 @@ def test_video_with_alpha(tmp_path, capsys, kind):
     """Transparent video (png or qtrle in .mov, ProRes 4444, VP8/VP9 with alpha): written as images it keeps its
     alpha (VP9's through libvpx, which ffmpeg's own decoder drops); written as H.264 the summary says it was
     dropped and how to keep it."""
-    codec, pix_fmt, suffix = {"png-in-mov": (["-c:v", "png"], "rgba", ".mov"),
-                              "vp9-webm": (["-c:v", "libvpx-vp9"], "yuva420p", ".webm"),
-                              "prores-4444": (["-c:v", "prores_ks", "-profile:v", "4444"], "yuva444p10le", ".mov")}[kind]
+    codec, pix_fmt, suffix = {
+        "png-in-mov": (["-c:v", "png"], "rgba", ".mov"),
+        "vp9-webm": (["-c:v", "libvpx-vp9"], "yuva420p", ".webm"),
+        "prores-4444": (["-c:v", "prores_ks", "-profile:v", "4444"], "yuva444p10le", ".mov"),
+    }[kind]
     clip = _alpha_clip(tmp_path / f"a{suffix}", codec, pix_fmt)
     info = probe(clip)
     assert info.alpha and info.alpha_decoder == ("libvpx-vp9" if kind == "vp9-webm" else "")

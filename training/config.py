@@ -45,7 +45,7 @@ class TrainConfig:
     max_gap: int = 4
     native_share: float = 0.0  # fraction of footage triplets at the stored rate (k = 1), not motion-weighted
     downscale_share: float = 0.0  # fraction of footage crops taken 1-2x larger and shrunk to the crop size
-    photometric_share: float = 0.0  # fraction of footage triplets given one random colour change (gamma, saturation, ...)
+    photometric_share: float = 0.0  # fraction of footage triplets given one random colour change
     paste_share: float = 0.0  # fraction of footage triplets with synthetic moving layers pasted over them
     paste_layers: int = 1  # layers pasted over each of those triplets
     ema_decay: float = 0.0  # > 0: validate and save an exponential moving average of the weights
