@@ -375,6 +375,22 @@ def test_interpolate_with_alpha_shapes_and_integer_frames():
         interpolate_integer_alpha(net, frame[:, :, :3], frame[:, :, :3])
 
 
+@pytest.mark.cuda
+def test_cuda_alpha_matches_cpu():
+    """interpolate_with_alpha on the GPU (CUDA softsplat) gives the CPU's colour and alpha."""
+    from model.inference import interpolate_with_alpha
+
+    torch.manual_seed(0)
+    net = load_weights("weights/network.safetensors").eval()
+    one, two = torch.rand(1, 3, 48, 64), torch.rand(1, 3, 48, 64)
+    alpha_one, alpha_two = torch.rand(1, 1, 48, 64), torch.rand(1, 1, 48, 64)
+    cpu = interpolate_with_alpha(net, one, two, alpha_one, alpha_two, [0.3, 0.7])
+    gpu = interpolate_with_alpha(net.cuda(), one.cuda(), two.cuda(), alpha_one.cuda(), alpha_two.cuda(), [0.3, 0.7])
+    for (c_cpu, a_cpu), (c_gpu, a_gpu) in zip(cpu, gpu):
+        torch.testing.assert_close(c_gpu.cpu(), c_cpu, rtol=5e-3, atol=5e-3)
+        torch.testing.assert_close(a_gpu.cpu(), a_cpu, rtol=5e-3, atol=5e-3)
+
+
 def test_graphed_pairs_need_cuda():
     from model.runtime import GraphedPairs
 
