@@ -125,7 +125,7 @@ def run_sequence(args, autocast: Optional[torch.dtype]) -> int:
     def step(one, two, times):
         if one.shape not in tiles:
             tiles[one.shape] = resolve_tile(args.tile, one.shape[0], one.shape[1], device)
-        if one.shape[2] == 4:  # frames with alpha (--frames): it moves with the network's flow on whole frames
+        if one.shape[2] == 4:  # alpha (--frames, or transparent --video to images): moved with the flow
             if tiles[one.shape] or not isinstance(net, Network):  # tiles, --ensemble, --compile: mixed linearly
                 return linear_alpha(one, two, times)
             return interpolate_integer_alpha(net, one, two, times, autocast, args.flow_scale)
