@@ -44,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "frames; auto = whole frames when they fit in the device's free memory, else the largest "
                         "tiles that do")
     p.add_argument("--tile-overlap", type=int, default=128, help="overlap of neighbouring tiles, cross-faded")
+    p.add_argument("--alpha", default="flow", choices=["flow", "linear"],
+                   help="transparency of interpolated frames: moved with the flow (objects with their own alpha), or "
+                        "the two frames' alpha mixed linearly in time (a still matte over moving content)")
     p.add_argument("--ensemble", type=int, default=1, choices=[1, 2, 4],
                    help="average 2 passes (the frames and their mirror image) or 4 (also time-reversed): 2x or 4x "
                         "the time for 0.08-0.12 dB on held-out footage")
@@ -126,7 +129,8 @@ def run_sequence(args, autocast: Optional[torch.dtype]) -> int:
         if one.shape not in tiles:
             tiles[one.shape] = resolve_tile(args.tile, one.shape[0], one.shape[1], device)
         if one.shape[2] == 4:  # alpha (--frames, or transparent --video to images): moved with the flow
-            if tiles[one.shape] or not isinstance(net, Network):  # tiles, --ensemble, --compile: mixed linearly
+            if args.alpha == "linear" or tiles[one.shape] or not isinstance(net, Network):  # tiles, --ensemble,
+                # --compile: mixed linearly in time too
                 return linear_alpha(one, two, times)
             return interpolate_integer_alpha(net, one, two, times, autocast, args.flow_scale)
         return interpolate_integer(net, one, two, times, autocast, args.flow_scale, tiles[one.shape],
@@ -198,10 +202,13 @@ def output_paths(out: Path, times: Sequence[float]) -> List[Path]:
 def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = (0.5,),
                       weights: Path = DEFAULT_WEIGHTS, device: str = "auto",
                       autocast_dtype: Optional[torch.dtype] = None, flow_scale: float = 1.0,
-                      tile: Union[int, str] = 0, overlap: int = 128, ensemble: int = 1) -> List[Path]:
+                      tile: Union[int, str] = 0, overlap: int = 128, ensemble: int = 1,
+                      alpha: str = "flow") -> List[Path]:
     """Read two images, interpolate, write one image per t. Returns the written paths.
 
     ``ensemble`` 2 or 4 averages that many passes (mirrored, and time-reversed): slower, a little better.
+    ``alpha`` "flow" moves transparency with the network's flow, "linear" mixes the two frames' alpha in time (also
+    what tiles and ``ensemble`` do).
     """
     import numpy as np
 
@@ -213,6 +220,8 @@ def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = 
     for t in times:
         if not 0.0 < t < 1.0:
             raise ValueError(f"--time {t}: times must lie strictly between 0 and 1")
+    if alpha not in ("flow", "linear"):
+        raise ValueError(f"--alpha {alpha!r}: use flow or linear")
     if not 0.0 < flow_scale <= 1.0:
         raise ValueError(f"--flow-scale {flow_scale}: use a value in (0, 1]")
     paths = output_paths(out, times)
@@ -235,7 +244,7 @@ def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = 
     opaque = np.ones(rgb_one.shape[:2], np.float32)
     alpha_one = alpha_one if alpha_one is not None else opaque
     alpha_two = alpha_two if alpha_two is not None else opaque
-    if tile or not isinstance(net, Network):  # tiles or --ensemble: alpha mixed linearly in time
+    if alpha == "linear" or tile or not isinstance(net, Network):  # also tiles and --ensemble: mixed in time
         frames = interpolate(net, rgb_one, rgb_two, times, autocast_dtype, flow_scale, tile, overlap)
         alphas = [(1.0 - t) * alpha_one + t * alpha_two for t in times]
     else:  # alpha moves with the network's flow: a moving transparent object keeps one outline
@@ -249,8 +258,8 @@ def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = 
                                       times, autocast_dtype, flow_scale)
         frames = [c[0].permute(1, 2, 0).cpu().numpy() for c, _ in outs]
         alphas = [a[0, 0].cpu().numpy() for _, a in outs]
-    for path, frame, alpha in zip(paths, frames, alphas):
-        write_image(path, frame, alpha, depth)
+    for path, frame, frame_alpha in zip(paths, frames, alphas):
+        write_image(path, frame, frame_alpha, depth)
     return paths
 
 
@@ -284,7 +293,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             return run_sequence(args, autocast)
         paths = interpolate_files(args.one, args.two, args.out, args.time,
                                   weights_path(args.model, args.weights), args.device, autocast, args.flow_scale,
-                                  args.tile, args.tile_overlap, args.ensemble)
+                                  args.tile, args.tile_overlap, args.ensemble, args.alpha)
     except (VideoError, ImageError, WeightsError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -100,15 +100,16 @@ def _opaque_iou(alpha, x, size=(96, 128)):
 def test_alpha_moves_with_the_flow(tmp_path, capsys):
     """A transparent sprite moving 20 px: the middle frame's alpha is one square halfway (trained weights), not the
     two half-transparent squares a linear mix gives (whose overlap with the halfway square is 0.38); with
-    --ensemble the alpha is mixed linearly, as before; --frames moves it the same way."""
+    --ensemble or --alpha linear the alpha is mixed linearly; --frames moves it the same way, or mixes it."""
     one, two = _moving_sprite(tmp_path, (30, 50))
     out = tmp_path / "mid.png"
     assert _run(["--one", one, "--two", two, "--out", out], capsys)[0] == 0
     mid = cv2.imread(str(out), cv2.IMREAD_UNCHANGED)
     assert mid.shape == (96, 128, 4) and _opaque_iou(mid[:, :, 3], 40) > 0.9
-    assert _run(["--one", one, "--two", two, "--out", out, "--ensemble", "2"], capsys)[0] == 0
-    mixed = cv2.imread(str(out), cv2.IMREAD_UNCHANGED)[:, :, 3]
-    assert np.abs(mixed[40, 35].astype(int) - 128) <= 1 and _opaque_iou(mixed, 40) < 0.5
+    for option in (["--ensemble", "2"], ["--alpha", "linear"]):
+        assert _run(["--one", one, "--two", two, "--out", out, *option], capsys)[0] == 0
+        mixed = cv2.imread(str(out), cv2.IMREAD_UNCHANGED)[:, :, 3]
+        assert np.abs(mixed[40, 35].astype(int) - 128) <= 1 and _opaque_iou(mixed, 40) < 0.5, option
     frames, outdir = tmp_path / "frames", tmp_path / "out"
     frames.mkdir()
     outdir.mkdir()
@@ -118,6 +119,11 @@ def test_alpha_moves_with_the_flow(tmp_path, capsys):
     assert code == 0 and "alpha kept" in stdout
     for j, x in ((1, 40), (3, 60)):
         assert _opaque_iou(cv2.imread(str(outdir / f"{j:04d}.png"), cv2.IMREAD_UNCHANGED)[:, :, 3], x) > 0.9
+    linear = tmp_path / "linear"
+    linear.mkdir()
+    assert _run(["--frames", frames, "--input-fps", "10", "--factor", "2", "--scene-threshold", "0", "--alpha",
+                 "linear", "--out", linear / "%04d.png"], capsys)[0] == 0
+    assert _opaque_iou(cv2.imread(str(linear / "0001.png"), cv2.IMREAD_UNCHANGED)[:, :, 3], 40) < 0.5
 
 
 def test_identical_frames_interpolate_to_nearly_the_frame(tmp_path, capsys):
