@@ -108,7 +108,7 @@ def run_sequence(args, autocast: Optional[torch.dtype]) -> int:
     from model.inference import interpolate_integer, interpolate_integer_alpha
     from model.network import Network
     from pipeline.schedule import parse_rate
-    from pipeline.video import VideoOptions, interpolate_frames, interpolate_video, with_linear_alpha
+    from pipeline.video import VideoOptions, interpolate_frames, interpolate_video, mix_alpha_linearly
 
     options = VideoOptions(factor=args.factor, fps=parse_rate(args.fps) if args.fps else None, slowmo=args.slowmo,
                            scene_threshold=args.scene_threshold, dedup_threshold=args.dedup or 0.0,
@@ -128,16 +128,15 @@ def run_sequence(args, autocast: Optional[torch.dtype]) -> int:
     def step(one, two, times):
         if one.shape not in tiles:
             tiles[one.shape] = resolve_tile(args.tile, one.shape[0], one.shape[1], device)
-        if one.shape[2] == 4:  # alpha (--frames, or transparent --video to images): moved with the flow
-            if args.alpha == "linear" or tiles[one.shape] or not isinstance(net, Network):  # tiles, --ensemble,
-                # --compile: mixed linearly in time too
-                return linear_alpha(one, two, times)
+        if one.shape[2] == 4:  # alpha (--frames, or transparent --video to images): moved with the flow, or
+            # mixed linearly in time where asked, with tiles, --ensemble and --compile (colour through this step)
+            if args.alpha == "linear" or tiles[one.shape] or not isinstance(net, Network):
+                return mix_alpha_linearly(step, one, two, times)
             return interpolate_integer_alpha(net, one, two, times, autocast, args.flow_scale)
         return interpolate_integer(net, one, two, times, autocast, args.flow_scale, tiles[one.shape],
                                    args.tile_overlap)
 
-    step.takes_alpha = True
-    linear_alpha = with_linear_alpha(lambda a, b, ts: step(a, b, ts))  # colour through step, alpha mixed
+    step.takes_alpha = True  # the pipeline passes frames with alpha straight here
 
     if args.video is not None:
         # whatever changes the frames is part of the job's identity: a resumed job never mixes two settings

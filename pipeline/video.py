@@ -258,17 +258,24 @@ def _finish(writer: FrameWriter, final: Path) -> None:
 _ALPHA_FORMATS = (".png", ".tif", ".tiff", ".webp")
 
 
+def mix_alpha_linearly(interpolate: Interpolator, one: np.ndarray, two: np.ndarray,
+                       times: Sequence[float]) -> List[np.ndarray]:
+    """H x W x 4 frames (RGB + alpha) at each t: the colour from ``interpolate`` (a colour interpolator), the alpha
+    the two frames' alpha mixed linearly in time."""
+    colour = interpolate(np.ascontiguousarray(one[:, :, :3]), np.ascontiguousarray(two[:, :, :3]), times)
+    a, b = one[:, :, 3:].astype(np.float32), two[:, :, 3:].astype(np.float32)
+    return [np.concatenate([_as_dtype(c, one.dtype), _as_dtype((1.0 - t) * a + t * b, one.dtype)], axis=2)
+            for t, c in zip(times, colour)]
+
+
 def with_linear_alpha(interpolate: Interpolator) -> Interpolator:
-    """An interpolator for H x W x 4 frames (RGB + alpha) from one for colour: the alpha of a frame at time t is the
-    two frames' alpha mixed linearly. 3-channel frames, and all frames for an interpolator whose ``takes_alpha``
-    attribute is true (run.py's, which moves alpha with the flow), pass through."""
+    """An interpolator for H x W x 4 frames from one for colour (``mix_alpha_linearly``). 3-channel frames, and all
+    frames for an interpolator whose ``takes_alpha`` attribute is true (run.py's, which moves alpha with the flow),
+    pass through."""
     def step(one: np.ndarray, two: np.ndarray, times: Sequence[float]) -> List[np.ndarray]:
         if one.shape[2] != 4 or getattr(interpolate, "takes_alpha", False):
             return interpolate(one, two, times)
-        colour = interpolate(np.ascontiguousarray(one[:, :, :3]), np.ascontiguousarray(two[:, :, :3]), times)
-        a, b = one[:, :, 3:].astype(np.float32), two[:, :, 3:].astype(np.float32)
-        return [np.concatenate([_as_dtype(c, one.dtype), _as_dtype((1.0 - t) * a + t * b, one.dtype)], axis=2)
-                for t, c in zip(times, colour)]
+        return mix_alpha_linearly(interpolate, one, two, times)
     return step
 
 
@@ -331,8 +338,8 @@ def interpolate_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction, in
         for path in files:
             rgb, alpha, depth = read_image(path)
             if with_alpha:
-                opaque = np.ones(rgb.shape[:2], np.float32)
-                rgb = np.concatenate([rgb, (alpha if alpha is not None else opaque)[:, :, None]], axis=2)
+                alpha = alpha if alpha is not None else np.ones(rgb.shape[:2], np.float32)  # opaque
+                rgb = np.concatenate([rgb, alpha[:, :, None]], axis=2)
             yield _to_int(rgb, np.uint16 if depth == 16 else np.uint8)
 
     stamps = [Fraction(i) / rate_in for i in range(len(files))]
