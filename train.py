@@ -505,6 +505,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     bar = tqdm(total=args.max_steps, disable=not main_process, mininterval=10, desc="train")
     step_loss = _StepLoss(model, n_real, config.batch, config.census_weight, config.flow_loss_weight, bf16)
     graphed = None
+    # how the recipe shapes synthetic layers, both in synthetic samples and pasted over footage
+    layer_options = dict(edge_px=config.synthetic_edge_px, edge_share=config.synthetic_edge_share,
+                         motion_scale=config.synthetic_motion, shape_amp=config.synthetic_shapes,
+                         warp_px=config.synthetic_warp, texture_zoom=config.synthetic_texture_zoom)
     if args.validate_first and main_process:
         check()  # the starting weights, on this run's sets: what every later step must beat to be kept
     while True:
@@ -517,18 +521,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         real = sampler.batch(n_real)
         if config.paste_share > 0:  # (no draw unless enabled: the random stream of earlier recipes stays the same)
             real = paste_layers(real, sampler, config.paste_share, config.crop, gen=gen, layers=config.paste_layers,
-                                edge_px=config.synthetic_edge_px, edge_share=config.synthetic_edge_share,
-                                motion_scale=config.synthetic_motion, shape_amp=config.synthetic_shapes,
-                                warp_px=config.synthetic_warp, texture_zoom=config.synthetic_texture_zoom)
+                                **layer_options)
         parts = [real]
         if n_syn:
-            parts.append(synthetic_batch(sampler, n_syn, config.crop, gen=gen,
-                                         small_share=config.synthetic_small_share,
-                                         edge_px=config.synthetic_edge_px,
-                                         edge_share=config.synthetic_edge_share,
-                                         layers=config.synthetic_layers, motion_scale=config.synthetic_motion,
-                                         shape_amp=config.synthetic_shapes, warp_px=config.synthetic_warp,
-                                         texture_zoom=config.synthetic_texture_zoom))
+            parts.append(synthetic_batch(sampler, n_syn, config.crop, gen=gen, layers=config.synthetic_layers,
+                                         small_share=config.synthetic_small_share, **layer_options))
         batch = {k: torch.cat([p[k] for p in parts if k in p], 0) for k in ("one", "mid", "two", "t")}
         batch = {k: v.contiguous(memory_format=torch.channels_last) if v.dim() == 4 else v
                  for k, v in batch.items()}
