@@ -55,8 +55,8 @@ from model.ensemble import EnsembleNetwork  # noqa: E402
 from model.network import FlowState  # noqa: E402
 from model.warp import backwarp  # noqa: E402
 from training.config import VALIDATION_CLIPS  # noqa: E402
-from training.data import (FootageSampler, boundary_masks, dis_flow, forward_differences, frame_blend,  # noqa: E402
-                           load_clips, synthetic_set, validation_sets)
+from training.data import (FootageSampler, boundary_masks, clip_entries, dis_flow, forward_differences,  # noqa: E402
+                           frame_blend, load_clips, synthetic_set, validation_sets)
 from training.losses import psnr  # noqa: E402
 from training.validation import validation_psnr  # noqa: E402
 
@@ -156,11 +156,9 @@ def synthetic_sets(clips, weights: List[Path], device: torch.device) -> int:
 
 def training_clip_names(root: Path, count: int) -> List[str]:
     """``count`` clips of ``root``/clips.jsonl that are not held out, the same on every call (shuffled, seed 0)."""
-    import json
     import random
 
-    entries = [json.loads(line) for line in (root / "clips.jsonl").read_text().splitlines() if line.strip()]
-    names = [e["file"] for e in entries if e["file"] not in VALIDATION_CLIPS]
+    names = [e["file"] for e in clip_entries(root) if e["file"] not in VALIDATION_CLIPS]
     random.Random(0).shuffle(names)
     return names[:count]
 

@@ -47,10 +47,15 @@ def _decode(path: Path) -> torch.Tensor:
     return torch.stack(frames).permute(0, 3, 1, 2).contiguous()
 
 
+def clip_entries(root: Path) -> List[dict]:
+    """The footage folder's clips.jsonl, one dict per clip (file, frames, width, height, motion, cuts, ...)."""
+    return [json.loads(line) for line in (root / "clips.jsonl").read_text().splitlines() if line.strip()]
+
+
 def load_clips(root: Path, names: Optional[Sequence[str]], device: torch.device, min_size: int,
                exclude: Sequence[str] = (), limit: Optional[int] = None) -> List[Clip]:
     """Decode the listed clips (all of clips.jsonl if ``names`` is None) onto ``device``."""
-    entries = [json.loads(line) for line in (root / "clips.jsonl").read_text().splitlines() if line.strip()]
+    entries = clip_entries(root)
     if names is not None:
         wanted = set(names)
         missing = wanted - {e["file"] for e in entries}
