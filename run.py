@@ -64,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="drop (near-)repeated input frames and interpolate across them; optional threshold")
     v.add_argument("--compile", action="store_true",
                    help="torch.compile the network (CUDA): the first pair takes a minute or two, later ones run faster")
+    v.add_argument("--eager", action="store_true",
+                   help="run the network op by op on CUDA instead of replaying it as CUDA graphs (the default for "
+                        "whole frames without --compile or --ensemble); the frames differ by float rounding only")
     v.add_argument("--crf", type=int, default=18, help="encoder quality (x264/x265 CRF, lower is better)")
     v.add_argument("--codec", default="libx264", help="ffmpeg video encoder, e.g. libx264, libx265")
     v.add_argument("--preset", default="medium",
@@ -124,6 +127,10 @@ def run_sequence(args, autocast: Optional[torch.dtype]) -> int:
         net = compile_network(net)
     device = next(net.parameters()).device
     tiles = {}  # frame shape -> tile size, decided once per size
+    # whole colour frames of one size replay the network as CUDA graphs (flow per pair, synthesis per t): its few
+    # hundred kernel launches otherwise compete with the decoder and encoder for the CPU
+    use_graphs = device.type == "cuda" and isinstance(net, Network) and not args.eager
+    graphs = {}  # frame shape -> GraphedPairs, or None where capturing failed (then eager)
 
     def step(one, two, times):
         if one.shape not in tiles:
@@ -133,8 +140,12 @@ def run_sequence(args, autocast: Optional[torch.dtype]) -> int:
             if args.alpha == "linear" or tiles[one.shape] or not isinstance(net, Network):
                 return mix_alpha_linearly(step, one, two, times)
             return interpolate_integer_alpha(net, one, two, times, autocast, args.flow_scale)
+        if use_graphs and not tiles[one.shape] and one.shape not in graphs:
+            from model.runtime import graphed_pairs
+
+            graphs[one.shape] = graphed_pairs(net, (1, 3, *one.shape[:2]), autocast, args.flow_scale)
         return interpolate_integer(net, one, two, times, autocast, args.flow_scale, tiles[one.shape],
-                                   args.tile_overlap)
+                                   args.tile_overlap, graphed=graphs.get(one.shape))
 
     step.takes_alpha = True  # the pipeline passes frames with alpha straight here
 

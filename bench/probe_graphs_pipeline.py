@@ -1,13 +1,13 @@
-"""Session 11's probe, widened for the next call: video pipeline output frames/s at x2 with the network run
-eagerly (as run.py does) against four graphed steps, one CUDA graph for the whole pair (``GraphedNetwork``, times
-fixed at the first pair's) or two (``GraphedPairs``: flow per pair, synthesis per t), each with frames uploaded by a
-plain pageable copy or through pinned memory (``model.inference``'s upload), at two x264 presets, twice.
+"""Video pipeline output frames/s at x2 with the network run eagerly or replayed as CUDA graphs, and frames
+uploaded through pinned or pageable memory, at two x264 presets, twice.
 
     python bench/probe_graphs_pipeline.py --video in1080.mp4   # on a CUDA machine with ffmpeg (bench/device_ffmpeg.sh)
 
-In session 11 the one-graph pageable step reached 48-52 frames/s against 34 eager on one H200, while
-``bench_video.py --cuda-graphs`` (two graphs, pinned) gained 2-4% on the next: this run tells which part matters.
-8-bit input only.
+Session 12 (H200, docs/performance.md): pinning each frame as it was uploaded (``Tensor.pin_memory()``, a new
+page-locked buffer every frame) cost more than the graphs gained: with one or two graphs the pipeline ran at
+33-37 frames/s with pinned uploads against 45-54 with plain pageable copies. ``model.inference`` now uploads
+pageable frames; this probe keeps the old pinned step as a baseline beside the eager and graphed steps that run.py
+can take. 8-bit input only.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.bench_video import _pipeline  # noqa: E402
 from bench.timing import require_cuda  # noqa: E402
 from model import load_weights  # noqa: E402
-from model.inference import _download_integer, _upload_integer, interpolate_integer  # noqa: E402
+from model.inference import _download_integer, _run, interpolate_integer  # noqa: E402
 from model.runtime import GraphedNetwork, GraphedPairs  # noqa: E402
 from pipeline.video import VideoOptions  # noqa: E402
 
@@ -44,30 +44,31 @@ def main(argv: Optional[List[str]] = None) -> int:
     def pageable(x: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(x).to(device).permute(2, 0, 1).unsqueeze(0).float() / 255.0
 
-    def pinned(x: np.ndarray) -> torch.Tensor:
-        return _upload_integer(x, device, 255.0)
+    def pinned(x: np.ndarray) -> torch.Tensor:  # session 11's upload: a new page-locked buffer every frame
+        return torch.from_numpy(x).pin_memory().to(device, non_blocking=True).permute(2, 0, 1).unsqueeze(0) / 255.0
 
-    def graphed_step(kind: str, upload):
-        graphs = {}
+    def eager_pinned(one: np.ndarray, two: np.ndarray, ts) -> List[np.ndarray]:
+        outs = _run(net, pinned(one), pinned(two), ts, None, 1.0, 0, 128)
+        return [_download_integer(o, np.uint8, 255.0) for o in outs]
 
-        def step(one: np.ndarray, two: np.ndarray, ts) -> List[np.ndarray]:
-            a, b = upload(one), upload(two)
-            if kind == "one graph":
-                key = (tuple(a.shape), tuple(ts))
-                if key not in graphs:
-                    graphs[key] = GraphedNetwork(net, a.shape, ts)
-                outs = graphs[key](a, b)
-            else:
-                if a.shape not in graphs:
-                    graphs[a.shape] = GraphedPairs(net, a.shape)
-                outs = graphs[a.shape](a, b, ts)
-            return [_download_integer(o.clamp(0.0, 1.0), np.uint8, 255.0) for o in outs]
-        return step
+    def one_graph(one: np.ndarray, two: np.ndarray, ts) -> List[np.ndarray]:
+        a, b = pageable(one), pageable(two)
+        key = (tuple(a.shape), tuple(ts))
+        if key not in graphs:
+            graphs[key] = GraphedNetwork(net, a.shape, ts)
+        return [_download_integer(o.clamp(0.0, 1.0), np.uint8, 255.0) for o in graphs[key](a, b)]
 
-    steps = {"eager": lambda one, two, ts: interpolate_integer(net, one, two, ts)}
-    for kind in ("one graph", "two graphs"):
-        for name, upload in (("pageable", pageable), ("pinned", pinned)):
-            steps[f"{kind}, {name}"] = graphed_step(kind, upload)
+    def two_graphs(one: np.ndarray, two: np.ndarray, ts) -> List[np.ndarray]:  # as run.py --cuda-graphs
+        shape = (1, 3, *one.shape[:2])
+        if shape not in graphs:
+            graphs[shape] = GraphedPairs(net, shape)
+        return interpolate_integer(net, one, two, ts, graphed=graphs[shape])
+
+    graphs = {}
+    steps = {"eager, pinned (s11)": eager_pinned,
+             "eager": lambda one, two, ts: interpolate_integer(net, one, two, ts),
+             "one graph": one_graph,
+             "two graphs (run.py)": two_graphs}
     for _ in range(2):
         for preset in ("medium", "veryfast"):
             for name, step in steps.items():

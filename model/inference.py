@@ -202,9 +202,9 @@ def _upload_integer(x: np.ndarray, device: torch.device, scale: float) -> torch.
     with warnings.catch_warnings():  # decoded frames are read-only buffers; the tensor is only read
         warnings.simplefilter("ignore", UserWarning)
         ten = torch.from_numpy(x)
-    if device.type == "cuda":
-        ten = ten.pin_memory().to(device, non_blocking=True)
-    return ten.permute(2, 0, 1).unsqueeze(0).float() / scale
+    # a plain (pageable) copy: pinning each frame first allocates a page-locked buffer every call, which cost the
+    # 1080p video pipeline a third of its rate (session 12, bench/probe_graphs_pipeline.py)
+    return ten.to(device).permute(2, 0, 1).unsqueeze(0).float() / scale
 
 
 def _download_integer(out: torch.Tensor, dtype, scale: float) -> np.ndarray:

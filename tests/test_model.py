@@ -382,7 +382,11 @@ def test_cuda_alpha_matches_cpu():
 
     torch.manual_seed(0)
     net = load_weights("weights/network.safetensors").eval()
-    one, two = torch.rand(1, 3, 48, 64), torch.rand(1, 3, 48, 64)
+    # smooth content moving 2 px: on random noise the trained network's flow is ill-posed, and TF32 against fp32
+    # rounding moved a few pixels' colour by 0.01 (session 12); here both devices see one clear motion
+    scene = torch.nn.functional.interpolate(torch.rand(1, 3, 7, 9), size=(48, 68), mode="bicubic",
+                                            align_corners=False).clamp(0, 1)
+    one, two = scene[..., 2:66].contiguous(), scene[..., :64].contiguous()
     ramp = torch.linspace(0, 1, 64).expand(1, 1, 48, 64)  # smooth alpha: float rounding moves no edges
     alpha_one, alpha_two = ramp.clone(), ramp.flip(-1).contiguous()
     cpu = interpolate_with_alpha(net, one, two, alpha_one, alpha_two, [0.3, 0.7])
