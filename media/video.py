@@ -91,6 +91,14 @@ class VideoInfo:
     # video output (H.264/H.265) cannot
     alpha: bool = False
     alpha_decoder: str = ""  # the decoder that keeps it where ffmpeg's default one drops it (libvpx for VP8/VP9)
+    # the file's index of the video stream that is interpolated (ffmpeg's "-map 0:N"): the largest moving-picture
+    # stream, as ffmpeg itself picks, never a cover picture, wherever the file stores it
+    stream: int = 0
+    # cover pictures (attached pics: mp4 cover art, mkv image attachments): (stream index, codec), copied to the
+    # output where its container holds them
+    covers: Tuple[Tuple[int, str], ...] = ()
+    other_videos: int = 0  # further moving-picture video streams, not interpolated and not copied
+    attachments: int = 0  # other mkv attachments (fonts of styled subtitles), copied into mkv output
 
     @property
     def frames(self) -> int:
@@ -143,14 +151,25 @@ def probe(path: Path) -> VideoInfo:
         raise VideoError(f"{path}: no such file")
     banner = subprocess.run([ffmpeg_exe(), "-hide_banner", "-nostdin", "-i", str(path)], capture_output=True)
     text = banner.stderr.decode("utf-8", "replace")
-    video = re.search(r"Stream #\d+:\d+.*?: Video: (.*)", text)
-    if video is None:
-        raise VideoError(f"{path}: no video stream found (corrupt or not a video)")
-    size = re.search(r", (\d{2,5})x(\d{2,5})", video.group(1))
+    streams = list(re.finditer(r"Stream #\d+:(\d+)\S*: Video: (.*)", text))
+    covers = [m for m in streams if "(attached pic)" in m.group(2)]
+    moving = [m for m in streams if m not in covers]
+    if not moving:
+        what = "only a cover picture" if covers else "corrupt or not a video"
+        raise VideoError(f"{path}: no video stream found ({what})")
+
+    def area(m: re.Match) -> int:
+        found = re.search(r", (\d{2,5})x(\d{2,5})", m.group(2))
+        return int(found.group(1)) * int(found.group(2)) if found else 0
+
+    video = max(moving, key=area)  # the first of the largest, as ffmpeg picks; covers never
+    index = int(video.group(1))
+    video_line = video.group(2)
+    size = re.search(r", (\d{2,5})x(\d{2,5})", video_line)
     if size is None:
         raise VideoError(f"{path}: cannot read the frame size")
     width, height = int(size.group(1)), int(size.group(2))
-    sar = re.search(r"\[SAR (\d+):(\d+)", video.group(1))
+    sar = re.search(r"\[SAR (\d+):(\d+)", video_line)
     sample_aspect = Fraction(int(sar.group(1)), int(sar.group(2))) if sar and int(sar.group(1)) * int(sar.group(2)) \
         else Fraction(1)
     # phone video: coded sideways with a display rotation, which ffmpeg applies while decoding (its default), so
@@ -160,19 +179,19 @@ def probe(path: Path) -> VideoInfo:
     rotation = int(round(float(turn.group(1)))) % 360 if turn else 0
     if rotation % 180 == 90:
         width, height, sample_aspect = height, width, 1 / sample_aspect
-    fmt = re.search(r"\b(yuv|rgb|gbr|gray|nv|bgr|p0)[a-z0-9]*", video.group(1))
+    fmt = re.search(r"\b(yuv|rgb|gbr|gray|nv|bgr|p0)[a-z0-9]*", video_line)
     depth_match = re.search(r"(?:p|le|be)?(10|12|16)(?:le|be)", fmt.group(0)) if fmt else None
     bit_depth = int(depth_match.group(1)) if depth_match else 8
-    color = _color_tags(video.group(1))
-    fields = re.search(r"\b(top|bottom) (?:coded )?first", video.group(1))
+    color = _color_tags(video_line)
+    fields = re.search(r"\b(top|bottom) (?:coded )?first", video_line)
     # transparency: an alpha pixel format, or VP8/VP9 whose alpha sits beside the picture (alpha_mode 1), which
     # only libvpx's decoders return
     side_alpha = re.search(r"alpha_mode\s*:\s*1", block) is not None
-    codec = video.group(1).split(None, 1)[0].rstrip(",")
-    alpha = side_alpha or re.search(r"\b(?:yuva|rgba|bgra|argb|abgr|gbrap|ya8|ya16)\w*", video.group(1)) is not None
+    codec = video_line.split(None, 1)[0].rstrip(",")
+    alpha = side_alpha or re.search(r"\b(?:yuva|rgba|bgra|argb|abgr|gbrap|ya8|ya16)\w*", video_line) is not None
     alpha_decoder = {"vp9": "libvpx-vp9", "vp8": "libvpx"}.get(codec, "") if side_alpha else ""
     proc = subprocess.run([ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-i", str(path),
-                           "-map", "0:v:0", "-c", "copy", "-f", "framemd5", "-"], capture_output=True)
+                           "-map", f"0:{index}", "-c", "copy", "-f", "framemd5", "-"], capture_output=True)
     if proc.returncode != 0:
         last = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
         raise VideoError(f"{path}: cannot read its packets (corrupt?): {' '.join(last)}")
@@ -185,7 +204,7 @@ def probe(path: Path) -> VideoInfo:
     pts = sorted(int(line.split(",")[2]) for line in lines if line and not line.startswith("#"))
     stamps = [(p - pts[0]) * time_base for p in pts] if pts else []
     start = pts[0] * time_base if pts else Fraction(0)  # framemd5 counts from the file's start
-    banner_rate = re.search(r", ([\d.]+) (?:fps|tbr)", video.group(1))
+    banner_rate = re.search(r", ([\d.]+) (?:fps|tbr)", video_line)
     nominal = parse_rate(banner_rate.group(1)) if banner_rate else None
     if len(stamps) >= 2 and stamps[-1] > 0:
         # the mean spacing; the banner's (rounded, NTSC-aware) rate wins when it agrees, since
@@ -198,9 +217,11 @@ def probe(path: Path) -> VideoInfo:
     # errors ffmpeg got past (a truncated file, a damaged packet): the readable part is used, and said so
     problem = " ".join(re.sub(r"^\[[^]]*\]\s*", "", line).strip()
                        for line in proc.stderr.decode("utf-8", "replace").strip().splitlines()[-2:])
+    cover_list = tuple((int(m.group(1)), m.group(2).split(None, 1)[0].rstrip(",")) for m in covers)
     return VideoInfo(path, width, height, stamps, rate, bit_depth, "Audio:" in text, "Subtitle:" in text, problem,
                      sample_aspect, rotation, start, color, f"{fields.group(1)} first" if fields else "", alpha,
-                     alpha_decoder)
+                     alpha_decoder, index, cover_list, len(moving) - 1,
+                     len(re.findall(r"Stream #\d+:\d+\S*: Attachment:", text)))
 
 
 def read_frames(info: VideoInfo, alpha: bool = False) -> Iterator[np.ndarray]:
@@ -214,7 +235,7 @@ def read_frames(info: VideoInfo, alpha: bool = False) -> Iterator[np.ndarray]:
     # interlaced frames: each field filled in from both fields around it (bwdif), one frame per frame
     deinterlace = ["-vf", "bwdif=mode=send_frame:deint=interlaced"] if info.interlaced else []
     proc = subprocess.Popen([ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", *decoder,
-                             "-i", str(info.path), "-map", "0:v:0", *deinterlace, "-fps_mode", "passthrough",
+                             "-i", str(info.path), "-map", f"0:{info.stream}", *deinterlace, "-fps_mode", "passthrough",
                              "-f", "rawvideo", "-pix_fmt", pix, "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         while True:
@@ -314,13 +335,52 @@ class FrameWriter:
         self.proc.wait()
 
 
+# image codecs of cover pictures that go into mkv attachments as they are (others are converted to png)
+_COVER_FILES = {"mjpeg": ("image/jpeg", "jpg"), "png": ("image/png", "png")}
+
+
+def _extract_covers(source: Path, out: Path, covers: Sequence[Tuple[int, str]]) -> List[Tuple[Path, str]]:
+    """The source's cover pictures as image files beside ``out`` (to attach to mkv), each with its mime type."""
+    files: List[Tuple[Path, str]] = []
+    try:
+        for j, (index, codec) in enumerate(covers):
+            mime, ext = _COVER_FILES.get(codec, ("image/png", "png"))
+            picture = out.with_name(f"{out.name}.cover{j}.{ext}")
+            files.append((picture, mime))
+            _run(["-y", "-loglevel", "error", "-i", str(source), "-map", f"0:{index}", "-frames:v", "1",
+                  *(["-c", "copy"] if codec in _COVER_FILES else ["-c:v", "png"]), "-f", "image2", str(picture)],
+                 f"reading the cover picture of {source}")
+    except VideoError:
+        for picture, _ in files:
+            picture.unlink(missing_ok=True)
+        raise
+    return files
+
+
+def _attach(pictures: List[Tuple[Path, str]], first: int) -> List[str]:
+    """ffmpeg arguments attaching image files to mkv output, numbered from attachment stream ``first`` on (those
+    before are the copied ones), named cover.jpg (then cover_2.jpg, ...) as players look for."""
+    args = []
+    for j, (picture, mime) in enumerate(pictures):
+        name = f"cover{'' if j == 0 else f'_{j + 1}'}{picture.suffix}"
+        args += ["-attach", str(picture), f"-metadata:s:t:{first + j}", f"mimetype={mime}",
+                 f"-metadata:s:t:{first + j}", f"filename={name}"]
+    return args
+
+
 def concat_and_mux(parts: Sequence[Path], source: Path, out: Path, with_audio: bool, with_subtitles: bool,
-                   video_start: Fraction = Fraction(0), with_chapters: bool = True) -> None:
+                   video_start: Fraction = Fraction(0), with_chapters: bool = True,
+                   covers: Sequence[Tuple[int, str]] = (), attachments: int = 0) -> List[str]:
     """Join encoded segments (stream copy) and copy the source's audio, subtitles, chapters and file metadata
     (title, creation time, location) alongside; the video starts ``video_start`` seconds after the audio and
-    subtitles, as in the source (VideoInfo.start). Chapters only where times are kept (not for slow motion)."""
+    subtitles, as in the source (VideoInfo.start). Chapters only where times are kept (not for slow motion).
+    Cover pictures (``VideoInfo.covers``) go along where the container holds them (mp4/m4v as attached pictures,
+    mkv as image attachments), and into mkv the source's other attachments (``attachments``, a count: fonts of
+    styled subtitles). Returns what was left out: "subtitles", "cover pictures" or "attachments"."""
+    suffix = out.suffix.lower()
     listing = out.with_name(out.name + ".concat.txt")
     listing.write_text("".join(f"file '{p.resolve().as_posix()}'\n" for p in parts))
+    pictures: List[Tuple[Path, str]] = []
     try:
         base = ["-y", "-loglevel", "error"]
         if video_start > 0 and (with_audio or with_subtitles):
@@ -329,17 +389,43 @@ def concat_and_mux(parts: Sequence[Path], source: Path, out: Path, with_audio: b
         maps = ["-map", "0:v", "-map_metadata", "1", "-map_chapters", "1" if with_chapters else "-1"]
         if with_audio:
             maps += ["-map", "1:a?"]
-        try:
-            extra = ["-map", "1:s?"] if with_subtitles else []
-            _run(base + maps + extra + ["-c", "copy", str(out)], f"writing {out}")
-        except VideoError:
-            if not with_subtitles:
-                raise
-            # some containers cannot hold the source's subtitle format: keep video and audio
-            _run(base + maps + ["-c", "copy", str(out)], f"writing {out}")
+        present = [name for name, there in (("subtitles", with_subtitles), ("cover pictures", bool(covers)),
+                                            ("attachments", bool(attachments))) if there]
+        fits = {"subtitles": True, "cover pictures": suffix in (".mp4", ".m4v", ".mkv"),
+                "attachments": suffix == ".mkv"}
+        wanted = [name for name in present if fits[name]]
+        if "cover pictures" in wanted and suffix == ".mkv":
+            try:
+                pictures = _extract_covers(source, out, covers)
+            except VideoError:  # an unreadable cover costs the cover, not the video
+                wanted.remove("cover pictures")
+
+        def extra_args(kept: List[str]) -> List[str]:
+            args = ["-map", "1:s?"] if "subtitles" in kept else []
+            if "attachments" in kept:
+                args += ["-map", "1:t"]
+            if "cover pictures" in kept:
+                args += [a for index, _ in covers for a in ("-map", f"1:{index}")] if suffix != ".mkv" else \
+                    _attach(pictures, attachments if "attachments" in kept else 0)
+            return args
+
+        # all that fits; where the muxer still refuses (srt subtitles in mp4, say), without subtitles, then
+        # video and audio alone
+        tries = [wanted, [n for n in wanted if n != "subtitles"], []]
+        tries = [t for n, t in enumerate(tries) if t not in tries[:n]]
+        for kept in tries:
+            try:
+                _run(base + maps + extra_args(kept) + ["-c", "copy", str(out)], f"writing {out}")
+                return [name for name in present if name not in kept]
+            except VideoError:
+                if kept is tries[-1]:  # video and audio alone failed too
+                    raise
+        return present  # (not reached: the last try returns or raises)
     except VideoError as exc:
         out.unlink(missing_ok=True)
         raise VideoError(f"{exc} -- the source's audio may not fit this container: rerun with the same "
                          f"name but .mkv (the encoded video is kept and reused)") from exc
     finally:
         listing.unlink(missing_ok=True)
+        for picture, _ in pictures:
+            picture.unlink(missing_ok=True)

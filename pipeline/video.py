@@ -197,8 +197,9 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
         raise VideoError(f"the video ended early: {len(missing)} segment(s) missing (is the input truncated?)")
     tmp = out.with_name(f".tmp-{out.stem}{out.suffix}")
     keep_audio = info.has_audio and not options.slowmo
-    concat_and_mux(seg_path, source, tmp, keep_audio, info.has_subtitles and not options.slowmo, info.start,
-                   with_chapters=not options.slowmo)
+    left_out = concat_and_mux(seg_path, source, tmp, keep_audio, info.has_subtitles and not options.slowmo,
+                              info.start, with_chapters=not options.slowmo, covers=info.covers,
+                              attachments=info.attachments)
     os.replace(tmp, out)
     shutil.rmtree(work)
     stats.update(frames_in=info.frames, frames_out=plan.count, rate_in=str(info.rate), rate_out=str(plan.rate_out),
@@ -208,6 +209,13 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
         stats["deinterlaced"] = info.interlaced
     if info.alpha:
         stats["alpha"] = f"dropped ({out.suffix} video holds none here: --out DIR/%06d.png keeps it)"
+    for name in left_out:  # what the output container could not hold
+        stats[name] = f"dropped ({out.suffix} cannot hold the source's; .mkv keeps them)"
+    if info.covers and "cover pictures" not in left_out:
+        stats["cover pictures"] = f"{len(info.covers)} copied"
+    if info.other_videos:
+        stats["other video streams"] = (f"{info.other_videos} not copied (interpolated: stream {info.stream}, "
+                                        f"{info.width}x{info.height}, the largest)")
     if info.problem:
         stats["input_problem"] = info.problem
     return stats

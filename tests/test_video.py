@@ -533,6 +533,64 @@ def test_file_metadata_and_chapters_are_kept(tmp_path, capsys):
     assert "Holiday" in text and "Beach" not in text
 
 
+def _ffmpeg(*args) -> None:
+    subprocess.run([ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y", *[str(a) for a in args]], check=True)
+
+
+def _picture(path: Path, colour: str, size: str = "32x32") -> Path:
+    _ffmpeg("-f", "lavfi", "-i", f"color={colour}:size={size}", "-frames:v", "1", path)
+    return path
+
+
+def test_the_main_video_stream_is_interpolated_wherever_it_is_stored(tmp_path, capsys):
+    """A file whose first video stream is not the footage (a one-frame picture track ahead of it, as the mkv muxer
+    writes a cover taken from mp4) once made the run interpolate that picture and lose the footage. The largest
+    moving-picture stream is the one interpolated, as ffmpeg picks, and the run names what it did not copy."""
+    main = _make_clip(tmp_path / "main.mp4", size="96x64", seconds=1)
+    clip = tmp_path / "picture_first.mkv"
+    _ffmpeg("-i", _picture(tmp_path / "p.png", "red"), "-i", main, "-map", "0", "-map", "1", "-c", "copy",
+            "-c:v:0", "mjpeg", clip)
+    info = probe(clip)
+    assert (info.stream, info.width, info.height, info.frames) == (1, 96, 64, 12) and info.other_videos == 1
+    assert info.covers == ()  # a plain track, not marked as a cover
+    code, stdout, _ = _cli(["--video", clip, "--out", tmp_path / "out.mp4"], capsys)
+    assert code == 0 and "other video streams 1 not copied (interpolated: stream 1, 96x64" in stdout, stdout
+    out = probe(tmp_path / "out.mp4")
+    assert (out.width, out.height, out.frames) == (96, 64, 24) and out.has_audio
+
+
+def test_cover_pictures_are_kept_where_the_container_holds_them(tmp_path, capsys):
+    """Cover art (an attached picture in mp4, an image attachment in mkv) goes along into mp4 and mkv output, where
+    players show it; mov holds none, and the run says it was dropped. The mkv's other attachments (the fonts of
+    styled subtitles) go along into mkv too."""
+    main = _make_clip(tmp_path / "main.mp4", size="96x64", seconds=1)
+    jpeg = tmp_path / "cover.jpg"
+    _ffmpeg("-i", _picture(tmp_path / "c.png", "red"), jpeg)
+    with_cover = tmp_path / "with_cover.mp4"
+    _ffmpeg("-i", jpeg, "-i", main, "-map", "0", "-map", "1", "-c", "copy", "-disposition:v:0", "attached_pic",
+            with_cover)
+    info = probe(with_cover)
+    assert [codec for _, codec in info.covers] == ["mjpeg"] and (info.width, info.height) == (96, 64)
+    font = tmp_path / "font.ttf"
+    font.write_bytes(b"not really a font")
+    with_font = tmp_path / "with_font.mkv"
+    _ffmpeg("-i", main, "-attach", font, "-metadata:s:t", "mimetype=font/ttf", "-metadata:s:t", "filename=font.ttf",
+            "-attach", jpeg, "-metadata:s:t:1", "mimetype=image/jpeg", "-metadata:s:t:1", "filename=cover.jpg",
+            "-c", "copy", with_font)
+    assert probe(with_font).attachments == 1 and len(probe(with_font).covers) == 1
+    for source, name in ((with_cover, "a.mp4"), (with_cover, "b.mkv"), (with_font, "c.mp4"), (with_font, "d.mkv")):
+        code, stdout, _ = _cli(["--video", source, "--out", tmp_path / name], capsys)
+        assert code == 0 and "cover pictures 1 copied" in stdout, (name, stdout)
+        out = probe(tmp_path / name)
+        assert len(out.covers) == 1 and (out.width, out.height, out.frames) == (96, 64, 24), name
+    assert probe(tmp_path / "d.mkv").attachments == 1
+    code, stdout, _ = _cli(["--video", with_font, "--out", tmp_path / "e.mp4"], capsys)
+    assert code == 0 and "attachments dropped (.mp4 cannot hold" in stdout, stdout
+    code, stdout, _ = _cli(["--video", with_cover, "--out", tmp_path / "f.mov"], capsys)
+    assert code == 0 and "cover pictures dropped (.mov cannot hold" in stdout, stdout
+    assert probe(tmp_path / "f.mov").covers == () and probe(tmp_path / "f.mov").has_audio
+
+
 def test_interlaced_video_is_deinterlaced(tmp_path, capsys):
     """Interlaced video (two fields from different times in each frame) would show as combs on moving edges and
     mislead the flow: it is deinterlaced while decoding, and the run says so."""
