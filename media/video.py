@@ -162,7 +162,7 @@ def probe(path: Path) -> VideoInfo:
         found = re.search(r", (\d{2,5})x(\d{2,5})", m.group(2))
         return int(found.group(1)) * int(found.group(2)) if found else 0
 
-    video = max(moving, key=area)  # the first of the largest, as ffmpeg picks; covers never
+    video = max(moving, key=area)  # the first of the largest (ffmpeg's own default also goes by size); no cover
     index = int(video.group(1))
     video_line = video.group(2)
     size = re.search(r", (\d{2,5})x(\d{2,5})", video_line)

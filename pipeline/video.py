@@ -210,7 +210,8 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
     if info.alpha:
         stats["alpha"] = f"dropped ({out.suffix} video holds none here: --out DIR/%06d.png keeps it)"
     for name in left_out:  # what the output container could not hold
-        stats[name] = f"dropped ({out.suffix} cannot hold the source's; .mkv keeps them)"
+        hint = "" if out.suffix.lower() == ".mkv" else "; .mkv keeps them"
+        stats[name] = f"dropped ({out.suffix} cannot hold the source's{hint})"
     if info.covers and "cover pictures" not in left_out:
         stats["cover pictures"] = f"{len(info.covers)} copied"
     if info.other_videos:
