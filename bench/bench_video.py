@@ -61,8 +61,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--memory", nargs="*", default=[], help="sizes WxH: peak GPU memory of one pair each")
     p.add_argument("--preset", default="medium", help="x264/x265 preset of the pipeline's encoder")
     p.add_argument("--cuda-graphs", action="store_true", help="replay the network in the pipeline as CUDA graphs "
-                   "(model.runtime.GraphedPairs; whole frames), not op by op as run.py does; the model-alone figure "
-                   "is eager either way")
+                   "(model.runtime.GraphedPairs; whole frames), as run.py does by default since session 12; without it "
+                   "op by op, as run.py --eager (the default here, for comparison with earlier tables); the "
+                   "model-alone figure is eager either way")
     p.add_argument("--stages", action="store_true", help="also time decoding alone and the pipeline without "
                    "the network")
     p.add_argument("--json", type=Path, default=None)
