@@ -62,6 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cut detection: mean grey difference (0-1) above which frames are not interpolated; 0 = off")
     v.add_argument("--dedup", type=float, default=0.0, nargs="?", const=0.002,
                    help="drop (near-)repeated input frames and interpolate across them; optional threshold")
+    v.add_argument("--fields", action="store_true",
+                   help="interlaced --video (DV, broadcast): deinterlace to one frame per field, twice the frame rate "
+                        "(25i gives 50 frames/s, every moment the camera took), before --factor / --fps apply "
+                        "(--factor 1: no interpolation); default: one frame per frame")
     v.add_argument("--compile", action="store_true",
                    help="torch.compile the network (CUDA): the first pair takes a minute or two, later ones run faster")
     v.add_argument("--eager", action="store_true",
@@ -116,7 +120,7 @@ def run_sequence(args, autocast: Optional[torch.dtype]) -> int:
     options = VideoOptions(factor=args.factor, fps=parse_rate(args.fps) if args.fps else None, slowmo=args.slowmo,
                            scene_threshold=args.scene_threshold, dedup_threshold=args.dedup or 0.0,
                            crf=args.crf, codec=args.codec, preset=args.preset, pix_fmt=args.pix_fmt,
-                           segment_seconds=args.segment_seconds)
+                           segment_seconds=args.segment_seconds, field_rate=args.fields)
     weights = weights_path(args.model, args.weights)
     from model.ensemble import with_ensemble
 
@@ -297,6 +301,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.error("use --video IN or --frames DIR, with --out")
     if not sequence and (args.one is None or args.two is None or args.out is None):
         parser.error("--one, --two and --out are required (or --video/--frames with --out)")
+    if args.fields and args.video is None:
+        parser.error("--fields reads interlaced video one frame per field: use it with --video")
     autocast = torch.float16 if args.fp16 else torch.bfloat16 if args.bf16 else None
     try:
         if sequence:

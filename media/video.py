@@ -13,7 +13,7 @@ import re
 import shutil
 import subprocess
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Iterator, List, Optional, Sequence, Tuple, Union
@@ -99,6 +99,9 @@ class VideoInfo:
     covers: Tuple[Tuple[int, str], ...] = ()
     other_videos: int = 0  # further moving-picture video streams, not interpolated and not copied
     attachments: int = 0  # other mkv attachments (fonts of styled subtitles), copied into mkv output
+    # interlaced video read one frame per field (``at_field_rate``): twice the frames, each field filled in from the
+    # fields around it, so every moment the camera took is kept
+    field_rate: bool = False
 
     @property
     def frames(self) -> int:
@@ -224,6 +227,16 @@ def probe(path: Path) -> VideoInfo:
                      len(re.findall(r"Stream #\d+:\d+\S*: Attachment:", text)))
 
 
+def at_field_rate(info: VideoInfo) -> VideoInfo:
+    """``info`` of interlaced video as read one frame per field: twice the rate, each frame's second field half a
+    frame after its first (``read_frames`` then deinterlaces every frame into two)."""
+    if not info.interlaced:
+        raise ValueError(f"{info.path}: progressive video has no fields to read one by one")
+    half = 1 / (2 * info.rate)
+    return replace(info, pts=[p + d for p in info.pts for d in (Fraction(0), half)], rate=2 * info.rate,
+                               field_rate=True)
+
+
 def read_frames(info: VideoInfo, alpha: bool = False) -> Iterator[np.ndarray]:
     """Decode every frame in presentation order as H x W x 3 uint8 (or uint16) RGB, one at a time; with ``alpha``
     and a source that has it (``info.alpha``), H x W x 4 RGBA."""
@@ -232,8 +245,10 @@ def read_frames(info: VideoInfo, alpha: bool = False) -> Iterator[np.ndarray]:
     pix = {3: "rgb48le" if deep else "rgb24", 4: "rgba64le" if deep else "rgba"}[channels]
     decoder = ["-c:v", info.alpha_decoder] if channels == 4 and info.alpha_decoder else []
     frame_bytes = info.width * info.height * channels * (2 if deep else 1)
-    # interlaced frames: each field filled in from both fields around it (bwdif), one frame per frame
-    deinterlace = ["-vf", "bwdif=mode=send_frame:deint=interlaced"] if info.interlaced else []
+    # interlaced frames: each field filled in from the fields around it (bwdif), one frame per frame, or per field
+    # (every frame then, so that the count is exactly twice the frames')
+    mode = "send_field:deint=all" if info.field_rate else "send_frame:deint=interlaced"
+    deinterlace = ["-vf", f"bwdif=mode={mode}"] if info.interlaced else []
     proc = subprocess.Popen([ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", *decoder,
                              "-i", str(info.path), "-map", f"0:{info.stream}", *deinterlace, "-fps_mode", "passthrough",
                              "-f", "rawvideo", "-pix_fmt", pix, "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)

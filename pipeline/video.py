@@ -23,7 +23,7 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from media.video import FrameWriter, VideoError, VideoInfo, concat_and_mux, probe, read_frames
+from media.video import FrameWriter, VideoError, VideoInfo, at_field_rate, concat_and_mux, probe, read_frames
 
 from .prefetch import prefetch
 from .schedule import Plan, make_plan, scene_change, source_between, thumbnail
@@ -41,6 +41,8 @@ class VideoOptions:
     preset: str = "medium"  # x264/x265 speed preset: faster presets encode faster into larger files
     pix_fmt: Optional[str] = None
     segment_seconds: float = 10.0
+    # interlaced input read one frame per field (twice its frame rate) instead of one per frame
+    field_rate: bool = False
 
 
 # (one, two, times) -> one frame per t. Frames are H x W x 3 uint8 or uint16 RGB arrays; results on the
@@ -142,6 +144,8 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
     info = probe(source)
     if info.frames == 0:
         raise VideoError(f"{source}: the video has no frames")
+    if options.field_rate and info.interlaced:
+        info = at_field_rate(info)
     plan = make_plan(info.duration, info.rate, options.factor, options.fps, options.slowmo)
     if "%" in out.name:
         return _video_to_images(info, str(out), plan, interpolate, options, progress)
@@ -206,7 +210,9 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
                  audio="copied" if keep_audio else ("dropped (slow motion)" if info.has_audio else "none"),
                  variable_rate=info.variable_rate)
     if info.interlaced:
-        stats["deinterlaced"] = info.interlaced
+        stats["deinterlaced"] = f"{info.interlaced}, one frame per field" if info.field_rate else info.interlaced
+    elif options.field_rate:
+        stats["fields"] = "no effect (the input is progressive)"
     if info.alpha:
         stats["alpha"] = f"dropped ({out.suffix} video holds none here: --out DIR/%06d.png keeps it)"
     for name in left_out:  # what the output container could not hold

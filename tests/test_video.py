@@ -591,27 +591,61 @@ def test_cover_pictures_are_kept_where_the_container_holds_them(tmp_path, capsys
     assert probe(tmp_path / "f.mov").covers == () and probe(tmp_path / "f.mov").has_audio
 
 
+def _interlaced_clip(path: Path) -> Path:
+    """1 s of 25i (top field first): a white 32 px square crossing black at 200 px/s, 4 px per field."""
+    _ffmpeg("-f", "lavfi", "-i", "color=black:size=160x96:rate=50:duration=1", "-f", "lavfi", "-i",
+            "color=white:size=32x32:rate=50", "-filter_complex",
+            "[0][1]overlay=x='t*200':y=32:shortest=1,interlace=scan=tff", "-c:v", "libx264", "-flags", "+ilme+ildct",
+            "-x264opts", "tff=1", "-pix_fmt", "yuv420p", path)
+    return path
+
+
+def _combing(frames) -> float:
+    """Rows against the mean of their neighbours: high where an interlaced frame's two fields disagree."""
+    grey = [f.astype(np.float64).mean(axis=2) for f in frames]
+    return float(np.mean([np.abs(g[1:-1] - (g[:-2] + g[2:]) / 2).mean() for g in grey]))
+
+
 def test_interlaced_video_is_deinterlaced(tmp_path, capsys):
     """Interlaced video (two fields from different times in each frame) would show as combs on moving edges and
     mislead the flow: it is deinterlaced while decoding, and the run says so."""
-    clip = tmp_path / "interlaced.mp4"
-    subprocess.run([ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y",
-                    "-f", "lavfi", "-i", "color=black:size=160x96:rate=50:duration=1",
-                    "-f", "lavfi", "-i", "color=white:size=32x32:rate=50",
-                    "-filter_complex", "[0][1]overlay=x='t*200':y=32:shortest=1,interlace=scan=tff", "-c:v", "libx264",
-                    "-flags", "+ilme+ildct", "-x264opts", "tff=1", "-pix_fmt", "yuv420p", str(clip)], check=True)
-
-    def combing(frames) -> float:  # rows against the mean of their neighbours: high where fields disagree
-        grey = [f.astype(np.float64).mean(axis=2) for f in frames]
-        return float(np.mean([np.abs(g[1:-1] - (g[:-2] + g[2:]) / 2).mean() for g in grey]))
+    clip = _interlaced_clip(tmp_path / "interlaced.mp4")
 
     info = probe(clip)
     assert info.interlaced == "top first"
-    assert combing(read_frames(dataclasses.replace(info, interlaced=""))) > 2.5  # as stored: combed
+    assert _combing(read_frames(dataclasses.replace(info, interlaced=""))) > 2.5  # as stored: combed
     out = tmp_path / "out.mp4"
     code, stdout, _ = _cli(["--video", clip, "--out", out], capsys)
     assert code == 0 and "deinterlaced top first" in stdout
-    assert not probe(out).interlaced and combing(read_frames(probe(out))) < 1.0
+    assert not probe(out).interlaced and _combing(read_frames(probe(out))) < 1.0
+
+
+def test_interlaced_video_at_field_rate(tmp_path, capsys):
+    """--fields reads 25i as 50 frames/s, one per field, so the 50 moments the camera took are kept: the square,
+    moving 4 px per field, is in a new place in every output frame (one per field at --factor 1), without combs."""
+    clip = _interlaced_clip(tmp_path / "interlaced.mp4")
+    out = tmp_path / "fields"
+    out.mkdir()
+    code, stdout, _ = _cli(["--video", clip, "--fields", "--factor", "1", "--out", out / "%03d.png"], capsys)
+    assert code == 0, stdout
+    frames = [cv2.imread(str(p)) for p in sorted(out.glob("*.png"))]
+    assert len(frames) == 50 and _combing(frames) < 1.0
+
+    def left_edge(frame) -> float:  # the square's left edge: first column brighter than half on its rows
+        row = frame[40:56, :, 1].mean(axis=0)
+        return float(np.argmax(row > 128))
+
+    steps = np.diff([left_edge(f) for f in frames[2:28]])  # (it reaches the right edge at field 32)
+    assert np.all(steps > 1) and abs(float(np.median(steps)) - 4) <= 1, steps
+    video = tmp_path / "fields.mp4"
+    code, stdout, _ = _cli(["--video", clip, "--fields", "--out", video], capsys)
+    assert code == 0 and "deinterlaced top first, one frame per field" in stdout and "rate_out 100" in stdout
+    assert probe(video).frames == 100
+    code, stdout, _ = _cli(["--video", _make_clip(tmp_path / "p.mp4", seconds=1), "--fields", "--out",
+                            tmp_path / "p_out.mp4"], capsys)
+    assert code == 0 and "fields no effect (the input is progressive)" in stdout
+    with pytest.raises(SystemExit):
+        run.main(["--frames", str(out), "--fields", "--out", str(tmp_path / "x" / "%03d.png")])
 
 
 def _alpha_clip(path: Path, codec: List[str], pix_fmt: str) -> Path:
