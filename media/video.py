@@ -102,6 +102,9 @@ class VideoInfo:
     # interlaced video read one frame per field (``at_field_rate``): twice the frames, each field filled in from the
     # fields around it, so every moment the camera took is kept
     field_rate: bool = False
+    # the start timecode of camera and broadcast files (mov/mp4 tmcd track, mkv tag), "HH:MM:SS:FF" (";" before
+    # the frames for drop-frame), at the video's own rate; "" if none
+    timecode: str = ""
 
     @property
     def frames(self) -> int:
@@ -221,10 +224,12 @@ def probe(path: Path) -> VideoInfo:
     problem = " ".join(re.sub(r"^\[[^]]*\]\s*", "", line).strip()
                        for line in proc.stderr.decode("utf-8", "replace").strip().splitlines()[-2:])
     cover_list = tuple((int(m.group(1)), m.group(2).split(None, 1)[0].rstrip(",")) for m in covers)
+    timecode = re.search(r"(?i)\btimecode\s*:\s*(\d{2}:\d{2}:\d{2}[:;.]\d{2,3})", text)
     return VideoInfo(path, width, height, stamps, rate, bit_depth, "Audio:" in text, "Subtitle:" in text, problem,
                      sample_aspect, rotation, start, color, f"{fields.group(1)} first" if fields else "", alpha,
                      alpha_decoder, index, cover_list, len(moving) - 1,
-                     len(re.findall(r"Stream #\d+:\d+\S*: Attachment:", text)))
+                     len(re.findall(r"Stream #\d+:\d+\S*: Attachment:", text)),
+                     timecode=timecode.group(1) if timecode else "")
 
 
 def at_field_rate(info: VideoInfo) -> VideoInfo:
@@ -235,6 +240,16 @@ def at_field_rate(info: VideoInfo) -> VideoInfo:
     half = 1 / (2 * info.rate)
     return replace(info, pts=[p + d for p in info.pts for d in (Fraction(0), half)], rate=2 * info.rate,
                                field_rate=True)
+
+
+def rescale_timecode(timecode: str, rate: Fraction, rate_out: Fraction) -> str:
+    """The start timecode ``timecode`` (at the source's ``rate``) for output at ``rate_out``: hours, minutes and
+    seconds kept, the frame field scaled (the frame on show at that moment); drop-frame (";") only where the output
+    rate is NTSC's 29.97 or 59.94 family, which counts that way."""
+    hours, minutes, seconds, frames = re.split(r"[:;.]", timecode)
+    drop = bool(re.search(r"[;.]", timecode)) and rate_out.denominator == 1001 and round(rate_out) % 30 == 0
+    scaled = int(int(frames) * Fraction(round(rate_out)) / max(1, round(rate)))
+    return f"{hours}:{minutes}:{seconds}{';' if drop else ':'}{scaled:02d}"
 
 
 def read_frames(info: VideoInfo, alpha: bool = False) -> Iterator[np.ndarray]:
@@ -385,13 +400,15 @@ def _attach(pictures: List[Tuple[Path, str]], first: int) -> List[str]:
 
 def concat_and_mux(parts: Sequence[Path], source: Path, out: Path, with_audio: bool, with_subtitles: bool,
                    video_start: Fraction = Fraction(0), with_chapters: bool = True,
-                   covers: Sequence[Tuple[int, str]] = (), attachments: int = 0) -> List[str]:
+                   covers: Sequence[Tuple[int, str]] = (), attachments: int = 0, timecode: str = "") -> List[str]:
     """Join encoded segments (stream copy) and copy the source's audio, subtitles, chapters and file metadata
     (title, creation time, location) alongside; the video starts ``video_start`` seconds after the audio and
     subtitles, as in the source (VideoInfo.start). Chapters only where times are kept (not for slow motion).
     Cover pictures (``VideoInfo.covers``) go along where the container holds them (mp4/m4v as attached pictures,
     mkv as image attachments), and into mkv the source's other attachments (``attachments``, a count: fonts of
-    styled subtitles). Returns what was left out: "subtitles", "cover pictures" or "attachments"."""
+    styled subtitles). ``timecode`` (at the output's rate, ``rescale_timecode``) is written as the start timecode
+    (a tmcd track in mp4/mov, a tag in mkv). Returns what was left out: "subtitles", "cover pictures",
+    "attachments" or "timecode"."""
     suffix = out.suffix.lower()
     listing = out.with_name(out.name + ".concat.txt")
     listing.write_text("".join(f"file '{p.resolve().as_posix()}'\n" for p in parts))
@@ -405,9 +422,9 @@ def concat_and_mux(parts: Sequence[Path], source: Path, out: Path, with_audio: b
         if with_audio:
             maps += ["-map", "1:a?"]
         present = [name for name, there in (("subtitles", with_subtitles), ("cover pictures", bool(covers)),
-                                            ("attachments", bool(attachments))) if there]
+                                            ("attachments", bool(attachments)), ("timecode", bool(timecode))) if there]
         fits = {"subtitles": True, "cover pictures": suffix in (".mp4", ".m4v", ".mkv"),
-                "attachments": suffix == ".mkv"}
+                "attachments": suffix == ".mkv", "timecode": True}
         wanted = [name for name in present if fits[name]]
         if "cover pictures" in wanted and suffix == ".mkv":
             try:
@@ -417,6 +434,8 @@ def concat_and_mux(parts: Sequence[Path], source: Path, out: Path, with_audio: b
 
         def extra_args(kept: List[str]) -> List[str]:
             args = ["-map", "1:s?"] if "subtitles" in kept else []
+            if "timecode" in kept:
+                args += ["-timecode", timecode]
             if "attachments" in kept:
                 args += ["-map", "1:t"]
             if "cover pictures" in kept:

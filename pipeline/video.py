@@ -23,7 +23,8 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from media.video import FrameWriter, VideoError, VideoInfo, at_field_rate, concat_and_mux, probe, read_frames
+from media.video import (FrameWriter, VideoError, VideoInfo, at_field_rate, concat_and_mux, probe, read_frames,
+                         rescale_timecode)
 
 from .prefetch import prefetch
 from .schedule import Plan, make_plan, scene_change, source_between, thumbnail
@@ -201,9 +202,12 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
         raise VideoError(f"the video ended early: {len(missing)} segment(s) missing (is the input truncated?)")
     tmp = out.with_name(f".tmp-{out.stem}{out.suffix}")
     keep_audio = info.has_audio and not options.slowmo
+    # the start timecode names the same moment at the output's rate (the source's own rate: fields count as frames)
+    timecode = rescale_timecode(info.timecode, info.rate / (2 if info.field_rate else 1), plan.rate_out) \
+        if info.timecode else ""
     left_out = concat_and_mux(seg_path, source, tmp, keep_audio, info.has_subtitles and not options.slowmo,
                               info.start, with_chapters=not options.slowmo, covers=info.covers,
-                              attachments=info.attachments)
+                              attachments=info.attachments, timecode=timecode)
     os.replace(tmp, out)
     shutil.rmtree(work)
     stats.update(frames_in=info.frames, frames_out=plan.count, rate_in=str(info.rate), rate_out=str(plan.rate_out),
@@ -218,6 +222,8 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
     for name in left_out:  # what the output container could not hold
         hint = "" if out.suffix.lower() == ".mkv" else "; .mkv keeps them"
         stats[name] = f"dropped ({out.suffix} cannot hold the source's{hint})"
+    if timecode and "timecode" not in left_out:
+        stats["timecode"] = timecode if timecode == info.timecode else f"{info.timecode} as {timecode}"
     if info.covers and "cover pictures" not in left_out:
         stats["cover pictures"] = f"{len(info.covers)} copied"
     if info.other_videos:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import run
-from media.video import NO_COLOR_TAGS, VideoError, ffmpeg_exe, probe, read_frames, snap_to_grid
+from media.video import NO_COLOR_TAGS, VideoError, ffmpeg_exe, probe, read_frames, rescale_timecode, snap_to_grid
 from pipeline.schedule import make_plan, parse_rate, planned_sources
 from pipeline.video import VideoOptions, interpolate_video
 
@@ -589,6 +589,29 @@ def test_cover_pictures_are_kept_where_the_container_holds_them(tmp_path, capsys
     code, stdout, _ = _cli(["--video", with_cover, "--out", tmp_path / "f.mov"], capsys)
     assert code == 0 and "cover pictures dropped (.mov cannot hold" in stdout, stdout
     assert probe(tmp_path / "f.mov").covers == () and probe(tmp_path / "f.mov").has_audio
+
+
+def test_start_timecode_is_kept_at_the_output_rate(tmp_path, capsys):
+    """Camera and broadcast files carry a start timecode (a tmcd track in mov/mp4, a tag in mkv) that editors line
+    clips up by; it goes along, naming the same moment at the output's rate (frame 4 of 25 is frame 8 of 50)."""
+    assert rescale_timecode("01:02:03:04", Fraction(25), Fraction(50)) == "01:02:03:08"
+    assert rescale_timecode("10:00:00;10", Fraction(30000, 1001), Fraction(60000, 1001)) == "10:00:00;20"
+    assert rescale_timecode("10:00:00;10", Fraction(30000, 1001), Fraction(50)) == "10:00:00:16"  # no drop at 50
+    assert rescale_timecode("00:00:01:24", Fraction(25), Fraction(25)) == "00:00:01:24"
+    clip = tmp_path / "camera.mov"
+    _ffmpeg("-i", _make_clip(tmp_path / "plain.mp4", seconds=1), "-c", "copy", "-timecode", "01:02:03:04", clip)
+    assert probe(clip).timecode == "01:02:03:04"
+
+    def banner(path: Path) -> str:
+        return subprocess.run([ffmpeg_exe(), "-hide_banner", "-i", str(path)], capture_output=True).stderr.decode()
+
+    for name in ("out.mov", "out.mkv"):
+        code, stdout, _ = _cli(["--video", clip, "--out", tmp_path / name], capsys)
+        assert code == 0 and "timecode 01:02:03:04 as 01:02:03:08" in stdout, stdout
+        assert probe(tmp_path / name).timecode == "01:02:03:08", banner(tmp_path / name)
+    assert "tmcd" in banner(tmp_path / "out.mov")  # a timecode track, as editors read it
+    code, stdout, _ = _cli(["--video", clip, "--slowmo", "--out", tmp_path / "slow.mov"], capsys)
+    assert code == 0 and probe(tmp_path / "slow.mov").timecode == "01:02:03:04"  # same rate: unchanged
 
 
 def _interlaced_clip(path: Path) -> Path:
