@@ -8,6 +8,7 @@ video stays 10-bit.
 
 from __future__ import annotations
 
+import os
 import queue
 import re
 import shutil
@@ -240,6 +241,21 @@ def at_field_rate(info: VideoInfo) -> VideoInfo:
     half = 1 / (2 * info.rate)
     return replace(info, pts=[p + d for p in info.pts for d in (Fraction(0), half)], rate=2 * info.rate,
                                field_rate=True)
+
+
+def check_audio_fits(source: Path, out: Path) -> None:
+    """Raise VideoError, naming the fix, if ``out``'s container cannot take a stream copy of the source's audio
+    (TrueHD in mov, say): a tenth of a second muxed into a scratch file beside ``out``, before any frame is worked
+    on, instead of at the end of a long job."""
+    scratch = out.with_name(f".audio-check-{os.getpid()}-{out.stem}{out.suffix}")  # (one per process: torchrun)
+    try:
+        _run(["-y", "-loglevel", "error", "-i", str(source), "-map", "0:a", "-c", "copy", "-t", "0.1", str(scratch)],
+             f"copying the audio of {source} into {out.suffix}")
+    except VideoError as exc:
+        raise VideoError(f"{exc} -- the source's audio does not fit {out.suffix}: use .mkv, which holds it "
+                         f"(nothing was interpolated yet)") from exc
+    finally:
+        scratch.unlink(missing_ok=True)
 
 
 def rescale_timecode(timecode: str, rate: Fraction, rate_out: Fraction) -> str:

@@ -23,8 +23,8 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from media.video import (FrameWriter, VideoError, VideoInfo, at_field_rate, concat_and_mux, probe, read_frames,
-                         rescale_timecode)
+from media.video import (FrameWriter, VideoError, VideoInfo, at_field_rate, check_audio_fits, concat_and_mux, probe,
+                         read_frames, rescale_timecode)
 
 from .prefetch import prefetch
 from .schedule import Plan, make_plan, scene_change, source_between, thumbnail
@@ -147,6 +147,8 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
         raise VideoError(f"{source}: the video has no frames")
     if options.field_rate and info.interlaced:
         info = at_field_rate(info)
+    if info.has_audio and not options.slowmo and "%" not in out.name:
+        check_audio_fits(source, out)
     plan = make_plan(info.duration, info.rate, options.factor, options.fps, options.slowmo)
     if "%" in out.name:
         return _video_to_images(info, str(out), plan, interpolate, options, progress)

@@ -332,16 +332,19 @@ def test_ten_bit_video_stays_ten_bit(tmp_path, capsys):
     assert next(read_frames(info)).dtype == np.uint16
 
 
-def test_mux_failure_explains_and_the_work_is_reused(tmp_path, capsys):
-    """WMA audio does not fit mp4: the error says to use .mkv, and that rerun reuses the encoded video."""
+def test_audio_that_the_container_cannot_hold_is_refused_before_any_work(tmp_path, capsys):
+    """WMA audio does not fit mp4: the run says to use .mkv before interpolating anything (until session 12 it
+    failed only when muxing, at the end of the job), and mkv output keeps the audio as it is."""
     clip = tmp_path / "wma.mkv"
     subprocess.run([ffmpeg_exe(), "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=96x64:rate=12",
                     "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-t", "1", "-c:v", "libx264",
                     "-pix_fmt", "yuv420p", "-c:a", "wmav2", str(clip)], check=True)
     code, _, err = _cli(["--video", clip, "--out", tmp_path / "out.mp4"], capsys)
-    assert code == 2 and ".mkv" in err and not (tmp_path / "out.mp4").exists()
+    assert code == 2 and "does not fit .mp4: use .mkv" in err and "nothing was interpolated yet" in err, err
+    assert not (tmp_path / "out.mp4").exists() and not (tmp_path / "out.work").exists()
+    assert not list(tmp_path.glob(".audio-check-*"))
     code, stdout, _ = _cli(["--video", clip, "--out", tmp_path / "out.mkv"], capsys)
-    assert code == 0 and "resumed_segments 1" in stdout and "interpolated 0," in stdout
+    assert code == 0 and "audio copied" in stdout
     assert _audio_md5(tmp_path / "out.mkv") == _audio_md5(clip)
 
 
