@@ -427,7 +427,10 @@ def concat_and_mux(parts: Sequence[Path], source: Path, out: Path, with_audio: b
     "attachments" or "timecode"."""
     suffix = out.suffix.lower()
     listing = out.with_name(out.name + ".concat.txt")
-    listing.write_text("".join(f"file '{p.resolve().as_posix()}'\n" for p in parts))
+    # quoted for the concat demuxer: a quote inside a name (an output called "Mom's birthday.mp4") closes the
+    # quotes, gets a backslash, and opens them again
+    listing.write_text("".join("file '" + p.resolve().as_posix().replace("'", "'\\''") + "'\n" for p in parts),
+                       encoding="utf-8")
     pictures: List[Tuple[Path, str]] = []
     try:
         base = ["-y", "-loglevel", "error"]

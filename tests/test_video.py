@@ -617,6 +617,18 @@ def test_start_timecode_is_kept_at_the_output_rate(tmp_path, capsys):
     assert code == 0 and probe(tmp_path / "slow.mov").timecode == "01:02:03:04"  # same rate: unchanged
 
 
+def test_names_with_quotes_and_accents(tmp_path, capsys):
+    """An output named like "Mom's birthday" once failed at the very end (the quote broke ffmpeg's segment list,
+    and the error blamed the audio); quotes, spaces and non-ASCII names work in and out."""
+    folder = tmp_path / "Été 2024"
+    folder.mkdir()
+    clip = _make_clip(folder / "l'été à Nîmes.mp4", seconds=1)
+    out = folder / "Mom's birthday – 日本.mkv"
+    code, stdout, err = _cli(["--video", clip, "--out", out], capsys)
+    assert code == 0, err
+    assert probe(out).frames == 24 and _audio_md5(out) == _audio_md5(clip)
+
+
 def _interlaced_clip(path: Path) -> Path:
     """1 s of 25i (top field first): a white 32 px square crossing black at 200 px/s, 4 px per field."""
     _ffmpeg("-f", "lavfi", "-i", "color=black:size=160x96:rate=50:duration=1", "-f", "lavfi", "-i",
