@@ -138,6 +138,9 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
         raise VideoError("--out must differ from the input: the input is never modified")
     if not out.parent.is_dir():
         raise VideoError(f"{out}: folder '{out.parent}' does not exist (create it first)")
+    if out.is_dir():
+        raise VideoError(f"{out} is a folder: name a file in it ({out / (source.stem + '_x2.mp4')}) or an image "
+                         f"pattern ({out / '%06d.png'})")
     # containers that take H.264/H.265 video and a stream copy of common audio; checked before any work
     if "%" not in out.name and out.suffix.lower() not in (".mp4", ".mkv", ".mov"):
         raise VideoError(f"{out}: unsupported output extension '{out.suffix}' (mp4, mkv, mov, "

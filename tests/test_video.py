@@ -629,6 +629,13 @@ def test_names_with_quotes_and_accents(tmp_path, capsys):
     assert probe(out).frames == 24 and _audio_md5(out) == _audio_md5(clip)
 
 
+def test_an_output_folder_gets_a_clear_error(tmp_path, capsys):
+    clip = _make_clip(tmp_path / "in.mp4", seconds=1, audio=False)
+    (tmp_path / "out").mkdir()
+    code, _, err = _cli(["--video", clip, "--out", tmp_path / "out"], capsys)
+    assert code == 2 and "is a folder: name a file in it" in err and "in_x2.mp4" in err and "%06d.png" in err, err
+
+
 def _interlaced_clip(path: Path) -> Path:
     """1 s of 25i (top field first): a white 32 px square crossing black at 200 px/s, 4 px per field."""
     _ffmpeg("-f", "lavfi", "-i", "color=black:size=160x96:rate=50:duration=1", "-f", "lavfi", "-i",
