@@ -87,34 +87,40 @@ class GraphedPairs:
             with torch.autocast(**autocast):
                 return padder.unpad(net.synthesize(state, self.t)).float().clamp(0.0, 1.0)
 
-        stream = torch.cuda.Stream(device)
-        stream.wait_stream(torch.cuda.current_stream(device))
-        with torch.cuda.stream(stream), torch.no_grad():
-            for _ in range(warmup):  # compiles kernels, picks cuDNN algorithms, fills caches
-                synthesize(flow())
-        torch.cuda.current_stream(device).wait_stream(stream)
-        self.flow_graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.flow_graph), torch.no_grad():
-            self.state = flow()
-        self.synthesis_graph = torch.cuda.CUDAGraph()
-        # one memory pool: the synthesis always replays after the flow, never beside it
-        with torch.cuda.graph(self.synthesis_graph, pool=self.flow_graph.pool()), torch.no_grad():
-            self.out = synthesize(self.state)
+        self.device = device
+        # captured (and replayed) on the network's GPU whatever the current device is: torchrun's second process
+        # runs its network on cuda:1 while cuda:0 stays current
+        with torch.cuda.device(device):
+            stream = torch.cuda.Stream(device)
+            stream.wait_stream(torch.cuda.current_stream(device))
+            with torch.cuda.stream(stream), torch.no_grad():
+                for _ in range(warmup):  # compiles kernels, picks cuDNN algorithms, fills caches
+                    synthesize(flow())
+            torch.cuda.current_stream(device).wait_stream(stream)
+            self.flow_graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.flow_graph), torch.no_grad():
+                self.state = flow()
+            self.synthesis_graph = torch.cuda.CUDAGraph()
+            # one memory pool: the synthesis always replays after the flow, never beside it
+            with torch.cuda.graph(self.synthesis_graph, pool=self.flow_graph.pool()), torch.no_grad():
+                self.out = synthesize(self.state)
 
     def __call__(self, one: torch.Tensor, two: torch.Tensor, times: Sequence[float]) -> List[torch.Tensor]:
         if one.shape != self.shape or two.shape != self.shape:
             raise ValueError(f"these graphs were captured for {tuple(self.shape)}, got {tuple(one.shape)} and "
                              f"{tuple(two.shape)}")
-        self.one.copy_(one)
-        self.two.copy_(two)
-        self.flow_graph.replay()
-        outs = []
         for t in times:
             if not 0.0 < float(t) < 1.0:
                 raise ValueError(f"times must lie strictly between 0 and 1, got {t}")
-            self.t.fill_(float(t))
-            self.synthesis_graph.replay()
-            outs.append(self.out.clone())
+        outs = []
+        with torch.cuda.device(self.device):
+            self.one.copy_(one)
+            self.two.copy_(two)
+            self.flow_graph.replay()
+            for t in times:
+                self.t.fill_(float(t))
+                self.synthesis_graph.replay()
+                outs.append(self.out.clone())
         return outs
 
 

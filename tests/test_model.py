@@ -396,6 +396,27 @@ def test_cuda_alpha_matches_cpu():
         torch.testing.assert_close(a_gpu.cpu(), a_cpu, rtol=5e-3, atol=5e-3)
 
 
+@pytest.mark.cuda
+def test_cuda_graphed_pairs_on_a_second_gpu():
+    """torchrun's second process runs its network on cuda:1 while cuda:0 is the current device: the graphs are
+    captured and replayed on the network's GPU and give its eager frames (needs two GPUs)."""
+    from model.runtime import GraphedPairs
+
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs (nvidia-h200-x2)")
+    torch.manual_seed(0)
+    net = Network().to("cuda:1").eval()
+    shape = (1, 3, 64, 96)
+    assert torch.cuda.current_device() == 0
+    graphed = GraphedPairs(net, shape)
+    one, two = torch.rand(shape, device="cuda:1"), torch.rand(shape, device="cuda:1")
+    with torch.no_grad():
+        eager = [o.clamp(0, 1) for o in net(one, two, [0.3, 0.6])]
+    for a, b in zip(graphed(one, two, [0.3, 0.6]), eager):
+        assert a.device == torch.device("cuda:1")
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+
+
 def test_graphed_pairs_need_cuda():
     from model.runtime import GraphedPairs
 
