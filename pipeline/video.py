@@ -219,7 +219,7 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
                  audio="copied" if keep_audio else ("dropped (slow motion)" if info.has_audio else "none"),
                  variable_rate=info.variable_rate)
     if info.interlaced:
-        stats["deinterlaced"] = f"{info.interlaced}, one frame per field" if info.field_rate else info.interlaced
+        stats["deinterlaced"] = _deinterlaced(info)
     elif options.field_rate:
         stats["fields"] = "no effect (the input is progressive)"
     if info.alpha:
@@ -335,10 +335,17 @@ def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_
     return stats
 
 
+def _deinterlaced(info: VideoInfo) -> str:
+    """The report's word on how interlaced input was read."""
+    return f"{info.interlaced}, one frame per field" if info.field_rate else info.interlaced
+
+
 def _video_to_images(info: VideoInfo, out_pattern: str, plan: Plan, interpolate: Interpolator,
                      options: VideoOptions, progress: bool) -> dict:
     stats = _write_images(read_frames(info, alpha=True), info.pts, out_pattern, plan, interpolate, options, progress)
     stats.update(frames_in=info.frames, audio="not written (image output)" if info.has_audio else "none")
+    if info.interlaced:
+        stats["deinterlaced"] = _deinterlaced(info)
     return stats
 
 

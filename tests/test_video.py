@@ -672,7 +672,7 @@ def test_interlaced_video_at_field_rate(tmp_path, capsys):
     out = tmp_path / "fields"
     out.mkdir()
     code, stdout, _ = _cli(["--video", clip, "--fields", "--factor", "1", "--out", out / "%03d.png"], capsys)
-    assert code == 0, stdout
+    assert code == 0 and "deinterlaced top first, one frame per field" in stdout, stdout
     frames = [cv2.imread(str(p)) for p in sorted(out.glob("*.png"))]
     assert len(frames) == 50 and _combing(frames) < 1.0
 
