@@ -8,6 +8,7 @@ video stays 10-bit.
 
 from __future__ import annotations
 
+import math
 import os
 import queue
 import re
@@ -151,6 +152,11 @@ def snap_to_grid(stamps: List[Fraction], rate: Fraction, tolerance: Fraction) ->
     return snapped if all(a < b for a, b in zip(snapped[:-1], snapped[1:])) else list(stamps)
 
 
+def _codec(stream_line: str) -> str:
+    """The codec named first in a banner's stream description ("h264 (High) ..." -> "h264")."""
+    return stream_line.split(None, 1)[0].rstrip(",")
+
+
 def probe(path: Path) -> VideoInfo:
     """Stream facts from ffmpeg's banner and per-packet timestamps (no decoding)."""
     path = Path(path)
@@ -165,17 +171,17 @@ def probe(path: Path) -> VideoInfo:
         what = "only a cover picture" if covers else "corrupt or not a video"
         raise VideoError(f"{path}: no video stream found ({what})")
 
-    def area(m: re.Match) -> int:
+    def size_of(m: re.Match) -> Tuple[int, int]:  # (0, 0) where the banner names none
         found = re.search(r", (\d{2,5})x(\d{2,5})", m.group(2))
-        return int(found.group(1)) * int(found.group(2)) if found else 0
+        return (int(found.group(1)), int(found.group(2))) if found else (0, 0)
 
-    video = max(moving, key=area)  # the first of the largest (ffmpeg's own default also goes by size); no cover
+    # the first of the largest (ffmpeg's own default also goes by size); never a cover
+    video = max(moving, key=lambda m: math.prod(size_of(m)))
     index = int(video.group(1))
     video_line = video.group(2)
-    size = re.search(r", (\d{2,5})x(\d{2,5})", video_line)
-    if size is None:
+    width, height = size_of(video)
+    if not width:
         raise VideoError(f"{path}: cannot read the frame size")
-    width, height = int(size.group(1)), int(size.group(2))
     sar = re.search(r"\[SAR (\d+):(\d+)", video_line)
     sample_aspect = Fraction(int(sar.group(1)), int(sar.group(2))) if sar and int(sar.group(1)) * int(sar.group(2)) \
         else Fraction(1)
@@ -194,7 +200,7 @@ def probe(path: Path) -> VideoInfo:
     # transparency: an alpha pixel format, or VP8/VP9 whose alpha sits beside the picture (alpha_mode 1), which
     # only libvpx's decoders return
     side_alpha = re.search(r"alpha_mode\s*:\s*1", block) is not None
-    codec = video_line.split(None, 1)[0].rstrip(",")
+    codec = _codec(video_line)
     alpha = side_alpha or re.search(r"\b(?:yuva|rgba|bgra|argb|abgr|gbrap|ya8|ya16)\w*", video_line) is not None
     alpha_decoder = {"vp9": "libvpx-vp9", "vp8": "libvpx"}.get(codec, "") if side_alpha else ""
     proc = subprocess.run([ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-i", str(path),
@@ -224,7 +230,7 @@ def probe(path: Path) -> VideoInfo:
     # errors ffmpeg got past (a truncated file, a damaged packet): the readable part is used, and said so
     problem = " ".join(re.sub(r"^\[[^]]*\]\s*", "", line).strip()
                        for line in proc.stderr.decode("utf-8", "replace").strip().splitlines()[-2:])
-    cover_list = tuple((int(m.group(1)), m.group(2).split(None, 1)[0].rstrip(",")) for m in covers)
+    cover_list = tuple((int(m.group(1)), _codec(m.group(2))) for m in covers)
     timecode = re.search(r"(?i)\btimecode\s*:\s*(\d{2}:\d{2}:\d{2}[:;.]\d{2,3})", text)
     return VideoInfo(path, width, height, stamps, rate, bit_depth, "Audio:" in text, "Subtitle:" in text, problem,
                      sample_aspect, rotation, start, color, f"{fields.group(1)} first" if fields else "", alpha,
@@ -240,7 +246,7 @@ def at_field_rate(info: VideoInfo) -> VideoInfo:
         raise ValueError(f"{info.path}: progressive video has no fields to read one by one")
     half = 1 / (2 * info.rate)
     return replace(info, pts=[p + d for p in info.pts for d in (Fraction(0), half)], rate=2 * info.rate,
-                               field_rate=True)
+                   field_rate=True)
 
 
 def check_audio_fits(source: Path, out: Path) -> None:

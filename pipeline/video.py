@@ -150,11 +150,11 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
         raise VideoError(f"{source}: the video has no frames")
     if options.field_rate and info.interlaced:
         info = at_field_rate(info)
-    if info.has_audio and not options.slowmo and "%" not in out.name:
-        check_audio_fits(source, out)
     plan = make_plan(info.duration, info.rate, options.factor, options.fps, options.slowmo)
     if "%" in out.name:
         return _video_to_images(info, str(out), plan, interpolate, options, progress)
+    if info.has_audio and not options.slowmo:
+        check_audio_fits(source, out)
     per_segment = max(1, int(round(options.segment_seconds * plan.rate_out)))
     work = out.with_name(out.stem + ".work")
     key = _job_key(info, options, weights_id)
