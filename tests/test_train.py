@@ -76,15 +76,25 @@ def test_train_continues_from_committed_weights(footage, tmp_path):
     assert json.loads((out2 / "progress.json").read_text())["step"] == 3
 
 
-def test_validate_first_keeps_the_start_unless_beaten(footage, tmp_path):
+def test_validate_first_keeps_the_start_unless_beaten(footage, tmp_path, monkeypatch):
     """--validate-first scores the starting weights at their own step; they stay kept unless a later step wins."""
     from safetensors import safe_open
 
-    from training.validation import replaces_kept
+    from training import validation
 
     out = tmp_path / "run"
     assert train.main(_args(footage, out, "--max-steps", "2")) == 0
     first_run = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if "score" in line]
+    # the rule's decisions on the exact figures train.py holds: the log rounds them to 3 decimals, and on these
+    # nearly equal scores the rounded figures once decided the other way (a test that failed about 1 run in 5)
+    decisions = []
+    rule = validation.replaces_kept
+
+    def recorded_rule(*args, **kwargs):
+        decisions.append(rule(*args, **kwargs))
+        return decisions[-1]
+
+    monkeypatch.setattr(validation, "replaces_kept", recorded_rule)
     out2 = tmp_path / "run2"
     assert train.main(_args(footage, out2, "--max-steps", "1", "--val-every", "100",
                             "--init-weights", str(out / "weights.safetensors"), "--validate-first")) == 0
@@ -92,8 +102,8 @@ def test_validate_first_keeps_the_start_unless_beaten(footage, tmp_path):
     assert [c["step"] for c in checks] == [2, 3]
     start, end = checks
     assert start["score"] == pytest.approx(first_run[-1]["score"], abs=0.05)  # the same weights, saved in fp16
-    later_wins = replaces_kept(end["score"], end["val_boundary_psnr"], max(start["score"], end["score"]),
-                               start["score"], start["val_boundary_psnr"])
+    assert len(decisions) == 2 and decisions[0]  # the start is kept first; then the rule decides on step 3
+    later_wins = decisions[1]
     with safe_open(str(out2 / "weights.safetensors"), framework="pt") as f:
         assert int(f.metadata()["step"]) == (3 if later_wins else 2)
     kept = end if later_wins else start
