@@ -35,6 +35,7 @@ class NetworkConfig:
     # optional stages added to a trained network (zero-initialised, so they start as the identity):
     flow_refine_hidden: Tuple[int, ...] = ()  # a flow decoder one level finer than flow_finest_level
     refine_width: int = 0  # a full-resolution residual refinement after the decoder
+    flow_upsample_hidden: int = 0  # learned convex upsampling of the finest flow (0: bilinear)
 
     def to_dict(self) -> Dict:
         return dataclasses.asdict(self)
@@ -85,7 +86,8 @@ class Network(nn.Module):
         self.config = config
         self.encoder = Encoder(config.encoder_widths)
         self.flow = FlowEstimator(config.encoder_widths, config.flow_finest_level, config.flow_radius,
-                                  config.flow_hidden, config.flow_refine_hidden)
+                                  config.flow_hidden, config.flow_refine_hidden,
+                                  config.flow_upsample_hidden)
         self.metric = Metric(config.metric_hidden)
         self.decoder = Decoder(config.encoder_widths[:config.synthesis_levels], config.decoder_widths,
                                config.full_width, config.refine_width)

@@ -178,6 +178,42 @@ def test_grown_network_starts_where_the_trained_one_was():
     assert state.flow_pyramid[-1].shape[2:] == (32, 48)  # the refinement works at 1/2 resolution
 
 
+def test_convex_upsampling_starts_as_bilinear_and_can_learn_sharper_flow():
+    """The convex upsampler's fixed logits reproduce bilinear upsampling (edges included); a network grown by it
+    gives the smaller network's output, and its full-resolution flow is supervised as one more level."""
+    from model.flow import ConvexUpsampler
+    from model.warp import resize_flow
+
+    torch.manual_seed(0)
+    up = ConvexUpsampler(width=8, hidden=8, factor=4)
+    flow = torch.randn(2, 2, 6, 5) * 3
+    fine = up(torch.randn(2, 8, 6, 5), flow)
+    assert fine.shape == (2, 2, 24, 20)
+    assert torch.allclose(fine, resize_flow(flow, (24, 20)), atol=1e-4)
+    # a learned residual on the logits makes each fine pixel pick among its neighbours: a step edge in the coarse
+    # flow can come out sharper than bilinear, never outside the neighbours' range (a convex combination)
+    with torch.no_grad():
+        up.net[-1].bias.normal_(0.0, 5.0)
+    fine = up(torch.randn(2, 8, 6, 5), flow)
+    assert not torch.allclose(fine, resize_flow(flow, (24, 20)), atol=1e-2)
+    assert fine.max() <= 4 * flow.max() + 1e-4 and fine.min() >= 4 * flow.min() - 1e-4
+
+    base = Network(NetworkConfig(full_width=8)).eval()
+    grown = Network(base.config.with_overrides(["flow_upsample_hidden=8"])).eval()
+    result = grown.load_state_dict(base.state_dict(), strict=False)
+    assert not result.unexpected_keys and all(k.startswith("flow.upsample.") for k in result.missing_keys)
+    one, two = torch.rand(1, 3, 64, 96), torch.rand(1, 3, 64, 96)
+    with torch.no_grad():
+        assert torch.allclose(base(one, two, [0.3])[0], grown(one, two, [0.3])[0], atol=1e-4)
+        state = grown.estimate_flow(one, two)
+        assert len(state.flow_pyramid) == len(base.estimate_flow(one, two).flow_pyramid) + 1
+        assert state.flow_pyramid[-1].shape[2:] == (64, 96)
+        # flow estimated on downscaled frames (4K) is upsampled bilinearly from there, as before
+        assert grown(one, two, [0.5], flow_scale=0.5)[0].shape == one.shape
+    with pytest.raises(ValueError, match="choose one"):
+        Network(NetworkConfig(flow_upsample_hidden=8, flow_refine_hidden=(8,)))
+
+
 def test_config_overrides_name_the_fix():
     config = NetworkConfig().with_overrides(["refine_width=24", "flow_hidden=64,32"])
     assert config.refine_width == 24 and config.flow_hidden == (64, 32)
