@@ -41,9 +41,12 @@ class _TrainStep(torch.nn.Module):
 
 
 def _step_losses(pred: torch.Tensor, pyramid, mid: torch.Tensor, gt: Optional[torch.Tensor], n_real: int,
-                 batch: int, census_weight: float, flow_weight: float):
+                 batch: int, census_weight: float, flow_weight: float, full_res_weight: float = 1.0):
     """The step's loss and its parts (reconstruction, census, flow end-point error against the synthetic
-    samples' ground truth ``gt``: their forward flows, then their backward flows; None without synthetic ones)."""
+    samples' ground truth ``gt``: their forward flows, then their backward flows; None without synthetic ones).
+    The flow error is a weighted mean over the pyramid's levels: 1 each, ``full_res_weight`` for a level at
+    the frames' own resolution (a network with convex upsampling has one; its error in full-resolution pixels is
+    about 4x a 1/4 level's)."""
     from model.warp import resize_flow
     from training.losses import census_loss, laplacian_loss
 
@@ -53,11 +56,14 @@ def _step_losses(pred: torch.Tensor, pyramid, mid: torch.Tensor, gt: Optional[to
     loss_flow = torch.zeros((), device=pred.device)
     if gt is not None:
         # end-point error in each level's own pixel units, so coarse levels don't dominate
+        total_weight = 0.0
         for level_flow in pyramid:
             est = torch.cat([level_flow[n_real:batch], level_flow[batch + n_real:]], 0).float()
             target = resize_flow(gt, est.shape[2:])
-            loss_flow = loss_flow + (est - target).norm(dim=1).mean()
-        loss_flow = loss_flow / len(pyramid)
+            weight = full_res_weight if est.shape[2:] == pred.shape[2:] else 1.0
+            loss_flow = loss_flow + weight * (est - target).norm(dim=1).mean()
+            total_weight += weight
+        loss_flow = loss_flow / total_weight
         loss = loss + flow_weight * loss_flow
     return loss, loss_rec, loss_census, loss_flow
 
@@ -68,11 +74,11 @@ class _StepLoss(torch.nn.Module):
     included) once, and every step replays them."""
 
     def __init__(self, step: torch.nn.Module, n_real: int, batch: int, census_weight: float, flow_weight: float,
-                 bf16: bool) -> None:
+                 bf16: bool, full_res_weight: float = 1.0) -> None:
         super().__init__()
         self.step = step
         self.n_real, self.batch, self.bf16 = n_real, batch, bf16
-        self.census_weight, self.flow_weight = census_weight, flow_weight
+        self.census_weight, self.flow_weight, self.full_res_weight = census_weight, flow_weight, full_res_weight
 
     def forward(self, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor, mid: torch.Tensor,
                 gt: Optional[torch.Tensor] = None):
@@ -81,7 +87,7 @@ class _StepLoss(torch.nn.Module):
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.bf16, cache_enabled=cache):
             pred, pyramid = self.step(one, two, t)
         return _step_losses(pred.float(), pyramid, mid, gt, self.n_real, self.batch, self.census_weight,
-                            self.flow_weight)
+                            self.flow_weight, self.full_res_weight)
 
 
 class _WeightAverage:
@@ -164,6 +170,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--flow-loss-weight", type=float, default=None,
                    help="override the weight of the flow's end-point error against the synthetic ground truth "
                         "(recipe default 0.05)")
+    p.add_argument("--flow-loss-full-res", type=float, default=None,
+                   help="weight of the full-resolution flow level in the flow loss, against 1 for each coarser "
+                        "level (networks with flow_upsample_hidden; default 1; its error in full-resolution "
+                        "pixels is about 4x a 1/4 level's, so 0.25 weighs it in 1/4-level units, 0 leaves the "
+                        "upsampling to the frame losses)")
     p.add_argument("--total-steps", type=int, default=None, help="override the cosine schedule's length")
     p.add_argument("--native-share", type=float, default=None,
                    help="override the share of footage triplets taken at the stored rate (k = 1)")
@@ -297,6 +308,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     overrides = {k: v for k, v in (("batch", args.batch), ("crop", args.crop), ("seed", args.seed),
                                    ("lr", args.lr), ("census_weight", args.census_weight),
                                    ("flow_loss_weight", args.flow_loss_weight),
+                                   ("flow_loss_full_res", args.flow_loss_full_res),
                                    ("total_steps", args.total_steps),
                                    ("native_share", args.native_share),
                                    ("synthetic_share", args.synthetic_share),
@@ -319,9 +331,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"error: --synthetic-share must lie in [0, 1) (footage fills the rest of each batch), "
               f"got {config.synthetic_share}", file=sys.stderr)
         return 2
-    if config.census_weight < 0 or config.flow_loss_weight < 0:
+    if config.census_weight < 0 or config.flow_loss_weight < 0 or config.flow_loss_full_res < 0:
         print(f"error: --census-weight and --flow-loss-weight must be 0 or positive, got {config.census_weight} "
-              f"and {config.flow_loss_weight}", file=sys.stderr)
+              f"and {config.flow_loss_weight} (--flow-loss-full-res {config.flow_loss_full_res})", file=sys.stderr)
         return 2
     if not 0.0 <= config.synthetic_edge_share <= 1.0:
         print(f"error: --synthetic-edge-share must lie in [0, 1], got {config.synthetic_edge_share}", file=sys.stderr)
@@ -503,7 +515,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     from tqdm import tqdm
 
     bar = tqdm(total=args.max_steps, disable=not main_process, mininterval=10, desc="train")
-    step_loss = _StepLoss(model, n_real, config.batch, config.census_weight, config.flow_loss_weight, bf16)
+    step_loss = _StepLoss(model, n_real, config.batch, config.census_weight, config.flow_loss_weight, bf16,
+                          config.flow_loss_full_res)
     graphed = None
     # how the recipe shapes synthetic layers, both in synthetic samples and pasted over footage
     layer_options = dict(edge_px=config.synthetic_edge_px, edge_share=config.synthetic_edge_share,

@@ -443,3 +443,25 @@ def test_ties_on_the_score_go_to_the_boundaries():
     assert replaces_kept(31.433, None, 31.433, 31.432, None) and not replaces_kept(31.431, 24.0, 31.432, 31.432, None)
     # the first checkpoint of a fresh run is always kept
     assert replaces_kept(25.0, None, 25.0, -1.0, None)
+
+
+def test_flow_loss_weighs_the_full_resolution_level():
+    """--flow-loss-full-res scales the end-point error of a full-resolution flow level (convex upsampling)
+    against 1 for each coarser level, in a weighted mean; 0 leaves that level unsupervised."""
+    from train import _step_losses
+
+    torch.manual_seed(0)
+    pred = mid = torch.rand(2, 3, 32, 32)
+    gt = torch.zeros(2, 2, 32, 32)  # one synthetic sample: its forward flow, then its backward flow
+    coarse = torch.zeros(4, 2, 8, 8)
+    coarse[:, 0] = 1.0  # 1 px of error in 1/4-level pixels
+    full = torch.zeros(4, 2, 32, 32)
+    full[:, 0] = 4.0  # the same error in full-resolution pixels
+    pyramid = [coarse, full]
+
+    def flow_loss(weight: float) -> float:
+        return float(_step_losses(pred, pyramid, mid, gt, 1, 2, 1.0, 0.05, weight)[3])
+
+    assert flow_loss(1.0) == pytest.approx((1.0 + 4.0) / 2)
+    assert flow_loss(0.25) == pytest.approx((1.0 + 1.0) / 1.25)
+    assert flow_loss(0.0) == pytest.approx(1.0)
