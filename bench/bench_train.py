@@ -1,6 +1,7 @@
 """Where a training step's time goes on the GPU: sampling a batch, and forward+backward+update.
 
     python bench/bench_train.py --data .data/footage [--batch 32] [--crop 256] [--profile] [--cuda-graph]
+                                [--pageable-uploads]
 
 Times are wall-clock per step with the GPU synchronised at both ends, so host-side
 stalls (a sampler that waits for the GPU) show up as they do in train.py.
@@ -44,11 +45,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--profile", action="store_true", help="print the top CUDA kernels of one step")
     p.add_argument("--cuda-graph", action="store_true",
                    help="also time the step as train.py --cuda-graph runs it (recorded once, replayed)")
+    p.add_argument("--pageable-uploads", action="store_true",
+                   help="the sampler copies its tensors to the GPU from pageable memory instead of pinning each "
+                        "(training.data.to_device), to measure what pinning costs or saves")
     args = p.parse_args(argv)
     device = require_cuda()
     if device is None:
         return 2
     torch.backends.cudnn.benchmark = True
+    if args.pageable_uploads:
+        import training.data
+
+        training.data.to_device = lambda x, device: x.to(device, non_blocking=True)
     gen = torch.Generator().manual_seed(0)
     clips = load_clips(args.data, None, device, args.crop, exclude=VALIDATION_CLIPS)
     sampler = FootageSampler(clips, args.crop, generator=gen)
@@ -59,7 +67,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         syn = synthetic_batch(sampler, n_syn, args.crop, gen=gen)
         return {k: torch.cat([real[k], syn[k]], 0) for k in ("one", "mid", "two", "t")}
 
-    print(f"{torch.cuda.get_device_name()}: batch {args.batch}, crop {args.crop}")
+    print(f"{torch.cuda.get_device_name()}: batch {args.batch}, crop {args.crop}, "
+          f"{'pageable' if args.pageable_uploads else 'pinned'} uploads")
     print(f"sample a batch (footage + synthetic): {per_step_ms(sample, args.steps):.1f} ms")
     net = Network().to(device).to(memory_format=torch.channels_last)
     optim = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)

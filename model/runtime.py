@@ -32,15 +32,17 @@ class GraphedNetwork:
         self.two.uniform_()
         self.autocast_dtype = autocast_dtype
         self.flow_scale = flow_scale
-        stream = torch.cuda.Stream(device)
-        stream.wait_stream(torch.cuda.current_stream(device))
-        with torch.cuda.stream(stream), torch.no_grad():
-            for _ in range(warmup):  # compiles kernels, picks cuDNN algorithms, fills caches
-                self._run()
-        torch.cuda.current_stream(device).wait_stream(stream)
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph), torch.no_grad():
-            self.outputs = self._run()
+        self.device = device
+        with torch.cuda.device(device):  # on the network's GPU whatever the current one is, as GraphedPairs
+            stream = torch.cuda.Stream(device)
+            stream.wait_stream(torch.cuda.current_stream(device))
+            with torch.cuda.stream(stream), torch.no_grad():
+                for _ in range(warmup):  # compiles kernels, picks cuDNN algorithms, fills caches
+                    self._run()
+            torch.cuda.current_stream(device).wait_stream(stream)
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph, stream=stream), torch.no_grad():
+                self.outputs = self._run()
 
     def _run(self) -> List[torch.Tensor]:
         with torch.autocast("cuda", dtype=self.autocast_dtype or torch.float32,
@@ -50,10 +52,11 @@ class GraphedNetwork:
     def __call__(self, one: torch.Tensor, two: torch.Tensor) -> List[torch.Tensor]:
         if one.shape != self.one.shape or two.shape != self.two.shape:
             raise ValueError(f"this graph was captured for {tuple(self.one.shape)}, got {tuple(one.shape)}")
-        self.one.copy_(one)
-        self.two.copy_(two)
-        self.graph.replay()
-        return [o.clone() for o in self.outputs]
+        with torch.cuda.device(self.device):
+            self.one.copy_(one)
+            self.two.copy_(two)
+            self.graph.replay()
+            return [o.clone() for o in self.outputs]
 
 
 class GraphedPairs:
@@ -97,12 +100,15 @@ class GraphedPairs:
                 for _ in range(warmup):  # compiles kernels, picks cuDNN algorithms, fills caches
                     synthesize(flow())
             torch.cuda.current_stream(device).wait_stream(stream)
+            # captured on a stream of the network's GPU: torch.cuda.graph's own default capture stream is made
+            # once per process on whichever GPU was current then (cuda:0 for a second network on cuda:1), and
+            # cuDNN refuses to launch there (seen on nvidia-h200-x2)
             self.flow_graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(self.flow_graph), torch.no_grad():
+            with torch.cuda.graph(self.flow_graph, stream=stream), torch.no_grad():
                 self.state = flow()
             self.synthesis_graph = torch.cuda.CUDAGraph()
             # one memory pool: the synthesis always replays after the flow, never beside it
-            with torch.cuda.graph(self.synthesis_graph, pool=self.flow_graph.pool()), torch.no_grad():
+            with torch.cuda.graph(self.synthesis_graph, pool=self.flow_graph.pool(), stream=stream), torch.no_grad():
                 self.out = synthesize(self.state)
 
     def __call__(self, one: torch.Tensor, two: torch.Tensor, times: Sequence[float]) -> List[torch.Tensor]:

@@ -436,13 +436,16 @@ def test_cuda_alpha_matches_cpu():
 def test_cuda_graphed_pairs_on_a_second_gpu():
     """torchrun's second process runs its network on cuda:1 while cuda:0 is the current device: the graphs are
     captured and replayed on the network's GPU and give its eager frames (needs two GPUs)."""
-    from model.runtime import GraphedPairs
+    from model.runtime import GraphedNetwork, GraphedPairs
 
     if torch.cuda.device_count() < 2:
         pytest.skip("needs two GPUs (nvidia-h200-x2)")
     torch.manual_seed(0)
-    net = Network().to("cuda:1").eval()
     shape = (1, 3, 64, 96)
+    # a graph on cuda:0 first: torch.cuda.graph's default capture stream is then made on cuda:0, where a capture
+    # for cuda:1 failed (cudaErrorStreamCaptureUnsupported in cuDNN) before the graphs took a stream of their own
+    GraphedPairs(Network().to("cuda:0").eval(), shape)
+    net = Network().to("cuda:1").eval()
     assert torch.cuda.current_device() == 0
     graphed = GraphedPairs(net, shape)
     one, two = torch.rand(shape, device="cuda:1"), torch.rand(shape, device="cuda:1")
@@ -451,6 +454,9 @@ def test_cuda_graphed_pairs_on_a_second_gpu():
     for a, b in zip(graphed(one, two, [0.3, 0.6]), eager):
         assert a.device == torch.device("cuda:1")
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
+    whole = GraphedNetwork(net, shape, [0.3, 0.6])  # the benchmarks' one-graph twin
+    for a, b in zip(whole(one, two), eager):
+        torch.testing.assert_close(a.clamp(0, 1), b, rtol=1e-4, atol=1e-4)
 
 
 def test_graphed_pairs_need_cuda():
