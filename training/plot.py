@@ -21,15 +21,16 @@ import numpy as np
 # step of the weights each chunk kept (its best validation); chunks 8, 9, 11-15, 22 and 27 kept none; 16-19 are the
 # clean-data branch from step 31000, 20-22 continue it from chunk 18, 23-25 from chunk 21, 26-28 from chunk 25
 # (27's arms were not carried on; 29-32, the anneal, were not carried on; 33-35 are session 12's runs from 28a,
-# chunk 34b holds the committed weights, 35 continued it and kept none)
+# chunk 34b holds the committed weights, 35 and 36 continued it and kept none; 37-38 are session 13's runs from 28a
+# with convex flow upsampling, which kept none)
 KEPT_STEP = {1: 2500, 2: 6345, 3: 10000, 4: 15819, 5: 17000, 6: 20000, 7: 29000, 10: 31000, 16: 34000, 17: 36000,
              18: 42937, 19: 46000, 20: 51885, 21: 58000, 23: 64000, 24: 65000, 25: 68000, 26: 72000, 28: 73000,
              34: 75000}
 # chunks whose arm b was carried on (its log and Middlebury file end in "b")
 CARRIED_ARM = {23: "b", 24: "b", 34: "b"}
-# chunks validated on 16 batches per set (session 11's anneal, 29-32, and session 12's 33-35): their figures are
-# about 0.4 dB below the 4-batch ones on the same weights, so they are drawn as their own curve
-VAL_16_BATCHES = {29, 30, 31, 32, 33, 34, 35}
+# chunks validated on 16 batches per set (session 11's anneal, 29-32, session 12's 33-36 and session 13's 37-38):
+# their figures are about 0.4 dB below the 4-batch ones on the same weights, so they are drawn as their own curve
+VAL_16_BATCHES = set(range(29, 39))
 
 
 Points = List[Tuple[float, float]]

@@ -1,0 +1,75 @@
+"""What bilinear upsampling of a 1/4-resolution flow costs the synthesis, on synthetic scenes with exact flow.
+
+    python bench/probe_flow_upsampling.py --data .data/footage [--weights W] [--batches 3] [--device cpu]
+
+Synthetic layered motion over the held-out clips' textures (``training.data.synthetic_set``; 16 triplets per
+batch): soft-edged layers, four layers of 1-px edges moving up to 2x farther, and small motion with 1-px edges.
+For each, PSNR of the network's frame with its own flow, with the true flow in its place, and with the true
+flow taken to 1/4 resolution (area average) and upsampled bilinearly, as the network's own is; then the mean
+end-point error (forward flow, px) of its own flow and of that 1/4 version of the true one. Session 13
+(CPU, committed weights, 3 batches): 24.07 / 27.12 / 25.63 dB on the crisp 4-layer scenes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from diagnose_validation import interpolate_with_flow  # noqa: E402
+from model import load_weights  # noqa: E402
+from model.warp import resize_flow  # noqa: E402
+from training.config import VALIDATION_CLIPS  # noqa: E402
+from training.data import load_clips, synthetic_set  # noqa: E402
+from training.losses import psnr  # noqa: E402
+
+
+def through_quarter(flow: torch.Tensor) -> torch.Tensor:
+    """``flow`` averaged over 4x4 blocks (in 1/4-resolution pixels) and upsampled bilinearly back."""
+    return resize_flow(F.avg_pool2d(flow, 4) / 4.0, tuple(flow.shape[2:]))
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--data", type=Path, required=True, help="the footage folder (clips.jsonl and the clips)")
+    p.add_argument("--weights", type=Path, default=Path("weights/network.safetensors"))
+    p.add_argument("--batches", type=int, default=3, help="batches of 16 triplets per scene type")
+    p.add_argument("--device", default="cpu")
+    args = p.parse_args(argv)
+    if args.batches < 1:
+        p.error("--batches must be at least 1")
+    device = torch.device(args.device)
+    clips = load_clips(args.data, VALIDATION_CLIPS, device, 256)
+    rich = {"layers": 4, "motion_scale": 2.0}
+    sets = {"soft edges": synthetic_set(clips, 256, args.batches),
+            "4 layers, 2x, 1-px edges": synthetic_set(clips, 256, args.batches, edge_px=1.0, **rich),
+            "small motion, 1-px edges": synthetic_set(clips, 256, args.batches, small_share=1.0, edge_px=1.0)}
+    net = load_weights(args.weights, device).eval()
+    print(f"{'scenes':26s} {'own flow':>9s} {'true':>9s} {'true 1/4':>9s} {'EPE own':>9s} {'EPE 1/4':>9s}")
+    with torch.no_grad():
+        for name, batches in sets.items():
+            rows = {"own": [], "true": [], "quarter": [], "epe": [], "epe_quarter": []}
+            for b in batches:
+                state = net.estimate_flow(b["one"], b["two"])
+                fwd, bwd = b["flow_fwd"], b["flow_bwd"]
+                rows["own"].append(psnr(net.synthesize(state, b["t"]), b["mid"]))
+                rows["true"].append(psnr(interpolate_with_flow(net, state, b["t"], fwd, bwd), b["mid"]))
+                rows["quarter"].append(psnr(interpolate_with_flow(net, state, b["t"], through_quarter(fwd),
+                                                                  through_quarter(bwd)), b["mid"]))
+                rows["epe"].append((state.flow_fwd - fwd).norm(dim=1).flatten(1).mean(1))
+                rows["epe_quarter"].append((through_quarter(fwd) - fwd).norm(dim=1).flatten(1).mean(1))
+            mean = {k: float(torch.cat(v).mean()) for k, v in rows.items()}
+            print(f"{name:26s} {mean['own']:9.2f} {mean['true']:9.2f} {mean['quarter']:9.2f} "
+                  f"{mean['epe']:9.2f} {mean['epe_quarter']:9.2f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
