@@ -71,13 +71,18 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--eager", action="store_true",
                    help="run the network op by op on CUDA instead of replaying it as CUDA graphs (the default for "
                         "whole frames without --compile or --ensemble); the frames differ by float rounding only")
-    v.add_argument("--crf", type=int, default=18, help="encoder quality (x264/x265 CRF, lower is better)")
-    v.add_argument("--codec", default="libx264", help="ffmpeg video encoder, e.g. libx264, libx265")
+    v.add_argument("--crf", type=int, default=18,
+                   help="constant quality, lower is better, on the encoder's own scale: CRF 0-51 for x264/x265, "
+                        "-cq 1-51 for NVENC, CRF 0-63 for VP8/VP9/AV1 (libvpx, libvpx-vp9, libsvtav1, libaom-av1)")
+    v.add_argument("--codec", default="libx264",
+                   help="ffmpeg video encoder, e.g. libx264, libx265, libvpx-vp9 (.mkv), libsvtav1, "
+                        "h264_nvenc (NVIDIA GPUs with a hardware encoder), prores_ks (.mov)")
     v.add_argument("--preset", default="medium",
                    choices=["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower",
                             "veryslow"],
-                   help="x264/x265 speed preset: the encoder often limits the pipeline; veryfast encodes about "
-                        "2x faster than medium at the same --crf, into larger files")
+                   help="encoder speed, in x264's names (mapped to SVT-AV1's presets, libvpx/libaom's cpu-used "
+                        "and NVENC's p1-p7): the encoder often limits the pipeline; veryfast encodes about 2x "
+                        "faster than medium at the same --crf, into larger files")
     v.add_argument("--pix-fmt", default=None,
                    help="output pixel format (default yuv420p, yuv420p10le for 10-bit input)")
     v.add_argument("--segment-seconds", type=float, default=10.0, help="resume granularity of video output")
@@ -121,6 +126,13 @@ def run_sequence(args, autocast: Optional[torch.dtype]) -> int:
                            scene_threshold=args.scene_threshold, dedup_threshold=args.dedup or 0.0,
                            crf=args.crf, codec=args.codec, preset=args.preset, pix_fmt=args.pix_fmt,
                            segment_seconds=args.segment_seconds, field_rate=args.fields)
+    if "%" not in str(args.out):  # video output: an encoder ffmpeg lacks is named now, not after the first segment
+        from media.video import encoder_pix_fmts, encoder_quality_args
+
+        encoder_pix_fmts(args.codec)
+        if encoder_quality_args(args.codec, args.crf, args.preset) is None:
+            print(f"note: --crf and --preset do not apply to {args.codec}: it encodes with its own settings",
+                  file=sys.stderr)
     weights = weights_path(args.model, args.weights)
     from model.ensemble import with_ensemble
 

@@ -23,8 +23,8 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from media.video import (FrameWriter, VideoError, VideoInfo, at_field_rate, check_audio_fits, concat_and_mux, probe,
-                         read_frames, rescale_timecode)
+from media.video import (FrameWriter, VideoError, VideoInfo, at_field_rate, check_audio_fits, check_codec_fits,
+                         concat_and_mux, output_pix_fmt, probe, read_frames, rescale_timecode, segment_suffix)
 
 from .prefetch import prefetch
 from .schedule import Plan, make_plan, scene_change, source_between, thumbnail
@@ -153,6 +153,8 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
     plan = make_plan(info.duration, info.rate, options.factor, options.fps, options.slowmo)
     if "%" in out.name:
         return _video_to_images(info, str(out), plan, interpolate, options, progress)
+    pix_fmt = output_pix_fmt(options.codec, options.pix_fmt, info.width, info.height, info.bit_depth > 8)
+    check_codec_fits(options.codec, pix_fmt, out)
     if info.has_audio and not options.slowmo:
         check_audio_fits(source, out)
     per_segment = max(1, int(round(options.segment_seconds * plan.rate_out)))
@@ -161,7 +163,9 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
     rank, world = _rank_and_world()
     _prepare_work_dir(work, key, rank)
     segments = (plan.count + per_segment - 1) // per_segment
-    seg_path = [work / f"seg_{s:05d}.mp4" for s in range(segments)]  # mp4: exact timestamps (mkv rounds to ms)
+    # mp4 where the codec allows (exact timestamps; mkv rounds them to ms), else mov (ProRes), else mkv
+    suffix = segment_suffix(options.codec, pix_fmt)
+    seg_path = [work / f"seg_{s:05d}{suffix}" for s in range(segments)]
     # several processes (torchrun): each encodes one contiguous run of segments; the boundaries are exact
     # output-frame indices, so the joined video is the same as one process would make
     mine = range(rank * segments // world, (rank + 1) * segments // world)
@@ -181,8 +185,8 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
                 if segment != current_segment:
                     if writer is not None:
                         _finish(writer, seg_path[current_segment])
-                    writer = FrameWriter(seg_path[segment].with_suffix(".part.mp4"), info.width, info.height,
-                                         plan.rate_out, info.bit_depth, options.codec, options.crf, options.pix_fmt,
+                    writer = FrameWriter(seg_path[segment].with_suffix(".part" + suffix), info.width, info.height,
+                                         plan.rate_out, info.bit_depth, options.codec, options.crf, pix_fmt,
                                          options.preset, info.sample_aspect, info.color)
                     current_segment = segment
                 writer.write(frame)

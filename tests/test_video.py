@@ -351,9 +351,13 @@ def test_audio_that_the_container_cannot_hold_is_refused_before_any_work(tmp_pat
 def test_frame_writer_reports_an_encoder_that_stops(tmp_path):
     from media.video import FrameWriter
 
-    writer = FrameWriter(tmp_path / "x.mp4", 64, 48, Fraction(25), codec="no-such-encoder")
-    frame = np.zeros((48, 64, 3), np.uint8)
-    with pytest.raises(VideoError, match="no-such-encoder|stopped|could not encode"):
+    with pytest.raises(VideoError, match="no encoder 'no-such-encoder'"):  # named before ffmpeg starts
+        FrameWriter(tmp_path / "x.mp4", 64, 48, Fraction(25), codec="no-such-encoder")
+    # an encoder that starts and then stops: x264 cannot make 4:2:0 of an odd width; the error gives ffmpeg's
+    # first lines, which name the cause
+    writer = FrameWriter(tmp_path / "x.mp4", 63, 48, Fraction(25), pix_fmt="yuv420p")
+    frame = np.zeros((48, 63, 3), np.uint8)
+    with pytest.raises(VideoError, match="stopped while writing .*(width|divisible)"):
         for _ in range(200):  # the feeder thread notices the dead pipe within a few frames
             writer.write(frame)
         writer.close()
@@ -732,3 +736,61 @@ def test_video_with_alpha(tmp_path, capsys, kind):
     assert "alpha dropped" in stdout and "%06d.png" in stdout
     plain = _make_clip(tmp_path / "plain.mp4", audio=False)
     assert not probe(plain).alpha
+
+
+def test_crf_and_preset_reach_every_constant_quality_encoder(tmp_path):
+    """--crf and --preset used to reach x264/x265 only: VP8, VP9 and AV1 encoders ran at their default bitrate or
+    quality (3-7 dB below x264 at --crf 18 on footage). Each now gets its own constant-quality options, and a lower
+    --crf gives a better picture."""
+    from media.video import FrameWriter, encoder_quality_args
+
+    # a fine grey texture moving 1-2 px per frame: hard enough that the quality setting shows
+    texture = cv2.GaussianBlur(np.random.default_rng(0).uniform(0, 255, (108, 140)).astype(np.float32), (0, 0), 1.2)
+    frames = [np.repeat(texture[k:k + 96, 2 * k:2 * k + 128, None], 3, 2).clip(0, 255).astype(np.uint8)
+              for k in range(6)]
+
+    def psnr_at(codec: str, crf: int) -> float:
+        out = tmp_path / f"{codec}_{crf}.mkv"
+        writer = FrameWriter(out, 128, 96, Fraction(12), codec=codec, crf=crf, preset="veryfast")
+        for frame in frames:
+            writer.write(frame)
+        writer.close()
+        got = list(read_frames(probe(out)))
+        assert len(got) == len(frames)
+        mse = np.mean([(a.astype(float) - b.astype(float)) ** 2 for a, b in zip(frames, got)])
+        return 10 * np.log10(255 ** 2 / mse)
+
+    for codec in ("libvpx-vp9", "libvpx", "libsvtav1"):
+        assert psnr_at(codec, 10) > psnr_at(codec, 50) + 3.0, codec
+    assert encoder_quality_args("h264_nvenc", 18, "medium") == ["-rc", "vbr", "-cq", "18", "-b:v", "0",
+                                                                "-preset", "p4"]
+    assert encoder_quality_args("prores_ks", 18, "medium") is None  # its own settings (run.py says so)
+    with pytest.raises(ValueError, match="use one of"):
+        encoder_quality_args("libx264", 18, "turbo")
+
+
+def test_prores_goes_to_mov_and_is_refused_for_mp4_before_any_work(tmp_path, capsys):
+    """ProRes (4:2:2 10-bit only; mp4 cannot hold it) failed after the first segment with ffmpeg's message cut
+    mid-word: the job's segments were always mp4 and the pixel format always 4:2:0. Now the encoder's pixel format
+    is chosen from what it takes, segments go into a container that holds the codec, and output the container
+    cannot hold is refused before any frame is interpolated."""
+    from media.video import output_pix_fmt
+
+    assert output_pix_fmt("prores_ks", None, 96, 64, False) == "yuv422p10le"
+    assert output_pix_fmt("qtrle", None, 96, 64, False) == "rgb24"  # RGB-only encoders get RGB
+    assert output_pix_fmt("libx264", None, 95, 64, False) == "yuv444p"  # odd sizes: full chroma, as before
+    with pytest.raises(VideoError, match="--pix-fmt yuv422p10le"):
+        output_pix_fmt("prores_ks", "yuv420p", 96, 64, False)
+    clip = _make_clip(tmp_path / "in.mp4", seconds=1)
+    code, _, err = _cli(["--video", clip, "--out", tmp_path / "out.mp4", "--codec", "prores_ks"], capsys)
+    assert code == 2 and ".mp4 cannot hold prores_ks video" in err and "use .mov" in err, err
+    assert "nothing was interpolated yet" in err and not (tmp_path / "out.work").exists()
+    code, stdout, err = _cli(["--video", clip, "--out", tmp_path / "out.mov", "--codec", "prores_ks"], capsys)
+    assert code == 0 and "audio copied" in stdout, err
+    assert "--crf and --preset do not apply to prores_ks" in err
+    banner = subprocess.run([ffmpeg_exe(), "-hide_banner", "-i", str(tmp_path / "out.mov")], capture_output=True,
+                            text=True).stderr
+    assert "Video: prores" in banner and "yuv422p10le" in banner
+    assert probe(tmp_path / "out.mov").frames == 24
+    code, _, err = _cli(["--video", clip, "--out", tmp_path / "x.mp4", "--codec", "no_such_encoder"], capsys)
+    assert code == 2 and "ffmpeg has no encoder 'no_such_encoder'" in err
