@@ -1,6 +1,7 @@
-"""What bilinear upsampling of a 1/4-resolution flow costs the synthesis, on synthetic scenes with exact flow.
+"""Where the flow goes wrong, on synthetic scenes with exact flow: what bilinear upsampling of the 1/4-resolution
+flow costs the synthesis, and the network's flow error by pyramid level and near motion boundaries.
 
-    python bench/probe_flow_upsampling.py --data .data/footage [--weights W] [--batches 3] [--device cpu]
+    python bench/probe_flow_error.py --data .data/footage [--weights W] [--batches 3] [--device cpu]
 
 Synthetic layered motion over the held-out clips' textures (``training.data.synthetic_set``; 16 triplets per
 batch): soft-edged layers, four layers of 1-px edges moving up to 2x farther, and small motion with 1-px edges.
@@ -8,6 +9,10 @@ For each, PSNR of the network's frame with its own flow, with the true flow in i
 flow taken to 1/4 resolution (area average) and upsampled bilinearly, as the network's own is; then the mean
 end-point error (forward flow, px) of its own flow and of that 1/4 version of the true one. Session 13
 (CPU, committed weights, 3 batches): 24.07 / 27.12 / 25.63 dB on the crisp 4-layer scenes.
+
+A second table gives, per scene type, the mean true motion, the end-point error of the network's forward flow at
+each estimated level (in full-resolution pixels) and at full resolution within 4 px of a motion boundary (where
+the true flow changes by more than 0.5 px between neighbours) and elsewhere, with the boundary pixels' share.
 """
 
 from __future__ import annotations
@@ -68,7 +73,39 @@ def main(argv: Optional[List[str]] = None) -> int:
             mean = {k: float(torch.cat(v).mean()) for k, v in rows.items()}
             print(f"{name:26s} {mean['own']:9.2f} {mean['true']:9.2f} {mean['quarter']:9.2f} "
                   f"{mean['epe']:9.2f} {mean['epe_quarter']:9.2f}", flush=True)
+        print()
+        for name, batches in sets.items():
+            print(f"{name}: " + error_by_level_and_region(net, batches), flush=True)
     return 0
+
+
+def error_by_level_and_region(net, batches) -> str:
+    """One line: mean true motion, forward-flow end-point error per pyramid level (full-resolution pixels), and at
+    full resolution near motion boundaries and elsewhere."""
+    levels, near, far, motion = {}, [], [], []
+    for b in batches:
+        state = net.estimate_flow(b["one"], b["two"])
+        n, true = b["one"].shape[0], b["flow_fwd"]
+        for flow in state.flow_pyramid:
+            est = flow[:n].float()
+            scale = true.shape[-1] / est.shape[-1]
+            levels.setdefault(est.shape[-1], []).append((est - resize_flow(true, est.shape[2:])).norm(dim=1).flatten()
+                                                        * scale)
+        error = (state.flow_fwd - true).norm(dim=1)
+        edge = torch.zeros_like(error, dtype=torch.bool)
+        edge[:, :, 1:] |= (true[..., 1:] - true[..., :-1]).norm(dim=1) > 0.5
+        edge[:, 1:] |= (true[:, :, 1:] - true[:, :, :-1]).norm(dim=1) > 0.5
+        edge = F.max_pool2d(edge.float().unsqueeze(1), 9, 1, 4).squeeze(1) > 0
+        near.append(error[edge])
+        far.append(error[~edge])
+        motion.append(true.norm(dim=1).flatten())
+    width = batches[0]["one"].shape[-1]
+    per_level = ", ".join(f"1/{width // w} {float(torch.cat(v).mean()):.2f}" for w, v in sorted(levels.items()))
+    near_all, far_all = torch.cat(near), torch.cat(far)
+    share = near_all.numel() / (near_all.numel() + far_all.numel())
+    return (f"true motion {float(torch.cat(motion).mean()):.2f} px; EPE by level {per_level}; full resolution: "
+            f"near boundaries {float(near_all.mean()):.2f} ({share:.0%} of pixels), elsewhere "
+            f"{float(far_all.mean()):.2f}")
 
 
 if __name__ == "__main__":
