@@ -47,15 +47,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--weights", type=Path, default=Path("weights/network.safetensors"))
     p.add_argument("--batches", type=int, default=3, help="batches of 16 triplets per scene type")
     p.add_argument("--device", default="cpu")
+    p.add_argument("--crop", type=int, default=256,
+                   help="size of the scenes (training's crop: 256); only clips at least this large lend textures")
     args = p.parse_args(argv)
     if args.batches < 1:
         p.error("--batches must be at least 1")
     device = torch.device(args.device)
-    clips = load_clips(args.data, VALIDATION_CLIPS, device, 256)
+    clips = load_clips(args.data, VALIDATION_CLIPS, device, args.crop)
+    if not clips:
+        p.error(f"no held-out clip is {args.crop} px or larger: use a smaller --crop")
     rich = {"layers": 4, "motion_scale": 2.0}
-    sets = {"soft edges": synthetic_set(clips, 256, args.batches),
-            "4 layers, 2x, 1-px edges": synthetic_set(clips, 256, args.batches, edge_px=1.0, **rich),
-            "small motion, 1-px edges": synthetic_set(clips, 256, args.batches, small_share=1.0, edge_px=1.0)}
+    sets = {"soft edges": synthetic_set(clips, args.crop, args.batches),
+            "4 layers, 2x, 1-px edges": synthetic_set(clips, args.crop, args.batches, edge_px=1.0, **rich),
+            "small motion, 1-px edges": synthetic_set(clips, args.crop, args.batches, small_share=1.0, edge_px=1.0)}
     net = load_weights(args.weights, device).eval()
     print(f"{'scenes':26s} {'own flow':>9s} {'true':>9s} {'true 1/4':>9s} {'EPE own':>9s} {'EPE 1/4':>9s}")
     with torch.no_grad():

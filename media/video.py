@@ -366,6 +366,8 @@ def output_pix_fmt(codec: str, pix_fmt: Optional[str], width: int, height: int, 
         layouts = ["yuv444p"] + (["yuv422p"] if width % 2 == 0 else [])
     bits = ("10le", "", "12le", "16le") if deep else ("", "10le", "12le", "16le")
     candidates = [layout + b for b in bits for layout in layouts]
+    if deep and width % 2 == 0 and height % 2 == 0:
+        candidates.insert(1, "p010le")  # NVENC's 10-bit 4:2:0
     candidates += ["rgb48le", "rgb24"] if deep else ["rgb24", "rgb48le"]
     if not supported:
         return candidates[0]
@@ -374,10 +376,11 @@ def output_pix_fmt(codec: str, pix_fmt: Optional[str], width: int, height: int, 
 
 @functools.lru_cache(maxsize=None)
 def _encode_error(codec: str, pix_fmt: str, suffix: str) -> str:
-    """"" if ffmpeg encodes two small frames with ``codec`` into a ``suffix`` file, else its first error line."""
+    """"" if ffmpeg encodes two small frames with ``codec`` into a ``suffix`` file, else its first error line
+    (256 x 256: above the smallest frame hardware encoders take)."""
     with tempfile.TemporaryDirectory() as tmp:
         proc = subprocess.run([ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-f", "lavfi",
-                               "-i", "color=gray:s=64x64:r=25", "-frames:v", "2", "-c:v", codec, "-pix_fmt", pix_fmt,
+                               "-i", "color=gray:s=256x256:r=25", "-frames:v", "2", "-c:v", codec, "-pix_fmt", pix_fmt,
                                "-y", str(Path(tmp) / f"check{suffix}")], capture_output=True, text=True, timeout=120)
     if proc.returncode == 0:
         return ""
