@@ -41,12 +41,14 @@ class _TrainStep(torch.nn.Module):
 
 
 def _step_losses(pred: torch.Tensor, pyramid, mid: torch.Tensor, gt: Optional[torch.Tensor], n_real: int,
-                 batch: int, census_weight: float, flow_weight: float, full_res_weight: float = 1.0):
+                 batch: int, census_weight: float, flow_weight: float, full_res_weight: float = 1.0,
+                 flow_units: str = "level"):
     """The step's loss and its parts (reconstruction, census, flow end-point error against the synthetic
     samples' ground truth ``gt``: their forward flows, then their backward flows; None without synthetic ones).
     The flow error is a weighted mean over the pyramid's levels: 1 each, ``full_res_weight`` for a level at
     the frames' own resolution (a network with convex upsampling has one; its error in full-resolution pixels is
-    about 4x a 1/4 level's)."""
+    about 4x a 1/4 level's). ``flow_units``: each level's error in its own pixels ("level"), which counts a miss
+    8x less at 1/32 than at 1/4, or in 1/4-resolution pixels ("quarter"), which counts it the same at every level."""
     from model.warp import resize_flow
     from training.losses import census_loss, laplacian_loss
 
@@ -55,13 +57,14 @@ def _step_losses(pred: torch.Tensor, pyramid, mid: torch.Tensor, gt: Optional[to
     loss = loss_rec + census_weight * loss_census
     loss_flow = torch.zeros((), device=pred.device)
     if gt is not None:
-        # end-point error in each level's own pixel units, so coarse levels don't dominate
         total_weight = 0.0
         for level_flow in pyramid:
             est = torch.cat([level_flow[n_real:batch], level_flow[batch + n_real:]], 0).float()
             target = resize_flow(gt, est.shape[2:])
             weight = full_res_weight if est.shape[2:] == pred.shape[2:] else 1.0
-            loss_flow = loss_flow + weight * (est - target).norm(dim=1).mean()
+            # the end-point error in the level's own pixels, or converted to 1/4-resolution ones
+            units = pred.shape[-1] / (4 * est.shape[-1]) if flow_units == "quarter" else 1.0
+            loss_flow = loss_flow + weight * units * (est - target).norm(dim=1).mean()
             total_weight += weight
         loss_flow = loss_flow / total_weight
         loss = loss + flow_weight * loss_flow
@@ -74,11 +77,12 @@ class _StepLoss(torch.nn.Module):
     included) once, and every step replays them."""
 
     def __init__(self, step: torch.nn.Module, n_real: int, batch: int, census_weight: float, flow_weight: float,
-                 bf16: bool, full_res_weight: float = 1.0) -> None:
+                 bf16: bool, full_res_weight: float = 1.0, flow_units: str = "level") -> None:
         super().__init__()
         self.step = step
         self.n_real, self.batch, self.bf16 = n_real, batch, bf16
         self.census_weight, self.flow_weight, self.full_res_weight = census_weight, flow_weight, full_res_weight
+        self.flow_units = flow_units
 
     def forward(self, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor, mid: torch.Tensor,
                 gt: Optional[torch.Tensor] = None):
@@ -87,7 +91,7 @@ class _StepLoss(torch.nn.Module):
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.bf16, cache_enabled=cache):
             pred, pyramid = self.step(one, two, t)
         return _step_losses(pred.float(), pyramid, mid, gt, self.n_real, self.batch, self.census_weight,
-                            self.flow_weight, self.full_res_weight)
+                            self.flow_weight, self.full_res_weight, self.flow_units)
 
 
 class _WeightAverage:
@@ -170,6 +174,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--flow-loss-weight", type=float, default=None,
                    help="override the weight of the flow's end-point error against the synthetic ground truth "
                         "(recipe default 0.05)")
+    p.add_argument("--flow-loss-units", choices=["level", "quarter"], default=None,
+                   help="each pyramid level's flow error in its own pixels (level: the recipe so far, a miss counts "
+                        "8x less at 1/32 than at 1/4) or in 1/4-resolution pixels (quarter: the same at every level)")
     p.add_argument("--flow-loss-full-res", type=float, default=None,
                    help="weight of the full-resolution flow level in the flow loss, against 1 for each coarser "
                         "level (networks with flow_upsample_hidden; default 1; its error in full-resolution "
@@ -309,6 +316,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                                    ("lr", args.lr), ("census_weight", args.census_weight),
                                    ("flow_loss_weight", args.flow_loss_weight),
                                    ("flow_loss_full_res", args.flow_loss_full_res),
+                                   ("flow_loss_units", args.flow_loss_units),
                                    ("total_steps", args.total_steps),
                                    ("native_share", args.native_share),
                                    ("synthetic_share", args.synthetic_share),
@@ -516,7 +524,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     bar = tqdm(total=args.max_steps, disable=not main_process, mininterval=10, desc="train")
     step_loss = _StepLoss(model, n_real, config.batch, config.census_weight, config.flow_loss_weight, bf16,
-                          config.flow_loss_full_res)
+                          config.flow_loss_full_res, config.flow_loss_units)
     graphed = None
     # how the recipe shapes synthetic layers, both in synthetic samples and pasted over footage
     layer_options = dict(edge_px=config.synthetic_edge_px, edge_share=config.synthetic_edge_share,

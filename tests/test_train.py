@@ -156,11 +156,12 @@ def test_synthetic_options_set_the_mix_and_edges_and_are_checked(footage, tmp_pa
     out3 = tmp_path / "run3"
     assert train.main(_args(footage, out3, "--max-steps", "1", "--synthetic-share", "0.5", "--synthetic-layers", "4",
                             "--synthetic-motion", "1.5", "--synthetic-shapes", "0.3", "--synthetic-warp", "6",
-                            "--synthetic-texture-zoom", "1.5", "--flow-loss-weight", "0.1")) == 0
+                            "--synthetic-texture-zoom", "1.5", "--flow-loss-weight", "0.1",
+                            "--flow-loss-units", "quarter")) == 0
     saved = json.loads((out3 / "train_config.json").read_text())
     assert saved["synthetic_layers"] == 4 and saved["synthetic_motion"] == 1.5 and saved["synthetic_shapes"] == 0.3
     assert saved["synthetic_warp"] == 6.0 and saved["synthetic_texture_zoom"] == 1.5
-    assert saved["flow_loss_weight"] == 0.1
+    assert saved["flow_loss_weight"] == 0.1 and saved["flow_loss_units"] == "quarter"
     out4 = tmp_path / "run4"
     assert train.main(_args(footage, out4, "--max-steps", "1", "--photometric-share", "0.5",
                             "--weight-decay", "0.05")) == 0
@@ -465,3 +466,23 @@ def test_flow_loss_weighs_the_full_resolution_level():
     assert flow_loss(1.0) == pytest.approx((1.0 + 4.0) / 2)
     assert flow_loss(0.25) == pytest.approx((1.0 + 1.0) / 1.25)
     assert flow_loss(0.0) == pytest.approx(1.0)
+
+
+def test_flow_loss_in_quarter_resolution_units_counts_coarse_misses_fully():
+    """--flow-loss-units quarter: the same miss in full-resolution pixels counts the same at every level (in the
+    levels' own units a 1/32 level's miss counts 8x less than a 1/4 level's)."""
+    from train import _step_losses
+
+    pred = mid = torch.rand(2, 3, 64, 64)
+    gt = torch.zeros(2, 2, 64, 64)
+    pyramid = []
+    for size in (2, 16):  # 1/32 and 1/4 of 64 px, each off by 8 full-resolution pixels
+        level = torch.zeros(4, 2, size, size)
+        level[:, 0] = 8.0 * size / 64
+        pyramid.append(level)
+
+    def flow_loss(units: str) -> float:
+        return float(_step_losses(pred, pyramid, mid, gt, 1, 2, 1.0, 0.05, 1.0, units)[3])
+
+    assert flow_loss("level") == pytest.approx((0.25 + 2.0) / 2)
+    assert flow_loss("quarter") == pytest.approx((2.0 + 2.0) / 2)
