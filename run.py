@@ -74,8 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--crf", type=int, default=18,
                    help="constant quality, lower is better, on the encoder's own scale: CRF 0-51 for x264/x265, "
                         "-cq 1-51 for NVENC, CRF 0-63 for VP8/VP9/AV1 (libvpx, libvpx-vp9, libsvtav1, libaom-av1)")
-    v.add_argument("--codec", default="libx264",
-                   help="ffmpeg video encoder, e.g. libx264, libx265, libvpx-vp9 (.mkv), libsvtav1, "
+    v.add_argument("--codec", default=None,
+                   help="ffmpeg video encoder (default libx264; libvpx-vp9 for .webm), e.g. libx265, libvpx-vp9, "
+                        "libsvtav1, "
                         "h264_nvenc (NVIDIA GPUs with a hardware encoder), prores_ks (.mov)")
     v.add_argument("--preset", default="medium",
                    choices=["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower",
@@ -122,16 +123,17 @@ def run_sequence(args, autocast: Optional[torch.dtype]) -> int:
     from pipeline.schedule import parse_rate
     from pipeline.video import VideoOptions, interpolate_frames, interpolate_video, mix_alpha_linearly
 
+    from media.video import default_codec, encoder_pix_fmts, encoder_quality_args
+
+    codec = args.codec or default_codec(Path(args.out))
     options = VideoOptions(factor=args.factor, fps=parse_rate(args.fps) if args.fps else None, slowmo=args.slowmo,
                            scene_threshold=args.scene_threshold, dedup_threshold=args.dedup or 0.0,
-                           crf=args.crf, codec=args.codec, preset=args.preset, pix_fmt=args.pix_fmt,
+                           crf=args.crf, codec=codec, preset=args.preset, pix_fmt=args.pix_fmt,
                            segment_seconds=args.segment_seconds, field_rate=args.fields)
     if "%" not in str(args.out):  # video output: an encoder ffmpeg lacks is named now, not after the first segment
-        from media.video import encoder_pix_fmts, encoder_quality_args
-
-        encoder_pix_fmts(args.codec)
-        if encoder_quality_args(args.codec, args.crf, args.preset) is None:
-            print(f"note: --crf and --preset do not apply to {args.codec}: it encodes with its own settings",
+        encoder_pix_fmts(codec)
+        if encoder_quality_args(codec, args.crf, args.preset) is None:
+            print(f"note: --crf and --preset do not apply to {codec}: it encodes with its own settings",
                   file=sys.stderr)
     weights = weights_path(args.model, args.weights)
     from model.ensemble import with_ensemble

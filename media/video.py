@@ -407,8 +407,15 @@ def check_codec_fits(codec: str, pix_fmt: str, out: Path) -> None:
     error = _encode_error(codec, pix_fmt, out.suffix.lower())
     if error:
         fits = [suffix for suffix in _CONTAINERS if not _encode_error(codec, pix_fmt, suffix)]
-        raise VideoError(f"{out.suffix} cannot hold {codec} video ({error}): use {' or '.join(fits)} "
+        webm = " (.webm holds VP8, VP9 and AV1: --codec libvpx-vp9 or libsvtav1)" if out.suffix.lower() == ".webm" \
+            else ""
+        raise VideoError(f"{out.suffix} cannot hold {codec} video ({error}): use {' or '.join(fits)}{webm} "
                          f"(nothing was interpolated yet)")
+
+
+def default_codec(out: Path) -> str:
+    """The encoder when none is asked for: VP9 for .webm (which holds no H.264), else x264."""
+    return "libvpx-vp9" if out.suffix.lower() == ".webm" else "libx264"
 
 
 class FrameWriter:

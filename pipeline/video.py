@@ -141,9 +141,10 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
     if out.is_dir():
         raise VideoError(f"{out} is a folder: name a file in it ({out / (source.stem + '_x2.mp4')}) or an image "
                          f"pattern ({out / '%06d.png'})")
-    # containers that take H.264/H.265 video and a stream copy of common audio; checked before any work
-    if "%" not in out.name and out.suffix.lower() not in (".mp4", ".mkv", ".mov"):
-        raise VideoError(f"{out}: unsupported output extension '{out.suffix}' (mp4, mkv, mov, "
+    # containers checked before any work (whether they hold the codec and the audio: check_codec_fits and
+    # check_audio_fits, below)
+    if "%" not in out.name and out.suffix.lower() not in (".mp4", ".mkv", ".mov", ".webm"):
+        raise VideoError(f"{out}: unsupported output extension '{out.suffix}' (mp4, mkv, mov, webm, "
                          f"or an image pattern such as frames/%06d.png)")
     info = probe(source)
     if info.frames == 0:

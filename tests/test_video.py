@@ -794,3 +794,24 @@ def test_prores_goes_to_mov_and_is_refused_for_mp4_before_any_work(tmp_path, cap
     assert probe(tmp_path / "out.mov").frames == 24
     code, _, err = _cli(["--video", clip, "--out", tmp_path / "x.mp4", "--codec", "no_such_encoder"], capsys)
     assert code == 2 and "ffmpeg has no encoder 'no_such_encoder'" in err
+
+
+def test_webm_output_is_vp9_and_keeps_opus_audio(tmp_path, capsys):
+    """.webm output (VP8/VP9/AV1 with Vorbis/Opus only): VP9 unless --codec says otherwise, the source's Opus audio
+    copied; H.264 asked for, or AAC audio, is refused before any work, naming the way out."""
+    clip = tmp_path / "opus.mkv"
+    subprocess.run([ffmpeg_exe(), "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=96x64:rate=12",
+                    "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-t", "1", "-c:v", "libx264",
+                    "-pix_fmt", "yuv420p", "-c:a", "libopus", "-shortest", str(clip)], check=True)
+    code, stdout, err = _cli(["--video", clip, "--out", tmp_path / "out.webm"], capsys)
+    assert code == 0 and "audio copied" in stdout, err
+    banner = subprocess.run([ffmpeg_exe(), "-hide_banner", "-i", str(tmp_path / "out.webm")], capture_output=True,
+                            text=True).stderr
+    assert "Video: vp9" in banner and "Audio: opus" in banner
+    assert probe(tmp_path / "out.webm").frames == 24
+    assert _audio_md5(tmp_path / "out.webm") == _audio_md5(clip)
+    code, _, err = _cli(["--video", clip, "--out", tmp_path / "x264.webm", "--codec", "libx264"], capsys)
+    assert code == 2 and "--codec libvpx-vp9" in err and "nothing was interpolated yet" in err, err
+    code, _, err = _cli(["--video", _make_clip(tmp_path / "aac.mp4", seconds=1), "--out", tmp_path / "aac.webm"],
+                        capsys)
+    assert code == 2 and "does not fit .webm: use .mkv" in err, err
