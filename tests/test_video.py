@@ -146,7 +146,7 @@ def test_bad_video_inputs(tmp_path, capsys):
         (["--video", audio_only, "--out", tmp_path / "o.mp4"], "no video stream"),
         (["--video", clip, "--out", clip], "never modified"),
         (["--video", clip, "--out", tmp_path / "o.xyz"], "unsupported output extension"),
-        (["--video", clip, "--out", tmp_path / "o.webm"], "unsupported output extension"),
+        (["--video", clip, "--out", tmp_path / "o.avi"], "unsupported output extension"),
         (["--video", clip, "--out", tmp_path / "nodir" / "o.mp4"], "does not exist"),
         (["--video", clip, "--out", tmp_path / "o.mp4", "--fps", "abc"], "not a frame rate"),
     ]
