@@ -246,7 +246,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     from model import Network, NetworkConfig
     from model.weights import save_weights
-    from training.config import TrainConfig
+    from training.config import VALIDATION_CROP, TrainConfig
     from training.data import (FootageSampler, boundary_masks, frame_blend, load_clips, paste_layers, synthetic_batch,
                                synthetic_set, validation_sets)
     from training.losses import psnr
@@ -383,14 +383,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     t0 = time.time()
     train_clips = load_clips(args.data, None, device, config.crop, exclude=config.validation_clips,
                              limit=args.max_clips)
-    val_clips = load_clips(args.data, config.validation_clips, device, config.crop)
+    # validation crops are 256 px whatever the training crop (or the training crop where smaller: tests), so runs
+    # with different --crop are scored on the same triplets
+    val_crop = min(config.crop, VALIDATION_CROP)
+    val_clips = load_clips(args.data, config.validation_clips, device, val_crop)
     sampler = FootageSampler(train_clips, config.crop, config.max_gap, generator=gen,
                              native_share=config.native_share, downscale_share=config.downscale_share,
                              photometric_share=config.photometric_share)
-    val_sets = validation_sets(val_clips, config.crop, config.max_gap, args.val_batches)
+    val_sets = validation_sets(val_clips, val_crop, config.max_gap, args.val_batches)
     # logged beside the score, not part of it: synthetic motion with 1-px layer edges over the validation textures
     # (exact ground truth), where crisp occlusion boundaries show
-    val_sets["synthetic edges"] = synthetic_set(val_clips, config.crop, args.val_batches, edge_px=1.0)
+    val_sets["synthetic edges"] = synthetic_set(val_clips, val_crop, args.val_batches, edge_px=1.0)
     # logged beside the score, not part of it: PSNR over the pixels near motion boundaries (OpenCV DIS flow edges) of
     # the two score sets, pooled, where occlusions and object edges are and interpolation errs most; only the main
     # process validates, so only it computes the masks (DIS on the CPU)

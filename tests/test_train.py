@@ -486,3 +486,20 @@ def test_flow_loss_in_quarter_resolution_units_counts_coarse_misses_fully():
 
     assert flow_loss("level") == pytest.approx((0.25 + 2.0) / 2)
     assert flow_loss("quarter") == pytest.approx((2.0 + 2.0) / 2)
+
+
+def test_validation_crop_does_not_follow_a_larger_training_crop(footage, tmp_path, monkeypatch):
+    """Validation triplets are VALIDATION_CROP (256) px whatever --crop is (smaller only for a smaller training
+    crop), so an A/B of training crop sizes is scored on the same triplets: the same weights get the same figure."""
+    import training.config
+
+    monkeypatch.setattr(training.config, "VALIDATION_CROP", 48)  # the tests' clips are 96 x 80
+    scores = []
+    for crop in ("64", "80"):
+        out = tmp_path / f"crop{crop}"
+        assert train.main(_args(footage, out, "--crop", crop, "--max-steps", "1", "--validate-first",
+                                "--seed", "3")) == 0
+        first = next(json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if "score" in line)
+        assert first["step"] == 0
+        scores.append(first["score"])
+    assert scores[0] == scores[1]

@@ -10,6 +10,9 @@ from typing import Tuple
 
 # Held-out footage for checkpoint selection (never trained on). Middlebury is for
 # evaluation only and plays no part in training or selection.
+# Validation crops are this size whatever the training crop (smaller only where the training crop is: tests), so
+# runs with different --crop compare on the same triplets (all runs so far trained and validated at 256).
+VALIDATION_CROP = 256
 VALIDATION_CLIPS: Tuple[str, ...] = (
     "davis2016-val__480p__car-shadow.mp4",
     "tokenflow__woman-running.mp4",
