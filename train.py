@@ -340,8 +340,8 @@ def main(argv: Optional[List[str]] = None) -> int:
               f"got {config.synthetic_share}", file=sys.stderr)
         return 2
     if config.census_weight < 0 or config.flow_loss_weight < 0 or config.flow_loss_full_res < 0:
-        print(f"error: --census-weight and --flow-loss-weight must be 0 or positive, got {config.census_weight} "
-              f"and {config.flow_loss_weight} (--flow-loss-full-res {config.flow_loss_full_res})", file=sys.stderr)
+        print(f"error: --census-weight, --flow-loss-weight and --flow-loss-full-res must be 0 or positive, got "
+              f"{config.census_weight}, {config.flow_loss_weight} and {config.flow_loss_full_res}", file=sys.stderr)
         return 2
     if not 0.0 <= config.synthetic_edge_share <= 1.0:
         print(f"error: --synthetic-edge-share must lie in [0, 1], got {config.synthetic_edge_share}", file=sys.stderr)

@@ -172,7 +172,8 @@ def test_synthetic_options_set_the_mix_and_edges_and_are_checked(footage, tmp_pa
     saved = json.loads((out5 / "train_config.json").read_text())
     assert saved["paste_share"] == 1.0 and saved["paste_layers"] == 2
     for n, (option, value, message) in enumerate((
-            ("--flow-loss-weight", "-0.1", "--flow-loss-weight must be 0 or positive"),
+            ("--flow-loss-weight", "-0.1", "--flow-loss-full-res must be 0 or positive, got 1.0, -0.1 and 1.0"),
+            ("--flow-loss-full-res", "-1", "--flow-loss-full-res must be 0 or positive, got 1.0, 0.05 and -1.0"),
             ("--synthetic-shapes", "-1", "--synthetic-shapes and --synthetic-warp 0 or positive"),
             ("--synthetic-warp", "-1", "--synthetic-shapes and --synthetic-warp 0 or positive"),
             ("--synthetic-texture-zoom", "0.5", "--synthetic-texture-zoom at least 1"),
