@@ -10,6 +10,10 @@ flow taken to 1/4 resolution (area average) and upsampled bilinearly, as the net
 end-point error (forward flow, px) of its own flow and of that 1/4 version of the true one. Session 13
 (CPU, committed weights, 3 batches): 24.07 / 27.12 / 25.63 dB on the crisp 4-layer scenes.
 
+With ``--gradients``, instead: the gradient norm that the flow loss term of train.py gives each flow decoder (1/4
+to 1/32), on one batch of the recipe's synthetic mix, for the loss's level units and weights (``_step_losses``):
+how strongly each level is driven, its own term and the finer levels' terms through the residual chain together.
+
 A second table gives, per scene type, the mean true motion, the end-point error of the network's forward flow at
 each estimated level (in full-resolution pixels) and at full resolution within 4 px of a motion boundary (where
 the true flow changes by more than 0.5 px between neighbours) and elsewhere, with the boundary pixels' share.
@@ -47,6 +51,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--weights", type=Path, default=Path("weights/network.safetensors"))
     p.add_argument("--batches", type=int, default=3, help="batches of 16 triplets per scene type")
     p.add_argument("--device", default="cpu")
+    p.add_argument("--gradients", action="store_true",
+                   help="print the flow decoders' gradient norms from the flow loss term instead (see above)")
     p.add_argument("--crop", type=int, default=256,
                    help="size of the scenes (training's crop: 256); only clips at least this large lend textures")
     args = p.parse_args(argv)
@@ -57,6 +63,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not clips:
         p.error(f"no held-out clip is {args.crop} px or larger: use a smaller --crop")
     rich = {"layers": 4, "motion_scale": 2.0}
+    if args.gradients:
+        return decoder_gradients(load_weights(args.weights, device), synthetic_set(
+            clips, args.crop, 1, small_share=0.3, edge_px=1.0, seed=99, **rich)[0])
     sets = {"soft edges": synthetic_set(clips, args.crop, args.batches),
             "4 layers, 2x, 1-px edges": synthetic_set(clips, args.crop, args.batches, edge_px=1.0, **rich),
             "small motion, 1-px edges": synthetic_set(clips, args.crop, args.batches, small_share=1.0, edge_px=1.0)}
@@ -80,6 +89,26 @@ def main(argv: Optional[List[str]] = None) -> int:
         print()
         for name, batches in sets.items():
             print(f"{name}: " + error_by_level_and_region(net, batches), flush=True)
+    return 0
+
+
+def decoder_gradients(net, batch) -> int:
+    """Gradient norms of each flow decoder's parameters from the flow loss term alone (weight x flow error), for
+    the recipe's level units at 0.05 and for 1/4-resolution units at 0.018 (the same term size) and at 0.05."""
+    from train import _step_losses
+
+    n = batch["one"].shape[0]
+    truth = torch.cat([batch["flow_fwd"], batch["flow_bwd"]], 0)
+    print("flow loss units, weight: term; gradient norm of the flow decoders at 1/4, 1/8, 1/16, 1/32")
+    for units, weight in (("level", 0.05), ("quarter", 0.018), ("quarter", 0.05)):
+        net.zero_grad()
+        state = net.estimate_flow(batch["one"], batch["two"])
+        pred = net.synthesize(state, batch["t"])
+        term = weight * _step_losses(pred, state.flow_pyramid, batch["mid"], truth, 0, n, 1.0, weight, 1.0,
+                                     units)[3]
+        term.backward()
+        norms = [float(torch.stack([p.grad.norm() for p in d.parameters()]).norm()) for d in net.flow.decoders]
+        print(f"{units:8s} {weight:5.3f}: {float(term.detach()):.4f}; " + ", ".join(f"{v:.4f}" for v in norms), flush=True)
     return 0
 
 
