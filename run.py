@@ -74,10 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--crf", type=int, default=18,
                    help="constant quality, lower is better, on the encoder's own scale: CRF 0-51 for x264/x265, "
                         "-cq 1-51 for NVENC, CRF 0-63 for VP8/VP9/AV1 (libvpx, libvpx-vp9, libsvtav1, libaom-av1)")
-    v.add_argument("--codec", default=None,
-                   help="ffmpeg video encoder (default libx264; libvpx-vp9 for .webm), e.g. libx265, libvpx-vp9, "
-                        "libsvtav1, "
-                        "h264_nvenc (NVIDIA GPUs with a hardware encoder), prores_ks (.mov)")
+    v.add_argument("--codec", default="auto",
+                   help="ffmpeg video encoder, e.g. libx264, libx265, libvpx-vp9, libsvtav1, h264_nvenc (NVIDIA "
+                        "GPUs with a hardware encoder), prores_ks (.mov); auto: libx264, or libvpx-vp9 for .webm")
     v.add_argument("--preset", default="medium",
                    choices=["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower",
                             "veryslow"],
@@ -125,7 +124,7 @@ def run_sequence(args, autocast: Optional[torch.dtype]) -> int:
 
     from media.video import default_codec, encoder_pix_fmts, encoder_quality_args
 
-    codec = args.codec or default_codec(Path(args.out))
+    codec = default_codec(Path(args.out)) if args.codec == "auto" else args.codec
     options = VideoOptions(factor=args.factor, fps=parse_rate(args.fps) if args.fps else None, slowmo=args.slowmo,
                            scene_threshold=args.scene_threshold, dedup_threshold=args.dedup or 0.0,
                            crf=args.crf, codec=codec, preset=args.preset, pix_fmt=args.pix_fmt,
