@@ -371,7 +371,13 @@ def output_pix_fmt(codec: str, pix_fmt: Optional[str], width: int, height: int, 
     candidates += ["rgb48le", "rgb24"] if deep else ["rgb24", "rgb48le"]
     if not supported:
         return candidates[0]
-    return next((c for c in candidates if c in supported), supported[0])
+    chosen = next((c for c in candidates if c in supported), None)
+    if chosen is None:
+        if width % 2 or height % 2:  # e.g. SVT-AV1, which takes 4:2:0 only
+            raise VideoError(f"{codec} takes only {', '.join(supported[:4])}, which needs an even width and height; "
+                             f"this video is {width}x{height}: use --codec libx264 or libvpx-vp9, which keep odd sizes")
+        chosen = supported[0]
+    return chosen
 
 
 @functools.lru_cache(maxsize=None)

@@ -781,6 +781,8 @@ def test_prores_goes_to_mov_and_is_refused_for_mp4_before_any_work(tmp_path, cap
     assert output_pix_fmt("libx264", None, 95, 64, False) == "yuv444p"  # odd sizes: full chroma, as before
     with pytest.raises(VideoError, match="--pix-fmt yuv422p10le"):
         output_pix_fmt("prores_ks", "yuv420p", 96, 64, False)
+    with pytest.raises(VideoError, match="needs an even width and height"):  # SVT-AV1 takes 4:2:0 only
+        output_pix_fmt("libsvtav1", None, 95, 64, False)
     clip = _make_clip(tmp_path / "in.mp4", seconds=1)
     code, _, err = _cli(["--video", clip, "--out", tmp_path / "out.mp4", "--codec", "prores_ks"], capsys)
     assert code == 2 and ".mp4 cannot hold prores_ks video" in err and "use .mov" in err, err
