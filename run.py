@@ -24,6 +24,8 @@ DEFAULT_WEIGHTS = ROOT / "weights" / "network.safetensors"
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from media.video import PRESETS
+
     p = argparse.ArgumentParser(description="Video frame interpolation with softmax splatting.",
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--one", type=Path, help="first frame (png/jpg/bmp/tif/webp; 8/16-bit; gray, RGB or RGBA)")
@@ -77,14 +79,13 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--codec", default="auto",
                    help="ffmpeg video encoder, e.g. libx264, libx265, libvpx-vp9, libsvtav1, h264_nvenc (NVIDIA "
                         "GPUs with a hardware encoder), prores_ks (.mov); auto: libx264, or libvpx-vp9 for .webm")
-    v.add_argument("--preset", default="medium",
-                   choices=["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower",
-                            "veryslow"],
+    v.add_argument("--preset", default="medium", choices=PRESETS,
                    help="encoder speed, in x264's names (mapped to SVT-AV1's presets, libvpx/libaom's cpu-used "
                         "and NVENC's p1-p7): the encoder often limits the pipeline; veryfast encodes about 2x "
                         "faster than medium at the same --crf, into larger files")
     v.add_argument("--pix-fmt", default=None,
-                   help="output pixel format (default yuv420p, yuv420p10le for 10-bit input)")
+                   help="output pixel format (default yuv420p, yuv420p10le for 10-bit input, yuv444p for odd "
+                        "sizes, or the nearest the encoder takes: ProRes yuv422p10le)")
     v.add_argument("--segment-seconds", type=float, default=10.0, help="resume granularity of video output")
     return p
 

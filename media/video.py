@@ -306,7 +306,7 @@ def read_frames(info: VideoInfo, alpha: bool = False) -> Iterator[np.ndarray]:
 
 # x264's preset names (run.py --preset) as each encoder's own speed setting, fastest first: SVT-AV1's --preset,
 # libaom's and libvpx's -cpu-used, NVENC's p1-p7
-_PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
+PRESETS = ("ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow")
 _SPEED = {"libsvtav1": (12, 11, 10, 9, 8, 8, 6, 4, 2), "libaom-av1": (8, 8, 7, 6, 6, 5, 4, 3, 2),
           "libvpx-vp9": (5, 5, 4, 3, 3, 2, 1, 0, 0), "libvpx": (5, 5, 4, 3, 3, 2, 1, 0, 0),
           "nvenc": (1, 1, 2, 3, 3, 4, 5, 6, 7)}
@@ -320,9 +320,9 @@ def encoder_quality_args(codec: str, crf: int, preset: str) -> Optional[List[str
     Without these, VP9 and AV1 encoders ignore --crf and fall back to a default bitrate or quality: at --crf 18 a
     960x540 clip came out 3-4 dB below x264's (37.1 dB libvpx-vp9, 36.0 libsvtav1, against 40.3).
     """
-    if preset not in _PRESETS:
-        raise ValueError(f"unknown preset {preset!r}: use one of {', '.join(_PRESETS)}")
-    level = _PRESETS.index(preset)
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}: use one of {', '.join(PRESETS)}")
+    level = PRESETS.index(preset)
     if codec in ("libx264", "libx265", "libx264rgb"):
         return ["-crf", str(crf), "-preset", preset]
     if codec == "libsvtav1":

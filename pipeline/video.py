@@ -39,7 +39,7 @@ class VideoOptions:
     dedup_threshold: float = 0.0  # > 0: frames closer than this to the previous one are dropped
     crf: int = 18
     codec: str = "libx264"
-    preset: str = "medium"  # x264/x265 speed preset: faster presets encode faster into larger files
+    preset: str = "medium"  # encoder speed in x264's names (media.video.PRESETS), mapped to each encoder's own
     pix_fmt: Optional[str] = None
     segment_seconds: float = 10.0
     # interlaced input read one frame per field (twice its frame rate) instead of one per frame
