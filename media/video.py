@@ -57,6 +57,12 @@ def ffmpeg_exe() -> str:
         return found
 
 
+def _first_lines(stderr: str, count: int) -> List[str]:
+    """ffmpeg's first ``count`` non-empty error lines: they name the cause, the ones after it ("Nothing was
+    written ...") its effects."""
+    return [line.strip() for line in stderr.splitlines() if line.strip()][:count]
+
+
 def _run(args: Sequence[str], what: str) -> subprocess.CompletedProcess:
     proc = subprocess.run([ffmpeg_exe(), "-hide_banner", "-nostdin", *args], capture_output=True)
     if proc.returncode != 0:
@@ -390,8 +396,7 @@ def _encode_error(codec: str, pix_fmt: str, suffix: str) -> str:
                                "-y", str(Path(tmp) / f"check{suffix}")], capture_output=True, text=True, timeout=120)
     if proc.returncode == 0:
         return ""
-    lines = [line.strip() for line in proc.stderr.splitlines() if line.strip()]
-    return lines[0] if lines else f"ffmpeg exit status {proc.returncode}"
+    return " ".join(_first_lines(proc.stderr, 1)) or f"ffmpeg exit status {proc.returncode}"
 
 
 _CONTAINERS = (".mp4", ".mov", ".mkv")
@@ -487,9 +492,7 @@ class FrameWriter:
     def _stderr(self) -> str:
         self.proc.kill()
         self.proc.wait()
-        # ffmpeg's first error lines name the cause; the ones after it ("Nothing was written ...") its effects
-        lines = [line for line in self.proc.stderr.read().decode("utf-8", "replace").splitlines() if line.strip()]
-        return " / ".join(lines[:3])[:600]
+        return " / ".join(_first_lines(self.proc.stderr.read().decode("utf-8", "replace"), 3))[:600]
 
     def close(self) -> None:
         self._queue.put(None)
