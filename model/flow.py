@@ -104,8 +104,7 @@ class FlowEstimator(nn.Module):
             flow = decoder(a, b, flow)
             pyramid.append(flow)
         if self.upsample is not None and tuple(size) == tuple(s * self.upsample.factor for s in flow.shape[2:]):
-            a, _ = _both_ways(feats_one, feats_two, self.finest)
-            full = self.upsample(a, flow)
+            full = self.upsample(a, flow)  # ``a``: the finest level's features, both ways, from the loop's last pass
             pyramid.append(full)  # supervised at full resolution too, where the boundaries are sharp
         else:
             full = resize_flow(flow, tuple(size))
