@@ -8,7 +8,7 @@ set of times (every frame of a video), one captured graph replays them all.
 from __future__ import annotations
 
 import sys
-from typing import List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -33,16 +33,7 @@ class GraphedNetwork:
         self.autocast_dtype = autocast_dtype
         self.flow_scale = flow_scale
         self.device = device
-        with torch.cuda.device(device):  # on the network's GPU whatever the current one is, as GraphedPairs
-            stream = torch.cuda.Stream(device)
-            stream.wait_stream(torch.cuda.current_stream(device))
-            with torch.cuda.stream(stream), torch.no_grad():
-                for _ in range(warmup):  # compiles kernels, picks cuDNN algorithms, fills caches
-                    self._run()
-            torch.cuda.current_stream(device).wait_stream(stream)
-            self.graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(self.graph, stream=stream), torch.no_grad():
-                self.outputs = self._run()
+        (self.graph,), (self.outputs,) = _capture(device, [lambda _: self._run()], warmup)
 
     def _run(self) -> List[torch.Tensor]:
         with torch.autocast("cuda", dtype=self.autocast_dtype or torch.float32,
@@ -91,25 +82,8 @@ class GraphedPairs:
                 return padder.unpad(net.synthesize(state, self.t)).float().clamp(0.0, 1.0)
 
         self.device = device
-        # captured (and replayed) on the network's GPU whatever the current device is: torchrun's second process
-        # runs its network on cuda:1 while cuda:0 stays current
-        with torch.cuda.device(device):
-            stream = torch.cuda.Stream(device)
-            stream.wait_stream(torch.cuda.current_stream(device))
-            with torch.cuda.stream(stream), torch.no_grad():
-                for _ in range(warmup):  # compiles kernels, picks cuDNN algorithms, fills caches
-                    synthesize(flow())
-            torch.cuda.current_stream(device).wait_stream(stream)
-            # captured on a stream of the network's GPU: torch.cuda.graph's own default capture stream is made
-            # once per process on whichever GPU was current then (cuda:0 for a second network on cuda:1), and
-            # cuDNN refuses to launch there (seen on nvidia-h200-x2)
-            self.flow_graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(self.flow_graph, stream=stream), torch.no_grad():
-                self.state = flow()
-            self.synthesis_graph = torch.cuda.CUDAGraph()
-            # one memory pool: the synthesis always replays after the flow, never beside it
-            with torch.cuda.graph(self.synthesis_graph, pool=self.flow_graph.pool(), stream=stream), torch.no_grad():
-                self.out = synthesize(self.state)
+        (self.flow_graph, self.synthesis_graph), (self.state, self.out) = _capture(
+            device, [lambda _: flow(), synthesize], warmup)
 
     def __call__(self, one: torch.Tensor, two: torch.Tensor, times: Sequence[float]) -> List[torch.Tensor]:
         if one.shape != self.shape or two.shape != self.shape:
@@ -128,6 +102,36 @@ class GraphedPairs:
                 self.synthesis_graph.replay()
                 outs.append(self.out.clone())
         return outs
+
+
+def _capture(device: torch.device, steps: Sequence[Callable], warmup: int) -> Tuple[list, list]:
+    """CUDA graphs of a chain of steps, each taking the previous one's output (the first gets None).
+
+    The chain runs ``warmup`` times first (compiles kernels, picks cuDNN algorithms, fills caches); then each step
+    is captured as its own graph, all in one memory pool (the steps always replay in order, never side by side).
+    Warm-up and capture run on a side stream of the network's GPU, whatever the current device is: torchrun's
+    second process runs its network on cuda:1 while cuda:0 stays current, and ``torch.cuda.graph``'s own default
+    capture stream is made once per process on the GPU current then, where cuDNN refuses to launch for another
+    GPU's network (seen on nvidia-h200-x2). Returns (graphs, outputs), one of each per step.
+    """
+    with torch.cuda.device(device):
+        stream = torch.cuda.Stream(device)
+        stream.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(stream), torch.no_grad():
+            for _ in range(warmup):
+                value = None
+                for step in steps:
+                    value = step(value)
+        torch.cuda.current_stream(device).wait_stream(stream)
+        graphs, outputs, value, pool = [], [], None, None
+        for step in steps:
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, pool=pool, stream=stream), torch.no_grad():
+                value = step(value)
+            pool = graph.pool()
+            graphs.append(graph)
+            outputs.append(value)
+    return graphs, outputs
 
 
 def graphed_pairs(net: Network, shape: torch.Size, autocast_dtype: Optional[torch.dtype] = None,
