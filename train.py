@@ -160,9 +160,10 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p.add_argument("--minutes", type=float, default=8.0, help="wall-clock budget for this chunk")
     p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps in this chunk")
     p.add_argument("--val-every", type=int, default=1000, help="validate every N steps")
-    p.add_argument("--val-batches", type=int, default=4,
-                   help="batches of 16 triplets per validation set; more give steadier scores (the first 4 are "
-                        "always the same triplets, so scores of 4 batches stay comparable across runs)")
+    p.add_argument("--val-batches", type=int, default=None,
+                   help="batches of 16 triplets per validation set (default 4, or on --resume what the resumed run "
+                        "used); more give steadier scores (the first 4 are always the same triplets, so scores of 4 "
+                        "batches stay comparable across runs)")
     p.add_argument("--validate-first", action="store_true",
                    help="validate the starting weights before training, so the chunk keeps them unless a later step "
                         "beats them on the same validation sets (the rule that picks between A/B arms)")
@@ -238,6 +239,13 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def _resumed_val_batches(resume: Optional[Path]) -> int:
+    """The validation size a resumed run used (its scores, and so its best, are on those triplets); else 4."""
+    if resume is not None and (resume / "progress.json").is_file():
+        return int(json.loads((resume / "progress.json").read_text()).get("val_batches", 4))
+    return 4
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(argv)
     # imports here keep `import train` free of side effects and cheap
@@ -273,6 +281,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"error: --ema {args.ema}: use a decay in [0, 1), e.g. 0.999 (0 turns the average off)",
               file=sys.stderr)
         return 2
+    if args.val_batches is None:
+        args.val_batches = _resumed_val_batches(args.resume)
     if args.val_batches < 1:
         print(f"error: --val-batches {args.val_batches}: use 1 or more", file=sys.stderr)
         return 2
@@ -455,8 +465,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     kept_score, kept_boundary = -1.0, None  # the kept weights' figures (session 8 on; before, kept = best)
     if args.resume is not None and (args.resume / "progress.json").is_file():
         progress = json.loads((args.resume / "progress.json").read_text())
-        best = progress.get("best_score", -1.0)
-        kept_score, kept_boundary = progress.get("kept_score", best), progress.get("kept_boundary")
+        if progress.get("val_batches", 4) == args.val_batches:
+            best = progress.get("best_score", -1.0)
+            kept_score, kept_boundary = progress.get("kept_score", best), progress.get("kept_boundary")
+        elif main_process:  # other triplets: the resumed run's best is no bar for these scores
+            print(f"note: the resumed run validated on {progress.get('val_batches', 4)} batches per set, this chunk "
+                  f"on {args.val_batches}; its best score is not carried over (this chunk keeps its own best)",
+                  file=sys.stderr)
 
     args.out.mkdir(parents=True, exist_ok=True)
     log = open(args.out / "log.jsonl", "a") if main_process else None
@@ -509,7 +524,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         (args.out / "config.json").write_text(json.dumps(net.config.to_dict()) + "\n")
         config.save(args.out / "train_config.json")
         (args.out / "progress.json").write_text(json.dumps({"step": step, "best_score": best, "kept_score": kept_score,
-                                                            "kept_boundary": kept_boundary}) + "\n")
+                                                            "kept_boundary": kept_boundary,
+                                                            "val_batches": args.val_batches}) + "\n")
         if tag_best:
             with ema.swapped() if ema is not None else contextlib.nullcontext():
                 save_weights(net, args.out / "weights.safetensors",

@@ -504,3 +504,24 @@ def test_validation_crop_does_not_follow_a_larger_training_crop(footage, tmp_pat
         assert first["step"] == 0
         scores.append(first["score"])
     assert scores[0] == scores[1]
+
+
+def test_resume_keeps_the_validation_size(footage, tmp_path, capsys):
+    """A resumed run validates on the triplets its best score was measured on, unless told otherwise; then the
+    old best, from other triplets, is not the bar for the new scores."""
+    out = tmp_path / "run"
+    assert train.main(_args(footage, out, "--max-steps", "2", "--val-batches", "2")) == 0
+    progress = json.loads((out / "progress.json").read_text())
+    assert progress["val_batches"] == 2
+    out2 = tmp_path / "same"
+    assert train.main(_args(footage, out2, "--max-steps", "2", "--resume", str(out))) == 0
+    assert json.loads((out2 / "progress.json").read_text())["val_batches"] == 2
+    assert json.loads((out2 / "progress.json").read_text())["best_score"] >= progress["best_score"]
+    (out / "progress.json").write_text(json.dumps(dict(progress, best_score=99.0, kept_score=99.0)))
+    capsys.readouterr()
+    out3 = tmp_path / "other"
+    assert train.main(_args(footage, out3, "--max-steps", "2", "--resume", str(out), "--val-batches", "1")) == 0
+    assert "not carried over" in capsys.readouterr().err
+    after = json.loads((out3 / "progress.json").read_text())
+    assert after["val_batches"] == 1 and after["best_score"] < 99.0
+    assert (out3 / "weights.safetensors").is_file()  # this chunk's own best was kept
