@@ -59,7 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--factor", type=int, default=None, help="output frames per input frame (default 2)")
     v.add_argument("--fps", default=None, help="output frame rate instead of --factor, e.g. 59.94 or 60000/1001")
     v.add_argument("--slowmo", action="store_true",
-                   help="keep the frame rate, play --factor times slower (drops audio)")
+                   help="keep the frame rate, play --factor times slower (drops the audio unless --audio-codec "
+                        "names an encoder: then the audio is slowed with the picture, its pitch kept)")
     v.add_argument("--scene-threshold", type=float, default=0.12,
                    help="cut detection: mean grey difference (0-1) above which frames are not interpolated; 0 = off")
     v.add_argument("--dedup", type=float, default=0.0, nargs="?", const=0.002,
@@ -86,6 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--pix-fmt", default=None,
                    help="output pixel format (default yuv420p, yuv420p10le for 10-bit input, yuv444p for odd "
                         "sizes, or the nearest the encoder takes: ProRes yuv422p10le)")
+    v.add_argument("--audio-codec", default="copy",
+                   help="the source's audio: copy (unchanged, the default) or an ffmpeg audio encoder to re-encode it "
+                        "with, for a container the original does not fit (AAC into .webm: libopus) or to keep it in "
+                        "--slowmo; e.g. aac, libopus, flac")
     v.add_argument("--segment-seconds", type=float, default=10.0, help="resume granularity of video output")
     return p
 
@@ -129,7 +134,8 @@ def run_sequence(args, autocast: Optional[torch.dtype]) -> int:
     options = VideoOptions(factor=args.factor, fps=parse_rate(args.fps) if args.fps else None, slowmo=args.slowmo,
                            scene_threshold=args.scene_threshold, dedup_threshold=args.dedup or 0.0,
                            crf=args.crf, codec=codec, preset=args.preset, pix_fmt=args.pix_fmt,
-                           segment_seconds=args.segment_seconds, field_rate=args.fields)
+                           segment_seconds=args.segment_seconds, field_rate=args.fields,
+                           audio_codec=args.audio_codec)
     if "%" not in str(args.out):  # video output: an encoder ffmpeg lacks is named now, not after the first segment
         encoder_pix_fmts(codec)
         if encoder_quality_args(codec, args.crf, args.preset) is None:

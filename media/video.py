@@ -257,17 +257,44 @@ def at_field_rate(info: VideoInfo) -> VideoInfo:
                    field_rate=True)
 
 
-def check_audio_fits(source: Path, out: Path) -> None:
-    """Raise VideoError, naming the fix, if ``out``'s container cannot take a stream copy of the source's audio
-    (TrueHD in mov, say): a tenth of a second muxed into a scratch file beside ``out``, before any frame is worked
-    on, instead of at the end of a long job."""
+def audio_args(codec: str = "copy", slow: int = 1) -> List[str]:
+    """ffmpeg output options for the source's audio: none for a stream copy (``codec`` "copy"), else re-encoded
+    with ffmpeg's ``codec`` encoder (aac, libopus, flac, ...), slowed ``slow`` times with its pitch kept (atempo)
+    where ``slow`` > 1, which only a re-encode can do."""
+    if codec == "copy":
+        if slow > 1:
+            raise ValueError("slowed audio is re-encoded: name an audio encoder, e.g. aac or libopus")
+        return []
+    args = ["-c:a", codec]
+    if slow > 1:
+        tempos, rest = [], 1.0 / slow
+        while rest < 0.5:  # atempo takes 0.5-100 per instance: 1/8 is three halvings
+            tempos.append(0.5)
+            rest /= 0.5
+        tempos.append(rest)
+        args += ["-af", ",".join(f"atempo={tempo:.9g}" for tempo in tempos)]
+    return args
+
+
+def check_audio_fits(source: Path, out: Path, audio: Sequence[str] = ()) -> None:
+    """Raise VideoError, naming the fix, if ``out``'s container cannot take the source's audio as ``audio``
+    (``audio_args``: a stream copy by default) gives it (TrueHD in mov, AAC in webm, say), or the encoder is
+    unknown: a tenth of a second muxed into a scratch file beside ``out``, before any frame is worked on, instead
+    of at the end of a long job."""
     scratch = out.with_name(f".audio-check-{os.getpid()}-{out.stem}{out.suffix}")  # (one per process: torchrun)
+    copy = not audio
     try:
-        _run(["-y", "-loglevel", "error", "-i", str(source), "-map", "0:a", "-c", "copy", "-t", "0.1", str(scratch)],
-             f"copying the audio of {source} into {out.suffix}")
+        _run(["-y", "-loglevel", "error", "-i", str(source), "-map", "0:a", "-c", "copy", *audio, "-t", "0.1",
+              str(scratch)], f"{'copying' if copy else 'encoding'} the audio of {source} into {out.suffix}")
     except VideoError as exc:
-        raise VideoError(f"{exc} -- the source's audio does not fit {out.suffix}: use .mkv, which holds it "
-                         f"(nothing was interpolated yet)") from exc
+        webm = out.suffix.lower() == ".webm"
+        if copy:
+            why = (f"the source's audio does not fit {out.suffix}: use .mkv, which holds it, or --audio-codec "
+                   f"{'libopus' if webm else 'aac'} to re-encode it")
+        else:
+            why = (f"its audio encoded with {audio[1]} does not fit {out.suffix} (or ffmpeg lacks that encoder): use "
+                   f"another --audio-codec{', libopus or libvorbis for .webm' if webm else ', e.g. aac'}")
+        raise VideoError(f"{exc} -- {why} (nothing was interpolated yet)") from exc
     finally:
         scratch.unlink(missing_ok=True)
 
@@ -545,8 +572,10 @@ def _attach(pictures: List[Tuple[Path, str]], first: int) -> List[str]:
 
 def concat_and_mux(parts: Sequence[Path], source: Path, out: Path, with_audio: bool, with_subtitles: bool,
                    video_start: Fraction = Fraction(0), with_chapters: bool = True,
-                   covers: Sequence[Tuple[int, str]] = (), attachments: int = 0, timecode: str = "") -> List[str]:
-    """Join encoded segments (stream copy) and copy the source's audio, subtitles, chapters and file metadata
+                   covers: Sequence[Tuple[int, str]] = (), attachments: int = 0, timecode: str = "",
+                   audio: Sequence[str] = ()) -> List[str]:
+    """Join encoded segments (stream copy) and copy the source's audio (or treat it as ``audio``, options from
+    ``audio_args``: re-encoded, slowed), subtitles, chapters and file metadata
     (title, creation time, location) alongside; the video starts ``video_start`` seconds after the audio and
     subtitles, as in the source (VideoInfo.start). Chapters only where times are kept (not for slow motion).
     Cover pictures (``VideoInfo.covers``) go along where the container holds them (mp4/m4v as attached pictures,
@@ -597,7 +626,7 @@ def concat_and_mux(parts: Sequence[Path], source: Path, out: Path, with_audio: b
         tries = [t for n, t in enumerate(tries) if t not in tries[:n]]
         for kept in tries:
             try:
-                _run(base + maps + extra_args(kept) + ["-c", "copy", str(out)], f"writing {out}")
+                _run(base + maps + extra_args(kept) + ["-c", "copy", *audio, str(out)], f"writing {out}")
                 return [name for name in present if name not in kept]
             except VideoError:
                 if kept is tries[-1]:  # video and audio alone failed too

@@ -23,8 +23,9 @@ from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from media.video import (FrameWriter, VideoError, VideoInfo, at_field_rate, check_audio_fits, check_codec_fits,
-                         concat_and_mux, output_pix_fmt, probe, read_frames, rescale_timecode, segment_suffix)
+from media.video import (FrameWriter, VideoError, VideoInfo, at_field_rate, audio_args, check_audio_fits,
+                         check_codec_fits, concat_and_mux, output_pix_fmt, probe, read_frames, rescale_timecode,
+                         segment_suffix)
 
 from .prefetch import prefetch
 from .schedule import Plan, make_plan, scene_change, source_between, thumbnail
@@ -44,6 +45,9 @@ class VideoOptions:
     segment_seconds: float = 10.0
     # interlaced input read one frame per field (twice its frame rate) instead of one per frame
     field_rate: bool = False
+    # the source's audio: "copy" (unchanged; dropped in slow motion), or an ffmpeg encoder to re-encode it with
+    # (for a container the original does not fit; in slow motion slowed with it, pitch kept)
+    audio_codec: str = "copy"
 
 
 # (one, two, times) -> one frame per t. Frames are H x W x 3 uint8 or uint16 RGB arrays; results on the
@@ -128,6 +132,17 @@ def _job_key(info: VideoInfo, options: VideoOptions, weights: str) -> str:
     return hashlib.sha256(json.dumps(desc, sort_keys=True).encode()).hexdigest()
 
 
+
+def _audio_note(has_audio: bool, kept: bool, codec: str, slow: int) -> str:
+    """What became of the source's audio, for the summary line."""
+    if not has_audio:
+        return "none"
+    if not kept:
+        return "dropped (slow motion) -- --audio-codec aac keeps it slowed with the picture"
+    if codec == "copy":
+        return "copied"
+    return f"slowed {slow}x, re-encoded ({codec})" if slow > 1 else f"re-encoded ({codec})"
+
 def interpolate_video(source: Path, out: Path, interpolate: Interpolator, options: VideoOptions,
                       weights_id: str = "", progress: bool = True) -> dict:
     """Interpolate a video file into ``out``; returns counts for the report line."""
@@ -156,8 +171,11 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
         return _video_to_images(info, str(out), plan, interpolate, options, progress)
     pix_fmt = output_pix_fmt(options.codec, options.pix_fmt, info.width, info.height, info.bit_depth > 8)
     check_codec_fits(options.codec, pix_fmt, out)
-    if info.has_audio and not options.slowmo:
-        check_audio_fits(source, out)
+    slow = (options.factor or 2) if options.slowmo else 1
+    keep_audio = info.has_audio and (not options.slowmo or options.audio_codec != "copy")
+    audio = audio_args(options.audio_codec, slow) if keep_audio else []
+    if keep_audio:
+        check_audio_fits(source, out, audio)
     per_segment = max(1, int(round(options.segment_seconds * plan.rate_out)))
     work = out.with_name(out.stem + ".work")
     key = _job_key(info, options, weights_id)
@@ -211,17 +229,16 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
     if missing:
         raise VideoError(f"the video ended early: {len(missing)} segment(s) missing (is the input truncated?)")
     tmp = out.with_name(f".tmp-{out.stem}{out.suffix}")
-    keep_audio = info.has_audio and not options.slowmo
     # the start timecode names the same moment at the output's rate (the source's own rate: fields count as frames)
     timecode = rescale_timecode(info.timecode, info.rate / (2 if info.field_rate else 1), plan.rate_out) \
         if info.timecode else ""
     left_out = concat_and_mux(seg_path, source, tmp, keep_audio, info.has_subtitles and not options.slowmo,
-                              info.start, with_chapters=not options.slowmo, covers=info.covers,
-                              attachments=info.attachments, timecode=timecode)
+                              info.start * slow, with_chapters=not options.slowmo, covers=info.covers,
+                              attachments=info.attachments, timecode=timecode, audio=audio)
     os.replace(tmp, out)
     shutil.rmtree(work)
     stats.update(frames_in=info.frames, frames_out=plan.count, rate_in=str(info.rate), rate_out=str(plan.rate_out),
-                 audio="copied" if keep_audio else ("dropped (slow motion)" if info.has_audio else "none"),
+                 audio=_audio_note(info.has_audio, keep_audio, options.audio_codec, slow),
                  variable_rate=info.variable_rate)
     if info.interlaced:
         stats["deinterlaced"] = _deinterlaced(info)

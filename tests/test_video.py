@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import run
-from media.video import NO_COLOR_TAGS, VideoError, ffmpeg_exe, probe, read_frames, rescale_timecode, snap_to_grid
+from media.video import (NO_COLOR_TAGS, VideoError, audio_args, ffmpeg_exe, probe, read_frames, rescale_timecode,
+                         snap_to_grid)
 from pipeline.schedule import make_plan, parse_rate, planned_sources
 from pipeline.video import VideoOptions, interpolate_video
 
@@ -340,7 +341,7 @@ def test_audio_that_the_container_cannot_hold_is_refused_before_any_work(tmp_pat
                     "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-t", "1", "-c:v", "libx264",
                     "-pix_fmt", "yuv420p", "-c:a", "wmav2", str(clip)], check=True)
     code, _, err = _cli(["--video", clip, "--out", tmp_path / "out.mp4"], capsys)
-    assert code == 2 and "does not fit .mp4: use .mkv" in err and "nothing was interpolated yet" in err, err
+    assert code == 2 and "does not fit .mp4: use .mkv" in err and "--audio-codec aac" in err and "nothing was interpolated yet" in err, err
     assert not (tmp_path / "out.mp4").exists() and not (tmp_path / "out.work").exists()
     assert not list(tmp_path.glob(".audio-check-*"))
     code, stdout, _ = _cli(["--video", clip, "--out", tmp_path / "out.mkv"], capsys)
@@ -817,3 +818,35 @@ def test_webm_output_is_vp9_and_keeps_opus_audio(tmp_path, capsys):
     code, _, err = _cli(["--video", _make_clip(tmp_path / "aac.mp4", seconds=1), "--out", tmp_path / "aac.webm"],
                         capsys)
     assert code == 2 and "does not fit .webm: use .mkv" in err, err
+
+
+def test_audio_args_slow_audio_with_the_picture():
+    assert audio_args() == [] and audio_args("aac") == ["-c:a", "aac"]
+    assert audio_args("aac", 2) == ["-c:a", "aac", "-af", "atempo=0.5"]
+    assert audio_args("aac", 3)[-1] == "atempo=0.5,atempo=0.666666667"
+    assert audio_args("libopus", 8)[-1] == "atempo=0.5,atempo=0.5,atempo=0.5"  # atempo's floor is 0.5 per instance
+    assert audio_args("flac", 5)[-1] == "atempo=0.5,atempo=0.5,atempo=0.8"
+    with pytest.raises(ValueError, match="re-encoded"):
+        audio_args("copy", 2)
+
+
+def test_audio_codec_reencodes_for_webm_and_keeps_audio_in_slow_motion(tmp_path, capsys):
+    """AAC does not fit .webm: the refusal names --audio-codec libopus, which then writes Opus audio; in slow motion
+    an audio encoder keeps the audio, slowed with the picture (it used to be dropped); an unknown encoder is
+    refused before any work."""
+    clip = _make_clip(tmp_path / "in.mp4", seconds=1, audio=True)
+    code, _, err = _cli(["--video", clip, "--out", tmp_path / "out.webm"], capsys)
+    assert code == 2 and "--audio-codec libopus" in err and "nothing was interpolated yet" in err, err
+    code, stdout, _ = _cli(["--video", clip, "--out", tmp_path / "out.webm", "--audio-codec", "libopus"], capsys)
+    assert code == 0 and "re-encoded (libopus)" in stdout
+    banner = subprocess.run([ffmpeg_exe(), "-hide_banner", "-i", str(tmp_path / "out.webm")], capture_output=True,
+                            text=True).stderr
+    assert "Audio: opus" in banner, banner
+    code, stdout, _ = _cli(["--video", clip, "--out", tmp_path / "slow.mp4", "--slowmo", "--factor", "3",
+                            "--audio-codec", "aac"], capsys)
+    assert code == 0 and "slowed 3x, re-encoded (aac)" in stdout
+    audio = _packets(tmp_path / "slow.mp4", "0:a")
+    seconds = sum(int(row[3]) for row in audio[1]) * audio[0]
+    assert abs(seconds - 3 * probe(clip).duration) < 0.1, seconds
+    code, _, err = _cli(["--video", clip, "--out", tmp_path / "x.mp4", "--audio-codec", "no-such-codec"], capsys)
+    assert code == 2 and "another --audio-codec" in err and not (tmp_path / "x.work").exists()
