@@ -22,15 +22,17 @@ import numpy as np
 # clean-data branch from step 31000, 20-22 continue it from chunk 18, 23-25 from chunk 21, 26-28 from chunk 25
 # (27's arms were not carried on; 29-32, the anneal, were not carried on; 33-35 are session 12's runs from 28a,
 # chunk 34b holds the committed weights, 35 and 36 continued it and kept none; 37-38 are session 13's runs from 28a
-# with convex flow upsampling, which kept none)
+# with convex flow upsampling, which kept none; 39 is session 14's A/B from 28a (kept none); 40 starts a run from
+# scratch (arm a carried on, 41-43 resume it; 41 validated on 4 batches, 40 and 42-43 on 16))
 KEPT_STEP = {1: 2500, 2: 6345, 3: 10000, 4: 15819, 5: 17000, 6: 20000, 7: 29000, 10: 31000, 16: 34000, 17: 36000,
              18: 42937, 19: 46000, 20: 51885, 21: 58000, 23: 64000, 24: 65000, 25: 68000, 26: 72000, 28: 73000,
-             34: 75000}
+             34: 75000, 43: 25000}
 # chunks whose arm b was carried on (its log and Middlebury file end in "b")
 CARRIED_ARM = {23: "b", 24: "b", 34: "b"}
-# chunks validated on 16 batches per set (session 11's anneal, 29-32, session 12's 33-36 and session 13's 37-38):
+# chunks validated on 16 batches per set (session 11's anneal, 29-32, session 12's 33-36, session 13's 37-38 and
+# session 14's 39, 40, 42 and 43):
 # their figures are about 0.4 dB below the 4-batch ones on the same weights, so they are drawn as their own curve
-VAL_16_BATCHES = set(range(29, 39))
+VAL_16_BATCHES = set(range(29, 41)) | {42, 43}
 
 
 Points = List[Tuple[float, float]]
@@ -64,6 +66,18 @@ def chunk_curves(raw: Path) -> Tuple[Points, Points, Points]:
     return val, val16, middlebury
 
 
+def _runs(points: Points, gap: float = 5.0) -> List[Points]:
+    """``points`` split where more than ``gap`` minutes pass between neighbours (the other curve's chunks ran
+    there), so no line is drawn across time a curve has no figures for."""
+    runs: List[Points] = []
+    for point in points:
+        if runs and point[0] - runs[-1][-1][0] <= gap:
+            runs[-1].append(point)
+        else:
+            runs.append([point])
+    return runs
+
+
 def draw(val: Points, val16: Points, middlebury: Points, out: Path) -> None:
     w, h, left, right, top, bottom = 900, 520, 70, 70, 40, 60
     img = np.full((h, w, 3), 255, np.uint8)
@@ -91,10 +105,11 @@ def draw(val: Points, val16: Points, middlebury: Points, out: Path) -> None:
     dis = px(0, 34.18)[1]
     cv2.line(img, (left, dis), (w - right, dis), (160, 160, 255), 1)
     cv2.putText(img, "DIS + warp 34.18", (left + 10, dis + 16), font, 0.45, (0, 0, 200), 1, cv2.LINE_AA)
-    pts = np.array([px(m, p) for m, p in val], np.int32)
-    cv2.polylines(img, [pts], False, (200, 120, 0), 2, cv2.LINE_AA)
+    cv2.polylines(img, [np.array([px(m, p) for m, p in run], np.int32) for run in _runs(val)], False, (200, 120, 0),
+                  2, cv2.LINE_AA)
     if val16:
-        cv2.polylines(img, [np.array([px(m, p) for m, p in val16], np.int32)], False, (200, 0, 200), 2, cv2.LINE_AA)
+        cv2.polylines(img, [np.array([px(m, p) for m, p in run], np.int32) for run in _runs(val16)], False,
+                      (200, 0, 200), 2, cv2.LINE_AA)
         cv2.putText(img, "same, 16 batches per set", (left + 300, px(0, 27.4)[1]), font, 0.5, (200, 0, 200), 1,
                     cv2.LINE_AA)
     mb = sorted(middlebury)
