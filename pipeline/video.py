@@ -128,9 +128,10 @@ def _job_key(info: VideoInfo, options: VideoOptions, weights: str) -> str:
     # "segments": bumped when this code encodes segments differently for the same input and options (2: session
     # 10's rotation, pixel aspect, colour and deinterlacing), so a job left by an older version starts afresh
     desc = {"input": str(info.path.resolve()), "size": stat.st_size, "mtime": stat.st_mtime_ns,
-            "options": {k: str(v) for k, v in asdict(options).items()}, "weights": weights, "segments": 2}
+            # (the audio is muxed at the end: its codec leaves the segments as they are)
+            "options": {k: str(v) for k, v in asdict(options).items() if k != "audio_codec"}, "weights": weights,
+            "segments": 2}
     return hashlib.sha256(json.dumps(desc, sort_keys=True).encode()).hexdigest()
-
 
 
 def _audio_note(has_audio: bool, kept: bool, codec: str, slow: int) -> str:
@@ -142,6 +143,7 @@ def _audio_note(has_audio: bool, kept: bool, codec: str, slow: int) -> str:
     if codec == "copy":
         return "copied"
     return f"slowed {slow}x, re-encoded ({codec})" if slow > 1 else f"re-encoded ({codec})"
+
 
 def interpolate_video(source: Path, out: Path, interpolate: Interpolator, options: VideoOptions,
                       weights_id: str = "", progress: bool = True) -> dict:
