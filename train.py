@@ -242,13 +242,6 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def _resumed_val_batches(resume: Optional[Path]) -> int:
-    """The validation size a resumed run used (its scores, and so its best, are on those triplets); else 4."""
-    if resume is not None and (resume / "progress.json").is_file():
-        return int(json.loads((resume / "progress.json").read_text()).get("val_batches", 4))
-    return 4
-
-
 def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(argv)
     # imports here keep `import train` free of side effects and cheap
@@ -284,9 +277,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"error: --ema {args.ema}: use a decay in [0, 1), e.g. 0.999 (0 turns the average off)",
               file=sys.stderr)
         return 2
-    if args.val_batches is None:
-        args.val_batches = _resumed_val_batches(args.resume)
-    if args.val_batches < 1:
+    if args.val_batches is not None and args.val_batches < 1:
         print(f"error: --val-batches {args.val_batches}: use 1 or more", file=sys.stderr)
         return 2
     if args.cuda_graph and (world > 1 or device.type != "cuda"):
@@ -300,13 +291,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     config = TrainConfig()
     net_config = NetworkConfig()
     step = 0
+    progress = {}  # the resumed run's step, best and kept scores, and its validation size
     if args.resume is not None:
         if not (args.resume / "state_model.safetensors").is_file():
             print(f"error: nothing to resume in {args.resume} (no state_model.safetensors)", file=sys.stderr)
             return 2
         config = TrainConfig.from_dict(json.loads((args.resume / "train_config.json").read_text()))
         net_config = NetworkConfig.from_dict(json.loads((args.resume / "config.json").read_text()))
-        step = json.loads((args.resume / "progress.json").read_text())["step"]
+        progress = json.loads((args.resume / "progress.json").read_text())
+        step = progress["step"]
     elif args.init_weights is not None:
         # continue from committed weights (fp16, config and step in the metadata), with a fresh optimizer
         from model.weights import WeightsError, read_config, read_metadata
@@ -396,6 +389,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     t0 = time.time()
     train_clips = load_clips(args.data, None, device, config.crop, exclude=config.validation_clips,
                              limit=args.max_clips)
+    # a resumed run's scores, and so its best, are on its own validation triplets: by default the same ones (states
+    # saved before session 14 do not say: they used the default, 4)
+    resumed_val_batches = progress.get("val_batches", 4)  # (4 too without a resumed run: the default)
+    if args.val_batches is None:
+        args.val_batches = resumed_val_batches
     # validation crops are 256 px whatever the training crop (or the training crop where smaller: tests), so runs
     # with different --crop are scored on the same triplets
     val_crop = min(config.crop, VALIDATION_CROP)
@@ -466,13 +464,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     # before there were two sets hold only "best_val_psnr", which is not comparable and is not carried over
     best = -1.0
     kept_score, kept_boundary = -1.0, None  # the kept weights' figures (session 8 on; before, kept = best)
-    if args.resume is not None and (args.resume / "progress.json").is_file():
-        progress = json.loads((args.resume / "progress.json").read_text())
-        if progress.get("val_batches", 4) == args.val_batches:
+    if args.resume is not None:
+        if resumed_val_batches == args.val_batches:
             best = progress.get("best_score", -1.0)
             kept_score, kept_boundary = progress.get("kept_score", best), progress.get("kept_boundary")
         elif main_process:  # other triplets: the resumed run's best is no bar for these scores
-            print(f"note: the resumed run validated on {progress.get('val_batches', 4)} batches per set, this chunk "
+            print(f"note: the resumed run validated on {resumed_val_batches} batches per set, this chunk "
                   f"on {args.val_batches}; its best score is not carried over (this chunk keeps its own best)",
                   file=sys.stderr)
 
