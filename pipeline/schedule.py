@@ -26,6 +26,11 @@ class Plan:
     def time(self, j: int) -> Fraction:
         return j * self.step
 
+    @property
+    def slowdown(self) -> int:
+        """How many times slower than the input the output plays: 1 for rate conversion, the factor in slow motion."""
+        return int(1 / (self.step * self.rate_out))
+
 
 def make_plan(duration: Fraction, rate_in: Fraction, factor: Optional[int] = None,
               fps: Optional[Fraction] = None, slowmo: bool = False) -> Plan:

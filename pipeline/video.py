@@ -173,7 +173,7 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
         return _video_to_images(info, str(out), plan, interpolate, options, progress)
     pix_fmt = output_pix_fmt(options.codec, options.pix_fmt, info.width, info.height, info.bit_depth > 8)
     check_codec_fits(options.codec, pix_fmt, out)
-    slow = (options.factor or 2) if options.slowmo else 1
+    slow = plan.slowdown
     keep_audio = info.has_audio and (not options.slowmo or options.audio_codec != "copy")
     audio = audio_args(options.audio_codec, slow) if keep_audio else []
     if keep_audio:

@@ -62,7 +62,9 @@ def test_rate_parsing_and_plans():
     plan = make_plan(240 / Fraction(24000, 1001), Fraction(24000, 1001), fps=Fraction(60000, 1001))  # 240 frames
     assert plan.count == 600 and plan.rate_out == Fraction(60000, 1001)
     slow = make_plan(Fraction(2), Fraction(12), factor=4, slowmo=True)
-    assert slow.rate_out == 12 and slow.count == 96
+    assert slow.rate_out == 12 and slow.count == 96 and slow.slowdown == 4
+    assert make_plan(Fraction(2), Fraction(12), slowmo=True).slowdown == 2  # the default factor
+    assert plan.slowdown == 1
     # 2.5x conversion: every output frame maps to the right pair and t
     anchors = [Fraction(i, 24) for i in range(5)]
     sources = planned_sources(anchors, [False] * 4, make_plan(Fraction(5, 24), Fraction(24), fps=Fraction(60)))
