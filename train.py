@@ -236,6 +236,10 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                    help="start a new warm-up and cosine at the step of --init-weights (or --resume), lasting "
                         "--total-steps from there; without it the schedule counts from step 0, so weights of a late "
                         "step with a fresh optimizer get no warm-up and the tail of the old cosine")
+    p.add_argument("--rewarm", type=int, default=0, metavar="STEPS",
+                   help="ramp the learning rate up over the first STEPS steps of this chunk, on the schedule where it "
+                        "stands: for --init-weights without --restart-schedule (a fresh optimizer's first updates at "
+                        "the full rate jolt trained weights), e.g. to continue a run across sessions")
     p.add_argument("--cuda-graph", action="store_true",
                    help="record the step's forward and backward as CUDA graphs and replay them (one GPU): the "
                         "eager step spends more host time launching kernels than the GPU spends running them")
@@ -254,7 +258,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from training.data import (FootageSampler, boundary_masks, frame_blend, load_clips, paste_layers, synthetic_batch,
                                synthetic_set, validation_sets)
     from training.losses import psnr
-    from training.schedule import learning_rate
+    from training.schedule import learning_rate, rewarmed
     from training.validation import replaces_kept, validation_psnr
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -366,6 +370,9 @@ def main(argv: Optional[List[str]] = None) -> int:
               f"and --synthetic-warp 0 or positive, --synthetic-texture-zoom at least 1; got "
               f"{config.synthetic_layers}, {config.synthetic_motion}, {config.synthetic_shapes}, "
               f"{config.synthetic_warp} and {config.synthetic_texture_zoom}", file=sys.stderr)
+        return 2
+    if args.rewarm < 0:
+        print(f"error: --rewarm must be 0 or positive, got {args.rewarm}", file=sys.stderr)
         return 2
     if args.restart_schedule:
         config = dataclasses.replace(config, schedule_start=step)
@@ -556,6 +563,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         if elapsed > budget or (args.max_steps is not None and step - start_step >= args.max_steps):
             break
         lr = learning_rate(step, config.lr, config.warmup, config.total_steps, start=config.schedule_start)
+        lr = rewarmed(lr, step, start_step, args.rewarm)
         for group in optim.param_groups:
             group["lr"] = lr
         real = sampler.batch(n_real)

@@ -431,6 +431,30 @@ def test_restart_schedule_counts_warmup_and_cosine_from_the_init_step(footage, t
     assert json.loads((out3 / "train_config.json").read_text())["schedule_start"] == 2
 
 
+def test_rewarm_ramps_the_rate_onto_the_schedule_where_it_stands(footage, tmp_path, capsys, monkeypatch):
+    import training.schedule
+    from training.schedule import learning_rate, rewarmed
+
+    rate = learning_rate(25000, 3e-4, 1000, 100000)
+    assert rewarmed(rate, 25000, 25000, 500) == pytest.approx(rate / 500)  # the chunk's first step
+    assert rewarmed(rate, 25249, 25000, 500) == pytest.approx(rate / 2)
+    assert rewarmed(rate, 25500, 25000, 500) == rate  # then the schedule itself, which was not restarted
+    assert rewarmed(rate, 25000, 25000, 0) == rate
+    out = tmp_path / "run"
+    assert train.main(_args(footage, out, "--max-steps", "2")) == 0
+    used = []  # the rates train.py sets, through the real function
+    monkeypatch.setattr(training.schedule, "rewarmed", lambda *a: used.append(rewarmed(*a)) or used[-1])
+    out2 = tmp_path / "cont"
+    assert train.main(_args(footage, out2, "--max-steps", "2", "--rewarm", "4",
+                            "--init-weights", str(out / "weights.safetensors"))) == 0
+    config = json.loads((out2 / "train_config.json").read_text())
+    assert config["schedule_start"] == 0  # the schedule goes on; only this chunk's first steps are scaled
+    full = [learning_rate(s, config["lr"], config["warmup"], config["total_steps"]) for s in (2, 3)]
+    assert used == pytest.approx([full[0] / 4, full[1] * 2 / 4])
+    assert train.main(_args(footage, tmp_path / "bad", "--rewarm", "-1")) == 2
+    assert "--rewarm" in capsys.readouterr().err
+
+
 def test_ties_on_the_score_go_to_the_boundaries():
     from training.validation import replaces_kept
 

@@ -13,3 +13,11 @@ def learning_rate(step: int, base: float, warmup: int, total: int, floor: float 
         return base * (step + 1) / warmup
     progress = min(1.0, (step - warmup) / max(1, total - warmup))
     return base * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def rewarmed(rate: float, step: int, since: int, steps: int) -> float:
+    """``rate`` ramped up linearly over ``steps`` steps from step ``since``: a fresh optimizer on trained weights
+    (train.py --init-weights --rewarm) eases into the schedule where it stands instead of restarting it."""
+    if steps <= 0 or step >= since + steps:
+        return rate
+    return rate * (max(0, step - since) + 1) / steps
