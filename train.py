@@ -240,9 +240,11 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                    help="ramp the learning rate up over the first STEPS steps of this chunk, on the schedule where it "
                         "stands: for --init-weights without --restart-schedule (a fresh optimizer's first updates at "
                         "the full rate jolt trained weights), e.g. to continue a run across sessions")
-    p.add_argument("--cuda-graph", action="store_true",
+    p.add_argument("--cuda-graph", action=argparse.BooleanOptionalAction, default=None,
                    help="record the step's forward and backward as CUDA graphs and replay them (one GPU): the "
-                        "eager step spends more host time launching kernels than the GPU spends running them")
+                        "eager step spends more host time launching kernels than the GPU spends running them "
+                        "(about 18 against 13 steps/s on an H200). Default: off, or on --resume what the resumed "
+                        "run used where this run can (one CUDA device)")
     return p.parse_args(argv)
 
 
@@ -288,6 +290,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("error: --cuda-graph records one GPU's step: run it on a CUDA device without torchrun",
               file=sys.stderr)
         return 2
+    graph_capable = world == 1 and device.type == "cuda"
     if not (args.data / "clips.jsonl").is_file():
         print(f"error: {args.data} has no clips.jsonl: pass --data pointing at the footage folder", file=sys.stderr)
         return 2
@@ -304,6 +307,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         net_config = NetworkConfig.from_dict(json.loads((args.resume / "config.json").read_text()))
         progress = json.loads((args.resume / "progress.json").read_text())
         step = progress["step"]
+        if args.cuda_graph is None and progress.get("cuda_graph"):
+            # an execution option, not part of the recipe, but a resume that drops it runs a third slower
+            args.cuda_graph = graph_capable
+            if not graph_capable and main_process:
+                print("note: the resumed run used --cuda-graph, which needs one CUDA device without torchrun; "
+                      "this chunk runs the eager step", file=sys.stderr)
     elif args.init_weights is not None:
         # continue from committed weights (fp16, config and step in the metadata), with a fresh optimizer
         from model.weights import WeightsError, read_config, read_metadata
@@ -532,7 +541,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         config.save(args.out / "train_config.json")
         (args.out / "progress.json").write_text(json.dumps({"step": step, "best_score": best, "kept_score": kept_score,
                                                             "kept_boundary": kept_boundary,
-                                                            "val_batches": args.val_batches}) + "\n")
+                                                            "val_batches": args.val_batches,
+                                                            "cuda_graph": bool(args.cuda_graph)}) + "\n")
         if tag_best:
             with ema.swapped() if ema is not None else contextlib.nullcontext():
                 save_weights(net, args.out / "weights.safetensors",

@@ -549,3 +549,19 @@ def test_resume_keeps_the_validation_size(footage, tmp_path, capsys):
     after = json.loads((out3 / "progress.json").read_text())
     assert after["val_batches"] == 1 and after["best_score"] < 99.0
     assert (out3 / "weights.safetensors").is_file()  # this chunk's own best was kept
+
+
+def test_resume_keeps_cuda_graph_where_it_can(footage, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert train.main(_args(footage, out, "--max-steps", "1")) == 0
+    progress = json.loads((out / "progress.json").read_text())
+    assert progress["cuda_graph"] is False
+    # a state saved by a --cuda-graph run (on a GPU), resumed where graphs cannot run: eager, with a note
+    (out / "progress.json").write_text(json.dumps({**progress, "cuda_graph": True}))
+    out2 = tmp_path / "resumed"
+    assert train.main(_args(footage, out2, "--max-steps", "1", "--resume", str(out))) == 0
+    assert "used --cuda-graph" in capsys.readouterr().err
+    assert json.loads((out2 / "progress.json").read_text())["cuda_graph"] is False
+    out3 = tmp_path / "eager"  # said outright, no note
+    assert train.main(_args(footage, out3, "--max-steps", "1", "--resume", str(out), "--no-cuda-graph")) == 0
+    assert "used --cuda-graph" not in capsys.readouterr().err
