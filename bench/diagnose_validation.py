@@ -36,6 +36,16 @@ sets), in float32: where occlusions and object edges are, which the per-triplet 
 
 scores the same sets drawn from 16 training clips instead (a fixed choice among the clips that are not held out):
 a gain there that the held-out clips do not show is the network fitting the footage it trained on.
+
+    python bench/diagnose_validation.py --data .data/footage --oracle [--val-batches 16]
+
+instead asks how much of the score is left to a better flow at all: the network against two methods that are
+told the true middle frame's motion, DIS flow from the middle frame to each input, backward warping and blending
+by t ("middle-frame flow"), and the same taking each pixel from whichever warped input is closer to the truth
+(also told the occlusions), and the middle-frame flow straightened to constant velocity (each pixel's path from
+one input to the other, without its acceleration, which two frames cannot show), as measured and with the
+acceleration averaged over 15 px (less of DIS's noise). None is a method; they bound what the flow of a two-frame
+method could bring. A synthetic column (layered motion at nearly constant velocity, exact truth) checks the probe.
 """
 
 from __future__ import annotations
@@ -178,6 +188,53 @@ def boundary_scores(clips, weights: List[Path], device: torch.device, batches: i
     return 0
 
 
+def _oracle_rows(net, b) -> dict:
+    """Per-triplet PSNR of the network and of interpolation told the middle frame's motion, for batch ``b``."""
+    one, two, mid, t = b["one"], b["two"], b["mid"], b["t"].view(-1, 1, 1, 1)
+    # each input moved to where the middle frame shows it (edge pixels repeated where the flow points outside the
+    # crop, which the network's own padding also covers)
+    to_one, to_two = dis_flow(mid, one), dis_flow(mid, two)
+    from_one = backwarp(one, to_one, padding="border")
+    from_two = backwarp(two, to_two, padding="border")
+    closer = (from_one - mid).abs().sum(1, keepdim=True) <= (from_two - mid).abs().sum(1, keepdim=True)
+    # the same motion at constant velocity (each pixel's path from one to two, straightened): what a two-frame
+    # method with perfect correspondences could reach, as it cannot see acceleration
+    # sampling one at x - t * path and two at x + (1 - t) * path is sampling both at their true places less the
+    # acceleration offset d = (1 - t) * to_one + t * to_two, whose DIS noise makes the bound pessimistic; averaging
+    # d over 15 px keeps an object's acceleration and drops most of that noise
+    path = to_two - to_one
+    straight = (1 - t) * backwarp(one, -t * path, padding="border") + t * backwarp(two, (1 - t) * path, padding="border")
+    smooth = torch.nn.functional.avg_pool2d((1 - t) * to_one + t * to_two, 15, 1, 7, count_include_pad=False)
+    smoothed = ((1 - t) * backwarp(one, to_one - smooth, padding="border")
+                + t * backwarp(two, to_two - smooth, padding="border"))
+    return {"network": psnr(interpolate(net, one, two, b["t"]), mid),
+            "middle-frame flow": psnr((1 - t) * from_one + t * from_two, mid),
+            "+ best input per pixel": psnr(torch.where(closer, from_one, from_two), mid),
+            "constant velocity": psnr(straight, mid),
+            "+ acceleration smoothed": psnr(smoothed, mid),
+            "frame blend": psnr(frame_blend(one, two, b["t"]), mid)}
+
+
+def oracle_scores(clips, net, batches: int = 4) -> int:
+    """The network's validation figures against interpolation told the true middle frame's motion (see the
+    module's --oracle): per set and as train.py's score, the mean of the two score sets; and, as a control of
+    the method, synthetic layered motion (constant velocity by construction, exact ground truth)."""
+    sets = validation_sets(clips, 256, 4, batches)
+    columns = {"motion-weighted": sets["motion-weighted"], "consecutive": sets["consecutive"],
+               "synthetic control": synthetic_set(clips, 256, batches)}
+    results = {}
+    with torch.no_grad():
+        for name, column in columns.items():
+            rows = [_oracle_rows(net, b) for b in column]
+            results[name] = {k: float(torch.cat([r[k] for r in rows]).mean()) for k in rows[0]}
+    print(f"{'':24s} {'motion-weighted':>16s} {'consecutive':>16s} {'score':>16s} {'synthetic control':>18s}")
+    for row in results["consecutive"]:
+        values = [results[n][row] for n in ("motion-weighted", "consecutive")]
+        print(f"{row:24s} " + " ".join(f"{v:16.3f}" for v in (*values, sum(values) / 2))
+              + f" {results['synthetic control'][row]:18.3f}")
+    return 0
+
+
 def breakdown(clips, net, device: torch.device) -> int:
     """PSNR by pixel group (DIS motion x texture) for the network, DIS + backward warp and blending."""
     motion_edges = (0.0, 1.0, 4.0, 16.0, float("inf"))
@@ -231,16 +288,19 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="train.py's validation figures and PSNR near motion boundaries, for --weights and every "
                         "--compare")
     p.add_argument("--val-batches", type=int, default=4,
-                   help="batches of 16 triplets per set for --boundaries (train.py's --val-batches; default 4)")
+                   help="batches of 16 triplets per set for --boundaries and --oracle (train.py's --val-batches; "
+                        "default 4)")
     p.add_argument("--synthetic", action="store_true",
                    help="score synthetic motion over validation textures instead, for --weights and every --compare")
+    p.add_argument("--oracle", action="store_true",
+                   help="the network against interpolation told the true middle frame's motion instead")
     p.add_argument("--training-clips", type=int, default=0, metavar="N",
                    help="with --boundaries: draw the sets from N training clips instead of the held-out ones")
     args = p.parse_args(argv)
     if args.val_batches < 1:
         p.error(f"--val-batches {args.val_batches}: use 1 or more")
-    if args.training_clips and not args.boundaries:
-        p.error("--training-clips goes with --boundaries")
+    if args.training_clips and not (args.boundaries or args.oracle):
+        p.error("--training-clips goes with --boundaries or --oracle")
     device = torch.device(args.device)
     names = training_clip_names(args.data, args.training_clips) if args.training_clips else VALIDATION_CLIPS
     clips = load_clips(args.data, names, device, 256)
@@ -251,6 +311,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.boundaries:
         return boundary_scores(clips, [args.weights, *args.compare], device, args.val_batches)
     net = load_weights(args.weights, device).eval()
+    if args.oracle:
+        return oracle_scores(clips, net, args.val_batches)
     if args.breakdown:
         return breakdown(clips, net, device)
     sets = validation_sets(clips, 256, 4)  # train.py's validation sets, at its default crop and gap

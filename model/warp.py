@@ -8,8 +8,9 @@ import torch
 import torch.nn.functional as F
 
 
-def backwarp(x: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
-    """Sample ``x`` at (p + flow(p)) with bilinear interpolation; zeros outside.
+def backwarp(x: torch.Tensor, flow: torch.Tensor, padding: str = "zeros") -> torch.Tensor:
+    """Sample ``x`` at (p + flow(p)) with bilinear interpolation; zeros outside (``padding="border"``: the nearest
+    edge pixel).
 
     Grids are built per call from ``flow``'s shape, device and dtype (cheap next to
     the sampling itself), so there is no cache to bound.
@@ -20,7 +21,7 @@ def backwarp(x: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
     gx = (xs.view(1, 1, w) + flow[:, 0]) * (2.0 / max(w - 1, 1)) - 1.0
     gy = (ys.view(1, h, 1) + flow[:, 1]) * (2.0 / max(h - 1, 1)) - 1.0
     grid = torch.stack([gx, gy], dim=3).to(x.dtype)
-    return F.grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=True)
+    return F.grid_sample(x, grid, mode="bilinear", padding_mode=padding, align_corners=True)
 
 
 def resize_flow(flow: torch.Tensor, size: Tuple[int, int]) -> torch.Tensor:

@@ -48,6 +48,8 @@ def test_backwarp_integer_shift():
     flow[:, 0] = 1.0
     out = backwarp(x, flow)
     torch.testing.assert_close(out[..., :-1], x[..., 1:])
+    assert out[..., -1].abs().max() == 0  # outside: zeros by default
+    torch.testing.assert_close(backwarp(x, flow, padding="border")[..., -1], x[..., -1])  # or the edge pixel
 
 
 def test_resize_flow_scales_vectors():

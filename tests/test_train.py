@@ -565,3 +565,27 @@ def test_resume_keeps_cuda_graph_where_it_can(footage, tmp_path, capsys):
     out3 = tmp_path / "eager"  # said outright, no note
     assert train.main(_args(footage, out3, "--max-steps", "1", "--resume", str(out), "--no-cuda-graph")) == 0
     assert "used --cuda-graph" not in capsys.readouterr().err
+
+
+def test_oracle_probe_bounds_constant_velocity_motion():
+    """bench/diagnose_validation.py --oracle: on a texture moving at constant velocity, interpolation told the
+    middle frame's motion is near exact, straightening it changes nothing, and both beat blending."""
+    import cv2
+    import numpy as np
+
+    from bench.diagnose_validation import _oracle_rows
+    from model import load_weights
+
+    rng = np.random.default_rng(0)
+    texture = cv2.GaussianBlur(rng.random((96, 120, 3)).astype(np.float32), (0, 0), 2.0)
+    texture = (texture - texture.min()) / (texture.max() - texture.min())
+    frames = [torch.from_numpy(np.ascontiguousarray(texture[16:80, 16 + 3 * k:80 + 3 * k])).permute(2, 0, 1)
+              for k in range(3)]  # 3 px per frame to the left
+    batch = {"one": frames[0][None], "mid": frames[1][None], "two": frames[2][None], "t": torch.tensor([0.5])}
+    weights = Path(__file__).resolve().parent.parent / "weights" / "network.safetensors"
+    with torch.no_grad():
+        rows = {k: float(v) for k, v in _oracle_rows(load_weights(weights, torch.device("cpu")).eval(), batch).items()}
+    assert rows["middle-frame flow"] > rows["frame blend"] + 8
+    assert abs(rows["constant velocity"] - rows["middle-frame flow"]) < 1.0
+    assert rows["+ best input per pixel"] >= rows["middle-frame flow"] - 0.5
+    assert rows["network"] > rows["frame blend"]
