@@ -37,7 +37,7 @@ sets), in float32: where occlusions and object edges are, which the per-triplet 
 scores the same sets drawn from 16 training clips instead (a fixed choice among the clips that are not held out):
 a gain there that the held-out clips do not show is the network fitting the footage it trained on.
 
-    python bench/diagnose_validation.py --data .data/footage --oracle [--val-batches 16]
+    python bench/diagnose_validation.py --data .data/footage --oracle [--val-batches 16] [--compare W ...]
 
 instead asks how much of the score is left to a better flow at all: the network against two methods that are
 told the true middle frame's motion, DIS flow from the middle frame to each input, backward warping and blending
@@ -46,6 +46,7 @@ by t ("middle-frame flow"), and the same taking each pixel from whichever warped
 one input to the other, without its acceleration, which two frames cannot show), as measured and with the
 acceleration averaged over 15 px (less of DIS's noise). None is a method; they bound what the flow of a two-frame
 method could bring. A synthetic column (layered motion at nearly constant velocity, exact truth) checks the probe.
+Then each weights file on the third of the triplets whose motion is nearest constant velocity, and on the rest.
 """
 
 from __future__ import annotations
@@ -215,23 +216,41 @@ def _oracle_rows(net, b) -> dict:
             "frame blend": psnr(frame_blend(one, two, b["t"]), mid)}
 
 
-def oracle_scores(clips, net, batches: int = 4) -> int:
-    """The network's validation figures against interpolation told the true middle frame's motion (see the
+def oracle_scores(clips, weights: List[Path], device: torch.device, batches: int = 4) -> int:
+    """The first weights' validation figures against interpolation told the true middle frame's motion (see the
     module's --oracle): per set and as train.py's score, the mean of the two score sets; and, as a control of
-    the method, synthetic layered motion (constant velocity by construction, exact ground truth)."""
+    the method, synthetic layered motion (nearly constant velocity, exact ground truth). Then every weights file
+    on the third of each set's triplets whose motion is nearest constant velocity (the smallest loss from
+    straightening the middle-frame flow) and on the rest."""
     sets = validation_sets(clips, 256, 4, batches)
     columns = {"motion-weighted": sets["motion-weighted"], "consecutive": sets["consecutive"],
                "synthetic control": synthetic_set(clips, 256, batches)}
-    results = {}
+    results, straightness = {}, {}
+    net = load_weights(weights[0], device).eval()
     with torch.no_grad():
         for name, column in columns.items():
             rows = [_oracle_rows(net, b) for b in column]
             results[name] = {k: float(torch.cat([r[k] for r in rows]).mean()) for k in rows[0]}
-    print(f"{'':24s} {'motion-weighted':>16s} {'consecutive':>16s} {'score':>16s} {'synthetic control':>18s}")
+            straightness[name] = torch.cat([r["middle-frame flow"] - r["+ acceleration smoothed"] for r in rows])
+    print(f"{'':24s} {'motion-weighted':>16s} {'consecutive':>16s} {'score':>16s} {'synthetic control':>18s}"
+          f"  ({weights[0]})")
     for row in results["consecutive"]:
         values = [results[n][row] for n in ("motion-weighted", "consecutive")]
         print(f"{row:24s} " + " ".join(f"{v:16.3f}" for v in (*values, sum(values) / 2))
               + f" {results['synthetic control'][row]:18.3f}")
+    score_sets = ("motion-weighted", "consecutive")
+    linear = {n: straightness[n] <= straightness[n].quantile(1 / 3) for n in score_sets}
+    print(f"\nnetwork PSNR on the third of the triplets nearest constant velocity / the other two thirds "
+          f"({int(linear[score_sets[0]].sum())} and {int((~linear[score_sets[0]]).sum())} per set)")
+    print(" ".join(f"{n:>27s}" for n in score_sets) + f" {'score':>27s}  weights")
+    for path in weights:
+        net = load_weights(path, device).eval()
+        with torch.no_grad():
+            own = {n: torch.cat([psnr(interpolate(net, b["one"], b["two"], b["t"]), b["mid"]) for b in sets[n]])
+                   for n in score_sets}
+        pairs = [(float(own[n][linear[n]].mean()), float(own[n][~linear[n]].mean())) for n in score_sets]
+        pairs.append(tuple(sum(p[i] for p in pairs) / 2 for i in range(2)))
+        print(" ".join(f"{a:13.3f} / {b:11.3f}" for a, b in pairs) + f"  {path}", flush=True)
     return 0
 
 
@@ -282,7 +301,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--device", default="cpu")
     p.add_argument("--small-motion", action="store_true", help="score the small-motion clean set instead")
     p.add_argument("--compare", type=Path, nargs="+", default=[],
-                   help="more weights for --small-motion, --synthetic and --boundaries")
+                   help="more weights for --small-motion, --synthetic, --boundaries and --oracle")
     p.add_argument("--breakdown", action="store_true", help="PSNR by DIS motion and texture instead")
     p.add_argument("--boundaries", action="store_true",
                    help="train.py's validation figures and PSNR near motion boundaries, for --weights and every "
@@ -310,9 +329,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         return synthetic_sets(clips, [args.weights, *args.compare], device)
     if args.boundaries:
         return boundary_scores(clips, [args.weights, *args.compare], device, args.val_batches)
-    net = load_weights(args.weights, device).eval()
     if args.oracle:
-        return oracle_scores(clips, net, args.val_batches)
+        return oracle_scores(clips, [args.weights, *args.compare], device, args.val_batches)
+    net = load_weights(args.weights, device).eval()
     if args.breakdown:
         return breakdown(clips, net, device)
     sets = validation_sets(clips, 256, 4)  # train.py's validation sets, at its default crop and gap
