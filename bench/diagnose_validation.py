@@ -39,10 +39,10 @@ a gain there that the held-out clips do not show is the network fitting the foot
 
     python bench/diagnose_validation.py --data .data/footage --oracle [--val-batches 16] [--compare W ...]
 
-instead asks how much of the score is left to a better flow at all: the network against two methods that are
-told the true middle frame's motion, DIS flow from the middle frame to each input, backward warping and blending
-by t ("middle-frame flow"), and the same taking each pixel from whichever warped input is closer to the truth
-(also told the occlusions), and the middle-frame flow straightened to constant velocity (each pixel's path from
+instead asks how much of the score is left to a better flow at all: the network against interpolation told the
+true middle frame's motion: DIS flow from the middle frame to each input, backward warping and blending by t
+("middle-frame flow"); the same taking each pixel from whichever warped input is closer to the truth (also told
+the occlusions); and the middle-frame flow straightened to constant velocity (each pixel's path from
 one input to the other, without its acceleration, which two frames cannot show), as measured and with the
 acceleration averaged over 15 px (less of DIS's noise). None is a method; they bound what the flow of a two-frame
 method could bring. A synthetic column (layered motion at nearly constant velocity, exact truth) checks the probe.
@@ -199,10 +199,10 @@ def _oracle_rows(net, b) -> dict:
     from_two = backwarp(two, to_two, padding="border")
     closer = (from_one - mid).abs().sum(1, keepdim=True) <= (from_two - mid).abs().sum(1, keepdim=True)
     # the same motion at constant velocity (each pixel's path from one to two, straightened): what a two-frame
-    # method with perfect correspondences could reach, as it cannot see acceleration
-    # sampling one at x - t * path and two at x + (1 - t) * path is sampling both at their true places less the
-    # acceleration offset d = (1 - t) * to_one + t * to_two, whose DIS noise makes the bound pessimistic; averaging
-    # d over 15 px keeps an object's acceleration and drops most of that noise
+    # method with perfect correspondences could reach, as it cannot see acceleration. Sampling one at
+    # x - t * path and two at x + (1 - t) * path samples both at their true places less the acceleration offset
+    # d = (1 - t) * to_one + t * to_two, whose DIS noise makes the bound pessimistic; averaging d over 15 px keeps
+    # an object's acceleration and drops most of that noise
     path = to_two - to_one
     straight = (1 - t) * backwarp(one, -t * path, padding="border") + t * backwarp(two, (1 - t) * path, padding="border")
     smooth = torch.nn.functional.avg_pool2d((1 - t) * to_one + t * to_two, 15, 1, 7, count_include_pad=False)
@@ -225,13 +225,14 @@ def oracle_scores(clips, weights: List[Path], device: torch.device, batches: int
     sets = validation_sets(clips, 256, 4, batches)
     columns = {"motion-weighted": sets["motion-weighted"], "consecutive": sets["consecutive"],
                "synthetic control": synthetic_set(clips, 256, batches)}
-    results, straightness = {}, {}
+    results, straightening_loss, own_first = {}, {}, {}
     net = load_weights(weights[0], device).eval()
     with torch.no_grad():
         for name, column in columns.items():
             rows = [_oracle_rows(net, b) for b in column]
             results[name] = {k: float(torch.cat([r[k] for r in rows]).mean()) for k in rows[0]}
-            straightness[name] = torch.cat([r["middle-frame flow"] - r["+ acceleration smoothed"] for r in rows])
+            straightening_loss[name] = torch.cat([r["middle-frame flow"] - r["+ acceleration smoothed"] for r in rows])
+            own_first[name] = torch.cat([r["network"] for r in rows])
     print(f"{'':24s} {'motion-weighted':>16s} {'consecutive':>16s} {'score':>16s} {'synthetic control':>18s}"
           f"  ({weights[0]})")
     for row in results["consecutive"]:
@@ -239,15 +240,18 @@ def oracle_scores(clips, weights: List[Path], device: torch.device, batches: int
         print(f"{row:24s} " + " ".join(f"{v:16.3f}" for v in (*values, sum(values) / 2))
               + f" {results['synthetic control'][row]:18.3f}")
     score_sets = ("motion-weighted", "consecutive")
-    linear = {n: straightness[n] <= straightness[n].quantile(1 / 3) for n in score_sets}
+    linear = {n: straightening_loss[n] <= straightening_loss[n].quantile(1 / 3) for n in score_sets}
     print(f"\nnetwork PSNR on the third of the triplets nearest constant velocity / the other two thirds "
           f"({int(linear[score_sets[0]].sum())} and {int((~linear[score_sets[0]]).sum())} per set)")
     print(" ".join(f"{n:>27s}" for n in score_sets) + f" {'score':>27s}  weights")
-    for path in weights:
-        net = load_weights(path, device).eval()
-        with torch.no_grad():
-            own = {n: torch.cat([psnr(interpolate(net, b["one"], b["two"], b["t"]), b["mid"]) for b in sets[n]])
-                   for n in score_sets}
+    for k, path in enumerate(weights):
+        if k == 0:
+            own = own_first
+        else:
+            net = load_weights(path, device).eval()
+            with torch.no_grad():
+                own = {n: torch.cat([psnr(interpolate(net, b["one"], b["two"], b["t"]), b["mid"]) for b in sets[n]])
+                       for n in score_sets}
         pairs = [(float(own[n][linear[n]].mean()), float(own[n][~linear[n]].mean())) for n in score_sets]
         pairs.append(tuple(sum(p[i] for p in pairs) / 2 for i in range(2)))
         print(" ".join(f"{a:13.3f} / {b:11.3f}" for a, b in pairs) + f"  {path}", flush=True)
@@ -314,7 +318,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--oracle", action="store_true",
                    help="the network against interpolation told the true middle frame's motion instead")
     p.add_argument("--training-clips", type=int, default=0, metavar="N",
-                   help="with --boundaries: draw the sets from N training clips instead of the held-out ones")
+                   help="with --boundaries or --oracle: draw the sets from N training clips instead of the held-out "
+                        "ones")
     args = p.parse_args(argv)
     if args.val_batches < 1:
         p.error(f"--val-batches {args.val_batches}: use 1 or more")
