@@ -292,7 +292,8 @@ def check_audio_fits(source: Path, out: Path, audio: Sequence[str] = ()) -> None
             why = (f"the source's audio does not fit {out.suffix}: use .mkv, which holds it, or --audio-codec "
                    f"{'libopus' if webm else 'aac'} to re-encode it")
         else:
-            why = (f"its audio encoded with {audio[1]} does not fit {out.suffix} (or ffmpeg lacks that encoder): use "
+            encoder = audio[list(audio).index("-c:a") + 1] if "-c:a" in audio else "that encoder"
+            why = (f"its audio encoded with {encoder} does not fit {out.suffix} (or ffmpeg lacks that encoder): use "
                    f"another --audio-codec{', libopus or libvorbis for .webm' if webm else ', e.g. aac'}")
         raise VideoError(f"{exc} -- {why} (nothing was interpolated yet)") from exc
     finally:

@@ -852,3 +852,4 @@ def test_audio_codec_reencodes_for_webm_and_keeps_audio_in_slow_motion(tmp_path,
     assert abs(seconds - 3 * probe(clip).duration) < 0.1, seconds
     code, _, err = _cli(["--video", clip, "--out", tmp_path / "x.mp4", "--audio-codec", "no-such-codec"], capsys)
     assert code == 2 and "another --audio-codec" in err and not (tmp_path / "x.work").exists()
+    assert "encoded with no-such-codec" in err, err
