@@ -115,6 +115,9 @@ class VideoInfo:
     # the start timecode of camera and broadcast files (mov/mp4 tmcd track, mkv tag), "HH:MM:SS:FF" (";" before
     # the frames for drop-frame), at the video's own rate; "" if none
     timecode: str = ""
+    # data streams other than the start timecode (camera telemetry such as GoPro's GPMF, KLV, private data): not
+    # copied (Matroska takes none, and what mp4/mov take depends on the data's tag), and named in the run's report
+    data_streams: int = 0
 
     @property
     def frames(self) -> int:
@@ -244,7 +247,9 @@ def probe(path: Path) -> VideoInfo:
                      sample_aspect, rotation, start, color, f"{fields.group(1)} first" if fields else "", alpha,
                      alpha_decoder, index, cover_list, len(moving) - 1,
                      len(re.findall(r"Stream #\d+:\d+\S*: Attachment:", text)),
-                     timecode=timecode.group(1) if timecode else "")
+                     timecode=timecode.group(1) if timecode else "",
+                     data_streams=len([m for m in re.finditer(r"Stream #\d+:\d+\S*: Data: (.*)", text)
+                                       if "tmcd" not in m.group(1)]))
 
 
 def at_field_rate(info: VideoInfo) -> VideoInfo:

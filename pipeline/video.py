@@ -258,6 +258,8 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
     if info.other_videos:
         stats["other video streams"] = (f"{info.other_videos} not copied (interpolated: stream {info.stream}, "
                                         f"{info.width}x{info.height}, the largest)")
+    if info.data_streams:
+        stats["data streams"] = f"{info.data_streams} not copied (telemetry or other data; the source keeps them)"
     if info.problem:
         stats["input_problem"] = info.problem
     return stats

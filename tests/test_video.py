@@ -853,3 +853,19 @@ def test_audio_codec_reencodes_for_webm_and_keeps_audio_in_slow_motion(tmp_path,
     code, _, err = _cli(["--video", clip, "--out", tmp_path / "x.mp4", "--audio-codec", "no-such-codec"], capsys)
     assert code == 2 and "another --audio-codec" in err and not (tmp_path / "x.work").exists()
     assert "encoded with no-such-codec" in err, err
+
+
+def test_data_streams_are_named_not_lost_silently(tmp_path, capsys):
+    """A data stream (camera telemetry, here private data in MPEG-TS) is not copied, and the run says so; a start
+    timecode, stored as a data track in mov, is not counted (it is written again as the output's timecode)."""
+    main = _make_clip(tmp_path / "main.mp4", size="96x64", seconds=1)
+    blob = tmp_path / "telemetry.bin"
+    blob.write_bytes(bytes(range(256)) * 40)
+    clip = tmp_path / "with_data.ts"
+    _ffmpeg("-i", main, "-f", "data", "-i", blob, "-map", "0", "-map", "1", "-c", "copy", clip)
+    assert probe(clip).data_streams == 1
+    timed = tmp_path / "timecode.mov"
+    _ffmpeg("-i", main, "-c", "copy", "-timecode", "01:00:00:00", timed)
+    assert probe(timed).data_streams == 0 and probe(timed).timecode
+    code, stdout, _ = _cli(["--video", clip, "--out", tmp_path / "out.mp4"], capsys)
+    assert code == 0 and "data streams 1 not copied" in stdout, stdout
