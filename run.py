@@ -91,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the source's audio: copy (unchanged, the default) or an ffmpeg audio encoder to re-encode it "
                         "with, for a container the original does not fit (AAC into .webm: libopus) or to keep it in "
                         "--slowmo; e.g. aac, libopus, flac")
+    v.add_argument("--audio-bitrate", default="",
+                   help="bitrate of re-encoded audio (--audio-codec), e.g. 192k; default: the encoder's own "
+                        "(aac: 128k)")
     v.add_argument("--segment-seconds", type=float, default=10.0, help="resume granularity of video output")
     return p
 
@@ -128,14 +131,15 @@ def run_sequence(args, autocast: Optional[torch.dtype]) -> int:
     from pipeline.schedule import parse_rate
     from pipeline.video import VideoOptions, interpolate_frames, interpolate_video, mix_alpha_linearly
 
-    from media.video import default_codec, encoder_pix_fmts, encoder_quality_args
+    from media.video import audio_args, default_codec, encoder_pix_fmts, encoder_quality_args
 
     codec = default_codec(Path(args.out)) if args.codec == "auto" else args.codec
     options = VideoOptions(factor=args.factor, fps=parse_rate(args.fps) if args.fps else None, slowmo=args.slowmo,
                            scene_threshold=args.scene_threshold, dedup_threshold=args.dedup or 0.0,
                            crf=args.crf, codec=codec, preset=args.preset, pix_fmt=args.pix_fmt,
                            segment_seconds=args.segment_seconds, field_rate=args.fields,
-                           audio_codec=args.audio_codec)
+                           audio_codec=args.audio_codec, audio_bitrate=args.audio_bitrate)
+    audio_args(args.audio_codec, 1, args.audio_bitrate)  # a bad --audio-bitrate is refused before any work
     if "%" not in str(args.out):  # video output: an encoder ffmpeg lacks is named now, not after the first segment
         encoder_pix_fmts(codec)
         if encoder_quality_args(codec, args.crf, args.preset) is None:

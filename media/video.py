@@ -262,15 +262,21 @@ def at_field_rate(info: VideoInfo) -> VideoInfo:
                    field_rate=True)
 
 
-def audio_args(codec: str = "copy", slow: int = 1) -> List[str]:
+def audio_args(codec: str = "copy", slow: int = 1, bitrate: str = "") -> List[str]:
     """ffmpeg output options for the source's audio: none for a stream copy (``codec`` "copy"), else re-encoded
-    with ffmpeg's ``codec`` encoder (aac, libopus, flac, ...), slowed ``slow`` times with its pitch kept (atempo)
-    where ``slow`` > 1, which only a re-encode can do."""
+    with ffmpeg's ``codec`` encoder (aac, libopus, flac, ...) at ``bitrate`` (ffmpeg's "192k" form; "" leaves the
+    encoder's default), slowed ``slow`` times with its pitch kept (atempo) where ``slow`` > 1, which only a
+    re-encode can do."""
+    if bitrate and not re.fullmatch(r"\d+(\.\d+)?[kKM]?", bitrate):
+        raise ValueError(f"--audio-bitrate {bitrate!r}: give bits per second as ffmpeg takes them, e.g. 192k")
     if codec == "copy":
         if slow > 1:
             raise ValueError("slowed audio is re-encoded: name an audio encoder, e.g. aac or libopus")
+        if bitrate:
+            raise ValueError("--audio-bitrate applies to re-encoded audio: name an encoder with --audio-codec, "
+                             "e.g. aac or libopus")
         return []
-    args = ["-c:a", codec]
+    args = ["-c:a", codec] + (["-b:a", bitrate] if bitrate else [])
     if slow > 1:
         tempos, rest = [], 1.0 / slow
         while rest < 0.5:  # atempo takes 0.5-100 per instance: 1/8 is three halvings

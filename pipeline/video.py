@@ -48,6 +48,7 @@ class VideoOptions:
     # the source's audio: "copy" (unchanged; dropped in slow motion), or an ffmpeg encoder to re-encode it with
     # (for a container the original does not fit; in slow motion slowed with it, pitch kept)
     audio_codec: str = "copy"
+    audio_bitrate: str = ""  # for a re-encode, e.g. "192k"; "" leaves the encoder's default
 
 
 # (one, two, times) -> one frame per t. Frames are H x W x 3 uint8 or uint16 RGB arrays; results on the
@@ -128,13 +129,14 @@ def _job_key(info: VideoInfo, options: VideoOptions, weights: str) -> str:
     # "segments": bumped when this code encodes segments differently for the same input and options (2: session
     # 10's rotation, pixel aspect, colour and deinterlacing), so a job left by an older version starts afresh
     desc = {"input": str(info.path.resolve()), "size": stat.st_size, "mtime": stat.st_mtime_ns,
-            # (the audio is muxed at the end: its codec leaves the segments as they are)
-            "options": {k: str(v) for k, v in asdict(options).items() if k != "audio_codec"}, "weights": weights,
+            # (the audio is muxed at the end: its codec and bitrate leave the segments as they are)
+            "options": {k: str(v) for k, v in asdict(options).items() if k not in ("audio_codec", "audio_bitrate")},
+            "weights": weights,
             "segments": 2}
     return hashlib.sha256(json.dumps(desc, sort_keys=True).encode()).hexdigest()
 
 
-def _audio_note(has_audio: bool, kept: bool, codec: str, slow: int) -> str:
+def _audio_note(has_audio: bool, kept: bool, codec: str, slow: int, bitrate: str = "") -> str:
     """What became of the source's audio, for the summary line."""
     if not has_audio:
         return "none"
@@ -142,7 +144,8 @@ def _audio_note(has_audio: bool, kept: bool, codec: str, slow: int) -> str:
         return "dropped (slow motion) -- --audio-codec aac keeps it slowed with the picture"
     if codec == "copy":
         return "copied"
-    return f"slowed {slow}x, re-encoded ({codec})" if slow > 1 else f"re-encoded ({codec})"
+    encoder = f"{codec}, {bitrate}" if bitrate else codec
+    return f"slowed {slow}x, re-encoded ({encoder})" if slow > 1 else f"re-encoded ({encoder})"
 
 
 def interpolate_video(source: Path, out: Path, interpolate: Interpolator, options: VideoOptions,
@@ -175,7 +178,7 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
     check_codec_fits(options.codec, pix_fmt, out)
     slow = plan.slowdown
     keep_audio = info.has_audio and (not options.slowmo or options.audio_codec != "copy")
-    audio = audio_args(options.audio_codec, slow) if keep_audio else []
+    audio = audio_args(options.audio_codec, slow, options.audio_bitrate) if keep_audio else []
     if keep_audio:
         check_audio_fits(source, out, audio)
     per_segment = max(1, int(round(options.segment_seconds * plan.rate_out)))
@@ -240,7 +243,8 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
     os.replace(tmp, out)
     shutil.rmtree(work)
     stats.update(frames_in=info.frames, frames_out=plan.count, rate_in=str(info.rate), rate_out=str(plan.rate_out),
-                 audio=_audio_note(info.has_audio, keep_audio, options.audio_codec, slow),
+                 audio=_audio_note(info.has_audio, keep_audio, options.audio_codec, slow,
+                                   options.audio_bitrate),
                  variable_rate=info.variable_rate)
     if info.interlaced:
         stats["deinterlaced"] = _deinterlaced(info)

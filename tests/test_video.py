@@ -832,6 +832,26 @@ def test_audio_args_slow_audio_with_the_picture():
         audio_args("copy", 2)
 
 
+def test_audio_bitrate_sets_the_encoder_and_is_checked_first(tmp_path, capsys):
+    assert audio_args("aac", 2, "192k") == ["-c:a", "aac", "-b:a", "192k", "-af", "atempo=0.5"]
+    for bad in ("192 k", "fast", "-1k"):
+        with pytest.raises(ValueError, match="e.g. 192k"):
+            audio_args("aac", 1, bad)
+    with pytest.raises(ValueError, match="--audio-codec"):
+        audio_args("copy", 1, "192k")
+    clip = _make_clip(tmp_path / "in.mp4", seconds=1, audio=True)
+    code, _, err = _cli(["--video", clip, "--out", tmp_path / "x.mp4", "--audio-bitrate", "192k"], capsys)
+    assert code == 2 and "--audio-codec" in err and not (tmp_path / "x.work").exists(), err
+    code, stdout, _ = _cli(["--video", clip, "--out", tmp_path / "lo.mp4", "--audio-codec", "aac",
+                            "--audio-bitrate", "32k"], capsys)
+    assert code == 0 and "re-encoded (aac, 32k)" in stdout, stdout
+    code, stdout, _ = _cli(["--video", clip, "--out", tmp_path / "hi.mp4", "--audio-codec", "aac",
+                            "--audio-bitrate", "256k"], capsys)
+    assert code == 0
+    sizes = [sum(int(row[4]) for row in _packets(tmp_path / name, "0:a")[1]) for name in ("lo.mp4", "hi.mp4")]
+    assert sizes[1] > 3 * sizes[0], sizes  # the audio took the bitrate asked for
+
+
 def test_audio_codec_reencodes_for_webm_and_keeps_audio_in_slow_motion(tmp_path, capsys):
     """AAC does not fit .webm: the refusal names --audio-codec libopus, which then writes Opus audio; in slow motion
     an audio encoder keeps the audio, slowed with the picture (it used to be dropped); an unknown encoder is
