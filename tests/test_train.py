@@ -589,3 +589,34 @@ def test_oracle_probe_bounds_constant_velocity_motion():
     assert abs(rows["constant velocity"] - rows["middle-frame flow"]) < 1.0
     assert rows["+ best input per pixel"] >= rows["middle-frame flow"] - 0.5
     assert rows["network"] > rows["frame blend"]
+
+
+def test_unpack_builds_a_state_that_resumes(footage, tmp_path, capsys):
+    """training.unpack: a device chunk's files (small.tar's t/ and train/state_*, as device_chunk.sh leaves them)
+    become a state folder and a lean resume folder that train.py --resume takes."""
+    import shutil
+    import tarfile
+
+    from training.unpack import main as unpack
+
+    returned = tmp_path / "returned"
+    assert train.main(_args(footage, returned / "train", "--max-steps", "2", "--ema", "0.9")) == 0
+    small = returned / "t"
+    small.mkdir()
+    for path in list((returned / "train").iterdir()):  # what device_chunk.sh moves into the tar
+        if path.suffix in (".json", ".jsonl") or path.name in ("state_ema.safetensors", "weights.safetensors"):
+            shutil.move(str(path), small / path.name)
+    with tarfile.open(returned / "small.tar", "w") as tar:
+        tar.add(small, arcname="t")
+    shutil.rmtree(small)
+    assert unpack([str(returned), str(tmp_path / "state"), "--resume-dir", str(tmp_path / "r")]) == 0
+    names = {p.name for p in (tmp_path / "state").iterdir()}
+    assert {"state_model.safetensors", "state_optim.pt", "state_ema.safetensors", "weights.safetensors",
+            "progress.json", "log.jsonl"} <= names
+    assert not (tmp_path / "r" / "weights.safetensors").exists() and (tmp_path / "r" / "state_ema.safetensors").is_file()
+    assert train.main(_args(footage, tmp_path / "next", "--max-steps", "1", "--resume", str(tmp_path / "r"))) == 0
+    assert json.loads((tmp_path / "next" / "progress.json").read_text())["step"] == 3
+    assert unpack([str(returned), str(tmp_path / "state")]) == 2  # not over an earlier chunk
+    assert "not empty" in capsys.readouterr().err
+    assert unpack([str(tmp_path / "nothing"), str(tmp_path / "other")]) == 2
+    assert "small.tar" in capsys.readouterr().err

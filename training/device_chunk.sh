@@ -6,8 +6,8 @@
 #
 # Writes to $OUT/train: state_model.safetensors and state_optim.pt, and $OUT/small.tar with weights.safetensors
 # (fp16, best validation), the configs, progress, loss log and (with --ema) state_ema.safetensors: three files, as
-# at most 8 come back per call (an A/B call returns 6 and leaves room for 2 more). Unpack the tar into the state
-# folder to resume.
+# at most 8 come back per call (an A/B call returns 6 and leaves room for 2 more). To resume, unpack them into a
+# state folder: python -m training.unpack FILES_AT runs/N --resume-dir .data/rN
 # DATA overrides the footage folder (default .data/footage); MIDDLEBURY (optional) scores the kept weights;
 # NPROC=2 trains on two GPUs through torchrun (DistributedDataParallel, batch 32 per GPU; not with --cuda-graph).
 set -euo pipefail
