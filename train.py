@@ -286,11 +286,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.val_batches is not None and args.val_batches < 1:
         print(f"error: --val-batches {args.val_batches}: use 1 or more", file=sys.stderr)
         return 2
-    if args.cuda_graph and (world > 1 or device.type != "cuda"):
+    graph_capable = world == 1 and device.type == "cuda"
+    if args.cuda_graph and not graph_capable:
         print("error: --cuda-graph records one GPU's step: run it on a CUDA device without torchrun",
               file=sys.stderr)
         return 2
-    graph_capable = world == 1 and device.type == "cuda"
     if not (args.data / "clips.jsonl").is_file():
         print(f"error: {args.data} has no clips.jsonl: pass --data pointing at the footage folder", file=sys.stderr)
         return 2

@@ -204,7 +204,8 @@ def _oracle_rows(net, b) -> dict:
     # d = (1 - t) * to_one + t * to_two, whose DIS noise makes the bound pessimistic; averaging d over 15 px keeps
     # an object's acceleration and drops most of that noise
     path = to_two - to_one
-    straight = (1 - t) * backwarp(one, -t * path, padding="border") + t * backwarp(two, (1 - t) * path, padding="border")
+    straight = ((1 - t) * backwarp(one, -t * path, padding="border")
+                + t * backwarp(two, (1 - t) * path, padding="border"))
     smooth = torch.nn.functional.avg_pool2d((1 - t) * to_one + t * to_two, 15, 1, 7, count_include_pad=False)
     smoothed = ((1 - t) * backwarp(one, to_one - smooth, padding="border")
                 + t * backwarp(two, to_two - smooth, padding="border"))

@@ -609,12 +609,13 @@ def test_unpack_builds_a_state_that_resumes(footage, tmp_path, capsys):
     with tarfile.open(returned / "small.tar", "w") as tar:
         tar.add(small, arcname="t")
     shutil.rmtree(small)
-    assert unpack([str(returned), str(tmp_path / "state"), "--resume-dir", str(tmp_path / "r")]) == 0
+    resume = tmp_path / "r"
+    assert unpack([str(returned), str(tmp_path / "state"), "--resume-dir", str(resume)]) == 0
     names = {p.name for p in (tmp_path / "state").iterdir()}
     assert {"state_model.safetensors", "state_optim.pt", "state_ema.safetensors", "weights.safetensors",
             "progress.json", "log.jsonl"} <= names
-    assert not (tmp_path / "r" / "weights.safetensors").exists() and (tmp_path / "r" / "state_ema.safetensors").is_file()
-    assert train.main(_args(footage, tmp_path / "next", "--max-steps", "1", "--resume", str(tmp_path / "r"))) == 0
+    assert not (resume / "weights.safetensors").exists() and (resume / "state_ema.safetensors").is_file()
+    assert train.main(_args(footage, tmp_path / "next", "--max-steps", "1", "--resume", str(resume))) == 0
     assert json.loads((tmp_path / "next" / "progress.json").read_text())["step"] == 3
     assert unpack([str(returned), str(tmp_path / "state")]) == 2  # not over an earlier chunk
     assert "not empty" in capsys.readouterr().err

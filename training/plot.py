@@ -106,11 +106,14 @@ def draw(val: Points, val16: Points, middlebury: Points, out: Path) -> None:
     dis = px(0, 34.18)[1]
     cv2.line(img, (left, dis), (w - right, dis), (160, 160, 255), 1)
     cv2.putText(img, "DIS + warp 34.18", (left + 10, dis + 16), font, 0.45, (0, 0, 200), 1, cv2.LINE_AA)
-    cv2.polylines(img, [np.array([px(m, p) for m, p in run], np.int32) for run in _runs(val)], False, (200, 120, 0),
-                  2, cv2.LINE_AA)
+
+    def curve(points: Points, colour: Tuple[int, int, int]) -> None:
+        cv2.polylines(img, [np.array([px(m, p) for m, p in run], np.int32) for run in _runs(points)], False, colour,
+                      2, cv2.LINE_AA)
+
+    curve(val, (200, 120, 0))
     if val16:
-        cv2.polylines(img, [np.array([px(m, p) for m, p in run], np.int32) for run in _runs(val16)], False,
-                      (200, 0, 200), 2, cv2.LINE_AA)
+        curve(val16, (200, 0, 200))
         cv2.putText(img, "same, 16 batches per set", (left + 300, px(0, 27.4)[1]), font, 0.5, (200, 0, 200), 1,
                     cv2.LINE_AA)
     mb = sorted(middlebury)
