@@ -19,11 +19,13 @@ import argparse
 import contextlib
 import dataclasses
 import json
+import math
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import torch
 
@@ -222,6 +224,14 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                    help="fraction of footage triplets with synthetic moving layers pasted over them (new occlusions "
                         "over real motion; the synthetic options shape them); recipe default 0")
     p.add_argument("--paste-layers", type=int, default=None, help="layers pasted per triplet (default 1)")
+    p.add_argument("--max-nonlinearity", type=float, default=None, metavar="PX",
+                   help="leave out footage triplets whose middle frame strays more than PX pixels (mean over the "
+                        "frame, OpenCV DIS flow) from where constant velocity puts it: motion two frames cannot "
+                        "predict teaches the network to blur (training/linearity.py; recipe default 0: off)")
+    p.add_argument("--nonlinearity", type=Path, default=None, metavar="FILE",
+                   help="with --max-nonlinearity: the triplets' measured non-linearity (python -m "
+                        "training.linearity); default OUT/nonlinearity.pt, or the resumed run's, measured and "
+                        "saved there when missing (about a CPU minute per 1000 frames)")
     p.add_argument("--downscale-share", type=float, default=None,
                    help="override the share of footage crops taken up to 2x larger and shrunk (sharper, less motion)")
     p.add_argument("--ema", type=float, default=None, metavar="DECAY",
@@ -257,9 +267,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     from model import Network, NetworkConfig
     from model.weights import save_weights
     from training.config import VALIDATION_CROP, TrainConfig
-    from training.data import (FootageSampler, boundary_masks, frame_blend, load_clips, paste_layers, synthetic_batch,
+    from training.data import (BOUNDARY_SETS, FootageSampler, boundary_masks, frame_blend, load_clips, paste_layers, synthetic_batch,
                                synthetic_set, validation_sets)
     from training.losses import psnr
+    from training.linearity import NEAR_LINEAR_PX, near_linear_subsets, nonlinearity_tables
     from training.schedule import learning_rate, rewarmed
     from training.validation import replaces_kept, validation_psnr
 
@@ -351,6 +362,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                                    ("photometric_share", args.photometric_share),
                                    ("weight_decay", args.weight_decay), ("paste_share", args.paste_share),
                                    ("paste_layers", args.paste_layers),
+                                   ("max_nonlinearity", args.max_nonlinearity),
                                    ("validation_clips", tuple(args.val_clips) if args.val_clips else None))
                  if v is not None}
     config = dataclasses.replace(config, **overrides)
@@ -379,6 +391,13 @@ def main(argv: Optional[List[str]] = None) -> int:
               f"and --synthetic-warp 0 or positive, --synthetic-texture-zoom at least 1; got "
               f"{config.synthetic_layers}, {config.synthetic_motion}, {config.synthetic_shapes}, "
               f"{config.synthetic_warp} and {config.synthetic_texture_zoom}", file=sys.stderr)
+        return 2
+    if config.max_nonlinearity < 0:
+        print(f"error: --max-nonlinearity must be 0 (off) or positive, got {config.max_nonlinearity}", file=sys.stderr)
+        return 2
+    if args.nonlinearity is not None and not args.nonlinearity.is_file():
+        print(f"error: --nonlinearity {args.nonlinearity}: no such file (leave the option out to measure the "
+              f"triplets in this run)", file=sys.stderr)
         return 2
     if args.rewarm < 0:
         print(f"error: --rewarm must be 0 or positive, got {args.rewarm}", file=sys.stderr)
@@ -417,6 +436,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     sampler = FootageSampler(train_clips, config.crop, config.max_gap, generator=gen,
                              native_share=config.native_share, downscale_share=config.downscale_share,
                              photometric_share=config.photometric_share)
+    if config.max_nonlinearity > 0:
+        tables_file = args.out / "nonlinearity.pt"  # kept beside the state, so that a resumed run finds it
+        source = args.nonlinearity or (args.resume / "nonlinearity.pt" if args.resume is not None else None)
+        if main_process:
+            args.out.mkdir(parents=True, exist_ok=True)
+            if source is not None and source.is_file() and source.resolve() != tables_file.resolve():
+                shutil.copyfile(source, tables_file)
+        # (other processes of a multi-GPU run read the file given, or measure for themselves without saving)
+        tables = nonlinearity_tables(train_clips, sampler.max_k, tables_file if main_process else source,
+                                     write=main_process,
+                                     log=lambda text: print(text, flush=True) if main_process else None)
+        sampler.limit_nonlinearity(tables, config.max_nonlinearity)
+        if main_process:
+            values = torch.cat([t[~t.isnan()] for t in sampler.nonlinearity])
+            print(f"non-linearity: {float((values > config.max_nonlinearity).float().mean()):.0%} of the footage "
+                  f"triplets above {config.max_nonlinearity} px left out", flush=True)
     val_sets = validation_sets(val_clips, val_crop, config.max_gap, args.val_batches)
     # logged beside the score, not part of it: synthetic motion with 1-px layer edges over the validation textures
     # (exact ground truth), where crisp occlusion boundaries show
@@ -425,10 +460,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     # the two score sets, pooled, where occlusions and object edges are and interpolation errs most; only the main
     # process validates, so only it computes the masks (DIS on the CPU)
     boundaries = boundary_masks(val_sets) if main_process else {}
+    # logged beside the score, not part of it: PSNR on the triplets of the two score sets whose motion is nearly
+    # constant velocity (training.linearity, at most NEAR_LINEAR_PX), where a two-frame method can be exact
+    near_linear = near_linear_subsets(val_sets, BOUNDARY_SETS) if main_process else None
     if main_process:
         for name, batches in val_sets.items():
             blend = float(torch.cat([psnr(frame_blend(b["one"], b["two"], b["t"]), b["mid"]) for b in batches]).mean())
             print(f"validation baseline ({name}): frame blend {blend:.2f} dB", flush=True)
+        count = sum(int(m.sum()) for masks in near_linear.values() for m in masks)
+        print(f"validation: {count} triplets of the score sets are near-linear (at most {NEAR_LINEAR_PX} px)",
+              flush=True)
         frames = sum(c.frames.shape[0] for c in train_clips)
         print(f"data: {len(train_clips)} training clips ({frames} frames), {len(val_clips)} validation clips, "
               f"decoded in {time.time() - t0:.1f}s", flush=True)
@@ -497,20 +538,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16)
 
 
-    def validate() -> Tuple[Optional[float], ...]:
+    def validate() -> Tuple[Dict[str, float], Optional[float]]:
         """Mean PSNR on each validation set (motion-weighted, consecutive, clean: training.data.VALIDATION_SETS;
-        then the synthetic edges set), then the pooled PSNR near motion boundaries (None without such pixels),
+        synthetic edges; near-linear), then the pooled PSNR near motion boundaries (None without such pixels),
         of the averaged weights when --ema is on."""
         net.eval()
         with torch.no_grad(), autocast, (ema.swapped() if ema is not None else contextlib.nullcontext()):
-            means, boundary = validation_psnr(net, val_sets, boundaries)
+            means, boundary = validation_psnr(net, val_sets, boundaries, near_linear)
         net.train()
-        return (*means.values(), boundary)
+        return means, boundary
 
     def check(final: bool = False) -> None:
         """Validate, log, and save the state (and the weights, when they replace the kept ones)."""
         nonlocal best, kept_score, kept_boundary
-        val, native, clean, edges, boundary = validate()
+        means, boundary = validate()
+        val, native, clean, edges = (means[n] for n in ("motion-weighted", "consecutive", "clean", "synthetic edges"))
+        near = means["near-linear"]
         score = (val + native) / 2
         best = max(best, score)
         improved = replaces_kept(score, boundary, best, kept_score, kept_boundary)
@@ -518,14 +561,15 @@ def main(argv: Optional[List[str]] = None) -> int:
             kept_score, kept_boundary = score, boundary
         entry = {"step": step, "val_psnr": round(val, 3), "val_consecutive_psnr": round(native, 3),
                  "val_clean_psnr": round(clean, 3), "val_synthetic_edges_psnr": round(edges, 3),
-                 "val_boundary_psnr": None if boundary is None else round(boundary, 3), "score": round(score, 3)}
+                 "val_boundary_psnr": None if boundary is None else round(boundary, 3),
+                 "val_near_linear_psnr": None if math.isnan(near) else round(near, 3), "score": round(score, 3)}
         if final:
             entry.update(chunk_end=True, chunk_minutes=round((time.time() - t0) / 60, 2))
         log.write(json.dumps(entry) + "\n")
         log.flush()
         print(f"{'done: ' if final else ''}step {step}: validation PSNR {val:.2f} / consecutive {native:.2f} "
               f"/ clean {clean:.2f} / synthetic edges {edges:.2f} / boundaries "
-              f"{'-' if boundary is None else f'{boundary:.2f}'} dB, score {score:.2f} "
+              f"{'-' if boundary is None else f'{boundary:.2f}'} / near-linear {near:.2f} dB, score {score:.2f} "
               f"(best {best:.2f})", flush=True)
         save(improved, val, native, boundary)
 

@@ -53,6 +53,7 @@ class TrainConfig:
     photometric_share: float = 0.0  # fraction of footage triplets given one random colour change
     paste_share: float = 0.0  # fraction of footage triplets with synthetic moving layers pasted over them
     paste_layers: int = 1  # layers pasted over each of those triplets
+    max_nonlinearity: float = 0.0  # > 0: footage triplets straying more than this (px) from constant velocity left out
     ema_decay: float = 0.0  # > 0: validate and save an exponential moving average of the weights
     bf16: bool = True
     validation_clips: Tuple[str, ...] = VALIDATION_CLIPS

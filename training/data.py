@@ -118,6 +118,23 @@ class FootageSampler:
         weights = [c.frames.shape[0] * math.sqrt(min(max(c.motion * k, 1.0), 16.0))
                    for c, k in zip(clips, self.max_k)]
         self.weights = torch.tensor(weights, dtype=torch.float64)
+        self.nonlinearity: Optional[List[torch.Tensor]] = None  # set by limit_nonlinearity
+        self.max_nonlinearity = 0.0
+
+    def limit_nonlinearity(self, tables: List[torch.Tensor], max_px: float) -> None:
+        """Leave out footage triplets whose non-linearity (``training.linearity``: how far, in pixels, constant
+        velocity misplaces the middle frame) exceeds ``max_px``. ``tables``: one ``clip_nonlinearity`` table per
+        clip, [start, k1 - 1, k2 - 1], covering the clip's k range (``self.max_k``)."""
+        if not max_px > 0:
+            raise ValueError(f"max_px must be positive, got {max_px}")
+        if len(tables) != len(self.clips):
+            raise ValueError(f"{len(tables)} non-linearity tables for {len(self.clips)} clips")
+        for clip, table, k in zip(self.clips, tables, self.max_k):
+            if table.shape[0] != clip.frames.shape[0] or min(table.shape[1:]) < k:
+                raise ValueError(f"the non-linearity table of {clip.name} is {tuple(table.shape)}, the clip needs "
+                                 f"({clip.frames.shape[0]}, {k}, {k}): measure it again (training.linearity)")
+        self.nonlinearity = [t[:, :k, :k].cpu() for t, k in zip(tables, self.max_k)]
+        self.max_nonlinearity = float(max_px)
 
     def _rand(self, high: int) -> int:
         return int(torch.randint(high, (1,), generator=self.gen))
@@ -139,9 +156,14 @@ class FootageSampler:
             if k1 + k2 >= length:
                 continue
             start = self._rand(length - k1 - k2)
-            if self._valid(clip, start, start + k1 + k2):
-                return clip, start, start + k1, start + k1 + k2
-        raise RuntimeError("could not find a valid triplet in 1000 draws")
+            if not self._valid(clip, start, start + k1 + k2):
+                continue
+            if self.nonlinearity is not None and self.nonlinearity[idx][start, k1 - 1, k2 - 1] > self.max_nonlinearity:
+                continue
+            return clip, start, start + k1, start + k1 + k2
+        limit = (f" with non-linearity at most {self.max_nonlinearity} px (raise --max-nonlinearity)"
+                 if self.nonlinearity is not None else "")
+        raise RuntimeError(f"could not find a valid triplet{limit} in 1000 draws")
 
     def batch(self, size: int) -> Dict[str, torch.Tensor]:
         ones, mids, twos, times = [], [], [], []

@@ -21,6 +21,8 @@ if [ "${NPROC:-1}" -gt 1 ]; then launcher=(torchrun --standalone --nproc_per_nod
     | grep -v "it/s\]" | grep -v "^\s*$" | tail -12
 mkdir -p "$out/t"
 cp "$out"/train/*.json* "$out/t/"
+# the footage triplets' measured non-linearity (--max-nonlinearity), for the next chunk's --resume
+if [ -f "$out/train/nonlinearity.pt" ]; then mv "$out/train/nonlinearity.pt" "$out/t/"; fi
 if [ -f "$out/train/state_ema.safetensors" ]; then mv "$out/train/state_ema.safetensors" "$out/t/"; fi
 # with MIDDLEBURY set (a carried folder), the kept weights are scored there for the log: evaluation only,
 # runs are compared and weights chosen by their validation score, never by these numbers

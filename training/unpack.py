@@ -19,9 +19,10 @@ import tarfile
 from pathlib import Path
 from typing import List, Optional
 
-# what train.py --resume reads (state_ema only with --ema; state_optim only where the optimizer went on)
+# what train.py --resume reads (state_ema only with --ema; state_optim only where the optimizer went on;
+# nonlinearity.pt only with --max-nonlinearity)
 RESUME_FILES = ("state_model.safetensors", "state_optim.pt", "state_ema.safetensors", "progress.json",
-                "config.json", "train_config.json", "log.jsonl")
+                "config.json", "train_config.json", "log.jsonl", "nonlinearity.pt")
 REQUIRED = ("state_model.safetensors", "progress.json", "config.json", "train_config.json")
 
 

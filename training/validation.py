@@ -12,24 +12,33 @@ from training.losses import psnr
 Batches = List[Dict[str, torch.Tensor]]
 
 
-def validation_psnr(net, sets: Dict[str, Batches],
-                    boundaries: Dict[str, List[torch.Tensor]]) -> Tuple[Dict[str, float], Optional[float]]:
+def validation_psnr(net, sets: Dict[str, Batches], boundaries: Dict[str, List[torch.Tensor]],
+                    subsets: Optional[Dict[str, List[torch.Tensor]]] = None) -> Tuple[Dict[str, float], Optional[float]]:
     """The network's mean per-triplet PSNR on each set, and its PSNR over the pixels of ``boundaries`` (masks
     per batch of the sets named there, from ``training.data.motion_boundaries``), pooled over those sets: None
-    when they hold no such pixel. Runs under the caller's no_grad / autocast / eval settings."""
+    when they hold no such pixel. With ``subsets`` (a bool per triplet of each batch of the sets named there,
+    e.g. ``training.linearity.near_linear_subsets``), also the mean PSNR over those triplets, pooled, as
+    ``means["near-linear"]`` (NaN when there are none). Runs under the caller's no_grad / autocast / eval
+    settings."""
     means = {}
     error_sum, pixels = 0.0, 0
+    chosen = []
     for name, batches in sets.items():
         scores = []
         for i, b in enumerate(batches):
             out = net.synthesize(net.estimate_flow(b["one"], b["two"]), b["t"]).float()
             scores.append(psnr(out, b["mid"]))
+            if subsets is not None and name in subsets:
+                chosen.append(scores[-1][subsets[name][i].to(scores[-1].device)])
             if name in boundaries:
                 mask = boundaries[name][i]
                 error = (out.clamp(0, 1) - b["mid"]).pow(2).mean(1, keepdim=True)
                 error_sum += float(error[mask].sum())
                 pixels += int(mask.sum())
         means[name] = float(torch.cat(scores).mean())
+    if subsets is not None:
+        picked = torch.cat(chosen) if chosen else torch.zeros(0)
+        means["near-linear"] = float(picked.mean()) if picked.numel() else float("nan")
     boundary = -10.0 * math.log10(max(error_sum / pixels, 1e-10)) if pixels else None
     return means, boundary
 

@@ -1,0 +1,104 @@
+"""training.linearity: how far footage triplets stray from constant velocity, and train.py --max-nonlinearity."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import train
+from tests.test_train import _args, footage  # noqa: F401  (the generated clips, a module fixture)
+from training.data import Clip, FootageSampler
+from training.linearity import clip_nonlinearity, near_linear_subsets, triplet_nonlinearity
+
+
+def _texture(height: int = 96, width: int = 200) -> np.ndarray:
+    import cv2
+
+    rng = np.random.default_rng(0)
+    texture = cv2.GaussianBlur(rng.random((height, width, 3)).astype(np.float32), (0, 0), 2.0)
+    return (texture - texture.min()) / (texture.max() - texture.min())
+
+
+def _frames(positions, size: int = 64) -> torch.Tensor:
+    """Crops of one texture at these horizontal offsets: the scene moves left by the differences."""
+    texture = _texture()
+    return torch.stack([torch.from_numpy(np.ascontiguousarray(texture[16:16 + size, 16 + p:16 + p + size]))
+                        .permute(2, 0, 1) for p in positions])
+
+
+def test_constant_velocity_measures_near_zero_and_acceleration_its_offset():
+    steady = _frames([0, 3, 6])  # 3 px per frame
+    jerky = _frames([0, 1, 10])  # the middle frame 1 px along, where constant velocity puts it at 5
+    t = torch.tensor([0.5])
+    low = float(triplet_nonlinearity(steady[:1], steady[1:2], steady[2:], t)[0])
+    high = float(triplet_nonlinearity(jerky[:1], jerky[1:2], jerky[2:], t)[0])
+    assert low < 0.3
+    assert 3.0 < high < 5.0  # (1 - t) * (-1) + t * 9 = 4 px
+    # an uneven triplet with t = 1/3 at constant velocity: frames 0, 1, 3 of a 3 px-per-frame motion
+    uneven = _frames([0, 3, 9])
+    assert float(triplet_nonlinearity(uneven[:1], uneven[1:2], uneven[2:], torch.tensor([1 / 3]))[0]) < 0.3
+
+
+def test_clip_table_follows_the_triplets_and_leaves_the_end_undefined():
+    positions = [0, 2, 4, 6, 12, 14]  # steady, then a jump between frames 3 and 4
+    frames = (_frames(positions) * 255).round().to(torch.uint8)
+    table = clip_nonlinearity(frames, 2, scale=1.0)
+    assert table.shape == (6, 2, 2)
+    assert float(table[0, 0, 0]) < 0.3 and float(table[0, 0, 1]) < 0.3  # (0, 1, 2) and (0, 1, 3): 2 px a frame
+    assert float(table[2, 0, 0]) > 1.0 and float(table[1, 1, 1]) > 1.0  # (2, 3, 4) and (1, 3, 5) span the jump
+    assert torch.isnan(table[4, 0, 0]) and torch.isnan(table[3, 1, 1])  # past the last frame
+    # the table's entry is the triplet measure of the same three frames
+    single = triplet_nonlinearity(frames[2:3].float() / 255, frames[3:4].float() / 255, frames[4:5].float() / 255,
+                                  torch.tensor([0.5]))
+    assert abs(float(single[0]) - float(table[2, 0, 0])) < 0.05
+
+
+def test_sampler_leaves_out_the_triplets_above_the_limit():
+    frames = torch.arange(30, dtype=torch.uint8).view(30, 1, 1, 1).expand(30, 3, 70, 70).contiguous()
+    clip = Clip("c", frames, 0.3, (), torch.zeros(29, dtype=torch.bool))  # slow: k up to 4
+    sampler = FootageSampler([clip], 64, 4, generator=torch.Generator().manual_seed(0))
+    table = torch.full((30, 4, 4), 5.0)
+    table[7, 1, 1] = 0.5  # only (7, 9, 11) is near-linear
+    sampler.limit_nonlinearity([table], 1.0)
+    assert {sampler.triplet()[1:] for _ in range(20)} == {(7, 9, 11)}
+    with pytest.raises(ValueError, match="measure it again"):
+        sampler.limit_nonlinearity([table[:, :2, :2]], 1.0)
+    with pytest.raises(ValueError, match="positive"):
+        sampler.limit_nonlinearity([table], 0.0)
+    sampler.limit_nonlinearity([torch.full((30, 4, 4), 5.0)], 1.0)
+    with pytest.raises(RuntimeError, match="max-nonlinearity"):
+        sampler.triplet()
+
+
+def test_near_linear_subsets_pick_the_steady_triplets():
+    steady, jerky = _frames([0, 3, 6]), _frames([0, 1, 10])
+    batch = {"one": torch.stack([steady[0], jerky[0]]), "mid": torch.stack([steady[1], jerky[1]]),
+             "two": torch.stack([steady[2], jerky[2]]), "t": torch.tensor([0.5, 0.5])}
+    subsets = near_linear_subsets({"a": [batch], "b": [batch]}, ["a"])
+    assert list(subsets) == ["a"] and subsets["a"][0].tolist() == [True, False]
+
+
+def test_train_measures_once_and_resumes_with_the_table(footage, tmp_path, capsys):  # noqa: F811
+    out = tmp_path / "run"
+    assert train.main(_args(footage, out, "--max-steps", "2", "--max-nonlinearity", "50")) == 0
+    text = capsys.readouterr().out
+    assert "non-linearity: measured 2 of 2 clips" in text and "left out" in text
+    assert (out / "nonlinearity.pt").is_file()
+    assert json.loads((out / "train_config.json").read_text())["max_nonlinearity"] == 50
+    last = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()][-1]
+    assert "val_near_linear_psnr" in last
+    assert last["val_near_linear_psnr"] is None or 0 < last["val_near_linear_psnr"] < 100
+    # a resumed run reads the table it finds beside the state instead of measuring again
+    assert train.main(_args(footage, tmp_path / "next", "--max-steps", "1", "--resume", str(out))) == 0
+    text = capsys.readouterr().out
+    assert "measured" not in text and "left out" in text
+    assert (tmp_path / "next" / "nonlinearity.pt").is_file()
+    # a table file given by hand, and bad values refused
+    assert train.main(_args(footage, tmp_path / "given", "--max-steps", "1", "--max-nonlinearity", "50",
+                            "--nonlinearity", str(out / "nonlinearity.pt"))) == 0
+    assert "measured" not in capsys.readouterr().out
+    assert train.main(_args(footage, tmp_path / "bad", "--max-nonlinearity", "-1")) == 2
+    assert train.main(_args(footage, tmp_path / "bad", "--max-nonlinearity", "2",
+                            "--nonlinearity", str(tmp_path / "none.pt"))) == 2
+    assert "no such file" in capsys.readouterr().err
