@@ -267,8 +267,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     from model import Network, NetworkConfig
     from model.weights import save_weights
     from training.config import VALIDATION_CROP, TrainConfig
-    from training.data import (BOUNDARY_SETS, FootageSampler, boundary_masks, frame_blend, load_clips, paste_layers, synthetic_batch,
-                               synthetic_set, validation_sets)
+    from training.data import (BOUNDARY_SETS, FootageSampler, boundary_masks, frame_blend, load_clips, paste_layers,
+                               synthetic_batch, synthetic_set, validation_sets)
     from training.losses import psnr
     from training.linearity import NEAR_LINEAR_PX, near_linear_subsets, nonlinearity_tables
     from training.schedule import learning_rate, rewarmed

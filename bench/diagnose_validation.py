@@ -28,9 +28,10 @@ what a better flow alone could gain) and every --compare file.
 
     python bench/diagnose_validation.py --data .data/footage --boundaries [--compare W.safetensors ...]
 
-instead prints, for --weights and every --compare file, train.py's validation figures (the three sets, the score)
-and its PSNR near motion boundaries (pixels within 3 px of an edge of OpenCV DIS flow, pooled over the two score
-sets), in float32: where occlusions and object edges are, which the per-triplet means weigh little.
+instead prints, for --weights and every --compare file, train.py's validation figures (the three sets, the
+near-linear triplets of the two score sets, the score) and its PSNR near motion boundaries (pixels within 3 px of
+an edge of OpenCV DIS flow, pooled over the two score sets), in float32: where occlusions and object edges are,
+which the per-triplet means weigh little.
 
     python bench/diagnose_validation.py --data .data/footage --boundaries --training-clips 16 [--compare ...]
 
@@ -66,9 +67,10 @@ from model.ensemble import EnsembleNetwork  # noqa: E402
 from model.network import FlowState  # noqa: E402
 from model.warp import backwarp  # noqa: E402
 from training.config import VALIDATION_CLIPS  # noqa: E402
-from training.data import (FootageSampler, boundary_masks, clip_entries, dis_flow, forward_differences,  # noqa: E402
-                           frame_blend, load_clips, synthetic_set, validation_sets)
+from training.data import (BOUNDARY_SETS, FootageSampler, boundary_masks, clip_entries, dis_flow,  # noqa: E402
+                           forward_differences, frame_blend, load_clips, synthetic_set, validation_sets)
 from training.losses import psnr  # noqa: E402
+from training.linearity import near_linear_subsets  # noqa: E402
 from training.validation import validation_psnr  # noqa: E402
 
 
@@ -175,15 +177,17 @@ def training_clip_names(root: Path, count: int) -> List[str]:
 
 
 def boundary_scores(clips, weights: List[Path], device: torch.device, batches: int = 4) -> int:
-    """train.py's validation figures, with its pooled PSNR near motion boundaries, for each weights file
-    (``batches`` of 16 triplets per set, as train.py's --val-batches; the first 4 are train.py's default sets)."""
+    """train.py's validation figures, with its pooled PSNR near motion boundaries and on the near-linear triplets,
+    for each weights file (``batches`` of 16 triplets per set, as train.py's --val-batches; the first 4 are
+    train.py's default sets)."""
     sets = validation_sets(clips, 256, 4, batches)
     boundaries = boundary_masks(sets)
-    print(" ".join(f"{n:>16s}" for n in (*sets, "score", "boundaries")) + "  weights")
+    near_linear = near_linear_subsets(sets, BOUNDARY_SETS)
+    print(" ".join(f"{n:>16s}" for n in (*sets, "near-linear", "score", "boundaries")) + "  weights")
     for path in weights:
         net = load_weights(path, device).eval()
         with torch.no_grad():
-            means, boundary = validation_psnr(net, sets, boundaries)
+            means, boundary = validation_psnr(net, sets, boundaries, near_linear)
         score = (means["motion-weighted"] + means["consecutive"]) / 2
         print(" ".join(f"{v:16.3f}" for v in (*means.values(), score, boundary)) + f"  {path}", flush=True)
     return 0

@@ -102,3 +102,27 @@ def test_train_measures_once_and_resumes_with_the_table(footage, tmp_path, capsy
     assert train.main(_args(footage, tmp_path / "bad", "--max-nonlinearity", "2",
                             "--nonlinearity", str(tmp_path / "none.pt"))) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_validation_pools_the_near_linear_triplets_of_the_named_sets():
+    from training.losses import psnr
+    from training.validation import validation_psnr
+
+    class Blend:  # stands in for the network: the frame blend at t
+        def estimate_flow(self, one, two):
+            return one, two
+
+        def synthesize(self, state, t):
+            return (1 - t.view(-1, 1, 1, 1)) * state[0] + t.view(-1, 1, 1, 1) * state[1]
+
+    gen = torch.Generator().manual_seed(0)
+    batch = {k: torch.rand(4, 3, 16, 16, generator=gen) for k in ("one", "mid", "two")}
+    batch["t"] = torch.full((4,), 0.5)
+    scores = psnr(Blend().synthesize((batch["one"], batch["two"]), batch["t"]), batch["mid"])
+    picks = torch.tensor([True, False, True, False])
+    means, _ = validation_psnr(Blend(), {"a": [batch], "b": [batch]}, {}, {"a": [picks]})
+    assert abs(means["near-linear"] - float(scores[picks].mean())) < 1e-5
+    assert abs(means["a"] - float(scores.mean())) < 1e-5
+    means, _ = validation_psnr(Blend(), {"a": [batch]}, {}, {"a": [torch.zeros(4, dtype=torch.bool)]})
+    assert means["near-linear"] != means["near-linear"]  # NaN: no such triplet
+    assert "near-linear" not in validation_psnr(Blend(), {"a": [batch]}, {})[0]

@@ -13,7 +13,8 @@ Batches = List[Dict[str, torch.Tensor]]
 
 
 def validation_psnr(net, sets: Dict[str, Batches], boundaries: Dict[str, List[torch.Tensor]],
-                    subsets: Optional[Dict[str, List[torch.Tensor]]] = None) -> Tuple[Dict[str, float], Optional[float]]:
+                    subsets: Optional[Dict[str, List[torch.Tensor]]] = None
+                    ) -> Tuple[Dict[str, float], Optional[float]]:
     """The network's mean per-triplet PSNR on each set, and its PSNR over the pixels of ``boundaries`` (masks
     per batch of the sets named there, from ``training.data.motion_boundaries``), pooled over those sets: None
     when they hold no such pixel. With ``subsets`` (a bool per triplet of each batch of the sets named there,
