@@ -487,8 +487,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                                          strict=not args.network)
         except RuntimeError as exc:  # tensors of another shape: --network changed a width the weights fix
             print(f"error: --init-weights does not fit the network: {str(exc).splitlines()[1].strip().rstrip('.')}: "
-                  f"--network can add stages (refine_width, flow_refine_hidden, flow_upsample_hidden), not resize trained ones",
-                  file=sys.stderr)
+                  f"--network can add stages (refine_width, flow_refine_hidden, flow_upsample_hidden), "
+                  f"not resize trained ones", file=sys.stderr)
             return 2
         if result.unexpected_keys:
             print(f"error: --init-weights has tensors the network lacks: {result.unexpected_keys[:4]}: "
