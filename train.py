@@ -443,10 +443,14 @@ def main(argv: Optional[List[str]] = None) -> int:
             args.out.mkdir(parents=True, exist_ok=True)
             if source is not None and source.is_file() and source.resolve() != tables_file.resolve():
                 shutil.copyfile(source, tables_file)
-        # (other processes of a multi-GPU run read the file given, or measure for themselves without saving)
-        tables = nonlinearity_tables(train_clips, sampler.max_k, tables_file if main_process else source,
-                                     write=main_process,
-                                     log=lambda text: print(text, flush=True) if main_process else None)
+            tables = nonlinearity_tables(train_clips, sampler.max_k, tables_file,
+                                         log=lambda text: print(text, flush=True))
+        if world > 1:
+            # the other processes of a multi-GPU run wait for the main one's table and read it (on another host,
+            # where the file is not there, each measures its own without saving)
+            dist.barrier()
+        if not main_process:
+            tables = nonlinearity_tables(train_clips, sampler.max_k, tables_file, write=False, log=lambda text: None)
         sampler.limit_nonlinearity(tables, config.max_nonlinearity)
         if main_process:
             values = torch.cat([t[~t.isnan()] for t in sampler.nonlinearity])

@@ -126,3 +126,24 @@ def test_validation_pools_the_near_linear_triplets_of_the_named_sets():
     means, _ = validation_psnr(Blend(), {"a": [batch]}, {}, {"a": [torch.zeros(4, dtype=torch.bool)]})
     assert means["near-linear"] != means["near-linear"]  # NaN: no such triplet
     assert "near-linear" not in validation_psnr(Blend(), {"a": [batch]}, {})[0]
+
+
+def test_two_processes_share_the_main_process_table(footage, tmp_path):  # noqa: F811
+    """Under torchrun the filter works: the main process measures and saves the table once (the other process
+    waits at a barrier and reads that file; it prints nothing, so that part is not seen here)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path / "ddp"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+                           "--master_port", "29519", str(root / "train.py"),
+                           *_args(footage, out, "--max-steps", "2", "--max-nonlinearity", "50")],
+                          capture_output=True, text=True, cwd=root, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.count("non-linearity: measured") == 1  # the main process only
+    assert (out / "nonlinearity.pt").is_file()
+    assert json.loads((out / "progress.json").read_text())["step"] == 2
