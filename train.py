@@ -270,7 +270,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from training.data import (BOUNDARY_SETS, FootageSampler, boundary_masks, frame_blend, load_clips, paste_layers,
                                synthetic_batch, synthetic_set, validation_sets)
     from training.losses import psnr
-    from training.linearity import NEAR_LINEAR_PX, near_linear_subsets, nonlinearity_tables
+    from training.linearity import NEAR_LINEAR_PX, measured, near_linear_subsets, nonlinearity_tables
     from training.schedule import learning_rate, rewarmed
     from training.validation import replaces_kept, validation_psnr
 
@@ -453,7 +453,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             tables = nonlinearity_tables(train_clips, sampler.max_k, tables_file, write=False, log=lambda text: None)
         sampler.limit_nonlinearity(tables, config.max_nonlinearity)
         if main_process:
-            values = torch.cat([t[~t.isnan()] for t in sampler.nonlinearity])
+            values = measured(sampler.nonlinearity)
             print(f"non-linearity: {float((values > config.max_nonlinearity).float().mean()):.0%} of the footage "
                   f"triplets above {config.max_nonlinearity} px left out", flush=True)
     val_sets = validation_sets(val_clips, val_crop, config.max_gap, args.val_batches)

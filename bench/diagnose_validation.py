@@ -244,7 +244,7 @@ def oracle_scores(clips, weights: List[Path], device: torch.device, batches: int
         values = [results[n][row] for n in ("motion-weighted", "consecutive")]
         print(f"{row:24s} " + " ".join(f"{v:16.3f}" for v in (*values, sum(values) / 2))
               + f" {results['synthetic control'][row]:18.3f}")
-    score_sets = ("motion-weighted", "consecutive")
+    score_sets = BOUNDARY_SETS  # the two sets of train.py's score
     linear = {n: straightening_loss[n] <= straightening_loss[n].quantile(1 / 3) for n in score_sets}
     print(f"\nnetwork PSNR on the third of the triplets nearest constant velocity / the other two thirds "
           f"({int(linear[score_sets[0]].sum())} and {int((~linear[score_sets[0]]).sum())} per set)")

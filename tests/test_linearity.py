@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import train
-from tests.test_train import _args, footage  # noqa: F401  (the generated clips, a module fixture)
+from tests.test_train import _args, _torchrun, footage  # noqa: F401  (the generated clips, a module fixture)
 from training.data import Clip, FootageSampler
 from training.linearity import clip_nonlinearity, near_linear_subsets, triplet_nonlinearity
 
@@ -131,18 +131,8 @@ def test_validation_pools_the_near_linear_triplets_of_the_named_sets():
 def test_two_processes_share_the_main_process_table(footage, tmp_path):  # noqa: F811
     """Under torchrun the filter works: the main process measures and saves the table once (the other process
     waits at a barrier and reads that file; it prints nothing, so that part is not seen here)."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parent.parent
     out = tmp_path / "ddp"
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-                           "--master_port", "29519", str(root / "train.py"),
-                           *_args(footage, out, "--max-steps", "2", "--max-nonlinearity", "50")],
-                          capture_output=True, text=True, cwd=root, env=env, timeout=600)
+    proc = _torchrun(footage, out, 29519, "--max-steps", "2", "--max-nonlinearity", "50")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.count("non-linearity: measured") == 1  # the main process only
     assert (out / "nonlinearity.pt").is_file()

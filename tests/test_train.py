@@ -55,13 +55,17 @@ def test_train_rejects_missing_data(tmp_path, capsys):
 
 
 @pytest.mark.slow
+def _torchrun(footage, out, port: int, *extra) -> subprocess.CompletedProcess:
+    """train.py in two CPU processes through torchrun (gloo), with ``_args`` and ``extra``."""
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+                           "--master_port", str(port), str(ROOT / "train.py"), *_args(footage, out, *extra)],
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+
+
 def test_two_processes_with_torchrun(footage, tmp_path):
     out = tmp_path / "ddp"
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-                           "--master_port", "29517", str(ROOT / "train.py"),
-                           *_args(footage, out, "--max-steps", "2", "--validate-first")],
-                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    proc = _torchrun(footage, out, 29517, "--max-steps", "2", "--validate-first")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads((out / "progress.json").read_text())["step"] == 2
     checks = [json.loads(line)["step"] for line in (out / "log.jsonl").read_text().splitlines() if "score" in line]
@@ -604,7 +608,8 @@ def test_unpack_builds_a_state_that_resumes(footage, tmp_path, capsys):
     small = returned / "t"
     small.mkdir()
     for path in list((returned / "train").iterdir()):  # what device_chunk.sh moves into the tar
-        if path.suffix in (".json", ".jsonl") or path.name in ("state_ema.safetensors", "weights.safetensors"):
+        if path.suffix in (".json", ".jsonl") or path.name in ("state_ema.safetensors", "weights.safetensors",
+                                                                "nonlinearity.pt"):
             shutil.move(str(path), small / path.name)
     with tarfile.open(returned / "small.tar", "w") as tar:
         tar.add(small, arcname="t")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -261,6 +262,21 @@ def forward_differences(x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     return gx, gy
 
 
+def dis_flows(pairs: Sequence[Tuple[np.ndarray, np.ndarray]], workers: int = 1) -> List[torch.Tensor]:
+    """OpenCV DIS (medium preset) flow x -> y, a 2 x H x W CPU tensor, for each (x, y) pair of H x W uint8 grey
+    images, on ``workers`` threads (OpenCV releases the GIL)."""
+    import cv2
+
+    def flow(pair: Tuple[np.ndarray, np.ndarray]) -> torch.Tensor:
+        dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
+        return torch.from_numpy(dis.calc(pair[0], pair[1], None)).permute(2, 0, 1)
+
+    if workers <= 1:
+        return [flow(pair) for pair in pairs]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(flow, pairs))
+
+
 def dis_flow(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """OpenCV DIS (medium preset) flow a -> b for N x 3 x H x W images in [0, 1] (computed on the CPU, returned
     on their device)."""
@@ -270,9 +286,7 @@ def dis_flow(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return cv2.cvtColor((image.permute(1, 2, 0).float().cpu().numpy() * 255).round().astype("uint8"),
                             cv2.COLOR_RGB2GRAY)
 
-    dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
-    flows = [torch.from_numpy(dis.calc(gray(x), gray(y), None)).permute(2, 0, 1) for x, y in zip(a, b)]
-    return torch.stack(flows).to(a.device)
+    return torch.stack(dis_flows([(gray(x), gray(y)) for x, y in zip(a, b)])).to(a.device)
 
 
 def motion_boundaries(one: torch.Tensor, two: torch.Tensor, step_px: float = 1.0, radius: int = 3) -> torch.Tensor:

@@ -15,12 +15,13 @@ train.py logs validation PSNR on the held-out triplets below ``NEAR_LINEAR_PX`` 
 from __future__ import annotations
 
 import argparse
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
 import torch
 import torch.nn.functional as F
+
+from training.data import dis_flows
 
 NEAR_LINEAR_PX = 1.0  # validation triplets whose crop's non-linearity is at most this are the near-linear subset
 TABLE_SCALE = 0.5  # the clips' tables are measured on frames shrunk by this factor (4x fewer pixels for DIS)
@@ -38,18 +39,6 @@ def _gray(frames: torch.Tensor, scale: float) -> torch.Tensor:
     return (grey * 255.0).round_().clamp_(0, 255).to(torch.uint8).cpu()
 
 
-def _flows(pairs: Sequence[tuple], workers: int) -> List[torch.Tensor]:
-    """DIS (medium preset) flow x -> y for each (x, y) pair of H x W uint8 tensors, as 2 x H x W tensors."""
-    import cv2
-
-    def one(pair):
-        dis = cv2.DISOpticalFlow_create(cv2.DISOPTICAL_FLOW_PRESET_MEDIUM)
-        return torch.from_numpy(dis.calc(pair[0].numpy(), pair[1].numpy(), None)).permute(2, 0, 1)
-
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(one, pairs))
-
-
 def residual(flow_to_one: torch.Tensor, flow_to_two: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
     """Mean length of ``(1 - t) f_a + t f_c`` per sample (N x 2 x H x W flows from the middle frame, N times)."""
     t = t.view(-1, 1, 1, 1).to(flow_to_one)
@@ -61,7 +50,8 @@ def triplet_nonlinearity(one: torch.Tensor, mid: torch.Tensor, two: torch.Tensor
     """Non-linearity in pixels of each triplet of N x 3 x H x W images in [0, 1] (a CPU tensor of N)."""
     g_one, g_mid, g_two = (_gray(x, 1.0) for x in (one, mid, two))
     n = g_mid.shape[0]
-    flows = _flows([(g_mid[i], g_one[i]) for i in range(n)] + [(g_mid[i], g_two[i]) for i in range(n)], workers)
+    flows = dis_flows([(g_mid[i].numpy(), g_one[i].numpy()) for i in range(n)]
+                      + [(g_mid[i].numpy(), g_two[i].numpy()) for i in range(n)], workers)
     return residual(torch.stack(flows[:n]), torch.stack(flows[n:]), t.cpu())
 
 
@@ -80,7 +70,7 @@ def clip_nonlinearity(frames: torch.Tensor, max_k: int, scale: float = TABLE_SCA
     grey = _gray(frames, scale)
     # flows from every middle frame b to b - k and b + k, k = 1..max_k: 2 max_k flows per frame at most
     keys = [(b, d) for b in range(length) for k in range(1, max_k + 1) for d in (-k, k) if 0 <= b + d < length]
-    flows = dict(zip(keys, _flows([(grey[b], grey[b + d]) for b, d in keys], workers)))
+    flows = dict(zip(keys, dis_flows([(grey[b].numpy(), grey[b + d].numpy()) for b, d in keys], workers)))
     table = torch.full((length, max_k, max_k), float("nan"))
     for a in range(length):
         for k1 in range(1, max_k + 1):
@@ -91,6 +81,11 @@ def clip_nonlinearity(frames: torch.Tensor, max_k: int, scale: float = TABLE_SCA
                 t = torch.tensor([k1 / (k1 + k2)])
                 table[a, k1 - 1, k2 - 1] = residual(flows[(b, -k1)][None], flows[(b, k2)][None], t)[0] / scale
     return table
+
+
+def measured(tables: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The defined entries of ``clip_nonlinearity`` tables, as one flat tensor (the NaNs past clip ends dropped)."""
+    return torch.cat([t[~t.isnan()] for t in tables])
 
 
 def nonlinearity_tables(clips, max_ks: Sequence[int], cache: Optional[Path] = None, workers: int = 8,
@@ -135,7 +130,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     clips = load_clips(args.data, None, torch.device("cpu"), config.crop, exclude=config.validation_clips)
     sampler = FootageSampler(clips, config.crop, config.max_gap)
     tables = nonlinearity_tables(clips, sampler.max_k, args.out, args.workers)
-    values = torch.cat([t[~t.isnan()] for t in tables])
+    values = measured(tables)
     quantiles = torch.quantile(values, torch.tensor([0.25, 0.5, 0.75, 0.9])).tolist()
     print(f"{len(clips)} clips, {values.numel()} triplets: non-linearity quartiles "
           + " / ".join(f"{q:.2f}" for q in quantiles[:3]) + f" px, 90th percentile {quantiles[3]:.2f} px")
