@@ -176,11 +176,12 @@ def training_clip_names(root: Path, count: int) -> List[str]:
     return names[:count]
 
 
-def boundary_scores(clips, weights: List[Path], device: torch.device, batches: int = 4) -> int:
+def boundary_scores(clips, weights: List[Path], device: torch.device, batches: int = 4, skip: int = 0) -> int:
     """train.py's validation figures, with its pooled PSNR near motion boundaries and on the near-linear triplets,
     for each weights file (``batches`` of 16 triplets per set, as train.py's --val-batches; the first 4 are
-    train.py's default sets)."""
-    sets = validation_sets(clips, 256, 4, batches)
+    train.py's default sets), leaving out the first ``skip`` batches of every set (``batches`` 32 and ``skip``
+    16: the triplets a run validated on 16 batches never saw)."""
+    sets = {name: drawn[skip:] for name, drawn in validation_sets(clips, 256, 4, batches).items()}
     boundaries = boundary_masks(sets)
     near_linear = near_linear_subsets(sets, BOUNDARY_SETS)
     print(" ".join(f"{n:>16s}" for n in (*sets, "near-linear", "score", "boundaries")) + "  weights")
@@ -318,6 +319,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--val-batches", type=int, default=4,
                    help="batches of 16 triplets per set for --boundaries and --oracle (train.py's --val-batches; "
                         "default 4)")
+    p.add_argument("--skip-batches", type=int, default=0, metavar="K",
+                   help="with --boundaries: score batches K+1 to --val-batches only (e.g. --val-batches 32 "
+                        "--skip-batches 16: the fresh triplets of runs validated on 16 batches)")
     p.add_argument("--synthetic", action="store_true",
                    help="score synthetic motion over validation textures instead, for --weights and every --compare")
     p.add_argument("--oracle", action="store_true",
@@ -328,6 +332,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = p.parse_args(argv)
     if args.val_batches < 1:
         p.error(f"--val-batches {args.val_batches}: use 1 or more")
+    if not 0 <= args.skip_batches < args.val_batches:
+        p.error(f"--skip-batches {args.skip_batches}: use 0 to {args.val_batches - 1} (fewer than --val-batches)")
+    if args.skip_batches and not args.boundaries:
+        p.error("--skip-batches goes with --boundaries")
     if args.training_clips and not (args.boundaries or args.oracle):
         p.error("--training-clips goes with --boundaries or --oracle")
     device = torch.device(args.device)
@@ -338,7 +346,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.synthetic:
         return synthetic_sets(clips, [args.weights, *args.compare], device)
     if args.boundaries:
-        return boundary_scores(clips, [args.weights, *args.compare], device, args.val_batches)
+        return boundary_scores(clips, [args.weights, *args.compare], device, args.val_batches, args.skip_batches)
     if args.oracle:
         return oracle_scores(clips, [args.weights, *args.compare], device, args.val_batches)
     net = load_weights(args.weights, device).eval()

@@ -595,6 +595,32 @@ def test_oracle_probe_bounds_constant_velocity_motion():
     assert rows["network"] > rows["frame blend"]
 
 
+def test_diagnose_skip_batches_scores_only_the_later_batches(monkeypatch, capsys):
+    """bench/diagnose_validation.py --val-batches 32 --skip-batches 16 scores batches 17-32 of every set exactly
+    (the fresh triplets of a run validated on 16), and refuses a skip that leaves nothing."""
+    import bench.diagnose_validation as diagnose
+
+    drawn = {name: [{"batch": k} for k in range(4)] for name in ("motion-weighted", "consecutive")}
+    seen = {}
+
+    def fake_psnr(net, sets, boundaries, near_linear):
+        seen["sets"], seen["near_linear"] = sets, near_linear
+        return {"motion-weighted": 30.0, "consecutive": 32.0}, 24.0
+
+    monkeypatch.setattr(diagnose, "validation_sets", lambda clips, crop, gap, batches: drawn)
+    monkeypatch.setattr(diagnose, "boundary_masks", lambda sets: {n: len(b) for n, b in sets.items()})
+    monkeypatch.setattr(diagnose, "near_linear_subsets", lambda sets, names: {n: len(b) for n, b in sets.items()})
+    monkeypatch.setattr(diagnose, "load_weights", lambda path, device: torch.nn.Identity())
+    monkeypatch.setattr(diagnose, "validation_psnr", fake_psnr)
+    assert diagnose.boundary_scores([], [Path("w.safetensors")], torch.device("cpu"), batches=4, skip=3) == 0
+    assert seen["sets"] == {name: [{"batch": 3}] for name in drawn}
+    assert seen["near_linear"] == {name: 1 for name in drawn}  # measured on the scored batches only
+    assert "31.000" in capsys.readouterr().out  # the score, (30 + 32) / 2
+    with pytest.raises(SystemExit):
+        diagnose.main(["--data", ".", "--boundaries", "--val-batches", "16", "--skip-batches", "16"])
+    assert "--skip-batches 16: use 0 to 15" in capsys.readouterr().err
+
+
 def test_unpack_builds_a_state_that_resumes(footage, tmp_path, capsys):
     """training.unpack: a device chunk's files (small.tar's t/ and train/state_*, as device_chunk.sh leaves them)
     become a state folder and a lean resume folder that train.py --resume takes."""
