@@ -129,7 +129,8 @@ def test_average_of_weights_files(tmp_path):
 
 def test_export_of_a_training_state(tmp_path):
     """training.export: a state folder's moving average (default) or network (--raw) as an fp16 weights file,
-    with the state's step and recipe in the metadata; a folder that is no state is a one-line error."""
+    with the state's step and recipe in the metadata (and, for the average, the held-out figures train.py logged
+    at that step); a folder that is no state is a one-line error."""
     from safetensors.torch import save_file
 
     from training.export import main
@@ -143,6 +144,8 @@ def test_export_of_a_training_state(tmp_path):
     (state / "config.json").write_text(json.dumps(config.to_dict()))
     (state / "progress.json").write_text(json.dumps({"step": 1234}))
     (state / "train_config.json").write_text(json.dumps({"lr": 0.0003}))
+    (state / "log.jsonl").write_text(json.dumps({"step": 1200, "loss": 0.3}) + "\n" + json.dumps(
+        {"step": 1234, "val_psnr": 29.45612, "val_near_linear_psnr": 36.5, "val_boundary_psnr": None}) + "\n")
     ema = {k: v.contiguous() for k, v in average.named_parameters()}
     ema["_updates"] = torch.tensor([7])
     save_file({k: v.detach() for k, v in ema.items()}, str(state / "state_ema.safetensors"))
@@ -157,6 +160,9 @@ def test_export_of_a_training_state(tmp_path):
                    for k, v in other.state_dict().items())
         metadata = read_metadata(out)
         assert metadata["step"] == "1234" and json.loads(metadata["train_config"]) == {"lr": 0.0003}
+        # the log's validation of that step scored the moving average, so only its export carries the figures
+        assert (metadata.get("val_psnr"), metadata.get("val_near_linear_psnr")) == (
+            ("29.456", "36.500") if source is average else (None, None))
     (state / "state_ema.safetensors").unlink()  # without an average the network itself is written
     assert main([str(state), "--out", str(tmp_path / "plain.safetensors")]) == 0
     assert "(network)" in read_metadata(tmp_path / "plain.safetensors")["exported_from"]

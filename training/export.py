@@ -4,7 +4,8 @@ A state folder (``$OUT/train`` of a device chunk, or one unpacked for ``--resume
 (``state_model.safetensors``) and, with ``--ema``, its moving average (``state_ema.safetensors``), but
 ``weights.safetensors`` only where a step replaced the kept weights. This writes the state's last step
 for scoring or comparison, by default the moving average (what validation scored), with ``--raw`` the
-network's own parameters:
+network's own parameters. The step, the recipe and, for the average, the held-out figures train.py logged at
+that step (``val_*``) go into the file's metadata:
 
     python -m training.export runs/state --out runs/last.safetensors
 """
@@ -15,7 +16,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import List, Optional, Union
+from typing import Dict, List, Optional, Union
 
 from model.network import Network, NetworkConfig
 from model.weights import save_weights
@@ -50,11 +51,25 @@ def export_state(state: Union[str, Path], out: Union[str, Path], raw: bool = Fal
     progress = state / "progress.json"
     if progress.is_file():
         extra["step"] = str(json.loads(progress.read_text())["step"])
+        if which == "moving average":  # what train.py validated: its figures at this step describe these weights
+            extra.update(_validation_at(state / "log.jsonl", int(extra["step"])))
     train_config = state / "train_config.json"
     if train_config.is_file():
         extra["train_config"] = json.dumps(json.loads(train_config.read_text()))
     save_weights(net, out, extra=extra)
     return which
+
+
+def _validation_at(log: Path, step: int) -> Dict[str, str]:
+    """The held-out figures train.py logged at ``step`` (its ``val_*`` PSNRs, as weights metadata), or none."""
+    if not log.is_file():
+        return {}
+    figures: Dict[str, str] = {}
+    for line in log.read_text().splitlines():
+        record = json.loads(line) if line.strip() else {}
+        if record.get("step") == step and "val_psnr" in record:
+            figures = {k: f"{v:.3f}" for k, v in record.items() if k.startswith("val_") and isinstance(v, float)}
+    return figures
 
 
 def main(argv: Optional[List[str]] = None) -> int:
