@@ -129,8 +129,8 @@ def test_average_of_weights_files(tmp_path):
 
 def test_export_of_a_training_state(tmp_path):
     """training.export: a state folder's moving average (default) or network (--raw) as an fp16 weights file,
-    with the state's step and recipe in the metadata (and, for the average, the held-out figures train.py logged
-    at that step); a folder that is no state is a one-line error."""
+    with the state's step and recipe in the metadata (and the held-out figures train.py logged at that step, where
+    they describe the weights written); a folder that is no state is a one-line error."""
     from safetensors.torch import save_file
 
     from training.export import main
@@ -165,7 +165,8 @@ def test_export_of_a_training_state(tmp_path):
             ("29.456", "36.500") if source is average else (None, None))
     (state / "state_ema.safetensors").unlink()  # without an average the network itself is written
     assert main([str(state), "--out", str(tmp_path / "plain.safetensors")]) == 0
-    assert "(network)" in read_metadata(tmp_path / "plain.safetensors")["exported_from"]
+    plain = read_metadata(tmp_path / "plain.safetensors")
+    assert "(network)" in plain["exported_from"] and plain["val_psnr"] == "29.456"  # what train.py validated then
     assert main([str(tmp_path), "--out", str(tmp_path / "bad.safetensors")]) == 2
     assert not (tmp_path / "bad.safetensors").exists()
 

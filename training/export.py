@@ -4,8 +4,8 @@ A state folder (``$OUT/train`` of a device chunk, or one unpacked for ``--resume
 (``state_model.safetensors``) and, with ``--ema``, its moving average (``state_ema.safetensors``), but
 ``weights.safetensors`` only where a step replaced the kept weights. This writes the state's last step
 for scoring or comparison, by default the moving average (what validation scored), with ``--raw`` the
-network's own parameters. The step, the recipe and, for the average, the held-out figures train.py logged at
-that step (``val_*``) go into the file's metadata:
+network's own parameters. The step, the recipe and the held-out figures train.py logged at that step for the
+weights written (``val_*``: it validates the average where there is one) go into the file's metadata:
 
     python -m training.export runs/state --out runs/last.safetensors
 """
@@ -51,7 +51,9 @@ def export_state(state: Union[str, Path], out: Union[str, Path], raw: bool = Fal
     progress = state / "progress.json"
     if progress.is_file():
         extra["step"] = str(json.loads(progress.read_text())["step"])
-        if which == "moving average":  # what train.py validated: its figures at this step describe these weights
+        # train.py validated the moving average where there is one, else the network: its figures at this step
+        # describe the exported weights unless --raw passed the average over
+        if which == "moving average" or not average_path.is_file():
             extra.update(_validation_at(state / "log.jsonl", int(extra["step"])))
     train_config = state / "train_config.json"
     if train_config.is_file():
