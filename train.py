@@ -404,6 +404,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     if args.restart_schedule:
         config = dataclasses.replace(config, schedule_start=step)
+    schedule_end = config.schedule_start + config.total_steps
+    if step >= schedule_end and main_process:
+        floor = learning_rate(step, config.lr, config.warmup, config.total_steps, start=config.schedule_start)
+        print(f"note: step {step} is past the end of the learning-rate schedule (steps {config.schedule_start}-"
+              f"{schedule_end}), so the rate stays at its floor, {floor:.1e}; for a new warm-up and cosine from "
+              f"here pass --restart-schedule --total-steps N", file=sys.stderr)
     if args.network:
         if args.resume is not None:
             print("error: --network changes the architecture; it works with --init-weights or a fresh start, "

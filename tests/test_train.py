@@ -415,7 +415,9 @@ def test_cuda_graph_step_matches_the_eager_step():
         torch.testing.assert_close(a, b, rtol=2e-2, atol=1e-4)
 
 
-def test_restart_schedule_counts_warmup_and_cosine_from_the_init_step(footage, tmp_path):
+def test_restart_schedule_counts_warmup_and_cosine_from_the_init_step(footage, tmp_path, capsys):
+    """--restart-schedule starts a new warm-up and cosine at the start step, kept on --resume; weights past their
+    schedule's end without it train at the floor rate, and train.py says so, naming the option."""
     from training.schedule import learning_rate
 
     # the rate a restarted schedule gives is the fresh schedule's, shifted to the start step
@@ -424,10 +426,16 @@ def test_restart_schedule_counts_warmup_and_cosine_from_the_init_step(footage, t
     assert learning_rate(31000, 1e-4, 1000, 40000, start=31000) == pytest.approx(1e-7)  # warm-up's first step
     assert learning_rate(31000, 1e-4, 1000, 40000) < 0.2e-4  # without a restart: no warm-up, the cosine's tail
     out = tmp_path / "run"
-    assert train.main(_args(footage, out, "--max-steps", "2")) == 0
+    assert train.main(_args(footage, out, "--max-steps", "2", "--total-steps", "2")) == 0
+    assert "past the end" not in capsys.readouterr().err  # it started at step 0, inside its schedule
+    assert train.main(_args(footage, tmp_path / "on", "--max-steps", "1",
+                            "--init-weights", str(out / "weights.safetensors"))) == 0
+    err = capsys.readouterr().err
+    assert "step 2 is past the end of the learning-rate schedule (steps 0-2)" in err and "--restart-schedule" in err
     out2 = tmp_path / "restart"
     assert train.main(_args(footage, out2, "--max-steps", "1", "--restart-schedule", "--total-steps", "500",
                             "--init-weights", str(out / "weights.safetensors"))) == 0
+    assert "past the end" not in capsys.readouterr().err
     config = json.loads((out2 / "train_config.json").read_text())
     assert config["schedule_start"] == 2 and config["total_steps"] == 500
     out3 = tmp_path / "resumed"  # a resumed state keeps the restarted schedule
