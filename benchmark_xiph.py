@@ -1,21 +1,19 @@
 """Xiph benchmark (the SoftSplat paper's protocol).
 
-    python benchmark_xiph.py --data xiph/ [--download] [--json out.json]
+    python benchmark_xiph.py --data xiph/ [--json out.json]
 
 Eight Netflix 4K clips from media.xiph.org, first 100 frames; every even frame is
 interpolated from its two neighbours and scored (scikit-image PSNR/SSIM on uint8).
 Two variants: 'resized' (frames resized to 2048x1080 with INTER_AREA) and
 'cropped' (the centre 2048x1080). ``--data`` holds ``<clip>.y4m`` files or
-``<clip>/`` folders of frames (png, sorted by name). Nothing is downloaded unless
-``--download`` is given, which needs the ffmpeg program and a network connection.
+``<clip>/`` folders of frames (png, sorted by name). The project fetches nothing: get the clips yourself
+(``SOURCE`` below names them) and point ``--data`` at them.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple
@@ -25,27 +23,8 @@ import torch
 
 CLIPS = ("BoxingPractice", "Crosswalk", "DrivingPOV", "FoodMarket", "FoodMarket2", "RitualDance",
          "SquareAndTimelapse", "Tango")
-URL = "https://media.xiph.org/video/derf/ElFuente/Netflix_{}_4096x2160_60fps_10bit_420.y4m"
-
-
-def download(data: Path, clips, frames: int) -> None:
-    """Fetch the first ``frames`` frames of each missing clip with ffmpeg (only when asked)."""
-    ffmpeg = shutil.which("ffmpeg")
-    if ffmpeg is None:
-        raise ValueError("--download needs the ffmpeg program on PATH (e.g. apt-get install ffmpeg)")
-    data.mkdir(parents=True, exist_ok=True)
-    for name in clips:
-        target = data / f"{name}.y4m"
-        if target.exists():
-            continue
-        tmp = target.with_name(target.name + ".part")
-        cmd = [ffmpeg, "-y", "-loglevel", "error", "-i", URL.format(name), "-frames:v", str(frames),
-               "-f", "yuv4mpegpipe", "-pix_fmt", "yuv420p10le", str(tmp)]
-        print(f"downloading {name} ...", flush=True)
-        if subprocess.run(cmd).returncode != 0:
-            tmp.unlink(missing_ok=True)
-            raise ValueError(f"ffmpeg could not fetch {URL.format(name)}")
-        tmp.replace(target)
+SOURCE = ("the first 100 frames of media.xiph.org/video/derf/ElFuente/Netflix_<clip>_4096x2160_60fps_10bit_420.y4m "
+          f"for <clip> in {', '.join(CLIPS)}")
 
 
 def frames_of(source: Path, limit: int) -> Iterator[np.ndarray]:
@@ -101,8 +80,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description="Xiph benchmark (resized and cropped 2K).",
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--data", type=Path, default=Path("xiph"), help="folder of <clip>.y4m or <clip>/ frame folders")
-    p.add_argument("--clips", nargs="+", default=None, help="clip names (default: all found, or the 8 with --download)")
-    p.add_argument("--download", action="store_true", help="fetch missing clips with ffmpeg (needs a network)")
+    p.add_argument("--clips", nargs="+", default=None, help="clip names (default: all found in --data)")
     p.add_argument("--frames", type=int, default=100, help="frames read from each clip")
     p.add_argument("--variants", nargs="+", default=["resized", "cropped"], choices=["resized", "cropped"])
     p.add_argument("--size", default="2048x1080", help="WxH of the resized frames and of the centre crop")
@@ -124,10 +102,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"error: --size {args.size!r}: use WxH, e.g. 2048x1080", file=sys.stderr)
         return 2
     try:
-        if args.download:
-            download(args.data, args.clips or CLIPS, args.frames)
         if not args.data.is_dir():
-            raise ValueError(f"{args.data} does not exist: pass --data, or --download to fetch the clips")
+            raise ValueError(f"{args.data} does not exist: pass --data, a folder of <clip>.y4m files or <clip>/ "
+                             f"frame folders ({SOURCE}; nothing is downloaded)")
         names = args.clips or sorted({p.stem for p in args.data.iterdir() if p.suffix == ".y4m" or p.is_dir()})
         sources = []
         for name in names:
@@ -149,7 +126,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     means = {k: {m: float(np.mean([r[k][m] for r in results.values()])) for m in ("psnr", "ssim")}
              for k in args.variants}
-    print("mean                 " + "  ".join(f"{k} PSNR {v['psnr']:.2f} SSIM {v['ssim']:.4f}" for k, v in means.items()))
+    print("mean                 "
+          + "  ".join(f"{k} PSNR {v['psnr']:.2f} SSIM {v['ssim']:.4f}" for k, v in means.items()))
     if args.json:
         args.json.write_text(json.dumps({"clips": results, "mean": means, "weights": str(args.weights)}, indent=2))
     return 0

@@ -112,7 +112,8 @@ def decoder_gradients(net, batch) -> int:
                                      units)[3]
         term.backward()
         norms = [float(torch.stack([p.grad.norm() for p in d.parameters()]).norm()) for d in net.flow.decoders]
-        print(f"{units:8s} {weight:5.3f}: {float(term.detach()):.4f}; " + ", ".join(f"{v:.4f}" for v in norms), flush=True)
+        print(f"{units:8s} {weight:5.3f}: {float(term.detach()):.4f}; " + ", ".join(f"{v:.4f}" for v in norms),
+              flush=True)
     return 0
 
 

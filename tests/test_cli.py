@@ -188,8 +188,8 @@ def test_cli_subprocess_reports_one_line_and_no_traceback(tmp_path):
 
 
 def test_importing_run_has_no_side_effects():
-    proc = subprocess.run([sys.executable, "-c", "import run, sys; print(sorted(m for m in sys.modules if m.startswith('model')))"],
-                          capture_output=True, text=True, cwd=ROOT)
+    code = "import run, sys; print(sorted(m for m in sys.modules if m.startswith('model')))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0 and proc.stdout.strip() == "[]"
 
 
@@ -260,7 +260,8 @@ def test_tiled_interpolation_has_no_seams():
     assert length <= 128 and starts[0] == 0 and starts[-1] + length == 300
     assert all(b - a <= length - 32 for a, b in zip(starts, starts[1:]))  # neighbours share >= the overlap
     cols = np.abs(np.diff(tiled - whole, axis=1)).mean(axis=(0, 2))
-    edges = [x for s in starts[1:] for x in (s - 1, s)] + [x for s in starts[:-1] for x in (s + length - 2, s + length - 1)]
+    edges = ([x for s in starts[1:] for x in (s - 1, s)]
+             + [x for s in starts[:-1] for x in (s + length - 2, s + length - 1)])
     assert cols[edges].max() < 5 * np.median(cols) + 1e-3
     with pytest.raises(ValueError, match="overlap"):
         interpolate(net, one, two, [0.5], tile=64, overlap=40)

@@ -613,7 +613,8 @@ def test_synthetic_texture_zoom_cuts_larger_and_shrinks(monkeypatch):
     stripes = ((torch.sin(xx * 2 * np.pi / 16) + 1) * 127).expand(3, 600, 600)
     big = data.Clip("big", stripes.unsqueeze(0).repeat(3, 1, 1, 1).byte(), 3.0, (), torch.zeros(2, dtype=torch.bool))
     # a clip too small for most zoomed cuts: cutting it anyway would fail (a square larger than the frame)
-    small = data.Clip("small", torch.zeros(3, 3, 200, 200, dtype=torch.uint8), 3.0, (), torch.zeros(2, dtype=torch.bool))
+    small = data.Clip("small", torch.zeros(3, 3, 200, 200, dtype=torch.uint8), 3.0, (),
+                      torch.zeros(2, dtype=torch.bool))
     monkeypatch.setattr(data, "augment", lambda b, gen: b)
 
     def detail(zoom):  # one zoom per layer: averaged over 4 layers and 4 scenes

@@ -201,7 +201,8 @@ def test_frame_folder_in_and_out(tmp_path, capsys):
     assert len(list(outdir.glob("*.png"))) == 12
     # rerun: existing frames are kept, nothing is redone
     (outdir / "000001.png").unlink()
-    assert _cli(["--frames", frames, "--input-fps", "10", "--factor", "3", "--out", outdir / "%06d.png"], capsys)[0] == 0
+    args = ["--frames", frames, "--input-fps", "10", "--factor", "3", "--out", outdir / "%06d.png"]
+    assert _cli(args, capsys)[0] == 0
     assert len(list(outdir.glob("*.png"))) == 12
 
 

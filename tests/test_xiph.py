@@ -65,6 +65,9 @@ def test_benchmark_runs_offline_on_y4m_and_png_folder(tmp_path):
 
 def test_benchmark_errors(tmp_path, capsys):
     assert benchmark_xiph.main(["--data", str(tmp_path / "none"), "--device", "cpu"]) == 2
-    assert "does not exist" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "does not exist" in err and "media.xiph.org" in err and "nothing is downloaded" in err
+    with pytest.raises(SystemExit):  # the project fetches no data: there is no option for it
+        benchmark_xiph.main(["--data", str(tmp_path / "none"), "--download"])
     assert benchmark_xiph.main(["--data", str(tmp_path), "--size", "big", "--device", "cpu"]) == 2
     assert "--size" in capsys.readouterr().err

@@ -45,7 +45,8 @@ class TrainConfig:
     synthetic_texture_zoom: float = 1.0  # synthetic textures cut up to this much larger than the crop and shrunk
     flow_loss_weight: float = 0.05
     flow_loss_full_res: float = 1.0  # weight of a full-resolution flow level (convex upsampling) in the flow loss
-    flow_loss_units: str = "level"  # each level's flow error in its own pixels ("level") or in 1/4-level ones ("quarter")
+    # each level's flow error in its own pixels ("level") or in 1/4-level ones ("quarter")
+    flow_loss_units: str = "level"
     census_weight: float = 1.0
     max_gap: int = 4
     native_share: float = 0.0  # fraction of footage triplets at the stored rate (k = 1), not motion-weighted

@@ -116,7 +116,8 @@ extern "C" __global__ void scan_boxes(const int H, const int W, const int tiles_
 
 // One block per target tile (blockIdx.x) of image blockIdx.y. Shared memory: Z_max and the normaliser of the
 // tile's targets, `slice` channel planes, the candidate list.
-extern "C" __global__ void __launch_bounds__(1024, 1) scan_forward(const int H, const int W, const int C, const int tiles_x, const int tiles_y,
+extern "C" __global__ void __launch_bounds__(1024, 1) scan_forward(const int H, const int W, const int C,
+                                        const int tiles_x, const int tiles_y,
                                         const int target_tiles_x, const int tile_h, const int slice,
                                         const int list_max,
                                         const io_t* __restrict__ input, const scalar_t* __restrict__ flow,
