@@ -231,12 +231,13 @@ def oracle_scores(clips, weights: List[Path], device: torch.device, batches: int
     sets = validation_sets(clips, 256, 4, batches)
     columns = {"motion-weighted": sets["motion-weighted"], "consecutive": sets["consecutive"],
                "synthetic control": synthetic_set(clips, 256, batches)}
-    results, straightening_loss, own_first = {}, {}, {}
+    results, straightening_loss, own_first, per_triplet = {}, {}, {}, {}
     net = load_weights(weights[0], device).eval()
     with torch.no_grad():
         for name, column in columns.items():
             rows = [_oracle_rows(net, b) for b in column]
-            results[name] = {k: float(torch.cat([r[k] for r in rows]).mean()) for k in rows[0]}
+            per_triplet[name] = {k: torch.cat([r[k] for r in rows]) for k in rows[0]}
+            results[name] = {k: float(v.mean()) for k, v in per_triplet[name].items()}
             straightening_loss[name] = torch.cat([r["middle-frame flow"] - r["+ acceleration smoothed"] for r in rows])
             own_first[name] = torch.cat([r["network"] for r in rows])
     print(f"{'':24s} {'motion-weighted':>16s} {'consecutive':>16s} {'score':>16s} {'synthetic control':>18s}"
@@ -246,6 +247,15 @@ def oracle_scores(clips, weights: List[Path], device: torch.device, batches: int
         print(f"{row:24s} " + " ".join(f"{v:16.3f}" for v in (*values, sum(values) / 2))
               + f" {results['synthetic control'][row]:18.3f}")
     score_sets = BOUNDARY_SETS  # the two sets of train.py's score
+    # the near-linear triplets train.py's validation pools (within 1 px of constant velocity): how much of what
+    # the middle frame's motion would give is left there, where a two-frame method can in principle be exact
+    near = near_linear_subsets(sets, score_sets)
+    chosen = torch.cat([torch.cat(near[n]) for n in score_sets])
+    print(f"\non the near-linear triplets of the two score sets ({int(chosen.sum())} of {chosen.numel()}; mean "
+          f"per-triplet PSNR, not the pooled figure train.py logs)")
+    for row in results["consecutive"]:
+        values = torch.cat([per_triplet[n][row] for n in score_sets])[chosen]
+        print(f"{row:24s} {float(values.mean()):16.3f}")
     linear = {n: straightening_loss[n] <= straightening_loss[n].quantile(1 / 3) for n in score_sets}
     print(f"\nnetwork PSNR on the third of the triplets nearest constant velocity / the other two thirds "
           f"({int(linear[score_sets[0]].sum())} and {int((~linear[score_sets[0]]).sum())} per set)")
