@@ -128,6 +128,7 @@ def test_validation_pools_the_near_linear_triplets_of_the_named_sets():
     assert "near-linear" not in validation_psnr(Blend(), {"a": [batch]}, {})[0]
 
 
+@pytest.mark.slow
 def test_two_processes_share_the_main_process_table(footage, tmp_path):  # noqa: F811
     """Under torchrun the filter works: the main process measures and saves the table once (the other process
     waits at a barrier and reads that file; it prints nothing, so that part is not seen here)."""

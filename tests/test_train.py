@@ -54,7 +54,6 @@ def test_train_rejects_missing_data(tmp_path, capsys):
     assert "clips.jsonl" in capsys.readouterr().err
 
 
-@pytest.mark.slow
 def _torchrun(footage, out, port: int, *extra) -> subprocess.CompletedProcess:
     """train.py in two CPU processes through torchrun (gloo), with ``_args`` and ``extra``."""
     env = dict(os.environ, OMP_NUM_THREADS="1")
@@ -63,6 +62,7 @@ def _torchrun(footage, out, port: int, *extra) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
 
 
+@pytest.mark.slow
 def test_two_processes_with_torchrun(footage, tmp_path):
     out = tmp_path / "ddp"
     proc = _torchrun(footage, out, 29517, "--max-steps", "2", "--validate-first")
