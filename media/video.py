@@ -64,10 +64,12 @@ def _first_lines(stderr: str, count: int) -> List[str]:
 
 
 def _run(args: Sequence[str], what: str) -> subprocess.CompletedProcess:
+    """ffmpeg with ``args`` (callers pass ``-loglevel error``, so its stderr holds errors only); a failure raises
+    a VideoError naming ``what`` and ffmpeg's first error lines, the cause rather than its effects."""
     proc = subprocess.run([ffmpeg_exe(), "-hide_banner", "-nostdin", *args], capture_output=True)
     if proc.returncode != 0:
-        tail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
-        raise VideoError(f"{what} failed: {' | '.join(tail)}")
+        cause = _first_lines(proc.stderr.decode("utf-8", "replace"), 3) or [f"ffmpeg exit status {proc.returncode}"]
+        raise VideoError(f"{what} failed: {' | '.join(cause)}")
     return proc
 
 

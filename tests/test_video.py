@@ -892,3 +892,13 @@ def test_data_streams_are_named_not_lost_silently(tmp_path, capsys):
     assert info.data_streams == 0 and info.timecode
     code, stdout, _ = _cli(["--video", clip, "--out", tmp_path / "out.mp4"], capsys)
     assert code == 0 and "data streams 1 not copied" in stdout, stdout
+
+
+def test_ffmpeg_failures_name_the_cause_not_its_effects(tmp_path):
+    # ffmpeg prints the cause first ("Unknown encoder ...") and its effects after it ("Error opening output
+    # file ..."); the error a user sees leads with the cause
+    from media.video import _run
+
+    with pytest.raises(VideoError, match=r"encoding a test failed: .*Unknown encoder 'nosuchcodec'"):
+        _run(["-y", "-loglevel", "error", "-f", "lavfi", "-i", "color=gray:s=64x64", "-frames:v", "1",
+              "-c:v", "nosuchcodec", str(tmp_path / "x.mp4")], "encoding a test")
