@@ -31,7 +31,9 @@ what a better flow alone could gain) and every --compare file.
 instead prints, for --weights and every --compare file, train.py's validation figures (the three sets, the
 near-linear triplets of the two score sets, the score) and its PSNR near motion boundaries (pixels within 3 px of
 an edge of OpenCV DIS flow, pooled over the two score sets), in float32: where occlusions and object edges are,
-which the per-triplet means weigh little.
+which the per-triplet means weigh little. `--flow-scale 1 2` adds a row per scale: the network with its flow
+estimated on frames resized by that factor (as run.py's --flow-scale, which stops at 1; here values above 1
+upsample: does finer flow help small frames?).
 
     python bench/diagnose_validation.py --data .data/footage --boundaries --training-clips 16 [--compare ...]
 
@@ -56,7 +58,7 @@ import argparse
 import dataclasses
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 import torch
 
@@ -176,21 +178,39 @@ def training_clip_names(root: Path, count: int) -> List[str]:
     return names[:count]
 
 
-def boundary_scores(clips, weights: List[Path], device: torch.device, batches: int = 4, skip: int = 0) -> int:
+class ScaledFlow:
+    """The network with its flow estimated at ``scale`` times the frames' size (run.py's --flow-scale), in the
+    two calls train.py's validation makes."""
+
+    def __init__(self, net, scale: float) -> None:
+        self.net, self.scale = net, scale
+
+    def estimate_flow(self, one: torch.Tensor, two: torch.Tensor) -> FlowState:
+        return self.net.estimate_flow(one, two, self.scale)
+
+    def synthesize(self, state: FlowState, t: torch.Tensor) -> torch.Tensor:
+        return self.net.synthesize(state, t)
+
+
+def boundary_scores(clips, weights: List[Path], device: torch.device, batches: int = 4, skip: int = 0,
+                    flow_scales: Sequence[float] = (1.0,)) -> int:
     """train.py's validation figures, with its pooled PSNR near motion boundaries and on the near-linear triplets,
     for each weights file (``batches`` of 16 triplets per set, as train.py's --val-batches; the first 4 are
     train.py's default sets), leaving out the first ``skip`` batches of every set (``batches`` 32 and ``skip``
-    16: the triplets a run validated on 16 batches never saw)."""
+    16: the triplets a run validated on 16 batches never saw); a row per weights file and flow scale."""
     sets = {name: drawn[skip:] for name, drawn in validation_sets(clips, 256, 4, batches).items()}
     boundaries = boundary_masks(sets)
     near_linear = near_linear_subsets(sets, BOUNDARY_SETS)
     print(" ".join(f"{n:>16s}" for n in (*sets, "near-linear", "score", "boundaries")) + "  weights")
     for path in weights:
         net = load_weights(path, device).eval()
-        with torch.no_grad():
-            means, boundary = validation_psnr(net, sets, boundaries, near_linear)
-        score = (means["motion-weighted"] + means["consecutive"]) / 2
-        print(" ".join(f"{v:16.3f}" for v in (*means.values(), score, boundary)) + f"  {path}", flush=True)
+        for scale in flow_scales:
+            with torch.no_grad():
+                means, boundary = validation_psnr(net if scale == 1.0 else ScaledFlow(net, scale), sets, boundaries,
+                                                  near_linear)
+            score = (means["motion-weighted"] + means["consecutive"]) / 2
+            label = f"{path}" if len(flow_scales) == 1 else f"{path} (flow scale {scale:g})"
+            print(" ".join(f"{v:16.3f}" for v in (*means.values(), score, boundary)) + f"  {label}", flush=True)
     return 0
 
 
@@ -332,6 +352,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--skip-batches", type=int, default=0, metavar="K",
                    help="with --boundaries: score batches K+1 to --val-batches only (e.g. --val-batches 32 "
                         "--skip-batches 16: the fresh triplets of runs validated on 16 batches)")
+    p.add_argument("--flow-scale", type=float, nargs="+", default=[1.0], metavar="S",
+                   help="with --boundaries: score each weights file with its flow estimated at S times the frames' "
+                        "size (as run.py's --flow-scale; here S may exceed 1), a row per S")
     p.add_argument("--synthetic", action="store_true",
                    help="score synthetic motion over validation textures instead, for --weights and every --compare")
     p.add_argument("--oracle", action="store_true",
@@ -346,6 +369,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         p.error(f"--skip-batches {args.skip_batches}: use 0 to {args.val_batches - 1} (fewer than --val-batches)")
     if args.skip_batches and not args.boundaries:
         p.error("--skip-batches goes with --boundaries")
+    if args.flow_scale != [1.0] and not args.boundaries:
+        p.error("--flow-scale goes with --boundaries")
+    if any(not 0 < s <= 4 for s in args.flow_scale):
+        p.error(f"--flow-scale {' '.join(f'{s:g}' for s in args.flow_scale)}: use values in (0, 4]")
     if args.training_clips and not (args.boundaries or args.oracle):
         p.error("--training-clips goes with --boundaries or --oracle")
     device = torch.device(args.device)
@@ -356,7 +383,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.synthetic:
         return synthetic_sets(clips, [args.weights, *args.compare], device)
     if args.boundaries:
-        return boundary_scores(clips, [args.weights, *args.compare], device, args.val_batches, args.skip_batches)
+        return boundary_scores(clips, [args.weights, *args.compare], device, args.val_batches, args.skip_batches,
+                                  args.flow_scale)
     if args.oracle:
         return oracle_scores(clips, [args.weights, *args.compare], device, args.val_batches)
     net = load_weights(args.weights, device).eval()

@@ -629,6 +629,47 @@ def test_diagnose_skip_batches_scores_only_the_later_batches(monkeypatch, capsys
     assert "--skip-batches 16: use 0 to 15" in capsys.readouterr().err
 
 
+def test_diagnose_flow_scale_scores_the_network_with_its_flow_at_other_sizes(monkeypatch, capsys):
+    """bench/diagnose_validation.py --boundaries --flow-scale 1 2 gives a row per weights file and scale, the
+    network estimating its flow at that scale of the frames (full-resolution flow back), and the option is
+    refused without --boundaries or outside (0, 4]."""
+    import bench.diagnose_validation as diagnose
+    from model import Network
+
+    torch.manual_seed(0)
+    net = Network().eval()
+    one, two = torch.rand(1, 3, 64, 96), torch.rand(1, 3, 64, 96)
+    with torch.no_grad():
+        plain = net.estimate_flow(one, two)
+        scaled = diagnose.ScaledFlow(net, 2.0).estimate_flow(one, two)
+        frame = diagnose.ScaledFlow(net, 2.0).synthesize(scaled, torch.tensor([0.5]))
+    assert scaled.flow_fwd.shape == plain.flow_fwd.shape == (1, 2, 64, 96)
+    assert frame.shape == (1, 3, 64, 96)
+    assert not torch.allclose(scaled.flow_fwd, plain.flow_fwd)  # the scale reached the flow estimate
+
+    drawn = {name: [{"batch": 0}] for name in ("motion-weighted", "consecutive")}
+    scales = []
+
+    def fake_psnr(model, sets, boundaries, near_linear):
+        scales.append(getattr(model, "scale", 1.0))
+        return {"motion-weighted": 30.0, "consecutive": 32.0}, 24.0
+
+    monkeypatch.setattr(diagnose, "validation_sets", lambda clips, crop, gap, batches: drawn)
+    monkeypatch.setattr(diagnose, "boundary_masks", lambda sets: {})
+    monkeypatch.setattr(diagnose, "near_linear_subsets", lambda sets, names: {})
+    monkeypatch.setattr(diagnose, "load_weights", lambda path, device: torch.nn.Identity())
+    monkeypatch.setattr(diagnose, "validation_psnr", fake_psnr)
+    assert diagnose.boundary_scores([], [Path("w.safetensors")], torch.device("cpu"), flow_scales=(1.0, 2.0)) == 0
+    assert scales == [1.0, 2.0]
+    out = capsys.readouterr().out
+    assert "(flow scale 1)" in out and "(flow scale 2)" in out
+    for argv, message in ((["--flow-scale", "2"], "--flow-scale goes with --boundaries"),
+                          (["--boundaries", "--flow-scale", "0"], "--flow-scale 0: use values in (0, 4]")):
+        with pytest.raises(SystemExit):
+            diagnose.main(["--data", ".", *argv])
+        assert message in capsys.readouterr().err
+
+
 def test_unpack_builds_a_state_that_resumes(footage, tmp_path, capsys):
     """training.unpack: a device chunk's files (small.tar's t/ and train/state_*, as device_chunk.sh leaves them)
     become a state folder and a lean resume folder that train.py --resume takes."""
