@@ -27,16 +27,17 @@ import numpy as np
 # continue it from its committed weights (chunk 43's kept step) through the anneal and kept none; 50-55 (session 16)
 # restart from those weights: 50, 52, 53 with --max-nonlinearity 2, 51 with 1, 54-55 the control; none adopted;
 # 56-60 (session 17) restart from them with the filter: 56/58 and 57/59 two arms (56 and 57 side by side on two
-# GPUs, their minutes added as time spent), 60 a third whose last moving average is the committed weights)
+# GPUs, their minutes added as time spent), 60 a third whose last moving average is the committed weights;
+# 61-65 (session 18) a run from scratch with the filter from step 0, not adopted)
 KEPT_STEP = {1: 2500, 2: 6345, 3: 10000, 4: 15819, 5: 17000, 6: 20000, 7: 29000, 10: 31000, 16: 34000, 17: 36000,
              18: 42937, 19: 46000, 20: 51885, 21: 58000, 23: 64000, 24: 65000, 25: 68000, 26: 72000, 28: 73000,
              34: 75000, 43: 25000, 60: 32000}
 # chunks whose arm b was carried on (its log and Middlebury file end in "b")
 CARRIED_ARM = {23: "b", 24: "b", 34: "b"}
 # chunks validated on 16 batches per set (session 11's anneal, 29-32, session 12's 33-36, session 13's 37-38 and
-# session 14's 39, 40, 42 and 43, session 15's 44-49, session 16's 50-55, session 17's 56-60):
+# session 14's 39, 40, 42 and 43, session 15's 44-49, session 16's 50-55, session 17's 56-60, session 18's 61-65):
 # their figures are about 0.4 dB below the 4-batch ones on the same weights, so they are drawn as their own curve
-VAL_16_BATCHES = set(range(29, 41)) | set(range(42, 61))
+VAL_16_BATCHES = set(range(29, 41)) | set(range(42, 66))
 
 
 Points = List[Tuple[float, float]]
