@@ -384,7 +384,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return synthetic_sets(clips, [args.weights, *args.compare], device)
     if args.boundaries:
         return boundary_scores(clips, [args.weights, *args.compare], device, args.val_batches, args.skip_batches,
-                                  args.flow_scale)
+                               args.flow_scale)
     if args.oracle:
         return oracle_scores(clips, [args.weights, *args.compare], device, args.val_batches)
     net = load_weights(args.weights, device).eval()
