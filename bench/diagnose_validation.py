@@ -206,8 +206,7 @@ def boundary_scores(clips, weights: List[Path], device: torch.device, batches: i
         net = load_weights(path, device).eval()
         for scale in flow_scales:
             with torch.no_grad():
-                means, boundary = validation_psnr(net if scale == 1.0 else ScaledFlow(net, scale), sets, boundaries,
-                                                  near_linear)
+                means, boundary = validation_psnr(ScaledFlow(net, scale), sets, boundaries, near_linear)
             score = (means["motion-weighted"] + means["consecutive"]) / 2
             label = f"{path}" if len(flow_scales) == 1 else f"{path} (flow scale {scale:g})"
             print(" ".join(f"{v:16.3f}" for v in (*means.values(), score, boundary)) + f"  {label}", flush=True)
