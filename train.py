@@ -157,7 +157,15 @@ def _compact(optim_state: dict) -> dict:
 def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--data", type=Path, required=True, help="footage folder with clips.jsonl and the mp4 files")
+    p.add_argument("--data", type=Path, nargs="+", required=True,
+                   help="footage folders, each with clips.jsonl and its clips (e.g. footage footage2); the clips of "
+                        "held-out source repositories (training/holdout.py) validate, all others train")
+    p.add_argument("--train-folders", nargs="+", default=None, metavar="NAME",
+                   help="train only on the clips of the --data folders with these names (e.g. footage); validation "
+                        "still uses the held-out clips of every folder")
+    p.add_argument("--frame-cache", type=Path, default=None, metavar="DIR",
+                   help="keep decoded frames as .npy files in DIR (written on first use) and memory-map them on the "
+                        "CPU instead of holding them on the GPU: several runs on one machine share one copy")
     p.add_argument("--out", type=Path, required=True, help="folder for checkpoints and logs")
     p.add_argument("--resume", type=Path, default=None, help="folder of a previous chunk's output")
     p.add_argument("--init-weights", type=Path, default=None,
@@ -236,6 +244,9 @@ def parse_args(argv: Optional[List[str]] = None) -> argparse.Namespace:
                    help="override the share of footage crops taken up to 2x larger and shrunk (sharper, less motion)")
     p.add_argument("--ema", type=float, default=None, metavar="DECAY",
                    help="validate and save a moving average of the weights (e.g. 0.999; 0 turns it off)")
+    p.add_argument("--width", type=float, default=None, metavar="FACTOR",
+                   help="a fresh network with every width multiplied by FACTOR (about FACTOR^2 the parameters; "
+                        "NetworkConfig.widened), before --network's changes")
     p.add_argument("--network", nargs="+", default=None, metavar="KEY=VALUE",
                    help="NetworkConfig fields to change for a fresh start or --init-weights, e.g. "
                         "refine_width=24 flow_refine_hidden=48,32: stages the weights file lacks start at zero")
@@ -273,6 +284,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from training.linearity import NEAR_LINEAR_PX, measured, near_linear_subsets, nonlinearity_tables
     from training.schedule import learning_rate, rewarmed
     from training.validation import replaces_kept, validation_psnr
+    from training.holdout import baseline_scores, describe, holdout_triplets, is_holdout, network_scores, summary
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
@@ -302,8 +314,21 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("error: --cuda-graph records one GPU's step: run it on a CUDA device without torchrun",
               file=sys.stderr)
         return 2
-    if not (args.data / "clips.jsonl").is_file():
-        print(f"error: {args.data} has no clips.jsonl: pass --data pointing at the footage folder", file=sys.stderr)
+    for folder in args.data:
+        if not (folder / "clips.jsonl").is_file():
+            print(f"error: {folder} has no clips.jsonl: pass --data pointing at the footage folders", file=sys.stderr)
+            return 2
+    from training.data import missing_clips
+
+    absent = missing_clips(args.data)
+    if absent:
+        print(f"error: {len(absent)} clips listed in clips.jsonl are missing (first: {absent[0]}): stage every "
+              f"shard of the footage before training", file=sys.stderr)
+        return 2
+    folder_names = [folder.name for folder in args.data]
+    if args.train_folders and not set(args.train_folders) <= set(folder_names):
+        print(f"error: --train-folders {' '.join(args.train_folders)}: the --data folders are named "
+              f"{', '.join(folder_names)}", file=sys.stderr)
         return 2
     # config: from the resumed run if any, with command-line overrides
     config = TrainConfig()
@@ -410,6 +435,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"note: step {step} is past the end of the learning-rate schedule (steps {config.schedule_start}-"
               f"{schedule_end}), so the rate stays at its floor, {floor:.1e}; for a new warm-up and cosine from "
               f"here pass --restart-schedule --total-steps N", file=sys.stderr)
+    if args.width is not None:
+        if args.resume is not None or args.init_weights is not None:
+            print("error: --width builds a fresh network; leave out --resume and --init-weights", file=sys.stderr)
+            return 2
+        try:
+            net_config = net_config.widened(args.width)
+        except ValueError as exc:
+            print(f"error: --width: {exc}", file=sys.stderr)
+            return 2
     if args.network:
         if args.resume is not None:
             print("error: --network changes the architecture; it works with --init-weights or a fresh start, "
@@ -428,8 +462,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     torch.backends.cudnn.allow_tf32 = True
 
     t0 = time.time()
-    train_clips = load_clips(args.data, None, device, config.crop, exclude=config.validation_clips,
-                             limit=args.max_clips)
+    def held_out(entry: dict) -> bool:  # validation clips: named ones, or by source repository
+        if config.validation_clips:
+            return entry["file"] in config.validation_clips
+        return is_holdout(entry, config.holdout_sources)
+
+    def trains(folder: Path, entry: dict) -> bool:
+        return not held_out(entry) and (not args.train_folders or folder.name in args.train_folders)
+
+    train_clips = load_clips(args.data, None, device, config.crop, limit=args.max_clips, cache=args.frame_cache,
+                             keep=trains)
     # a resumed run's scores, and so its best, are on its own validation triplets: by default the same ones (states
     # saved before session 14 do not say: they used the default, 4)
     resumed_val_batches = progress.get("val_batches", 4)  # (4 too without a resumed run: the default)
@@ -438,10 +480,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     # validation crops are 256 px whatever the training crop (or the training crop where smaller: tests), so runs
     # with different --crop are scored on the same triplets
     val_crop = min(config.crop, VALIDATION_CROP)
-    val_clips = load_clips(args.data, config.validation_clips, device, val_crop)
+    val_clips = load_clips(args.data, None, device, val_crop, cache=args.frame_cache,
+                           keep=lambda folder, entry: held_out(entry))
+    if main_process:
+        shards = sorted({c.name.split("/")[0] for c in train_clips if "/" in c.name})
+        print(f"training on {', '.join(sorted({c.group for c in train_clips}))}"
+              f"{' (shards ' + ', '.join(shards) + ')' if shards else ''}; validating on "
+              f"{len(val_clips)} held-out clips from {len({c.source for c in val_clips})} source repositories",
+              flush=True)
     sampler = FootageSampler(train_clips, config.crop, config.max_gap, generator=gen,
                              native_share=config.native_share, downscale_share=config.downscale_share,
-                             photometric_share=config.photometric_share)
+                             photometric_share=config.photometric_share, device=device)
     if config.max_nonlinearity > 0:
         tables_file = args.out / "nonlinearity.pt"  # kept beside the state, so that a resumed run finds it
         source = args.nonlinearity or (args.resume / "nonlinearity.pt" if args.resume is not None else None)
@@ -462,10 +511,14 @@ def main(argv: Optional[List[str]] = None) -> int:
             values = measured(sampler.nonlinearity)
             print(f"non-linearity: {float((values > config.max_nonlinearity).float().mean()):.0%} of the footage "
                   f"triplets above {config.max_nonlinearity} px left out", flush=True)
-    val_sets = validation_sets(val_clips, val_crop, config.max_gap, args.val_batches)
+    val_sets = validation_sets(val_clips, val_crop, config.max_gap, args.val_batches, device=device)
     # logged beside the score, not part of it: synthetic motion with 1-px layer edges over the validation textures
     # (exact ground truth), where crisp occlusion boundaries show
-    val_sets["synthetic edges"] = synthetic_set(val_clips, val_crop, args.val_batches, edge_px=1.0)
+    val_sets["synthetic edges"] = synthetic_set(val_clips, val_crop, args.val_batches, edge_px=1.0, device=device)
+    # the score that chooses weights: the margin over the classical baseline on whole held-out frames
+    # (training.holdout); the crop sets above are logged beside it
+    holdout = holdout_triplets(val_clips) if main_process else []
+    holdout_base = baseline_scores(holdout) if holdout else None
     # logged beside the score, not part of it: PSNR over the pixels near motion boundaries (OpenCV DIS flow edges) of
     # the two score sets, pooled, where occlusions and object edges are and interpolation errs most; only the main
     # process validates, so only it computes the masks (DIS on the CPU)
@@ -480,6 +533,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         count = sum(int(m.sum()) for masks in near_linear.values() for m in masks)
         print(f"validation: {count} triplets of the score sets are near-linear (at most {NEAR_LINEAR_PX} px)",
               flush=True)
+        if holdout:
+            print(f"validation: {len(holdout)} held-out triplets, classical baseline "
+                  f"{float(holdout_base.mean()):.3f} dB", flush=True)
         frames = sum(c.frames.shape[0] for c in train_clips)
         print(f"data: {len(train_clips)} training clips ({frames} frames), {len(val_clips)} validation clips, "
               f"decoded in {time.time() - t0:.1f}s", flush=True)
@@ -529,11 +585,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         ema.load(load_file(str(args.resume / "state_ema.safetensors"), device=str(device)))
     # checkpoints are chosen by the mean PSNR of the two validation sets ("best_score"); states saved
     # before there were two sets hold only "best_val_psnr", which is not comparable and is not carried over
-    best = -1.0
-    kept_score, kept_boundary = -1.0, None  # the kept weights' figures (session 8 on; before, kept = best)
+    best = -1e9  # scores are margins (negative while the network trails the baseline) or PSNRs
+    kept_score, kept_boundary = -1e9, None  # the kept weights' figures (session 8 on; before, kept = best)
     if args.resume is not None:
         if resumed_val_batches == args.val_batches:
-            best = progress.get("best_score", -1.0)
+            best = progress.get("best_score", -1e9)
             kept_score, kept_boundary = progress.get("kept_score", best), progress.get("kept_boundary")
         elif main_process:  # other triplets: the resumed run's best is no bar for these scores
             print(f"note: the resumed run validated on {resumed_val_batches} batches per set, this chunk "
@@ -555,6 +611,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         net.eval()
         with torch.no_grad(), autocast, (ema.swapped() if ema is not None else contextlib.nullcontext()):
             means, boundary = validation_psnr(net, val_sets, boundaries, near_linear)
+            if holdout:
+                scores = network_scores(net, holdout, device, torch.bfloat16 if bf16 else None)
+                means["holdout"] = summary(scores, holdout_base, holdout)
         net.train()
         return means, boundary
 
@@ -565,6 +624,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         val, native, clean, edges = (means[n] for n in ("motion-weighted", "consecutive", "clean", "synthetic edges"))
         near = means["near-linear"]
         score = (val + native) / 2
+        margins = means.get("holdout")
+        if margins is not None:  # weights are chosen by the margin over the classical baseline on held-out footage
+            score = margins["margin"]
         best = max(best, score)
         improved = replaces_kept(score, boundary, best, kept_score, kept_boundary)
         if improved:
@@ -573,6 +635,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                  "val_clean_psnr": round(clean, 3), "val_synthetic_edges_psnr": round(edges, 3),
                  "val_boundary_psnr": None if boundary is None else round(boundary, 3),
                  "val_near_linear_psnr": None if math.isnan(near) else round(near, 3), "score": round(score, 3)}
+        if margins is not None:
+            entry.update({k: round(v, 3) if isinstance(v, float) else v for k, v in margins.items()})
         if final:
             entry.update(chunk_end=True, chunk_minutes=round((time.time() - t0) / 60, 2))
         log.write(json.dumps(entry) + "\n")
@@ -581,9 +645,12 @@ def main(argv: Optional[List[str]] = None) -> int:
               f"/ clean {clean:.2f} / synthetic edges {edges:.2f} / boundaries "
               f"{'-' if boundary is None else f'{boundary:.2f}'} / near-linear {near:.2f} dB, score {score:.2f} "
               f"(best {best:.2f})", flush=True)
-        save(improved, val, native, boundary)
+        if margins is not None:
+            print(f"step {step}: {describe(margins)}", flush=True)
+        save(improved, val, native, boundary, margins)
 
-    def save(tag_best: bool, val: float, native: float, boundary: Optional[float]) -> None:
+    def save(tag_best: bool, val: float, native: float, boundary: Optional[float],
+             margins: Optional[Dict[str, float]] = None) -> None:
         from safetensors.torch import save_file
 
         save_file({k: v.detach().float().cpu().contiguous() for k, v in net.state_dict().items()},
@@ -603,6 +670,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                              extra={"step": str(step), "val_psnr": f"{val:.3f}",
                                     "val_consecutive_psnr": f"{native:.3f}",
                                     "val_boundary_psnr": "" if boundary is None else f"{boundary:.3f}",
+                                    **({f"holdout_{k}": f"{margins[k]:.3f}" for k in ("margin", "margin_t1",
+                                                                                      "margin_t2")}
+                                       if margins else {}),
                                     "train_config": json.dumps(dataclasses.asdict(config))})
 
     budget = args.minutes * 60.0

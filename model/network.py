@@ -56,6 +56,23 @@ class NetworkConfig:
                 raise ValueError(f"{item!r}: {key} takes {kind}") from None
         return NetworkConfig.from_dict(values)
 
+    def widened(self, factor: float) -> "NetworkConfig":
+        """A copy with every width (encoder, flow decoders, synthesis decoder, full-resolution stage, metric)
+        multiplied by ``factor`` and rounded to a multiple of 4: about ``factor``**2 times the parameters."""
+        if not factor > 0:
+            raise ValueError(f"width factor must be positive, got {factor}")
+
+        def scale(width: int) -> int:
+            return max(4, int(round(width * factor / 4)) * 4) if width else 0
+
+        keys = ("encoder_widths", "flow_hidden", "decoder_widths", "full_width", "metric_hidden",
+                "flow_refine_hidden", "refine_width", "flow_upsample_hidden")
+        values = self.to_dict()
+        for key in keys:
+            value = values[key]
+            values[key] = tuple(scale(v) for v in value) if isinstance(value, (tuple, list)) else scale(value)
+        return NetworkConfig.from_dict(values)
+
     @classmethod
     def from_dict(cls, data: Dict) -> "NetworkConfig":
         names = {f.name for f in dataclasses.fields(cls)}

@@ -26,10 +26,12 @@ import torch.nn.functional as F
 @dataclass
 class Clip:
     name: str
-    frames: torch.Tensor  # T x 3 x H x W uint8, RGB
+    frames: torch.Tensor  # T x 3 x H x W uint8, RGB (on the device, or memory-mapped on the CPU: frame_cache)
     motion: float  # mean flow, pixels per stored frame
     cuts: Tuple[int, ...]  # a cut lies between frame c-1 and c
     repeated: torch.Tensor  # T-1 bools on the CPU: frame j+1 (nearly) equals frame j
+    group: str = ""  # the footage folder's name (e.g. footage, footage2): validation reports per folder
+    source: str = ""  # the source repository (owner/name): held-out sets share none with training
 
 
 def _decode(path: Path) -> torch.Tensor:
@@ -53,29 +55,105 @@ def clip_entries(root: Path) -> List[dict]:
     return [json.loads(line) for line in (root / "clips.jsonl").read_text().splitlines() if line.strip()]
 
 
-def load_clips(root: Path, names: Optional[Sequence[str]], device: torch.device, min_size: int,
-               exclude: Sequence[str] = (), limit: Optional[int] = None) -> List[Clip]:
-    """Decode the listed clips (all of clips.jsonl if ``names`` is None) onto ``device``."""
-    entries = clip_entries(root)
+def source_repository(entry: dict) -> str:
+    """The repository a clip was cut from ("owner/name"), without the commit."""
+    return str(entry.get("source", "")).split("@")[0].strip()
+
+
+def clip_motion(entry: dict) -> float:
+    """Mean flow in pixels per stored frame at the stored size. ``footage`` records it per source frame at the
+    source size (``flow_mean_px_per_orig_frame``), ``footage2`` per stored frame at the stored size
+    (``flow_mean_px``)."""
+    if "flow_mean_px" in entry:
+        return float(entry["flow_mean_px"])
+    orig_w = int(str(entry.get("orig_size", "")).split("x")[0] or entry["width"])
+    size_scale = entry["width"] / orig_w if orig_w else 1.0
+    return float(entry["flow_mean_px_per_orig_frame"]) * entry["frame_step"] * size_scale
+
+
+RootsArg = Union[Path, Sequence[Path]]
+
+
+def _roots(root: RootsArg) -> List[Path]:
+    return [Path(root)] if isinstance(root, (str, Path)) else [Path(r) for r in root]
+
+
+def repeated_frames(frames: torch.Tensor, chunk: int = 64) -> torch.Tensor:
+    """T-1 bools: frame j+1 (nearly) equals frame j (mean absolute difference under 0.5 of 255), in chunks so a
+    long clip never needs a float copy of itself."""
+    flags = []
+    for i in range(0, max(frames.shape[0] - 1, 0), chunk):
+        part = frames[i:i + chunk + 1].float()
+        flags.append(((part[1:] - part[:-1]).abs().mean(dim=(1, 2, 3)) < 0.5).cpu())
+    return torch.cat(flags) if flags else torch.zeros(0, dtype=torch.bool)
+
+
+def cached_frames(root: Path, entry: dict, cache: Path) -> Tuple[torch.Tensor, torch.Tensor]:
+    """A clip's frames memory-mapped from ``cache`` (decoded and written there on first use) and its repeated-frame
+    flags. Several training processes on one machine then share one copy of the footage in the page cache instead
+    of each holding its own on the GPU."""
+    import warnings
+
+    base = cache / root.name / entry["file"]
+    frames_path, flags_path = base.with_suffix(".npy"), base.with_suffix(".repeated.npy")
+    if not (frames_path.is_file() and flags_path.is_file()):
+        frames = _decode(root / entry["file"])
+        base.parent.mkdir(parents=True, exist_ok=True)
+        for path, array in ((frames_path, frames.numpy()), (flags_path, repeated_frames(frames).numpy())):
+            tmp = path.with_name(path.name + ".tmp")
+            with open(tmp, "wb") as f:
+                np.save(f, array)
+            tmp.replace(path)
+    with warnings.catch_warnings():  # read-only memory map: the tensor is never written
+        warnings.simplefilter("ignore", UserWarning)
+        frames = torch.from_numpy(np.load(frames_path, mmap_mode="r"))
+    return frames, torch.from_numpy(np.load(flags_path))
+
+
+def footage_entries(root: RootsArg) -> List[Tuple[Path, dict]]:
+    """(folder, entry) for every clip of every footage folder's clips.jsonl; clip files must be unique."""
+    pairs = [(r, e) for r in _roots(root) for e in clip_entries(r)]
+    names = [e["file"] for _, e in pairs]
+    if len(set(names)) != len(names):
+        raise ValueError("two footage folders list the same clip file: pass each folder once")
+    return pairs
+
+
+def missing_clips(root: RootsArg) -> List[str]:
+    """The clip files that clips.jsonl lists but the folder lacks (a footage folder staged in part)."""
+    return [str(r / e["file"]) for r, e in footage_entries(root) if not (r / e["file"]).is_file()]
+
+
+def load_clips(root: RootsArg, names: Optional[Sequence[str]], device: torch.device, min_size: int,
+               exclude: Sequence[str] = (), limit: Optional[int] = None, cache: Optional[Path] = None,
+               keep=None) -> List[Clip]:
+    """Decode the listed clips (all of the folders' clips.jsonl if ``names`` is None) onto ``device``, or, with
+    ``cache``, memory-map them from decoded copies there (on the CPU; samplers move crops to their device).
+    ``root``: one footage folder or several. ``keep``: a predicate on (folder, entry) that a clip must pass."""
+    pairs = footage_entries(root)
     if names is not None:
         wanted = set(names)
-        missing = wanted - {e["file"] for e in entries}
+        missing = wanted - {e["file"] for _, e in pairs}
         if missing:
-            raise ValueError(f"clips not in {root / 'clips.jsonl'}: {sorted(missing)}")
-        entries = [e for e in entries if e["file"] in wanted]
-    entries = [e for e in entries if e["file"] not in set(exclude)
-               and min(e["width"], e["height"]) >= min_size and e["frames"] >= 3][:limit]
+            raise ValueError(f"clips not in {', '.join(str(r / 'clips.jsonl') for r in _roots(root))}: "
+                             f"{sorted(missing)}")
+        pairs = [(r, e) for r, e in pairs if e["file"] in wanted]
+    excluded = set(exclude)
+    pairs = [(r, e) for r, e in pairs if e["file"] not in excluded and (keep is None or keep(r, e))
+             and min(e["width"], e["height"]) >= min_size and e["frames"] >= 3][:limit]
+
+    def read(pair: Tuple[Path, dict]) -> Tuple[torch.Tensor, torch.Tensor]:
+        r, e = pair
+        if cache is not None:
+            return cached_frames(r, e, cache)
+        frames = _decode(r / e["file"]).to(device)
+        return frames, repeated_frames(frames)
+
     with ThreadPoolExecutor(max_workers=8) as pool:
-        decoded = list(pool.map(lambda e: _decode(root / e["file"]), entries))
-    clips = []
-    for entry, frames in zip(entries, decoded):
-        frames = frames.to(device)
-        diff = (frames[1:].float() - frames[:-1].float()).abs().mean(dim=(1, 2, 3))
-        orig_w = int(str(entry.get("orig_size", "")).split("x")[0] or entry["width"])
-        size_scale = entry["width"] / orig_w if orig_w else 1.0
-        motion = float(entry["flow_mean_px_per_orig_frame"]) * entry["frame_step"] * size_scale
-        clips.append(Clip(entry["file"], frames, motion, tuple(entry["cuts_before_frame"]), (diff < 0.5).cpu()))
-    return clips
+        decoded = list(pool.map(read, pairs))
+    return [Clip(e["file"], frames, clip_motion(e), tuple(e["cuts_before_frame"]), repeated, r.name,
+                 source_repository(e))
+            for (r, e), (frames, repeated) in zip(pairs, decoded)]
 
 
 def to_device(x: torch.Tensor, device: torch.device) -> torch.Tensor:
@@ -84,7 +162,7 @@ def to_device(x: torch.Tensor, device: torch.device) -> torch.Tensor:
     A plain ``.to("cuda")`` from pageable memory synchronises the stream; sampling
     does dozens of such copies per batch, which would stall the training loop.
     """
-    if device.type != "cuda":
+    if device.type != "cuda" or x.device.type != "cpu":
         return x.to(device)
     return x.pin_memory().to(device, non_blocking=True)
 
@@ -94,7 +172,8 @@ class FootageSampler:
 
     def __init__(self, clips: List[Clip], crop: int, max_gap: int = 4, target_motion: float = 6.0,
                  generator: Optional[torch.Generator] = None, native_share: float = 0.0,
-                 downscale_share: float = 0.0, photometric_share: float = 0.0) -> None:
+                 downscale_share: float = 0.0, photometric_share: float = 0.0,
+                 device: Optional[torch.device] = None) -> None:
         """``native_share``: fraction of triplets taken as consecutive stored frames (k1 = k2 = 1) from
         clips drawn by length alone, i.e. the small motions of ordinary x2 interpolation.
         ``downscale_share``: fraction of crops cut 1-2x larger (log-uniform, as the frame allows) and
@@ -110,6 +189,8 @@ class FootageSampler:
         self.downscale_share = downscale_share
         self.photometric_share = photometric_share
         self.clips = clips
+        # where batches are made: the frames' device, or the GPU when the frames are memory-mapped on the CPU
+        self.device = device if device is not None else clips[0].frames.device
         self.crop = crop
         self.gen = generator
         self.native_share = native_share
@@ -180,6 +261,8 @@ class FootageSampler:
             x = self._rand(w - side + 1)
             window = (slice(None), slice(y, y + side), slice(x, x + side))
             frames = [clip.frames[i][window] for i in (a, b, c)]  # views: one copy in the stack below
+            if clip.frames.device != self.device:  # memory-mapped frames: the crops go to the GPU as uint8
+                frames = list(to_device(torch.stack(frames), self.device))
             if side != self.crop:
                 shrunk = F.interpolate(torch.stack(frames).float(), size=(self.crop, self.crop), mode="bilinear",
                                        align_corners=False, antialias=True)
@@ -242,14 +325,14 @@ def frame_blend(one: torch.Tensor, two: torch.Tensor, t: torch.Tensor) -> torch.
     return (1 - t) * one + t * two
 
 
-def validation_sets(clips: List[Clip], crop: int, max_gap: int = 4,
-                    batches: int = 4) -> Dict[str, List[Dict[str, torch.Tensor]]]:
+def validation_sets(clips: List[Clip], crop: int, max_gap: int = 4, batches: int = 4,
+                    device: Optional[torch.device] = None) -> Dict[str, List[Dict[str, torch.Tensor]]]:
     """The batches of 16 triplets of every set in VALIDATION_SETS, the same on every call (the first 4 batches
-    are the same whatever ``batches`` is)."""
+    are the same whatever ``batches`` is), on ``device`` (default: the clips' frames' device)."""
     sets = {}
     for name, (seed, native, downscale) in VALIDATION_SETS.items():
         sampler = FootageSampler(clips, crop, max_gap, generator=torch.Generator().manual_seed(seed),
-                                 native_share=native, downscale_share=downscale)
+                                 native_share=native, downscale_share=downscale, device=device)
         sets[name] = [sampler.batch(16) for _ in range(batches)]
     return sets
 
@@ -304,11 +387,12 @@ def boundary_masks(sets: Dict[str, List[Dict[str, torch.Tensor]]]) -> Dict[str, 
 
 
 def synthetic_set(clips: List[Clip], crop: int, batches: int, small_share: float = 0.0, edge_px: float = 0.0,
-                  seed: int = 1357, **options: float) -> List[Dict[str, torch.Tensor]]:
+                  seed: int = 1357, device: Optional[torch.device] = None,
+                  **options: float) -> List[Dict[str, torch.Tensor]]:
     """Batches of 16 fixed synthetic triplets over ``clips``' textures (exact ground truth), the same on every call
     (the first k batches whatever ``batches`` is); ``options`` go to synthetic_batch (layers, shape_amp, ...)."""
     gen = torch.Generator().manual_seed(seed)
-    sampler = FootageSampler(clips, crop, 4, generator=gen)
+    sampler = FootageSampler(clips, crop, 4, generator=gen, device=device)
     return [synthetic_batch(sampler, 16, crop, gen=gen, small_share=small_share, edge_px=edge_px, **options)
             for _ in range(batches)]
 
@@ -514,7 +598,7 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
         raise ValueError(f"warp_px must be 0 (rigid layers) or positive, got {warp_px}")
     if not texture_zoom >= 1:
         raise ValueError(f"texture_zoom must be 1 (textures at the footage's size) or more, got {texture_zoom}")
-    device = sampler.clips[0].frames.device
+    device = sampler.device
     textures = []
     for side, weights in _texture_cuts(sampler, crop, layers + 1, texture_zoom, gen):
         cuts = []
@@ -524,7 +608,7 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
             h, w = f.shape[1:]
             y, x = sampler._rand(h - side + 1), sampler._rand(w - side + 1)
             cuts.append(f[:, y:y + side, x:x + side])
-        cuts = torch.stack(cuts).float().div(255.0)
+        cuts = to_device(torch.stack(cuts), device).float().div(255.0)
         if side != crop:
             cuts = F.interpolate(cuts, size=(crop, crop), mode="bilinear", align_corners=False, antialias=True)
         textures.append(cuts)

@@ -1,0 +1,123 @@
+"""Source-disjoint validation, the classical baseline, staging footage in bundles, and training from the frame cache."""
+
+import json
+import subprocess
+
+import pytest
+import torch
+
+import train
+from media.video import ffmpeg_exe
+from model.network import Network, NetworkConfig, count_parameters
+from training.data import Clip, load_clips
+from training.holdout import (baseline_scores, classical_interpolation, holdout_triplets, is_holdout, summary)
+from training.stage import check, pack, unpack
+
+
+def _clip(folder, name, source, frames=12, size="96x80"):
+    (folder / name).parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run([ffmpeg_exe(), "-loglevel", "error", "-y", "-f", "lavfi", "-i", f"{source}=size={size}:rate=10",
+                    "-frames:v", str(frames), "-c:v", "libx264", "-pix_fmt", "yuv444p", str(folder / name)], check=True)
+
+
+@pytest.fixture(scope="module")
+def two_folders(tmp_path_factory):
+    """A 'footage' folder (old layout: motion per source frame) and a 'footage2' folder (shards, a val split)."""
+    root = tmp_path_factory.mktemp("data")
+    old, new = root / "footage", root / "footage2"
+    old.mkdir()
+    new.mkdir()
+    rows = []
+    for name, src, repo in (("a.mp4", "testsrc2", "x/train-a"), ("held.mp4", "life", "STVIR/pysot")):
+        _clip(old, name, src)
+        rows.append({"file": name, "frames": 12, "width": 96, "height": 80, "frame_step": 1, "orig_size": "96x80",
+                     "flow_mean_px_per_orig_frame": 2.0, "cuts_before_frame": [], "source": f"{repo} @ 123"})
+    (old / "clips.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    rows = []
+    for name, src, split in (("shard-00/b.mp4", "mandelbrot", "train"), ("shard-01/v.mp4", "testsrc2", "val")):
+        _clip(new, name, src)
+        rows.append({"file": name, "shard": name.split("/")[0], "split": split, "frames": 12, "width": 96,
+                     "height": 80, "frame_step": 1, "flow_mean_px": 3.0, "cuts_before_frame": [5],
+                     "source": f"y/{split} @ 456"})
+    (new / "clips.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return old, new
+
+
+def test_holdout_is_by_source():
+    assert is_holdout({"split": "val", "source": "a/b @ 1"})
+    assert is_holdout({"source": "STVIR/pysot @ 2"})
+    assert not is_holdout({"split": "train", "source": "a/b @ 1"})
+
+
+def test_classical_interpolation_zero_flow_blends_and_shift_is_exact():
+    one, two = torch.rand(1, 3, 20, 24), torch.rand(1, 3, 20, 24)
+    zero = torch.zeros(1, 2, 20, 24)
+    assert torch.allclose(classical_interpolation(one, two, 0.5, zero, zero), (one + two) / 2, atol=1e-6)
+    # a pattern moving 4 px right between the frames: the baseline puts it 2 px right at t = 0.5
+    base = torch.rand(1, 3, 20, 40)
+    one, mid, two = base[..., 8:32], base[..., 6:30], base[..., 4:28]
+    fwd = torch.zeros(1, 2, 20, 24)
+    fwd[:, 0] = 4.0  # one[x] = base[x + 8] = two[x + 4]: content moves 4 px right
+    out = classical_interpolation(one, two, 0.5, fwd, -fwd)
+    assert torch.allclose(out[..., 4:20], mid[..., 4:20], atol=1e-5)
+
+
+def test_triplets_skip_cuts_and_summary_splits_gaps(two_folders):
+    clips = load_clips(list(two_folders), None, torch.device("cpu"), 64, keep=lambda r, e: is_holdout(e))
+    assert sorted(c.name for c in clips) == ["held.mp4", "shard-01/v.mp4"]
+    triplets = holdout_triplets(clips, per_clip=4)
+    assert {t.gap for t in triplets} == {1, 2}
+    for t in triplets:
+        if t.clip == "shard-01/v.mp4":  # the cut before frame 5: no triplet spans it
+            assert not (t.centre - t.gap < 5 <= t.centre + t.gap)
+    base = baseline_scores(triplets, workers=2)
+    assert base.shape == (len(triplets),) and torch.isfinite(base).all()
+    figures = summary(base + 1.0, base, triplets)
+    assert figures["margin"] == pytest.approx(1.0) and figures["margin_t2"] == pytest.approx(1.0)
+    assert set(figures) >= {"margin_t1", "margin_footage", "margin_footage2", "baseline_psnr"}
+
+
+def test_stage_bundles_round_trip(two_folders, tmp_path):
+    bundles = pack(list(two_folders), tmp_path / "bundles", max_mib=0.05)
+    assert len(bundles) >= 2
+    dest, cache = tmp_path / "dest", tmp_path / "cache"
+    assert check(dest.parent / "bundles" / "0", cache)  # a bundle alone is not the whole footage
+    for bundle in bundles[:-1]:
+        unpack(bundle, dest, cache, workers=2)
+    assert any(check(dest, cache).values())  # the last bundle is still missing
+    unpack(bundles[-1], dest, cache, workers=2)
+    assert not any(check(dest, cache).values())
+    clips = load_clips([dest / "footage", dest / "footage2"], None, torch.device("cpu"), 64, cache=cache)
+    decoded = load_clips(list(two_folders), None, torch.device("cpu"), 64)
+    for a, b in zip(clips, decoded):
+        assert a.name == b.name and torch.equal(a.frames, b.frames) and torch.equal(a.repeated, b.repeated)
+
+
+def test_train_two_folders_from_cache(two_folders, tmp_path):
+    out = tmp_path / "run"
+    code = train.main(["--data", *map(str, two_folders), "--out", str(out), "--batch", "4", "--crop", "64",
+                       "--device", "cpu", "--val-every", "2", "--max-steps", "2", "--frame-cache",
+                       str(tmp_path / "cache"), "--train-folders", "footage", "--width", "0.5"])
+    assert code == 0
+    entries = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    last = [e for e in entries if "margin" in e][-1]
+    assert last["score"] == last["margin"] and {"margin_t1", "margin_t2", "margin_footage2"} <= set(last)
+    assert json.loads((out / "config.json").read_text())["encoder_widths"][0] == 12
+    assert (tmp_path / "cache" / "footage" / "a.npy").is_file()
+    assert not (tmp_path / "cache" / "footage2" / "shard-00" / "b.npy").exists()  # --train-folders footage
+
+
+def test_train_refuses_partly_staged_footage(two_folders, tmp_path, capsys):
+    old, new = two_folders
+    partial = tmp_path / "footage2"
+    partial.mkdir()
+    (partial / "clips.jsonl").write_text((new / "clips.jsonl").read_text())
+    assert train.main(["--data", str(old), str(partial), "--out", str(tmp_path / "o")]) == 2
+    assert "missing" in capsys.readouterr().err
+
+
+def test_widened_network_scales_parameters():
+    base = count_parameters(Network(NetworkConfig()))
+    assert 3.5 < count_parameters(Network(NetworkConfig().widened(2))) / base < 4.2
+    with pytest.raises(ValueError):
+        NetworkConfig().widened(0)

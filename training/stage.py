@@ -1,0 +1,137 @@
+"""Stage footage on the GPU machine despite the 64 MiB a device call carries.
+
+Here, split the footage folders into bundles that each fit one call (whole clips, each folder's clips.jsonl in
+every bundle that holds some of its clips):
+
+    python -m training.stage pack --data ../shared/data/footage ../shared/data/footage2 --out .data/bundles
+
+There, one quick call per bundle while the machine stays warm, carrying ``.data/bundles/N``: copy it outside
+the work tree and decode its clips into the frame cache that ``train.py --frame-cache`` memory-maps:
+
+    python -m training.stage unpack .data/bundles/N --dest ~/vfi/data --cache ~/vfi/cache
+
+and before training, check that every clip of every clips.jsonl is there and decoded (a machine that went back
+comes bare; stage again then):
+
+    python -m training.stage check --dest ~/vfi/data --cache ~/vfi/cache
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Dict, List, Optional
+
+MIB = 2 ** 20
+
+
+def plan_bundles(folders: List[Path], max_bytes: int) -> List[List[Path]]:
+    """Clip files (relative to the folders' parent) grouped into bundles of at most ``max_bytes``, in
+    clips.jsonl order, each clip whole."""
+    from training.data import clip_entries
+
+    bundles: List[List[Path]] = [[]]
+    size = 0
+    for folder in folders:
+        for entry in clip_entries(folder):
+            path = folder / entry["file"]
+            nbytes = path.stat().st_size
+            if nbytes > max_bytes:
+                raise ValueError(f"{path} is larger than a bundle ({nbytes / MIB:.1f} MiB): raise --max-mib")
+            if size + nbytes > max_bytes and bundles[-1]:
+                bundles.append([])
+                size = 0
+            bundles[-1].append(Path(folder.name) / entry["file"])
+            size += nbytes
+    return bundles
+
+
+def pack(folders: List[Path], out: Path, max_mib: float) -> List[Path]:
+    """Write the bundles under ``out`` (0, 1, ...): copies of the clips and of their folders' clips.jsonl."""
+    if out.exists():
+        shutil.rmtree(out)
+    sources = {folder.name: folder for folder in folders}
+    written = []
+    for i, files in enumerate(plan_bundles(folders, int(max_mib * MIB))):
+        bundle = out / str(i)
+        for rel in files:
+            target = bundle / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(sources[rel.parts[0]] / Path(*rel.parts[1:]), target)
+        for name in {rel.parts[0] for rel in files}:
+            shutil.copyfile(sources[name] / "clips.jsonl", bundle / name / "clips.jsonl")
+        written.append(bundle)
+    return written
+
+
+def unpack(bundle: Path, dest: Path, cache: Path, workers: int = 16) -> int:
+    """Copy a bundle's clips under ``dest`` and decode them into ``cache``; returns the number of clips."""
+    from training.data import cached_frames, clip_entries
+
+    jobs = []
+    for folder in sorted(p for p in bundle.iterdir() if p.is_dir()):
+        target = dest / folder.name
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(folder / "clips.jsonl", target / "clips.jsonl")
+        for entry in clip_entries(folder):
+            if (folder / entry["file"]).is_file():
+                (target / entry["file"]).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(folder / entry["file"], target / entry["file"])
+                jobs.append((target, entry))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(lambda job: cached_frames(job[0], job[1], cache), jobs))
+    return len(jobs)
+
+
+def check(dest: Path, cache: Path) -> Dict[str, List[str]]:
+    """Per footage folder under ``dest``: the clips listed but not staged or not decoded (empty lists: ready)."""
+    from training.data import clip_entries
+
+    report = {}
+    for folder in sorted(p for p in dest.iterdir() if (p / "clips.jsonl").is_file()):
+        report[folder.name] = [entry["file"] for entry in clip_entries(folder)
+                               if not (folder / entry["file"]).is_file()
+                               or not (cache / folder.name / entry["file"]).with_suffix(".npy").is_file()]
+    return report
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    pk = sub.add_parser("pack", help="split footage folders into bundles that fit a device call")
+    pk.add_argument("--data", type=Path, nargs="+", required=True)
+    pk.add_argument("--out", type=Path, required=True)
+    pk.add_argument("--max-mib", type=float, default=54.0, help="largest bundle (a call carries 64 MiB in all)")
+    up = sub.add_parser("unpack", help="on the device: copy a bundle outside the work tree and decode it")
+    up.add_argument("bundle", type=Path)
+    up.add_argument("--dest", type=Path, required=True)
+    up.add_argument("--cache", type=Path, required=True)
+    ck = sub.add_parser("check", help="on the device: is every clip staged and decoded?")
+    ck.add_argument("--dest", type=Path, required=True)
+    ck.add_argument("--cache", type=Path, required=True)
+    args = p.parse_args(argv)
+    if args.command == "pack":
+        for bundle in pack(args.data, args.out, args.max_mib):
+            size = sum(f.stat().st_size for f in bundle.rglob("*") if f.is_file())
+            print(f"{bundle}: {size / MIB:.1f} MiB, {sum(1 for _ in bundle.rglob('*.mp4'))} clips")
+        return 0
+    if args.command == "unpack":
+        count = unpack(args.bundle, args.dest.expanduser(), args.cache.expanduser())
+        print(f"staged and decoded {count} clips from {args.bundle}")
+        return 0
+    dest, cache = args.dest.expanduser(), args.cache.expanduser()
+    if not dest.is_dir():
+        print(f"not staged: {dest} does not exist", file=sys.stderr)
+        return 1
+    report = check(dest, cache)
+    ready = bool(report) and not any(report.values())
+    for name, missing in report.items():
+        print(f"{name}: {'ready' if not missing else f'{len(missing)} clips missing, e.g. {missing[0]}'}")
+    return 0 if ready else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
