@@ -31,8 +31,10 @@ for arm in $arms; do
     else
         start=(--resume "$runs/$name" --cuda-graph)
     fi
-    python3 train.py --data "$data/footage" "$data/footage2" --frame-cache "$cache" --out "$runs/$name" \
-        --minutes "$minutes" --val-every 1000 "${start[@]}" >"$runs/$name/stdout.txt" 2>&1 &
+    # each run ends on its own (--minutes) well inside the device call; timeout is the backstop that leaves time to
+    # collect the results below (a run stopped by it keeps its state of the last validation)
+    timeout "${LIMIT:-540}" python3 train.py --data "$data/footage" "$data/footage2" --frame-cache "$cache" \
+        --out "$runs/$name" --minutes "$minutes" --val-every 1000 "${start[@]}" >"$runs/$name/stdout.txt" 2>&1 &
     pids+=($!)
 done
 status=0
