@@ -8,12 +8,12 @@ every bundle that holds some of its clips):
 There, one quick call per bundle while the machine stays warm, carrying ``.data/bundles/N``: copy it outside
 the work tree and decode its clips into the frame cache that ``train.py --frame-cache`` memory-maps:
 
-    python -m training.stage unpack .data/bundles/N --dest ~/vfi/data --cache ~/vfi/cache
+    python -m training.stage unpack .data/bundles/N --dest ~/vfi/data --cache /dev/shm/vfi-cache
 
 and before training, check that every clip of every clips.jsonl is there and decoded (a machine that went back
 comes bare; stage again then):
 
-    python -m training.stage check --dest ~/vfi/data --cache ~/vfi/cache
+    python -m training.stage check --dest ~/vfi/data --cache /dev/shm/vfi-cache
 """
 
 from __future__ import annotations
