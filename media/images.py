@@ -4,17 +4,19 @@ Reads png/jpg/bmp/tif(f)/webp, 8- or 16-bit, gray/RGB/RGBA. Alpha is kept aside
 and returned separately so that callers can interpolate it too; writing keeps
 the bit depth the caller asks for. Outputs are written atomically (temporary
 name in the same folder, then rename), so a failed write never leaves a
-finished-looking file.
+finished-looking file; they get the permissions the user's umask gives new files,
+and a file system error is one line naming the path and the cause
+(``media.files.OutputError``).
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Iterable, Optional, Sequence, Tuple
 
 import numpy as np
+
+from media.files import atomic_write, check_folder, check_not_input
 
 READ_EXTENSIONS = {".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp"}
 WRITE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp"}
@@ -34,7 +36,14 @@ def read_image(path: Path) -> Tuple[np.ndarray, Optional[np.ndarray], int]:
                          f"(use one of {', '.join(sorted(READ_EXTENSIONS))})")
     if not path.is_file():
         raise ImageError(f"{path}: no such file")
-    data = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+    try:
+        encoded = path.read_bytes()
+    except OSError as exc:
+        raise ImageError(f"{path}: cannot be read ({exc.strerror})") from None
+    if encoded.startswith(_PNG_SIGNATURE) and not _png_complete(encoded):
+        # (said before OpenCV's decoder sees it, which would print libpng's own "Read Error" first)
+        raise ImageError(f"{path}: the PNG file is truncated (an interrupted copy or download?)")
+    data = cv2.imdecode(np.frombuffer(encoded, np.uint8), cv2.IMREAD_UNCHANGED) if encoded else None
     if data is None:
         raise ImageError(f"{path}: cannot be read as an image (corrupt or not an image)")
     if data.size == 0:
@@ -58,22 +67,68 @@ def read_image(path: Path) -> Tuple[np.ndarray, Optional[np.ndarray], int]:
     return np.ascontiguousarray(rgb, dtype=np.float32) / scale, alpha, depth
 
 
-def check_writable(path: Path) -> None:
-    """Fail early, before any work, if ``path`` cannot be written."""
-    path = Path(path)
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _png_complete(data: bytes) -> bool:
+    """Whether a PNG file's chunks run whole up to its IEND chunk (length, type, data, CRC each)."""
+    pos = len(_PNG_SIGNATURE)
+    while pos + 12 <= len(data):
+        length = int.from_bytes(data[pos:pos + 4], "big")
+        kind = data[pos + 4:pos + 8]
+        pos += 12 + length
+        if kind == b"IEND":
+            return pos <= len(data)
+    return False
+
+
+def _check_extension(path: Path) -> None:
     if path.suffix.lower() not in WRITE_EXTENSIONS:
         raise ImageError(f"{path}: unsupported output extension '{path.suffix}' "
                          f"(use one of {', '.join(sorted(WRITE_EXTENSIONS))})")
+
+
+def check_writable(path: Path) -> None:
+    """Fail early, before any work, if ``path`` cannot be written (extension, folder, the folder takes files)."""
+    path = Path(path)
+    _check_extension(path)
     if not path.parent.is_dir():
         raise ImageError(f"{path}: folder '{path.parent}' does not exist (create it first)")
+    check_folder(path.parent)
+
+
+# bytes per pixel of an 8-bit RGB(A) image, about, by format: PNG/WebP/TIFF compress video frames to about half,
+# JPEG to a tenth; BMP not at all
+_BYTES_PER_PIXEL = {".png": 2.0, ".tif": 2.0, ".tiff": 2.0, ".webp": 1.0, ".jpg": 0.3, ".jpeg": 0.3, ".bmp": 3.0}
+
+
+def estimate_bytes(suffix: str, width: int, height: int, depth: int = 8, count: int = 1) -> int:
+    """About how many bytes ``count`` images of this format and size take (for the free-space check)."""
+    deep = 2 if depth == 16 and suffix.lower() in (".png", ".tif", ".tiff") else 1
+    return int(_BYTES_PER_PIXEL.get(suffix.lower(), 3.0) * deep * width * height * count)
+
+
+def check_image_outputs(outputs: Sequence[Path], inputs: Iterable[Path], width: int, height: int,
+                        depth: int = 8) -> None:
+    """Before interpolating: no output is an input, and every output's folder takes files and has room for
+    them. Raises OutputError (a ValueError) with one line naming the cause."""
+    outputs = [Path(p) for p in outputs]
+    check_not_input(outputs, inputs)
+    for folder in dict.fromkeys(p.parent for p in outputs):
+        mine = [p for p in outputs if p.parent == folder]
+        for path in mine:
+            _check_extension(path)
+        need = sum(estimate_bytes(p.suffix, width, height, depth) for p in mine)
+        check_folder(folder, need)
 
 
 def write_image(path: Path, rgb: np.ndarray, alpha: Optional[np.ndarray] = None, depth: int = 8) -> None:
-    """Write float RGB in [0, 1] (rounded, clipped), atomically."""
+    """Write float RGB in [0, 1] (rounded, clipped), atomically, with the permissions the umask gives new files.
+    A file system failure raises OutputError naming the path and the cause; nothing is left under its name."""
     import cv2
 
     path = Path(path)
-    check_writable(path)
+    _check_extension(path)
     if path.suffix.lower() in (".jpg", ".jpeg", ".webp", ".bmp"):
         depth = 8  # these formats hold 8-bit samples only
     scale, dtype = (65535.0, np.uint16) if depth == 16 else (255.0, np.uint8)
@@ -81,12 +136,8 @@ def write_image(path: Path, rgb: np.ndarray, alpha: Optional[np.ndarray] = None,
     if alpha is not None:
         data = np.concatenate([data, alpha[:, :, None]], axis=2)
     data = np.clip(np.rint(data * scale), 0, scale).astype(dtype)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=path.suffix, dir=str(path.parent))
-    os.close(fd)
-    try:
-        if not cv2.imwrite(tmp, data):
-            raise ImageError(f"{path}: the image could not be encoded")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    # encoded in memory, then written by Python: a failed write has an errno (OpenCV's imwrite says only False)
+    ok, encoded = cv2.imencode(path.suffix, data)
+    if not ok:
+        raise ImageError(f"{path}: the image could not be encoded as {path.suffix}")
+    atomic_write(path, encoded.tobytes())

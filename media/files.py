@@ -1,0 +1,154 @@
+"""Output files that never cost the user a file: atomic writes, checks before the work, one-line errors.
+
+Conventions:
+  - Nothing the run did not create is overwritten or deleted, except the output the user named (``--out``); an
+    output that is one of the inputs is refused (``check_not_input``).
+  - A file appears under its final name only when complete: it is written under a temporary name in the same
+    folder and renamed. Created with mode 0o666, so the user's umask decides its permissions, as for any file
+    (``tempfile.mkstemp`` would give 0600, which the rename keeps).
+  - Every failure to create, write, rename or remove a file becomes an ``OutputError`` (a ValueError: the CLI
+    prints it as one line and exits 2) naming the path, the cause read from the errno, and what to do for that
+    cause only.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import shutil
+from pathlib import Path
+from typing import Iterable, Optional
+
+
+class OutputError(ValueError):
+    """A file could not be written (or would cost the user a file); the message names the path, cause and fix."""
+
+
+# errno -> (the cause in plain words, what to do)
+_CAUSES = {
+    errno.ENOSPC: ("no space left on the disk", "free some space there or choose --out on another disk"),
+    errno.EDQUOT: ("your disk quota is used up", "free some of your space there or choose --out on another disk"),
+    errno.EROFS: ("the file system is read-only", "choose --out in a folder on a writable disk"),
+    errno.EACCES: ("permission denied", "choose --out in a folder you may write to, or change the folder's "
+                                        "permissions"),
+    errno.EPERM: ("the operation is not permitted there", "choose --out in a folder you may write to"),
+    errno.ENOENT: ("its folder no longer exists (removed during the run?)", "create the folder again"),
+    errno.ENOTDIR: ("a part of the path is not a folder", "choose --out in an existing folder"),
+    errno.EISDIR: ("a folder has that name", "choose another --out name"),
+    errno.ENAMETOOLONG: ("the name is too long", "choose a shorter --out name"),
+    errno.EIO: ("input/output error (a failing disk, or a drive or network share that went away)",
+                "check the disk and its connection"),
+    errno.EFBIG: ("the file is larger than this file system allows", "choose --out on another disk"),
+}
+
+
+def os_error(exc: OSError, path, action: str = "write", resume: str = "") -> OutputError:
+    """The one-line OutputError for an OSError met while doing ``action`` to ``path``; ``resume`` (e.g. "rerun
+    the same command to resume") is added where finished work is kept."""
+    cause, fix = _CAUSES.get(exc.errno, (exc.strerror or str(exc), "check the folder and try again"))
+    return OutputError(f"cannot {action} {path}: {cause} -- {fix}{'; ' + resume if resume else ''}")
+
+
+def errno_in(text: str) -> Optional[int]:
+    """The errno of the first operating-system error a program's message names (ffmpeg prints e.g. "Could not
+    write header ...: No space left on device"), or None."""
+    found = [(text.find(os.strerror(code)), code) for code in _CAUSES if os.strerror(code) in text]
+    return min(found)[1] if found else None
+
+
+def ffmpeg_os_error(text: str, path, action: str = "write", resume: str = "") -> Optional[OutputError]:
+    """The OutputError for ffmpeg's error ``text`` if it names an operating-system cause, else None."""
+    code = errno_in(text)
+    return None if code is None else os_error(OSError(code, os.strerror(code)), path, action, resume)
+
+
+def human_size(count: float) -> str:
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if count < 1000:
+            return f"{count:.0f} {unit}" if unit == "bytes" else f"{count:.1f} {unit}"
+        count /= 1000
+    return f"{count:.1f} TB"
+
+
+def temporary_name(path: Path) -> Path:
+    """A name beside ``path`` that no file has (hidden, random): where ``path`` is written before the rename."""
+    return path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+
+
+def _create(path: Path) -> int:
+    """Open a new file for writing; O_EXCL: never an existing one, mode 0o666: the umask decides."""
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+
+
+def atomic_write(path, data: bytes) -> None:
+    """Write ``data`` to ``path`` under a temporary name in the same folder, then rename it; on any failure
+    nothing is left under either name and an OutputError says why."""
+    path = Path(path)
+    tmp = temporary_name(path)
+    try:
+        fd = _create(tmp)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as exc:
+        remove_quietly(tmp)
+        raise os_error(exc, path) from None
+
+
+def remove_quietly(path: Path) -> None:
+    """Remove a file this run made, if it is there; a failure to remove it leaves it (it is hidden or in our
+    work folder), never an error on top of the one being reported."""
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
+def check_folder(folder, need: int = 0, what: str = "--out") -> None:
+    """Before any work: ``folder`` exists, takes a new file, and has ``need`` bytes free (an estimate of what the
+    job writes). OutputError otherwise, naming the cause found."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise OutputError(f"{what}: folder '{folder}' does not exist (create it first)")
+    probe = temporary_name(folder / "write-check")
+    try:
+        os.close(_create(probe))
+        os.remove(probe)
+    except OSError as exc:
+        remove_quietly(probe)
+        raise os_error(exc, folder, "write into") from None
+    if need > 0:
+        try:
+            free = shutil.disk_usage(folder).free
+        except OSError:
+            return  # the space cannot be asked for here (some network shares): the writes will tell
+        if free < need:
+            raise OutputError(f"not enough space in {folder}: the job writes about {human_size(need)}, "
+                              f"{human_size(free)} is free -- free some space there or choose --out on another "
+                              f"disk (nothing was interpolated yet)")
+
+
+def same_file(a, b) -> bool:
+    """Whether paths ``a`` and ``b`` name one file (also through links, or another spelling of the name)."""
+    a, b = Path(a), Path(b)
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return a.resolve() == b.resolve()
+
+
+def check_not_input(outputs: Iterable, inputs: Iterable, flag: str = "--out") -> None:
+    """OutputError if any of ``outputs`` is one of ``inputs``: an input is never overwritten."""
+    inputs = [Path(p) for p in inputs]
+    for out in outputs:
+        for source in inputs:
+            if same_file(out, source):
+                raise OutputError(f"{flag} {out} is the input {source}: the input is never overwritten -- choose "
+                                  f"another output name")

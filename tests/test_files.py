@@ -1,0 +1,167 @@
+"""Output safety on CPU: atomic writes with umask permissions, one-line errors for file-system failures, checks
+before the work. The process runs as root on the test machines, which ignores permissions (a chmod'ed folder stays
+writable), so failures are simulated by making the OS calls raise the errno the kernel would."""
+
+import errno
+import os
+import shutil
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+import run
+from media import files
+from media.files import OutputError, atomic_write, check_folder, check_not_input, errno_in, ffmpeg_os_error
+from media.images import ImageError, check_image_outputs, read_image, write_image
+
+
+def _fail_in(monkeypatch, folder: Path, code: int, call: str = "open"):
+    """Make ``os.<call>`` raise ``code`` for paths inside ``folder`` (others go through)."""
+    real = getattr(os, call)
+
+    def fake(path, *args, **kwargs):
+        if Path(path).parent == folder:
+            raise OSError(code, os.strerror(code), str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, call, fake)
+
+
+def _image(h=24, w=32):
+    return np.random.default_rng(0).random((h, w, 3)).astype(np.float32)
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o027, 0o002])
+def test_images_get_the_permissions_the_umask_gives(tmp_path, mask):
+    """mkstemp's 0600 once survived the rename: outputs were private while videos were 0644."""
+    old = os.umask(mask)
+    try:
+        write_image(tmp_path / "a.png", _image())
+        atomic_write(tmp_path / "b.bin", b"x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "a.png").stat().st_mode & 0o777 == 0o666 & ~mask
+    assert (tmp_path / "b.bin").stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+@pytest.mark.parametrize("code, cause, fix", [
+    (errno.EROFS, "read-only", "writable disk"),
+    (errno.EACCES, "permission denied", "folder you may write to"),
+    (errno.ENOSPC, "no space left", "free some space"),
+    (errno.EDQUOT, "quota", "free some of your space"),
+])
+def test_a_failed_image_write_names_path_and_cause_and_leaves_nothing(tmp_path, monkeypatch, code, cause, fix):
+    out = tmp_path / "mid.png"
+    _fail_in(monkeypatch, tmp_path, code)
+    with pytest.raises(OutputError) as info:
+        write_image(out, _image())
+    message = str(info.value)
+    assert str(out) in message and cause in message and fix in message and "\n" not in message
+    # advice for the cause found only
+    others = {"writable disk", "folder you may write to", "free some space", "free some of your space"} - {fix}
+    assert not any(other in message for other in others), message
+    monkeypatch.undo()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_disk_full_mid_write_removes_the_partial_file(tmp_path, monkeypatch):
+    real = os.write
+    calls = []
+
+    def write(fd, data):
+        calls.append(len(data))
+        if len(calls) > 1:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(fd, data[:100])  # a short write: the rest goes in a second call, which fails
+
+    monkeypatch.setattr(os, "write", write)
+    out = tmp_path / "mid.png"
+    out.write_bytes(b"the user's old file")
+    with pytest.raises(OutputError, match="no space left"):
+        write_image(out, _image(64, 64))
+    monkeypatch.undo()
+    # the old file under the final name is untouched, and no temporary file is left
+    assert out.read_bytes() == b"the user's old file" and [p.name for p in tmp_path.iterdir()] == ["mid.png"]
+
+
+def test_the_folder_removed_mid_run_is_one_line(tmp_path):
+    folder = tmp_path / "gone"
+    folder.mkdir()
+    shutil.rmtree(folder)
+    with pytest.raises(OutputError, match="folder no longer exists"):
+        write_image(folder / "x.png", _image())
+
+
+def test_check_folder_finds_read_only_and_full_folders_before_any_work(tmp_path, monkeypatch):
+    check_folder(tmp_path, need=1000)
+    assert list(tmp_path.iterdir()) == []  # the probe file is gone
+    with pytest.raises(OutputError, match="does not exist"):
+        check_folder(tmp_path / "missing")
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(10**9, 10**9 - 5000, 5000))
+    with pytest.raises(OutputError, match=r"writes about 1.0 MB, 5.0 KB is free.*nothing was interpolated"):
+        check_folder(tmp_path, need=10**6)
+    _fail_in(monkeypatch, tmp_path, errno.EROFS)
+    with pytest.raises(OutputError, match=f"cannot write into {tmp_path}: the file system is read-only"):
+        check_folder(tmp_path)
+
+
+def test_an_output_that_is_an_input_is_refused(tmp_path):
+    one = tmp_path / "one.png"
+    one.write_bytes(b"x")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "link.png").symlink_to(one)
+    for out in (one, tmp_path / "sub" / ".." / "one.png", tmp_path / "link.png"):
+        with pytest.raises(OutputError, match="the input is never overwritten"):
+            check_not_input([tmp_path / "other.png", out], [tmp_path / "two.png", one])
+    check_not_input([tmp_path / "mid.png"], [one])  # a new name is fine
+    with pytest.raises(OutputError, match="is the input"):
+        check_image_outputs([one], [one], 32, 24)
+
+
+def test_pair_outputs_are_checked_for_room(tmp_path, monkeypatch):
+    check_image_outputs([tmp_path / "a.png", tmp_path / "b.png"], [], 1920, 1080)
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(10**9, 10**9 - 10**5, 10**5))
+    with pytest.raises(OutputError, match="not enough space"):
+        check_image_outputs([tmp_path / "a.png"], [], 1920, 1080)
+
+
+def test_ffmpeg_messages_are_read_for_their_cause():
+    text = "[out#0/mp4 @ 0x5] Could not write header (incorrect codec parameters ?): No space left on device"
+    assert errno_in(text) == errno.ENOSPC
+    assert errno_in("x.mp4: Read-only file system") == errno.EROFS
+    assert errno_in("Invalid data found when processing input") is None
+    message = str(ffmpeg_os_error(text, "out.mp4", resume="rerun the same command to resume"))
+    assert message.startswith("cannot write out.mp4: no space left") and message.endswith("to resume")
+
+
+def test_a_truncated_png_gives_one_clean_line(tmp_path, capfd):
+    """OpenCV's decoder printed libpng's "libpng error: Read Error" before the clean message."""
+    path = tmp_path / "cut.png"
+    cv2.imwrite(str(path), (np.random.default_rng(1).random((64, 64, 3)) * 255).astype(np.uint8))
+    whole = path.read_bytes()
+    assert read_image(path)[0].shape == (64, 64, 3)
+    path.write_bytes(whole[: len(whole) // 2])
+    capfd.readouterr()
+    with pytest.raises(ImageError, match="truncated"):
+        read_image(path)
+    assert "libpng" not in capfd.readouterr().err
+
+
+def test_pair_mode_refuses_a_read_only_folder_before_any_work(tmp_path, monkeypatch, capsys):
+    out_dir = tmp_path / "ro"
+    out_dir.mkdir()
+    _fail_in(monkeypatch, out_dir, errno.EROFS)
+    loaded = []
+    monkeypatch.setattr(run, "load_network", lambda *a, **k: loaded.append(1), raising=False)
+    images = Path(__file__).resolve().parent.parent / "images"
+    code = run.main(["--one", str(images / "one.png"), "--two", str(images / "two.png"),
+                     "--out", str(out_dir / "mid.png"), "--device", "cpu"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "read-only" in err and "Traceback" not in err, err
+    assert not loaded and list(out_dir.iterdir()) == []
+
+
+def test_files_module_imports_nothing_of_the_model():
+    assert "import torch" not in Path(files.__file__).read_text()
