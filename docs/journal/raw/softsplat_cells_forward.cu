@@ -1,4 +1,4 @@
-// Session 6's cell-binned gather forward of softsplat (tried, measured, not adopted: docs/softsplat.md).
+// Session 6's cell-binned gather forward of softsplat (tried, measured, not adopted: docs/journal/softsplat-history.md).
 // These kernels replaced zmax_kernel, zmax_gather, splat_forward(_rows) and splat_normalise inside
 // softsplat.py's _CUDA_SOURCE (v8, commit f2a79e4), with `scalar_t fx, fy` added to struct Corners and set in
 // corners_of. The host side, per forward:
