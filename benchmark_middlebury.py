@@ -17,15 +17,16 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 import numpy as np
-import torch
+
+from engine.interpolator import DEFAULT_WEIGHTS
 
 
-def evaluate(net, data: Path, autocast_dtype: Optional[torch.dtype] = None, progress: bool = True) -> Dict:
-    """Per-sequence and mean PSNR/SSIM of ``net`` on a Middlebury-style folder."""
+def evaluate(interpolator, data: Path, progress: bool = True) -> Dict:
+    """Per-sequence and mean PSNR/SSIM of ``interpolator`` (an ``engine.Interpolator``, or any callable
+    ``(one, two, times)`` on H x W x 3 float frames) on a Middlebury-style folder."""
     from skimage.metrics import peak_signal_noise_ratio, structural_similarity
 
     from media.images import read_image
-    from model.inference import interpolate
 
     sequences = sorted(p for p in data.iterdir() if (p / "frame10i11.png").is_file())
     if not sequences:
@@ -36,7 +37,7 @@ def evaluate(net, data: Path, autocast_dtype: Optional[torch.dtype] = None, prog
         two, _, _ = read_image(seq / "frame11.png")
         truth = np.rint(read_image(seq / "frame10i11.png")[0] * 255).astype(np.uint8)
         start = time.time()
-        mid = interpolate(net, one, two, [0.5], autocast_dtype)[0]
+        mid = interpolator(one, two, [0.5])[0]
         seconds = time.time() - start
         estimate = np.clip(np.rint(mid * 255.0), 0, 255).astype(np.uint8)
         psnr = peak_signal_noise_ratio(truth, estimate, data_range=255)
@@ -52,25 +53,27 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description="Middlebury benchmark (PSNR/SSIM on uint8 output).",
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--data", type=Path, default=Path("middlebury"), help="folder of <Sequence>/frame10.png, ...")
-    p.add_argument("--weights", type=Path, default=Path(__file__).resolve().parent / "weights" / "network.safetensors")
+    p.add_argument("--weights", type=Path, default=DEFAULT_WEIGHTS)
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     p.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
     p.add_argument("--ensemble", type=int, default=1, choices=[1, 2, 4],
                    help="score run.py's --ensemble mode: the average of 2 or 4 passes (mirrored, time-reversed)")
     p.add_argument("--json", type=Path, default=None, help="also write the results as JSON")
     args = p.parse_args(argv)
+    from engine import Interpolator, InterpolatorOptions
     from media.images import ImageError
-    from model.ensemble import with_ensemble
-    from model.weights import WeightsError, load_any
-    from run import resolve_device
+    from model.weights import WeightsError
 
     try:
-        net = with_ensemble(load_any(args.weights, resolve_device(args.device)), args.ensemble)
-        result = evaluate(net, args.data, torch.bfloat16 if args.bf16 else None)
+        # whole frames, as the published protocol scores them
+        interpolator = Interpolator(InterpolatorOptions(weights=args.weights, device=args.device, tile=0,
+                                                        precision="bf16" if args.bf16 else "fp32",
+                                                        ensemble=args.ensemble))
+        result = evaluate(interpolator, args.data)
     except (ImageError, WeightsError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    result.update(weights=str(args.weights), device=str(next(net.parameters()).device), ensemble=args.ensemble)
+    result.update(weights=str(args.weights), device=str(interpolator.device), ensemble=args.ensemble)
     print(f"mean         PSNR {result['psnr']:6.2f}  SSIM {result['ssim']:.4f}")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")

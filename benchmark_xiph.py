@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
-import torch
+
+from engine.interpolator import DEFAULT_WEIGHTS
 
 CLIPS = ("BoxingPractice", "Crosswalk", "DrivingPOV", "FoodMarket", "FoodMarket2", "RitualDance",
          "SquareAndTimelapse", "Tango")
@@ -52,10 +53,10 @@ def variant(frame: np.ndarray, kind: str, size: Tuple[int, int]) -> np.ndarray:
     return frame[top:top + h, left:left + w]
 
 
-def evaluate_clip(net, source: Path, kinds, size, limit: int, autocast_dtype=None) -> Dict[str, Dict]:
+def evaluate_clip(interpolator, source: Path, kinds, size, limit: int) -> Dict[str, Dict]:
+    """Mean PSNR/SSIM of ``interpolator`` (an ``engine.Interpolator``, or any callable ``(one, two, times)`` on
+    H x W x 3 float frames) on one clip, per variant."""
     from skimage.metrics import peak_signal_noise_ratio, structural_similarity
-
-    from model.inference import interpolate
 
     scores = {k: {"psnr": [], "ssim": []} for k in kinds}
     window: List[Dict[str, np.ndarray]] = []
@@ -65,7 +66,7 @@ def evaluate_clip(net, source: Path, kinds, size, limit: int, autocast_dtype=Non
         # frame index-1 is even and has both neighbours: interpolate it from them
         if len(window) == 3 and (index - 1) % 2 == 0:
             for k in kinds:
-                mid = interpolate(net, window[0][k], window[2][k], [0.5], autocast_dtype)[0]
+                mid = interpolator(window[0][k], window[2][k], [0.5])[0]
                 est = np.clip(np.rint(mid * 255.0), 0, 255).astype(np.uint8)
                 truth = np.clip(np.rint(window[1][k] * 255.0), 0, 255).astype(np.uint8)
                 scores[k]["psnr"].append(peak_signal_noise_ratio(truth, est, data_range=255))
@@ -84,15 +85,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--frames", type=int, default=100, help="frames read from each clip")
     p.add_argument("--variants", nargs="+", default=["resized", "cropped"], choices=["resized", "cropped"])
     p.add_argument("--size", default="2048x1080", help="WxH of the resized frames and of the centre crop")
-    p.add_argument("--weights", type=Path, default=Path(__file__).resolve().parent / "weights" / "network.safetensors")
+    p.add_argument("--weights", type=Path, default=DEFAULT_WEIGHTS)
     p.add_argument("--device", default="auto")
     p.add_argument("--bf16", action="store_true")
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
+    from engine import Interpolator, InterpolatorOptions
     from media.images import ImageError
     from media.y4m import Y4MError
-    from model.weights import WeightsError, load_any
-    from run import resolve_device
+    from model.weights import WeightsError
 
     try:
         size = tuple(int(v) for v in args.size.lower().split("x"))
@@ -114,11 +115,12 @@ def main(argv: Optional[List[str]] = None) -> int:
             sources.append(y4m if y4m.is_file() else folder)
         if not sources:
             raise ValueError(f"no clips in {args.data}: expected <clip>.y4m files or <clip>/ folders")
-        net = load_any(args.weights, resolve_device(args.device))
+        # whole frames, as the paper's protocol scores them
+        interpolator = Interpolator(InterpolatorOptions(weights=args.weights, device=args.device, tile=0,
+                                                        precision="bf16" if args.bf16 else "fp32"))
         results = {}
         for source in sources:
-            results[source.stem] = evaluate_clip(net, source, args.variants, size, args.frames,
-                                                 torch.bfloat16 if args.bf16 else None)
+            results[source.stem] = evaluate_clip(interpolator, source, args.variants, size, args.frames)
             line = "  ".join(f"{k} PSNR {v['psnr']:.2f} SSIM {v['ssim']:.4f}" for k, v in results[source.stem].items())
             print(f"{source.stem:20s} {line}", flush=True)
     except (ImageError, Y4MError, WeightsError, ValueError) as exc:

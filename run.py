@@ -4,23 +4,20 @@
     python run.py --one a.png --two b.png --time 0.25 0.5 0.75 --out out-{i}.png
     python run.py --video in.mp4 --out out.mp4              # twice the frame rate, same duration
 
-Python API: ``run.interpolate_files(...)``, ``model.inference.interpolate(net, one, two, times)``
-and the published ``run.estimate(tenOne, tenTwo, fltTimes)``.
+This file is the command line only: the engine (``engine.Interpolator`` with ``engine.InterpolatorOptions``)
+does the work, ``engine.files.interpolate_files`` the pair mode and ``pipeline.video`` videos. The published
+API stays here with its names: ``run.estimate(tenOne, tenTwo, fltTimes)``, ``run.read_flo(path)`` and
+``run.backwarp(tenIn=..., tenFlow=...)`` (engine/published.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
-import os
 import sys
 from pathlib import Path
 from typing import List, Optional, Sequence, Union
 
-import torch
-
 ROOT = Path(__file__).resolve().parent
-DEFAULT_WEIGHTS = ROOT / "weights" / "network.safetensors"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -110,28 +107,23 @@ def tile_value(text: str) -> Union[int, str]:
     return value
 
 
-def resolve_tile(requested: Union[int, str], height: int, width: int, device: torch.device) -> int:
-    """The tile size to use: ``requested`` itself, or for "auto" what fits in free memory (said on stderr)."""
-    from model.inference import available_memory, fit_tile, needed_memory
+def interpolator_options(args: argparse.Namespace):
+    """The engine's options from the command line."""
+    from engine import InterpolatorOptions
 
-    if requested != "auto":
-        return int(requested)
-    tile = fit_tile(height, width, device)
-    if tile:
-        print(f"note: {width}x{height} frames need about {needed_memory(height, width, device) / 2**30:.1f} GiB "
-              f"on {device}, {available_memory(device) / 2**30:.1f} GiB is free: processing in {tile}-pixel tiles "
-              f"(--tile 0 forces whole frames)", file=sys.stderr)
-    return tile
+    weights = args.weights if args.weights is not None else ROOT / "weights" / f"{args.model}.safetensors"
+    return InterpolatorOptions(weights=weights, device=args.device,
+                               precision="fp16" if args.fp16 else "bf16" if args.bf16 else "fp32",
+                               flow_scale=args.flow_scale, tile=args.tile, tile_overlap=args.tile_overlap,
+                               ensemble=args.ensemble, alpha=args.alpha, compile=args.compile,
+                               cuda_graphs=not args.eager)
 
 
-def run_sequence(args, autocast: Optional[torch.dtype]) -> int:
-    """--video or --frames: stream through the network and report one summary line."""
-    from model.inference import interpolate_integer, interpolate_integer_alpha
-    from model.network import Network
-    from pipeline.schedule import parse_rate
-    from pipeline.video import VideoOptions, interpolate_frames, interpolate_video, mix_alpha_linearly
-
+def video_options(args: argparse.Namespace):
+    """The pipeline's options from the command line; encoder problems are named now, before any work."""
     from media.video import audio_args, default_codec, encoder_pix_fmts, encoder_quality_args
+    from pipeline.schedule import parse_rate
+    from pipeline.video import VideoOptions
 
     codec = default_codec(Path(args.out)) if args.codec == "auto" else args.codec
     options = VideoOptions(factor=args.factor, fps=parse_rate(args.fps) if args.fps else None, slowmo=args.slowmo,
@@ -145,44 +137,22 @@ def run_sequence(args, autocast: Optional[torch.dtype]) -> int:
         if encoder_quality_args(codec, args.crf, args.preset) is None:
             print(f"note: --crf and --preset do not apply to {codec}: it encodes with its own settings",
                   file=sys.stderr)
-    weights = weights_path(args.model, args.weights)
-    from model.ensemble import with_ensemble
+    return options
 
-    net = with_ensemble(load_network(Path(weights), resolve_device(args.device)), args.ensemble)
-    if args.compile:
-        from model.runtime import compile_network
 
-        net = compile_network(net)
-    device = next(net.parameters()).device
-    tiles = {}  # frame shape -> tile size, decided once per size
-    # whole colour frames of one size replay the network as CUDA graphs (flow per pair, synthesis per t): its few
-    # hundred kernel launches otherwise compete with the decoder and encoder for the CPU
-    use_graphs = device.type == "cuda" and isinstance(net, Network) and not args.eager
-    graphs = {}  # frame shape -> GraphedPairs, or None where capturing failed (then eager)
+def run_sequence(args: argparse.Namespace) -> int:
+    """--video or --frames: stream through the engine and report one summary line."""
+    from engine import Interpolator
+    from pipeline.schedule import parse_rate
+    from pipeline.video import interpolate_frames, interpolate_video
 
-    def step(one, two, times):
-        if one.shape not in tiles:
-            tiles[one.shape] = resolve_tile(args.tile, one.shape[0], one.shape[1], device)
-        if one.shape[2] == 4:  # alpha (--frames, or transparent --video to images): moved with the flow, or
-            # mixed linearly in time where asked, with tiles, --ensemble and --compile (colour through this step)
-            if args.alpha == "linear" or tiles[one.shape] or not isinstance(net, Network):
-                return mix_alpha_linearly(step, one, two, times)
-            return interpolate_integer_alpha(net, one, two, times, autocast, args.flow_scale)
-        if use_graphs and not tiles[one.shape] and one.shape not in graphs:
-            from model.runtime import graphed_pairs
-
-            graphs[one.shape] = graphed_pairs(net, (1, 3, *one.shape[:2]), autocast, args.flow_scale)
-        return interpolate_integer(net, one, two, times, autocast, args.flow_scale, tiles[one.shape],
-                                   args.tile_overlap, graphed=graphs.get(one.shape))
-
-    step.takes_alpha = True  # the pipeline passes frames with alpha straight here
-
+    options = video_options(args)
+    interpolator = Interpolator(interpolator_options(args))
     if args.video is not None:
         # whatever changes the frames is part of the job's identity: a resumed job never mixes two settings
-        model_id = f"{weights} ensemble={args.ensemble} flow_scale={args.flow_scale} autocast={autocast}"
-        stats = interpolate_video(args.video, args.out, step, options, weights_id=model_id)
+        stats = interpolate_video(args.video, args.out, interpolator, options, weights_id=interpolator.job_id)
     else:
-        stats = interpolate_frames(args.frames, str(args.out), parse_rate(args.input_fps), step, options)
+        stats = interpolate_frames(args.frames, str(args.out), parse_rate(args.input_fps), interpolator, options)
     problem = stats.pop("input_problem", None)
     print(f"wrote {args.out}: " + ", ".join(f"{k} {v}" for k, v in stats.items()))
     if problem:
@@ -191,126 +161,41 @@ def run_sequence(args, autocast: Optional[torch.dtype]) -> int:
     return 0
 
 
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        if not torch.cuda.is_available():
-            return torch.device("cpu")
-        # under torchrun each process takes its own GPU
-        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
-    try:
-        device = torch.device(name)
-    except RuntimeError as exc:
-        raise ValueError(f"--device {name!r} is not a device: use auto, cpu, cuda or cuda:N") from exc
-    if device.type == "cuda":
-        if not torch.cuda.is_available():
-            raise ValueError("--device cuda asked for, but no CUDA GPU is available: use --device cpu")
-        if device.index is not None and device.index >= torch.cuda.device_count():
-            raise ValueError(f"--device {name}: only {torch.cuda.device_count()} CUDA device(s) here")
-    elif device.type != "cpu":
-        raise ValueError(f"--device {name!r}: use auto, cpu, cuda or cuda:N")
-    return device
+def run_pair(args: argparse.Namespace) -> int:
+    """--one, --two: one image per --time."""
+    from dataclasses import replace
+
+    from engine.files import interpolate_files
+
+    # one pair: compiling would cost more than it saves
+    for path in interpolate_files(args.one, args.two, args.out, args.time,
+                                  replace(interpolator_options(args), compile=False)):
+        print(f"wrote {path}")
+    return 0
 
 
-@functools.lru_cache(maxsize=4)
-def load_network(weights: Path, device: torch.device):
-    """The network for ``weights`` on ``device`` (cached: one load per file and device)."""
-    from model.weights import load_any
+# the published API (sniklaus/softmax-splatting's run.py), with its names and meanings; engine/published.py
+# holds them, imported on first call so that importing run stays cheap
 
-    return load_any(weights, device)
+def read_flo(strFile):  # noqa: N803
+    """A Middlebury .flo file as an H x W x 2 float32 numpy array (pixels, x then y)."""
+    from engine.published import read_flo as read
 
-
-def weights_path(model: str, weights: Optional[Path]) -> Path:
-    if weights is not None:
-        return weights
-    return ROOT / "weights" / f"{model}.safetensors"
+    return read(strFile)
 
 
-def output_paths(out: Path, times: Sequence[float]) -> List[Path]:
-    name = str(out)
-    if len(times) == 1 and "{" not in name:
-        return [out]
-    if "{i}" not in name and "{t}" not in name:
-        name = str(out.with_name(f"{out.stem}-{{i}}{out.suffix}"))
-    paths = [Path(name.format(i=i, t=f"{t:.3f}")) for i, t in enumerate(times)]
-    if len(set(paths)) != len(paths):
-        raise ValueError(f"--out {out} gives the same file name for several times: use {{i}} or {{t}}")
-    return paths
+def backwarp(tenIn, tenFlow):  # noqa: N803
+    """``tenIn`` sampled bilinearly at p + ``tenFlow``(p) (pixels, x then y), zeros outside the frame."""
+    from engine.published import backwarp as warp
+
+    return warp(tenIn, tenFlow)
 
 
-def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = (0.5,),
-                      weights: Path = DEFAULT_WEIGHTS, device: str = "auto",
-                      autocast_dtype: Optional[torch.dtype] = None, flow_scale: float = 1.0,
-                      tile: Union[int, str] = 0, overlap: int = 128, ensemble: int = 1,
-                      alpha: str = "flow") -> List[Path]:
-    """Read two images, interpolate, write one image per t. Returns the written paths.
+def estimate(tenOne, tenTwo, fltTimes: Sequence[float] = (0.5,)) -> List:  # noqa: N803
+    """3 x H x W float tensors in [0, 1], BGR, in; one 3 x H x W CPU tensor, BGR, per t of ``fltTimes`` out."""
+    from engine.published import estimate as run_estimate
 
-    ``ensemble`` 2 or 4 averages that many passes (mirrored, and time-reversed): slower, a little better.
-    ``alpha`` "flow" moves transparency with the network's flow, "linear" mixes the two frames' alpha in time (also
-    what tiles and ``ensemble`` do).
-    """
-    import numpy as np
-
-    from media.images import check_writable, read_image, write_image
-    from model.ensemble import with_ensemble
-    from model.inference import interpolate
-    from model.network import Network
-
-    for t in times:
-        if not 0.0 < t < 1.0:
-            raise ValueError(f"--time {t}: times must lie strictly between 0 and 1")
-    if alpha not in ("flow", "linear"):
-        raise ValueError(f"--alpha {alpha!r}: use flow or linear")
-    if not 0.0 < flow_scale <= 1.0:
-        raise ValueError(f"--flow-scale {flow_scale}: use a value in (0, 1]")
-    paths = output_paths(out, times)
-    for path in paths:
-        check_writable(path)
-    rgb_one, alpha_one, depth_one = read_image(one)
-    rgb_two, alpha_two, depth_two = read_image(two)
-    if rgb_one.shape != rgb_two.shape:
-        raise ValueError(f"frames differ in size: {one} is {rgb_one.shape[1]}x{rgb_one.shape[0]}, "
-                         f"{two} is {rgb_two.shape[1]}x{rgb_two.shape[0]}")
-    net = with_ensemble(load_network(Path(weights), resolve_device(device)), ensemble)
-    device_used = next(net.parameters()).device
-    tile = resolve_tile(tile, rgb_one.shape[0], rgb_one.shape[1], device_used)
-    depth = max(depth_one, depth_two)
-    if alpha_one is None and alpha_two is None:
-        for path, frame in zip(paths, interpolate(net, rgb_one, rgb_two, times, autocast_dtype, flow_scale, tile,
-                                                  overlap)):
-            write_image(path, frame, None, depth)
-        return paths
-    opaque = np.ones(rgb_one.shape[:2], np.float32)
-    alpha_one = alpha_one if alpha_one is not None else opaque
-    alpha_two = alpha_two if alpha_two is not None else opaque
-    if alpha == "linear" or tile or not isinstance(net, Network):  # also tiles and --ensemble: mixed in time
-        frames = interpolate(net, rgb_one, rgb_two, times, autocast_dtype, flow_scale, tile, overlap)
-        alphas = [(1.0 - t) * alpha_one + t * alpha_two for t in times]
-    else:  # alpha moves with the network's flow: a moving transparent object keeps one outline
-        from model.inference import interpolate_with_alpha
-
-        def tensor(x: np.ndarray) -> torch.Tensor:
-            x = x if x.ndim == 3 else x[:, :, None]
-            return torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).permute(2, 0, 1)[None].to(device_used)
-
-        outs = interpolate_with_alpha(net, tensor(rgb_one), tensor(rgb_two), tensor(alpha_one), tensor(alpha_two),
-                                      times, autocast_dtype, flow_scale)
-        frames = [c[0].permute(1, 2, 0).cpu().numpy() for c, _ in outs]
-        alphas = [a[0, 0].cpu().numpy() for _, a in outs]
-    for path, frame, frame_alpha in zip(paths, frames, alphas):
-        write_image(path, frame, frame_alpha, depth)
-    return paths
-
-
-def estimate(tenOne: torch.Tensor, tenTwo: torch.Tensor, fltTimes: Sequence[float] = (0.5,)) -> List[torch.Tensor]:
-    """The published API: 3 x H x W float tensors in [0, 1], BGR; returns 3 x H x W CPU tensors, BGR."""
-    from model.inference import interpolate
-
-    for name, ten in (("tenOne", tenOne), ("tenTwo", tenTwo)):
-        if not isinstance(ten, torch.Tensor) or ten.dim() != 3 or ten.shape[0] != 3:
-            raise ValueError(f"{name} must be a 3 x H x W tensor (BGR, values in [0, 1])")
-    net = load_network(DEFAULT_WEIGHTS, resolve_device("auto"))
-    outs = interpolate(net, tenOne.flip(0), tenTwo.flip(0), list(fltTimes))
-    return [o.flip(0).cpu() for o in outs]
+    return run_estimate(tenOne, tenTwo, fltTimes)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -327,22 +212,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.error("--one, --two and --out are required (or --video/--frames with --out)")
     if args.fields and args.video is None:
         parser.error("--fields reads interlaced video one frame per field: use it with --video")
-    autocast = torch.float16 if args.fp16 else torch.bfloat16 if args.bf16 else None
     try:
-        if sequence:
-            return run_sequence(args, autocast)
-        paths = interpolate_files(args.one, args.two, args.out, args.time,
-                                  weights_path(args.model, args.weights), args.device, autocast, args.flow_scale,
-                                  args.tile, args.tile_overlap, args.ensemble, args.alpha)
+        return run_sequence(args) if sequence else run_pair(args)
     except (VideoError, ImageError, WeightsError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted" + (": run the same command again to resume" if sequence else ""), file=sys.stderr)
         return 130
-    for path in paths:
-        print(f"wrote {path}")
-    return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

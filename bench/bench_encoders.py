@@ -1,6 +1,6 @@
 """Quality, size and time of the output encoders at one --crf and --preset, as the video pipeline writes them.
 
-    python bench/bench_encoders.py --video .data/ddp/grounded-sam2__car.mp4 [--frames 24] [--crf 18]
+    python -m bench.bench_encoders --video .data/ddp/grounded-sam2__car.mp4 [--frames 24] [--crf 18]
                                    [--preset medium] [--codecs libx264 libvpx-vp9 libsvtav1 ...]
 
 The first frames of the clip go through ``media.video.FrameWriter`` (the options run.py gives each encoder) into
@@ -18,9 +18,8 @@ from typing import List, Optional
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from media.video import FrameWriter, VideoError, probe, read_frames  # noqa: E402
+from media.video import FrameWriter, VideoError, probe, read_frames
 
 
 def main(argv: Optional[List[str]] = None) -> int:

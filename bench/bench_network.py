@@ -1,6 +1,6 @@
 """Time the network on the GPU: one middle frame, and 7 frames from one flow, per resolution.
 
-    python bench/bench_network.py [--weights weights/network.safetensors] [--compile] [--json out.json]
+    python -m bench.bench_network [--weights weights/network.safetensors] [--compile] [--json out.json]
 
 Speed does not depend on the weights, so random ones are used when none are given.
 """
@@ -16,12 +16,11 @@ from typing import List, Optional, Sequence
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.timing import cuda_time_ms, require_cuda  # noqa: E402
-from model import Network, load_weights  # noqa: E402
-from model.network import NetworkConfig, count_parameters  # noqa: E402
-from model.runtime import GraphedNetwork, compile_network  # noqa: E402
+from bench.timing import cuda_time_ms, require_cuda
+from model import Network, load_weights
+from model.network import NetworkConfig, count_parameters
+from model.runtime import GraphedNetwork, compile_network
 
 SIZES = {"720p": (720, 1280), "1080p": (1080, 1920), "4K": (2160, 3840)}
 

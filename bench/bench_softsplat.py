@@ -1,6 +1,6 @@
 """Time softsplat on the GPU: our CUDA path and our PyTorch path, forward and forward+backward.
 
-    python bench/bench_softsplat.py [--dtype float32|bfloat16] [--repeats 30] [--json out.json]
+    python -m bench.bench_softsplat [--dtype float32|bfloat16] [--repeats 30] [--json out.json]
 
 Shapes and inputs follow ../shared/ANCHORS.md: 'soft' mode, flow ~ N(0, 8 px),
 metric ~ N(0, 1). The bytes floor reads input, flow and metric once and writes
@@ -18,10 +18,9 @@ from typing import List, Optional, Tuple
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import softsplat  # noqa: E402
-from bench.timing import copy_bandwidth_gbs, cuda_time_ms, require_cuda  # noqa: E402
+import softsplat
+from bench.timing import copy_bandwidth_gbs, cuda_time_ms, require_cuda
 
 SHAPES = [(1, 3, 1080, 1920), (1, 3, 2160, 3840), (1, 33, 1080, 1920), (1, 65, 540, 960),
           (1, 97, 270, 480), (8, 33, 256, 256)]

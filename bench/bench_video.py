@@ -1,7 +1,7 @@
 """Video throughput on the GPU: the whole pipeline (decode, interpolate, encode, mux) and the model alone.
 
-    python bench/bench_video.py --video in.mp4 [--factor 2] [--bf16] [--preset veryfast] [--stages] [--json out.json]
-    python bench/bench_video.py --memory 3840x2160 7680x4320 [--flow-scale 0.5] [--tile 2048]
+    python -m bench.bench_video --video in.mp4 [--factor 2] [--bf16] [--preset veryfast] [--stages] [--json out.json]
+    python -m bench.bench_video --memory 3840x2160 7680x4320 [--flow-scale 0.5] [--tile 2048]
 
 Pipeline frames per second count output frames (a x2 job writes two per input frame)
 over the wall-clock time of ``pipeline.video.interpolate_video`` after a warm-up pair.
@@ -24,14 +24,12 @@ from typing import List, Optional
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.timing import cuda_time_ms, require_cuda  # noqa: E402
-from media.video import probe, read_frames  # noqa: E402
-from model import Network, load_weights  # noqa: E402
-from model.inference import interpolate, interpolate_integer  # noqa: E402
-from model.runtime import graphed_pairs  # noqa: E402
-from pipeline.video import VideoOptions, interpolate_video  # noqa: E402
+from bench.timing import cuda_time_ms, require_cuda
+from engine import Interpolator, InterpolatorOptions
+from media.video import probe, read_frames
+from model import Network, load_weights
+from pipeline.video import Interpolator as PipelineInterpolator
+from pipeline.video import VideoOptions, interpolate_video
 
 
 def parse_size(text: str) -> tuple:
@@ -39,7 +37,7 @@ def parse_size(text: str) -> tuple:
     return int(h), int(w)
 
 
-def _pipeline(video: Path, step, options: VideoOptions):
+def time_pipeline(video: Path, step: PipelineInterpolator, options: VideoOptions):
     """Wall-clock seconds of ``interpolate_video`` into a temporary file, its output frame count and stats."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out.mp4"
@@ -73,25 +71,24 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     torch.backends.cudnn.benchmark = True
     net = load_weights(args.weights, device) if args.weights.is_file() else Network().to(device).eval()
-    autocast = torch.bfloat16 if args.bf16 else None
+    # the engine run.py uses, with CUDA graphs only where asked (the model-alone figure is eager either way)
+    interpolator = Interpolator(InterpolatorOptions(precision="bf16" if args.bf16 else "fp32",
+                                                    flow_scale=args.flow_scale, tile=args.tile,
+                                                    cuda_graphs=args.cuda_graphs), network=net)
     rows = []
     if args.video is not None:
         info = probe(args.video)
         frames = read_frames(info)
         one, two = next(frames), next(frames)
         frames.close()
-        interpolate_integer(net, one, two, [0.5], autocast, args.flow_scale, args.tile)  # warm-up
+        interpolator.interpolate_integer(one, two, [0.5])  # warm-up (and the graphs' capture)
         a = torch.from_numpy(one.copy()).to(device).permute(2, 0, 1)[None].float() / 255.0
         b = torch.from_numpy(two.copy()).to(device).permute(2, 0, 1)[None].float() / 255.0
-        model_ms = cuda_time_ms(lambda: interpolate(net, a, b, [0.5], autocast, args.flow_scale, args.tile),
-                                repeats=20)
-        graphed = None
-        if args.cuda_graphs and not args.tile:
-            graphed = graphed_pairs(net, (1, 3, info.height, info.width), autocast, args.flow_scale)
-        step = lambda x, y, ts: interpolate_integer(net, x, y, ts, autocast, args.flow_scale, args.tile,  # noqa: E731
-                                                    graphed=graphed)
+        model_ms = cuda_time_ms(lambda: interpolator(a, b, [0.5]), repeats=20)
+        graphed = None if args.tile else interpolator.cuda_graphs_for(info.height, info.width)
+        step = interpolator
         options = VideoOptions(factor=args.factor, preset=args.preset)
-        seconds, frames_out, stats = _pipeline(args.video, step, options)
+        seconds, frames_out, stats = time_pipeline(args.video, step, options)
         row = {"video": args.video.name, "size": f"{info.width}x{info.height}", "frames_in": info.frames,
                "frames_out": frames_out, "factor": args.factor, "bf16": args.bf16, "preset": args.preset,
                "network_in_pipeline": "eager" if graphed is None else "CUDA graphs",
@@ -103,7 +100,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             decoded = sum(1 for _ in read_frames(info))
             row["decode_fps"] = round(decoded / (time.perf_counter() - start), 1)
             copy = lambda x, y, ts: [(x if t < 0.5 else y).copy() for t in ts]  # noqa: E731
-            seconds, frames_out, _ = _pipeline(args.video, copy, options)
+            seconds, frames_out, _ = time_pipeline(args.video, copy, options)
             row["pipeline_without_network_fps"] = round(frames_out / seconds, 1)
         rows.append(row)
         print(json.dumps(row), flush=True)
@@ -115,7 +112,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
         start = time.perf_counter()
-        out = interpolate_integer(net, one, two, [0.5], autocast, args.flow_scale, args.tile)[0]
+        out = interpolator.interpolate_integer(one, two, [0.5])[0]
         torch.cuda.synchronize()
         row = {"size": size, "flow_scale": args.flow_scale, "tile": args.tile, "bf16": args.bf16,
                "peak_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2),

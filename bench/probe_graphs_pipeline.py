@@ -1,7 +1,7 @@
 """Video pipeline output frames/s at x2 with the network run eagerly or replayed as CUDA graphs, and frames
 uploaded through pinned or pageable memory, at two x264 presets, twice.
 
-    python bench/probe_graphs_pipeline.py --video in1080.mp4   # on a CUDA machine with ffmpeg (bench/device_ffmpeg.sh)
+    python -m bench.probe_graphs_pipeline --video in1080.mp4   # on a CUDA machine with ffmpeg (bench/device_ffmpeg.sh)
 
 Session 12 (H200, docs/performance.md): pinning each frame as it was uploaded (``Tensor.pin_memory()``, a new
 page-locked buffer every frame) cost more than the graphs gained: with one or two graphs the pipeline ran at
@@ -20,14 +20,18 @@ from typing import List, Optional
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.bench_video import _pipeline  # noqa: E402
-from bench.timing import require_cuda  # noqa: E402
-from model import load_weights  # noqa: E402
-from model.inference import _download_integer, _run, interpolate_integer  # noqa: E402
-from model.runtime import GraphedNetwork, GraphedPairs  # noqa: E402
-from pipeline.video import VideoOptions  # noqa: E402
+from bench.bench_video import time_pipeline
+from bench.timing import require_cuda
+from engine import Interpolator, InterpolatorOptions
+from model import load_weights
+from model.runtime import GraphedNetwork
+from pipeline.video import VideoOptions
+
+
+def download(out: torch.Tensor) -> np.ndarray:
+    """A 1 x 3 x H x W tensor in [0, 1] as an H x W x 3 uint8 array, rounded on the GPU (as the engine does)."""
+    return (out[0] * 255.0).round_().permute(1, 2, 0).to(torch.uint8).cpu().numpy()
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -48,31 +52,26 @@ def main(argv: Optional[List[str]] = None) -> int:
         return torch.from_numpy(x).pin_memory().to(device, non_blocking=True).permute(2, 0, 1).unsqueeze(0) / 255.0
 
     def eager_pinned(one: np.ndarray, two: np.ndarray, ts) -> List[np.ndarray]:
-        outs = _run(net, pinned(one), pinned(two), ts, None, 1.0, 0, 128)
-        return [_download_integer(o, np.uint8, 255.0) for o in outs]
+        with torch.no_grad():  # the network itself, as session 11 ran it (no input checks)
+            return [download(o.float().clamp(0.0, 1.0)) for o in net(pinned(one), pinned(two), list(ts))]
 
     def one_graph(one: np.ndarray, two: np.ndarray, ts) -> List[np.ndarray]:
         a, b = pageable(one), pageable(two)
         key = (tuple(a.shape), tuple(ts))
         if key not in graphs:
             graphs[key] = GraphedNetwork(net, a.shape, ts)
-        return [_download_integer(o.clamp(0.0, 1.0), np.uint8, 255.0) for o in graphs[key](a, b)]
-
-    def two_graphs(one: np.ndarray, two: np.ndarray, ts) -> List[np.ndarray]:  # as run.py --cuda-graphs
-        shape = (1, 3, *one.shape[:2])
-        if shape not in graphs:
-            graphs[shape] = GraphedPairs(net, shape)
-        return interpolate_integer(net, one, two, ts, graphed=graphs[shape])
+        return [download(o.clamp(0.0, 1.0)) for o in graphs[key](a, b)]
 
     graphs = {}
     steps = {"eager, pinned (s11)": eager_pinned,
-             "eager": lambda one, two, ts: interpolate_integer(net, one, two, ts),
+             "eager": Interpolator(InterpolatorOptions(tile=0, cuda_graphs=False), network=net),
              "one graph": one_graph,
-             "two graphs (run.py)": two_graphs}
+             # run.py's default: the flow and the synthesis replayed as two graphs (model.runtime.GraphedPairs)
+             "two graphs (run.py)": Interpolator(InterpolatorOptions(tile=0), network=net)}
     for _ in range(2):
         for preset in ("medium", "veryfast"):
             for name, step in steps.items():
-                seconds, frames, stats = _pipeline(args.video, step, VideoOptions(factor=2, preset=preset))
+                seconds, frames, stats = time_pipeline(args.video, step, VideoOptions(factor=2, preset=preset))
                 print(f"{preset:9s} {name:22s} {frames / seconds:6.1f} output frames/s ({seconds:.2f} s, "
                       f"{stats['interpolated']} interpolated)", flush=True)
     return 0

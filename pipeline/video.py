@@ -19,7 +19,7 @@ import sys
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Callable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Iterator, List, Optional, Protocol, Sequence, Tuple, Union, runtime_checkable
 
 import numpy as np
 
@@ -51,9 +51,23 @@ class VideoOptions:
     audio_bitrate: str = ""  # for a re-encode, e.g. "192k"; "" leaves the encoder's default
 
 
-# (one, two, times) -> one frame per t. Frames are H x W x 3 uint8 or uint16 RGB arrays; results on the
-# same scale, ideally of the same dtype (anything else is rounded and clipped to it).
-Interpolator = Callable[[np.ndarray, np.ndarray, Sequence[float]], List[np.ndarray]]
+# (one, two, times) -> one frame per t, for colour only: H x W x 3 uint8 or uint16 RGB arrays; results on the
+# same scale, ideally of the same dtype (anything else is rounded and clipped to it). Frames with alpha have their
+# colour interpolated by it and their alpha mixed linearly in time (with_linear_alpha).
+ColourInterpolator = Callable[[np.ndarray, np.ndarray, Sequence[float]], List[np.ndarray]]
+
+
+@runtime_checkable
+class FrameInterpolator(Protocol):
+    """An interpolator for integer frames with or without alpha; ``engine.Interpolator`` is one."""
+
+    def interpolate_integer(self, one: np.ndarray, two: np.ndarray, times: Sequence[float]) -> List[np.ndarray]:
+        """H x W x 3 (RGB) or H x W x 4 (RGB + alpha) uint8/uint16 frames in, one of the same shape and dtype per t
+        out; it decides itself how alpha is interpolated."""
+
+
+# what the pipeline takes
+Interpolator = Union[FrameInterpolator, ColourInterpolator]
 
 
 def _to_float(frame: np.ndarray) -> np.ndarray:
@@ -94,6 +108,7 @@ def _anchors(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], dedup: fl
 def _output_frames(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpolator, threshold: float,
                    skip: Callable[[int], bool], stats: dict) -> Iterator[Tuple[int, Optional[np.ndarray]]]:
     """(j, frame) for every output frame in order; frame is None where ``skip(j)`` (already done)."""
+    interpolate = with_linear_alpha(interpolate)
     j = 0
     current = next(anchors, None)
     if current is None:
@@ -314,22 +329,16 @@ def _finish(writer: FrameWriter, final: Path) -> None:
 _ALPHA_FORMATS = (".png", ".tif", ".tiff", ".webp")
 
 
-def mix_alpha_linearly(interpolate: Interpolator, one: np.ndarray, two: np.ndarray,
-                       times: Sequence[float]) -> List[np.ndarray]:
-    """H x W x 4 frames (RGB + alpha) at each t: the colour from ``interpolate`` (a colour interpolator), the alpha
-    the two frames' alpha mixed linearly in time."""
-    colour = interpolate(np.ascontiguousarray(one[:, :, :3]), np.ascontiguousarray(two[:, :, :3]), times)
-    a, b = one[:, :, 3:].astype(np.float32), two[:, :, 3:].astype(np.float32)
-    return [np.concatenate([_as_dtype(c, one.dtype), _as_dtype((1.0 - t) * a + t * b, one.dtype)], axis=2)
-            for t, c in zip(times, colour)]
+def with_linear_alpha(interpolate: Interpolator) -> ColourInterpolator:
+    """The function that interpolates frames of any kind: a FrameInterpolator's own ``interpolate_integer``, or for
+    a colour interpolator one that mixes the alpha of H x W x 4 frames linearly in time around its colour."""
+    if isinstance(interpolate, FrameInterpolator):
+        return interpolate.interpolate_integer
 
-
-def with_linear_alpha(interpolate: Interpolator) -> Interpolator:
-    """An interpolator for H x W x 4 frames from one for colour (``mix_alpha_linearly``). 3-channel frames, and all
-    frames for an interpolator whose ``takes_alpha`` attribute is true (run.py's, which moves alpha with the flow),
-    pass through."""
     def step(one: np.ndarray, two: np.ndarray, times: Sequence[float]) -> List[np.ndarray]:
-        if one.shape[2] != 4 or getattr(interpolate, "takes_alpha", False):
+        from model.inference import mix_alpha_linearly
+
+        if one.shape[2] != 4:
             return interpolate(one, two, times)
         return mix_alpha_linearly(interpolate, one, two, times)
     return step
@@ -350,7 +359,7 @@ def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_
     has_alpha = False
     anchors = prefetch(_anchors(frames, stamps, options.dedup_threshold), depth=4)
     with tqdm(total=plan.count, unit="frame", disable=not progress, file=sys.stderr) as bar:
-        for j, frame in _output_frames(anchors, plan, with_linear_alpha(interpolate), options.scene_threshold,
+        for j, frame in _output_frames(anchors, plan, interpolate, options.scene_threshold,
                                        lambda k: outs[k].exists(), stats):
             if frame is not None:
                 values = _to_float(frame)

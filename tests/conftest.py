@@ -1,13 +1,13 @@
-import sys
-from pathlib import Path
+"""Shared fixtures. The repository root is on sys.path through pytest.ini's ``pythonpath = .``."""
 
+from pathlib import Path
+from typing import List, Sequence
+
+import numpy as np
 import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
 
 
 def pytest_collection_modifyitems(config, items):
@@ -22,3 +22,39 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def shared_dir() -> Path:
     return ROOT.parent / "shared"
+
+
+@pytest.fixture(scope="session")
+def cpu_network():
+    """The committed weights on the CPU (loaded once for the session; read-only use)."""
+    from engine.interpolator import DEFAULT_WEIGHTS, load_network
+
+    return load_network(DEFAULT_WEIGHTS, torch.device("cpu"))
+
+
+@pytest.fixture(scope="session")
+def cpu_interpolator(cpu_network):
+    """``engine.Interpolator`` with the committed weights on the CPU, whole frames, default options otherwise."""
+    from engine import Interpolator, InterpolatorOptions
+
+    return Interpolator(InterpolatorOptions(device="cpu", tile=0), network=cpu_network)
+
+
+class BlendInterpolator:
+    """A stand-in for the engine where the network is not the point: integer frames (3 or 4 channels) mixed
+    linearly in time, the same way the pipeline's ``FrameInterpolator`` interface asks of the engine. Records the
+    shapes and times it was given."""
+
+    def __init__(self) -> None:
+        self.calls: List[tuple] = []
+
+    def interpolate_integer(self, one: np.ndarray, two: np.ndarray, times: Sequence[float]) -> List[np.ndarray]:
+        self.calls.append((one.shape, tuple(times)))
+        top = np.iinfo(one.dtype).max
+        return [np.clip(np.rint((1.0 - t) * one.astype(np.float64) + t * two.astype(np.float64)), 0, top)
+                .astype(one.dtype) for t in times]
+
+
+@pytest.fixture
+def blend_interpolator() -> BlendInterpolator:
+    return BlendInterpolator()

@@ -1,4 +1,4 @@
-"""run.py and benchmark_middlebury.py end to end on small generated images, on the CPU."""
+"""run.py (pair mode) and benchmark_middlebury.py end to end on small generated images, on the CPU."""
 
 import json
 import shutil
@@ -203,15 +203,12 @@ def test_published_estimate_api():
         assert 0.0 <= float(out.min()) and float(out.max()) <= 1.0
 
 
-def test_api_rejects_nan_and_empty():
-    from model.inference import interpolate
-
-    net = run.load_network(run.DEFAULT_WEIGHTS, torch.device("cpu"))
+def test_api_rejects_nan_and_empty(cpu_interpolator):
     frame = np.zeros((16, 16, 3), np.float32)
     with pytest.raises(ValueError, match="NaN"):
-        interpolate(net, frame * np.nan, frame)
+        cpu_interpolator(frame * np.nan, frame)
     with pytest.raises(ValueError, match="empty"):
-        interpolate(net, np.zeros((0, 16, 3), np.float32), np.zeros((0, 16, 3), np.float32))
+        cpu_interpolator(np.zeros((0, 16, 3), np.float32), np.zeros((0, 16, 3), np.float32))
 
 
 def test_middlebury_benchmark_on_two_sequences(tmp_path, shared_dir):
@@ -242,11 +239,11 @@ def test_middlebury_benchmark_bad_folder(tmp_path, capsys):
     assert "no <Sequence>/frame10i11.png" in capsys.readouterr().err
 
 
-def test_tiled_interpolation_has_no_seams():
+def test_tiled_interpolation_has_no_seams(cpu_network):
     """Tiles cross-fade: the tiled frame is close to the whole-frame one and has no step at tile borders."""
     from model.inference import interpolate, tile_layout
 
-    net = run.load_network(run.DEFAULT_WEIGHTS, torch.device("cpu"))
+    net = cpu_network
     yy, xx = np.mgrid[0:200, 0:300].astype(np.float32)
     one = np.stack([(np.sin(xx / 9) + 1) / 2, (np.cos(yy / 11) + 1) / 2, (xx + yy) / 500], axis=2)
     two = np.roll(one, 2, axis=1)
@@ -292,9 +289,11 @@ def test_auto_tile_engages_when_memory_is_short(tmp_path, monkeypatch, capsys):
     assert "processing in 128-pixel tiles" in err and "--tile 0" in err
 
 
-def test_compile_needs_cuda():
+def test_compile_needs_cuda(cpu_network):
+    from engine import Interpolator, InterpolatorOptions
     from model.runtime import compile_network
 
-    net = run.load_network(run.DEFAULT_WEIGHTS, torch.device("cpu"))
     with pytest.raises(ValueError, match="--compile needs the network on a CUDA device"):
-        compile_network(net)
+        compile_network(cpu_network)
+    with pytest.raises(ValueError, match="--compile needs the network on a CUDA device"):
+        Interpolator(InterpolatorOptions(compile=True), network=cpu_network)

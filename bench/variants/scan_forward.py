@@ -3,7 +3,7 @@ than softsplat's forward; docs/softsplat.md): a soft-mode forward in which
 a block owns a tile of targets in shared memory and scans the sources that can land there, instead of reducing
 every source into global memory with atomics (docs/softsplat.md, "target tiles that scan their sources").
 
-    python bench/variants/scan_forward.py [--repeats 30]
+    python -m bench.variants.scan_forward [--repeats 30]
 
 on a GPU: for the six shapes of bench/bench_softsplat.py, checks the output, normaliser and Z_max against
 softsplat's forward (soft mode, float32 and bfloat16) and times both, alternating, in one process.
@@ -23,14 +23,12 @@ from __future__ import annotations
 import argparse
 import functools
 import sys
-from pathlib import Path
 from typing import Optional, Tuple
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import softsplat  # noqa: E402
+import softsplat
 
 TILE_W = 128
 SOURCE_TILE = 32
@@ -307,8 +305,7 @@ def main(argv=None) -> int:
     if not torch.cuda.is_available() or not softsplat.cuda_available():
         print("error: needs a CUDA GPU and CuPy", file=sys.stderr)
         return 2
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from bench_softsplat import PUBLISHED, SHAPES
+    from bench.bench_softsplat import PUBLISHED, SHAPES
 
     device = torch.device("cuda")
     print(f"device: {torch.cuda.get_device_name()}")

@@ -1,0 +1,59 @@
+"""Pair mode: two image files in, one image file per t out (``run.py --one A --two B --out C``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Sequence, Union
+
+import numpy as np
+
+from .interpolator import Interpolator, InterpolatorOptions, check_times
+
+
+def output_paths(out: Path, times: Sequence[float]) -> List[Path]:
+    """One path per t: ``out`` itself for one time, else ``out`` with {i} (index) or {t} (time) filled in, or with
+    -{i} added before the suffix when it names neither."""
+    name = str(out)
+    if len(times) == 1 and "{" not in name:
+        return [Path(out)]
+    if "{i}" not in name and "{t}" not in name:
+        name = str(Path(out).with_name(f"{Path(out).stem}-{{i}}{Path(out).suffix}"))
+    paths = [Path(name.format(i=i, t=f"{t:.3f}")) for i, t in enumerate(times)]
+    if len(set(paths)) != len(paths):
+        raise ValueError(f"--out {out} gives the same file name for several times: use {{i}} or {{t}}")
+    return paths
+
+
+def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = (0.5,),
+                      interpolator: Union[Interpolator, InterpolatorOptions] = InterpolatorOptions()) -> List[Path]:
+    """Read two images, interpolate, write one image per t (8 or 16 bits, with alpha where either input has it).
+    Returns the written paths.
+
+    ``interpolator`` is an ``Interpolator``, or the options to build one with once the times, the outputs and the
+    inputs have been checked (so a mistake costs no loading of weights).
+    """
+    from media.images import check_image_outputs, check_writable, read_image, write_image
+
+    times = check_times(times)
+    paths = output_paths(Path(out), times)
+    for path in paths:
+        check_writable(path)
+    rgb_one, alpha_one, depth_one = read_image(one)
+    rgb_two, alpha_two, depth_two = read_image(two)
+    if rgb_one.shape != rgb_two.shape:
+        raise ValueError(f"frames differ in size: {one} is {rgb_one.shape[1]}x{rgb_one.shape[0]}, "
+                         f"{two} is {rgb_two.shape[1]}x{rgb_two.shape[0]}")
+    depth = max(depth_one, depth_two)
+    check_image_outputs(paths, [one, two], rgb_one.shape[1], rgb_one.shape[0], depth)
+    if not isinstance(interpolator, Interpolator):
+        interpolator = Interpolator(interpolator)
+    if alpha_one is None and alpha_two is None:
+        frames, alphas = interpolator(rgb_one, rgb_two, times), [None] * len(times)
+    else:
+        opaque = np.ones(rgb_one.shape[:2], np.float32)
+        frames, alphas = interpolator.interpolate_with_alpha(
+            rgb_one, rgb_two, alpha_one if alpha_one is not None else opaque,
+            alpha_two if alpha_two is not None else opaque, times)
+    for path, frame, alpha in zip(paths, frames, alphas):
+        write_image(path, frame, alpha, depth)
+    return paths

@@ -1,0 +1,257 @@
+"""The inference engine: one object that owns the network and every choice about running it.
+
+``Interpolator(InterpolatorOptions(...))`` loads the weights onto a device and keeps the policy that
+run.py, the video pipeline, the benchmarks and the Python API share: precision (autocast), flow scale,
+tiling of frames too large for memory, CUDA graphs or ``torch.compile`` for videos, test-time ensembles,
+and how transparency is interpolated.
+
+Conventions
+-----------
+- Float frames: H x W x 3 numpy arrays or 3 x H x W / N x 3 x H x W tensors, RGB, values in [0, 1]; the
+  results come back in the same form. Alpha (``interpolate_with_alpha``): H x W float arrays in [0, 1].
+- Integer frames (video, ``interpolate_integer``): H x W x 3 (RGB) or H x W x 4 (RGB + alpha) uint8 or
+  uint16 arrays; the results have the same shape and dtype.
+- t in (0, 1): the time of an output frame between ``one`` (t = 0) and ``two`` (t = 1).
+
+    from engine import Interpolator, InterpolatorOptions
+
+    interpolator = Interpolator(InterpolatorOptions(device="cpu", ensemble=2))
+    middle, = interpolator(one, two, [0.5])
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import torch
+from torch import nn
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_WEIGHTS = ROOT / "weights" / "network.safetensors"
+
+# autocast dtype by precision name; "fp32" runs without autocast
+PRECISIONS = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}
+ALPHA_MODES = ("flow", "linear")
+
+Image = Union[np.ndarray, torch.Tensor]
+
+
+@dataclass(frozen=True)
+class InterpolatorOptions:
+    """How to run the network. Every field is checked when the options are made (ValueError naming it).
+
+    ``tile``: "auto" processes whole frames when they fit in the device's free memory, else the largest tiles
+    that do; 0 always whole frames; N > 0 frames larger than N x N in overlapping N-pixel tiles.
+    ``ensemble``: average 1, 2 (the frames and their mirror image) or 4 passes (also time-reversed).
+    ``alpha``: "flow" moves transparency with the network's flow (objects with their own alpha); "linear" mixes
+    the two frames' alpha in time (a still matte), which is also what tiles, ensembles and compiled or
+    published networks do.
+    ``cuda_graphs``: replay the network as CUDA graphs for integer (video) frames on CUDA, whole frames only,
+    without ``compile`` or an ensemble; the frames differ from an eager run by float rounding only.
+    """
+
+    weights: Path = DEFAULT_WEIGHTS
+    device: str = "auto"
+    precision: str = "fp32"
+    flow_scale: float = 1.0
+    tile: Union[int, str] = "auto"
+    tile_overlap: int = 128
+    ensemble: int = 1
+    alpha: str = "flow"
+    compile: bool = False
+    cuda_graphs: bool = True
+
+    def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision {self.precision!r}: use one of {', '.join(PRECISIONS)}")
+        if not 0.0 < self.flow_scale <= 1.0:
+            raise ValueError(f"--flow-scale {self.flow_scale}: use a value in (0, 1]")
+        if self.tile != "auto" and (isinstance(self.tile, bool) or not isinstance(self.tile, int) or self.tile < 0):
+            raise ValueError(f"--tile {self.tile!r}: use auto, 0 (whole frames) or a tile size in pixels")
+        if self.tile_overlap < 1:
+            raise ValueError(f"--tile-overlap {self.tile_overlap}: use at least 1 pixel")
+        if self.ensemble not in (1, 2, 4):
+            raise ValueError(f"--ensemble {self.ensemble}: use 1, 2 or 4 passes")
+        if self.alpha not in ALPHA_MODES:
+            raise ValueError(f"--alpha {self.alpha!r}: use flow or linear")
+
+    @property
+    def autocast_dtype(self) -> Optional[torch.dtype]:
+        return PRECISIONS[self.precision]
+
+
+def resolve_device(name: str) -> torch.device:
+    """The device named by ``name``: auto (CUDA when there is a GPU, else the CPU), cpu, cuda or cuda:N."""
+    if name == "auto":
+        if not torch.cuda.is_available():
+            return torch.device("cpu")
+        # under torchrun each process takes its own GPU
+        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
+    try:
+        device = torch.device(name)
+    except RuntimeError as exc:
+        raise ValueError(f"--device {name!r} is not a device: use auto, cpu, cuda or cuda:N") from exc
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError("--device cuda asked for, but no CUDA GPU is available: use --device cpu")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise ValueError(f"--device {name}: only {torch.cuda.device_count()} CUDA device(s) here")
+    elif device.type != "cpu":
+        raise ValueError(f"--device {name!r}: use auto, cpu, cuda or cuda:N")
+    return device
+
+
+@functools.lru_cache(maxsize=4)
+def load_network(weights: Path, device: torch.device) -> nn.Module:
+    """The network for ``weights`` on ``device`` (cached: one load per file and device)."""
+    from model.weights import load_any
+
+    return load_any(weights, device)
+
+
+NO_CUPY = ("softsplat runs on CUDA without CuPy, through its slower PyTorch path: pip install cupy-cuda12x "
+           "(or cupy-cuda11x, matching your CUDA) for the fast kernels")
+
+
+def warn_without_fast_kernels(device: torch.device) -> None:
+    """On a CUDA device without CuPy, say how to get softsplat's fast kernels (a RuntimeWarning: Python's default
+    filter shows it once per process, from this one line)."""
+    import softsplat
+
+    if device.type == "cuda" and not softsplat.cuda_available():
+        warnings.warn(NO_CUPY, RuntimeWarning, stacklevel=1)
+
+
+def check_times(times: Sequence[float]) -> List[float]:
+    """``times`` as floats, each strictly between 0 and 1 (ValueError otherwise)."""
+    times = [float(t) for t in times]
+    if not times:
+        raise ValueError("--time: give at least one time")
+    for t in times:
+        if not 0.0 < t < 1.0:
+            raise ValueError(f"--time {t}: times must lie strictly between 0 and 1")
+    return times
+
+
+class Interpolator:
+    """The network with its running policy; see the module docstring for the conventions.
+
+    ``network`` (optional) runs an already-built network (tests, benchmarks, a model being trained) instead of
+    loading ``options.weights``; ``options.device`` is then ignored.
+    """
+
+    def __init__(self, options: InterpolatorOptions = InterpolatorOptions(),
+                 network: Optional[nn.Module] = None) -> None:
+        from model.ensemble import with_ensemble
+        from model.network import Network
+        from model.runtime import compile_network
+
+        self.options = options
+        self.network = network if network is not None else load_network(Path(options.weights),
+                                                                         resolve_device(options.device))
+        self.device = next(self.network.parameters()).device
+        warn_without_fast_kernels(self.device)
+        runner = with_ensemble(self.network, options.ensemble)
+        self._runner = compile_network(runner) if options.compile else runner
+        # a plain Network (not an ensemble, compiled or published one) exposes its flow: alpha can move with it,
+        # and it can be replayed as CUDA graphs
+        self._plain = isinstance(self._runner, Network)
+        self._tiles: Dict[Tuple[int, int], int] = {}  # frame size -> tile size, decided once per size
+        self._graphs: Dict[Tuple[int, int], object] = {}  # frame size -> GraphedPairs, or None where capture failed
+
+    @property
+    def job_id(self) -> str:
+        """What makes this interpolator's frames what they are: a resumed video job never mixes two settings."""
+        return (f"{self.options.weights} ensemble={self.options.ensemble} flow_scale={self.options.flow_scale} "
+                f"autocast={self.options.autocast_dtype}")
+
+    def tile_for(self, height: int, width: int) -> int:
+        """The tile size for frames of this size (0: whole frames); for "auto" what fits in free memory, said once
+        per size on stderr when tiles are needed."""
+        from model.inference import available_memory, fit_tile, needed_memory
+
+        if self.options.tile != "auto":
+            return int(self.options.tile)
+        if (height, width) not in self._tiles:
+            tile = fit_tile(height, width, self.device)
+            if tile:
+                print(f"note: {width}x{height} frames need about "
+                      f"{needed_memory(height, width, self.device) / 2**30:.1f} GiB on {self.device}, "
+                      f"{available_memory(self.device) / 2**30:.1f} GiB is free: processing in {tile}-pixel tiles "
+                      f"(--tile 0 forces whole frames)", file=sys.stderr)
+            self._tiles[(height, width)] = tile
+        return self._tiles[(height, width)]
+
+    def moves_alpha(self, height: int, width: int) -> bool:
+        """Whether alpha of frames this size moves with the flow (else it is mixed linearly in time)."""
+        return self.options.alpha == "flow" and self._plain and not self.tile_for(height, width)
+
+    def __call__(self, one: Image, two: Image, times: Sequence[float] = (0.5,)) -> List[Image]:
+        """Float frames at each t of ``times`` between ``one`` and ``two``, in the input's form."""
+        from model.inference import interpolate
+
+        times = check_times(times)
+        shape = getattr(one, "shape", ())
+        if isinstance(one, np.ndarray) and len(shape) == 3:
+            tile = self.tile_for(shape[0], shape[1])
+        elif isinstance(one, torch.Tensor) and len(shape) in (3, 4):
+            tile = self.tile_for(shape[-2], shape[-1])
+        else:
+            tile = 0  # not a frame: interpolate names the problem
+        return interpolate(self._runner, one, two, times, self.options.autocast_dtype, self.options.flow_scale,
+                           tile, self.options.tile_overlap)
+
+    def interpolate_with_alpha(self, one: np.ndarray, two: np.ndarray, alpha_one: np.ndarray,
+                               alpha_two: np.ndarray,
+                               times: Sequence[float] = (0.5,)) -> Tuple[List[np.ndarray], List[np.ndarray]]:
+        """(colours, alphas) at each t for H x W x 3 float frames with H x W float alpha in [0, 1]."""
+        from model.inference import interpolate_with_alpha
+
+        times = check_times(times)
+        if not self.moves_alpha(one.shape[0], one.shape[1]):
+            return self(one, two, times), [(1.0 - t) * alpha_one + t * alpha_two for t in times]
+
+        def tensor(x: np.ndarray) -> torch.Tensor:
+            x = x if x.ndim == 3 else x[:, :, None]
+            return torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).permute(2, 0, 1)[None].to(self.device)
+
+        outs = interpolate_with_alpha(self._runner, tensor(one), tensor(two), tensor(alpha_one), tensor(alpha_two),
+                                      times, self.options.autocast_dtype, self.options.flow_scale)
+        return ([c[0].permute(1, 2, 0).cpu().numpy() for c, _ in outs],
+                [a[0, 0].cpu().numpy() for _, a in outs])
+
+    def interpolate_integer(self, one: np.ndarray, two: np.ndarray,
+                            times: Sequence[float] = (0.5,)) -> List[np.ndarray]:
+        """Integer frames (video) at each t: H x W x 3, or x 4 with alpha, uint8 or uint16, as the input."""
+        from model.inference import interpolate_integer, interpolate_integer_alpha, mix_alpha_linearly
+
+        times = check_times(times)
+        height, width = one.shape[:2]
+        if one.ndim == 3 and one.shape[2] == 4:
+            if not self.moves_alpha(height, width):
+                return mix_alpha_linearly(self.interpolate_integer, one, two, times)
+            return interpolate_integer_alpha(self._runner, one, two, times, self.options.autocast_dtype,
+                                             self.options.flow_scale)
+        tile = self.tile_for(height, width)
+        return interpolate_integer(self._runner, one, two, times, self.options.autocast_dtype,
+                                   self.options.flow_scale, tile, self.options.tile_overlap,
+                                   graphed=None if tile else self.cuda_graphs_for(height, width))
+
+    def cuda_graphs_for(self, height: int, width: int):
+        """The CUDA graphs (``model.runtime.GraphedPairs``) that replay whole frames of this size, captured on first
+        use; None where they do not apply (CPU, ``cuda_graphs`` off, compiled or ensemble) or capture failed."""
+        if not (self.options.cuda_graphs and self._plain and self.device.type == "cuda"):
+            return None
+        if (height, width) not in self._graphs:
+            from model.runtime import graphed_pairs
+
+            self._graphs[(height, width)] = graphed_pairs(self._runner, (1, 3, height, width),
+                                                          self.options.autocast_dtype, self.options.flow_scale)
+        return self._graphs[(height, width)]
