@@ -1,0 +1,168 @@
+"""engine.Interpolator: the options, the policy it owns (tiles, alpha, ensembles), and the pipeline's interface to
+it. CPU, tiny frames, the committed weights loaded once per session (conftest's ``cpu_network``)."""
+
+from dataclasses import FrozenInstanceError
+from fractions import Fraction
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+import torch
+
+from engine import Interpolator, InterpolatorOptions
+from engine.files import interpolate_files, output_paths
+
+
+def _frames(h=24, w=40, channels=3, dtype=np.uint8, seed=0):
+    rng = np.random.default_rng(seed)
+    top = np.iinfo(dtype).max
+    base = cv2.GaussianBlur(rng.integers(0, top, (h, w + 3, channels), dtype=dtype), (5, 5), 0)
+    return np.ascontiguousarray(base[:, :w]), np.ascontiguousarray(base[:, 3:])
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("precision", "fp8", "precision"), ("flow_scale", 0.0, "--flow-scale"), ("flow_scale", 1.5, "--flow-scale"),
+    ("tile", -1, "--tile"), ("tile", "big", "--tile"), ("tile_overlap", 0, "--tile-overlap"),
+    ("ensemble", 3, "--ensemble"), ("alpha", "both", "--alpha")])
+def test_options_name_what_is_wrong(field, value, words):
+    with pytest.raises(ValueError, match=words):
+        InterpolatorOptions(**{field: value})
+
+
+def test_options_are_frozen_and_say_their_autocast():
+    options = InterpolatorOptions(precision="bf16")
+    assert options.autocast_dtype is torch.bfloat16 and InterpolatorOptions().autocast_dtype is None
+    with pytest.raises(FrozenInstanceError):
+        options.tile = 0
+
+
+def test_job_id_is_what_resumed_video_jobs_were_keyed_by(cpu_network):
+    """The resume key of a video job: unchanged from run.py's before the engine, so old jobs resume."""
+    options = InterpolatorOptions(weights="w.safetensors", precision="fp16", flow_scale=0.5, ensemble=2)
+    interpolator = Interpolator(options, network=cpu_network)
+    assert interpolator.job_id == "w.safetensors ensemble=2 flow_scale=0.5 autocast=torch.float16"
+
+
+def test_integer_frames_are_the_networks_own(cpu_network, cpu_interpolator):
+    """The engine adds policy, not arithmetic: its frames are model.inference's, bit for bit."""
+    from model.inference import interpolate, interpolate_integer
+
+    one, two = _frames()
+    ours = cpu_interpolator.interpolate_integer(one, two, [0.25, 0.5])
+    assert [o.shape for o in ours] == [one.shape] * 2 and all(o.dtype == np.uint8 for o in ours)
+    for a, b in zip(ours, interpolate_integer(cpu_network, one, two, [0.25, 0.5])):
+        np.testing.assert_array_equal(a, b)
+    floats = [one.astype(np.float32) / 255, two.astype(np.float32) / 255]
+    np.testing.assert_array_equal(cpu_interpolator(*floats)[0], interpolate(cpu_network, *floats)[0])
+    # tensors in, tensors of the same form out
+    tensor = torch.from_numpy(floats[0]).permute(2, 0, 1)
+    assert cpu_interpolator(tensor, tensor, [0.5])[0].shape == tensor.shape
+
+
+def test_times_are_checked(cpu_interpolator):
+    one, two = _frames()
+    for times in ([0.0], [1.0], [0.5, 1.2], []):
+        with pytest.raises(ValueError, match="--time"):
+            cpu_interpolator.interpolate_integer(one, two, times)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+def test_alpha_moves_with_the_flow_or_is_mixed_linearly(cpu_network, dtype):
+    from model.inference import interpolate_integer_alpha
+
+    one, two = _frames(channels=4, dtype=dtype)
+    flow = Interpolator(InterpolatorOptions(tile=0), network=cpu_network)
+    assert flow.moves_alpha(*one.shape[:2])
+    moved = flow.interpolate_integer(one, two, [0.5])[0]
+    np.testing.assert_array_equal(moved, interpolate_integer_alpha(cpu_network, one, two, [0.5])[0])
+    expected_alpha = np.rint((one[:, :, 3].astype(np.float64) + two[:, :, 3]) / 2)
+    colour = flow.interpolate_integer(one[:, :, :3].copy(), two[:, :, :3].copy(), [0.5])[0]
+    for options in (InterpolatorOptions(tile=0, alpha="linear"), InterpolatorOptions(tile=0, ensemble=2),
+                    InterpolatorOptions(tile=16, tile_overlap=4)):
+        interpolator = Interpolator(options, network=cpu_network)
+        assert not interpolator.moves_alpha(*one.shape[:2]), options
+        mixed = interpolator.interpolate_integer(one, two, [0.5])[0]
+        assert mixed.shape == one.shape and mixed.dtype == dtype
+        assert np.abs(mixed[:, :, 3] - expected_alpha).max() <= 1, options
+        if options.alpha == "linear":  # the colour is the plain colour interpolation
+            np.testing.assert_array_equal(mixed[:, :, :3], colour)
+
+
+def test_auto_tiles_are_decided_once_per_size(cpu_network, monkeypatch, capsys):
+    import model.inference as inference
+
+    monkeypatch.setattr(inference, "fit_tile", lambda h, w, device: 16 if max(h, w) > 30 else 0)
+    interpolator = Interpolator(InterpolatorOptions(tile="auto", tile_overlap=4), network=cpu_network)
+    one, two = _frames()
+    assert interpolator.tile_for(24, 40) == 16 and interpolator.tile_for(24, 40) == 16
+    assert interpolator.tile_for(24, 24) == 0
+    err = capsys.readouterr().err
+    assert err.count("processing in 16-pixel tiles") == 1 and "40x24" in err
+    assert interpolator.interpolate_integer(one, two, [0.5])[0].shape == one.shape
+    assert Interpolator(InterpolatorOptions(tile=0), network=cpu_network).tile_for(4000, 8000) == 0
+
+
+def test_cuda_graphs_only_apply_on_cuda(cpu_interpolator):
+    assert cpu_interpolator.cuda_graphs_for(24, 40) is None
+
+
+def test_pipeline_hands_the_engine_frames_with_alpha(tmp_path, blend_interpolator, cpu_interpolator):
+    """The pipeline's FrameInterpolator interface: an object with ``interpolate_integer`` gets RGBA frames as they
+    are (the engine decides how alpha moves); the engine itself runs a frame folder end to end."""
+    from pipeline.video import FrameInterpolator, VideoOptions, interpolate_frames
+
+    assert isinstance(cpu_interpolator, FrameInterpolator) and isinstance(blend_interpolator, FrameInterpolator)
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    for i, seed in enumerate((1, 2, 3)):
+        cv2.imwrite(str(frames / f"{i:03d}.png"), _frames(channels=4, seed=seed)[0])
+    options = VideoOptions(factor=2, scene_threshold=0)
+    for name, interpolator in (("stub", blend_interpolator), ("engine", cpu_interpolator)):
+        out = tmp_path / name
+        out.mkdir()
+        stats = interpolate_frames(frames, str(out / "%03d.png"), Fraction(10), interpolator, options,
+                                   progress=False)
+        assert stats["frames_out"] == 6 and stats["interpolated"] == 2 and stats["alpha"].startswith("kept")
+        assert cv2.imread(str(out / "001.png"), cv2.IMREAD_UNCHANGED).shape == (24, 40, 4)
+    assert [shape for shape, _ in blend_interpolator.calls] == [(24, 40, 4)] * 2
+
+
+def test_output_paths():
+    assert output_paths(Path("mid.png"), [0.5]) == [Path("mid.png")]
+    assert [p.name for p in output_paths("f.png", [0.25, 0.75])] == ["f-0.png", "f-1.png"]
+    assert [p.name for p in output_paths("f_{t}.png", [0.25, 0.75])] == ["f_0.250.png", "f_0.750.png"]
+    with pytest.raises(ValueError, match="same file name"):
+        output_paths("f_{t}.png", [0.2501, 0.2502])
+
+
+def test_pair_files_are_checked_before_the_weights_load(tmp_path, monkeypatch):
+    import engine.interpolator
+
+    def no_loading(*args):
+        raise AssertionError("the weights were loaded before the inputs were checked")
+
+    monkeypatch.setattr(engine.interpolator, "load_network", no_loading)
+    one, two = tmp_path / "one.png", tmp_path / "two.png"
+    for path, frame in zip((one, two), _frames()):
+        cv2.imwrite(str(path), frame)
+    cv2.imwrite(str(tmp_path / "small.png"), _frames(h=8, w=8)[0])
+    options = InterpolatorOptions(device="cpu")
+    for args, words in (((one, two, tmp_path / "none" / "mid.png"), "does not exist"),
+                        ((one, two, tmp_path / "mid.xyz"), "extension"),
+                        ((one, tmp_path / "small.png", tmp_path / "mid.png"), "differ in size"),
+                        ((one, two, one), "input")):
+        with pytest.raises(ValueError, match=words):
+            interpolate_files(*args, interpolator=options)
+    with pytest.raises(ValueError, match="--time"):
+        interpolate_files(one, two, tmp_path / "mid.png", [1.0], options)
+
+
+def test_pair_files_with_an_interpolator(tmp_path, cpu_interpolator):
+    one, two = tmp_path / "one.png", tmp_path / "two.png"
+    for path, frame in zip((one, two), _frames(channels=4, dtype=np.uint16)):
+        cv2.imwrite(str(path), frame)
+    paths = interpolate_files(one, two, tmp_path / "mid_{i}.png", [0.3, 0.6], cpu_interpolator)
+    for path in paths:
+        image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+        assert image.shape == (24, 40, 4) and image.dtype == np.uint16
