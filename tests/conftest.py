@@ -19,11 +19,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
-@pytest.fixture
-def shared_dir() -> Path:
-    return ROOT.parent / "shared"
-
-
 @pytest.fixture(scope="session")
 def cpu_network():
     """The committed weights on the CPU (loaded once for the session; read-only use)."""
