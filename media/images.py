@@ -97,9 +97,9 @@ def check_writable(path: Path) -> None:
     check_folder(path.parent)
 
 
-# bytes per pixel of an 8-bit RGB(A) image, about, by format: PNG/WebP/TIFF compress video frames to about half,
-# JPEG to a tenth; BMP not at all
-_BYTES_PER_PIXEL = {".png": 2.0, ".tif": 2.0, ".tiff": 2.0, ".webp": 1.0, ".jpg": 0.3, ".jpeg": 0.3, ".bmp": 3.0}
+# bytes per pixel of an 8-bit RGB(A) image, about, by format: PNG and TIFF compress video frames to about half,
+# WebP to a third, JPEG to a tenth; BMP not at all
+_BYTES_PER_PIXEL = {".png": 1.5, ".tif": 1.5, ".tiff": 1.5, ".webp": 1.0, ".jpg": 0.3, ".jpeg": 0.3, ".bmp": 3.0}
 
 
 def estimate_bytes(suffix: str, width: int, height: int, depth: int = 8, count: int = 1) -> int:

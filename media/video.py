@@ -8,6 +8,7 @@ video stays 10-bit.
 
 from __future__ import annotations
 
+import errno
 import functools
 import math
 import os
@@ -17,12 +18,15 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
+
+from media.files import errno_in, ffmpeg_os_error, os_error
 
 
 class VideoError(ValueError):
@@ -384,6 +388,19 @@ def encoder_quality_args(codec: str, crf: int, preset: str) -> Optional[List[str
     return None
 
 
+# encoders that keep every bit (or nearly: ProRes, DNxHD): their files are far larger than constant-quality ones
+_INTRA = ("prores", "dnxhd", "ffv1", "png", "qtrle", "huffyuv", "ffvhuff", "utvideo", "rawvideo", "magicyuv")
+
+
+def estimate_video_bytes(codec: str, crf: int, width: int, height: int, frames: int) -> int:
+    """About how many bytes ``codec`` writes for ``frames`` frames (for the free-space check before a job): 0.25
+    bits per pixel at x264's --crf 18, doubling every 6 lower, and 4 bits per pixel for the intra-frame and
+    lossless encoders. Footage differs by a few times either way; the check only catches a disk that is clearly
+    too full."""
+    bits = 4.0 if codec.startswith(_INTRA) else 0.25 * 2.0 ** ((18 - crf) / 6)
+    return int(bits * width * height * frames / 8)
+
+
 @functools.lru_cache(maxsize=None)
 def encoder_pix_fmts(codec: str) -> Tuple[str, ...]:
     """The pixel formats ffmpeg's ``codec`` encoder takes (empty where ffmpeg does not list them)."""
@@ -508,6 +525,35 @@ class FrameWriter:
         self._broken = False
         self._feeder = threading.Thread(target=self._feed, name="frame-writer", daemon=True)
         self._feeder.start()
+        # another reads ffmpeg's errors as they come: a failed write to the file (disk full, say) stops the job at
+        # the next frame, where ffmpeg itself would go on reading frames it can no longer write
+        self._errors: List[str] = []
+        self._os_error = False
+        self._next_space_check = 0.0
+        self._reader = threading.Thread(target=self._read_errors, name="frame-writer-errors", daemon=True)
+        self._reader.start()
+
+    # ffmpeg writes its file in 32 KB blocks, and holds up to a segment of small frames before the first: a disk
+    # that filled meanwhile shows only when it writes. A folder with less than this free stops the job at once.
+    MIN_FREE = 64 * 1024
+
+    def _check_space(self) -> None:
+        self._next_space_check = time.monotonic() + 1.0
+        try:
+            free = shutil.disk_usage(self.path.parent).free
+        except OSError:
+            return  # not asked here (a network share, a folder removed): ffmpeg's writes will tell
+        if free < self.MIN_FREE:
+            self.abort()
+            raise os_error(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), self.path)
+
+    def _read_errors(self) -> None:
+        for raw in iter(self.proc.stderr.readline, b""):
+            line = raw.decode("utf-8", "replace").strip()
+            if line:
+                self._errors.append(line)
+                if errno_in(line) is not None:
+                    self._os_error = True
 
     def _feed(self) -> None:
         while True:
@@ -522,34 +568,46 @@ class FrameWriter:
                 self._broken = True
 
     def write(self, frame: np.ndarray) -> None:
-        if self._broken:
+        if self._broken or self._os_error:
             raise self._stopped()
+        if time.monotonic() >= self._next_space_check:
+            self._check_space()
         # a copy: the frame is written later, by the feeder thread, and the caller may reuse its buffer
         self._queue.put(np.ascontiguousarray(frame, dtype=self.dtype).tobytes())
 
     def _stopped(self) -> VideoError:
-        return VideoError(f"ffmpeg stopped while writing {self.path}: {self._stderr()}")
+        return self._failure("ffmpeg stopped while writing")
+
+    def _failure(self, what: str) -> VideoError:
+        """OutputError naming the cause where ffmpeg's errors name an operating-system one, else VideoError."""
+        text = self._stderr()
+        return ffmpeg_os_error(text, self.path) or VideoError(f"{what} {self.path}: {text}")
 
     def _stderr(self) -> str:
         self.proc.kill()
         self.proc.wait()
-        return " / ".join(_first_lines(self.proc.stderr.read().decode("utf-8", "replace"), 3))[:600]
+        self._reader.join()
+        return " / ".join(self._errors[:3])[:600]
 
     def close(self) -> None:
         self._queue.put(None)
         self._feeder.join()
-        if self._broken:
+        if self._broken or self._os_error:
             raise self._stopped()
         self.proc.stdin.close()
-        if self.proc.wait() != 0:
-            raise VideoError(f"ffmpeg could not encode {self.path}: {self._stderr()}")
+        if self.proc.wait() != 0 or self._os_error:
+            raise self._failure("ffmpeg could not encode")
+        self._reader.join()
 
     def abort(self) -> None:
         self.proc.kill()
         self._queue.put(None)
         self._feeder.join()
         self.proc.wait()
+        self._reader.join()
 
+
+_KEPT = "rerun the same command to resume: the encoded segments are kept"
 
 # image codecs of cover pictures that go into mkv attachments as they are (others are converted to png)
 _COVER_FILES = {"mjpeg": ("image/jpeg", "jpg"), "png": ("image/png", "png")}
@@ -587,7 +645,7 @@ def _attach(pictures: List[Tuple[Path, str]], first: int) -> List[str]:
 def concat_and_mux(parts: Sequence[Path], source: Path, out: Path, with_audio: bool, with_subtitles: bool,
                    video_start: Fraction = Fraction(0), with_chapters: bool = True,
                    covers: Sequence[Tuple[int, str]] = (), attachments: int = 0, timecode: str = "",
-                   audio: Sequence[str] = ()) -> List[str]:
+                   audio: Sequence[str] = (), name: Optional[Path] = None) -> List[str]:
     """Join encoded segments (stream copy) and copy the source's audio (or treat it as ``audio``, options from
     ``audio_args``: re-encoded, slowed), subtitles, chapters and file metadata
     (title, creation time, location) alongside; the video starts ``video_start`` seconds after the audio and
@@ -596,7 +654,8 @@ def concat_and_mux(parts: Sequence[Path], source: Path, out: Path, with_audio: b
     mkv as image attachments), and into mkv the source's other attachments (``attachments``, a count: fonts of
     styled subtitles). ``timecode`` (at the output's rate, ``rescale_timecode``) is written as the start timecode
     (a tmcd track in mp4/mov, a tag in mkv). Returns what was left out: "subtitles", "cover pictures",
-    "attachments" or "timecode"."""
+    "attachments" or "timecode". ``name`` is the path errors name where ``out`` is its temporary name: a
+    file-system failure raises OutputError naming it and the cause, other failures a VideoError."""
     suffix = out.suffix.lower()
     listing = out.with_name(out.name + ".concat.txt")
     # quoted for the concat demuxer: a quote inside a name (an output called "Mom's birthday.mp4") closes the
@@ -648,8 +707,14 @@ def concat_and_mux(parts: Sequence[Path], source: Path, out: Path, with_audio: b
         return present  # (not reached: the last try returns or raises)
     except VideoError as exc:
         out.unlink(missing_ok=True)
-        raise VideoError(f"{exc} -- the source's audio may not fit this container: rerun with the same "
-                         f"name but .mkv (the encoded video is kept and reused)") from exc
+        # advice for the cause found only: a file-system error, or (with audio) a muxer that refused the audio
+        failed = ffmpeg_os_error(str(exc), name or out, resume=_KEPT)
+        if failed is not None:
+            raise failed from None
+        if with_audio:
+            raise VideoError(f"{exc} -- the source's audio may not fit this container: rerun with the same "
+                             f"name but .mkv (the encoded video is kept and reused)") from exc
+        raise VideoError(f"{exc} -- {_KEPT}") from exc
     finally:
         listing.unlink(missing_ok=True)
         for picture, _ in pictures:

@@ -3,14 +3,15 @@
 Output frame j is shown at ``j / rate_out`` seconds (for slow motion, at
 ``j / (factor * rate_in)`` seconds of input time). Between two consecutive anchor
 frames A (time ta) and B (time tb) it is A interpolated toward B with
-t = (T - ta) / (tb - ta); across a scene cut it is the nearer of A and B instead.
+t = (T - ta) / (tb - ta); across a scene cut (``is_cut``) it is the nearer of A and B
+instead.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 import numpy as np
 
@@ -69,9 +70,34 @@ def source_between(time: Fraction, ta: Fraction, tb: Fraction, cut: bool, eps: F
     return Source("interpolate", float(t))
 
 
+def thumb_change(a_thumb, b_thumb) -> float:
+    """Mean absolute difference of two small grey thumbnails (values in [0, 1])."""
+    return float(np.abs(a_thumb - b_thumb).mean())
+
+
 def scene_change(a_thumb, b_thumb, threshold: float) -> bool:
     """Mean absolute difference of small grey thumbnails (values in [0, 1]) above ``threshold``."""
-    return float(np.abs(a_thumb - b_thumb).mean()) > threshold
+    return thumb_change(a_thumb, b_thumb) > threshold
+
+
+# a jump within one scene (a clip that loops back, a cut between two shots of one place) changes the picture less
+# than ``threshold`` but far more than the motion around it: this many times the changes before and after, ...
+SPIKE_RATIO = 3.0
+# ... and at least this share of ``threshold`` (below it, too small a change to mislead the flow)
+SPIKE_FLOOR = 1 / 3
+
+
+def is_cut(before: Sequence[float], change: float, after: Optional[float], threshold: float) -> bool:
+    """Whether two consecutive anchors whose thumbnails differ by ``change`` (``thumb_change``) lie across a cut:
+    ``change`` above ``threshold``, or a spike: above ``SPIKE_FLOOR * threshold`` and ``SPIKE_RATIO`` times the
+    change around it (the larger of the median of ``before``, the changes between the anchors just before, and
+    ``after``, the change to the next anchor; None at the end). ``threshold`` <= 0 finds none."""
+    if threshold <= 0:
+        return False
+    if change > threshold:
+        return True
+    around = ([float(np.median(before))] if len(before) else []) + ([after] if after is not None else [])
+    return bool(around) and change > SPIKE_FLOOR * threshold and change > SPIKE_RATIO * max(around)
 
 
 def thumbnail(frame: np.ndarray) -> np.ndarray:

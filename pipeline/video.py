@@ -4,9 +4,19 @@ Frames are decoded, interpolated and encoded one anchor pair at a time, so memor
 does not grow with the video. The output is encoded in segments under
 ``<out stem>.work/`` (named without the extension, so a rerun into another container
 reuses them); an interrupted job rerun with the same command keeps the finished
-segments. The final file is assembled under a temporary name (segments joined,
-the source's audio and subtitles copied unchanged) and renamed when complete.
-The input is only ever read.
+segments. A segment closes after ``segment_work_seconds`` of work (a minute) or
+``segment_seconds`` of video, whichever comes first, so an interrupt costs at most
+about a minute on any device; each segment's name says which output frames it holds.
+The final file is assembled under a temporary name in the work folder (segments
+joined, the source's audio and subtitles copied unchanged) and renamed when complete.
+
+Nothing the job did not make is deleted or overwritten: the input is only ever read,
+an output that is the input is refused, and the work folder is recognised as the
+job's by the marker file it writes there (``job.json``); a folder of that name
+without it is left alone and the job refused. Before any frame is interpolated, the
+output folder must take files and have room for about what the job writes; a
+file-system failure during the job is one line (``media.files.OutputError``) naming
+the path and the cause, with the finished segments kept for a resume.
 """
 
 from __future__ import annotations
@@ -14,8 +24,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
+import re
 import sys
+import time
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -23,12 +34,13 @@ from typing import Callable, Iterator, List, Optional, Protocol, Sequence, Tuple
 
 import numpy as np
 
+from media.files import OutputError, atomic_write, check_folder, check_not_input, os_error, same_file
 from media.video import (FrameWriter, VideoError, VideoInfo, at_field_rate, audio_args, check_audio_fits,
-                         check_codec_fits, concat_and_mux, output_pix_fmt, probe, read_frames, rescale_timecode,
-                         segment_suffix)
+                         check_codec_fits, concat_and_mux, estimate_video_bytes, output_pix_fmt, probe, read_frames,
+                         rescale_timecode, segment_suffix)
 
 from .prefetch import prefetch
-from .schedule import Plan, make_plan, scene_change, source_between, thumbnail
+from .schedule import Plan, is_cut, make_plan, source_between, thumb_change, thumbnail
 
 
 @dataclass(frozen=True)
@@ -36,13 +48,18 @@ class VideoOptions:
     factor: Optional[int] = None
     fps: Optional[Fraction] = None
     slowmo: bool = False
-    scene_threshold: float = 0.12  # mean |difference| of grey thumbnails in [0, 1]; <= 0 disables
+    # mean |difference| of grey thumbnails in [0, 1] above which frames are a cut (or a third of it, where it is
+    # 3x the change around: schedule.is_cut); <= 0 disables
+    scene_threshold: float = 0.12
     dedup_threshold: float = 0.0  # > 0: frames closer than this to the previous one are dropped
     crf: int = 18
     codec: str = "libx264"
     preset: str = "medium"  # encoder speed in x264's names (media.video.PRESETS), mapped to each encoder's own
     pix_fmt: Optional[str] = None
-    segment_seconds: float = 10.0
+    segment_seconds: float = 10.0  # the most video one segment holds (a GPU's resume granularity)
+    # the most work one segment holds, in seconds of wall-clock time: a resume after an interrupt redoes at most
+    # this (on a CPU, 10 s of video can take a quarter of an hour)
+    segment_work_seconds: float = 60.0
     # interlaced input read one frame per field (twice its frame rate) instead of one per frame
     field_rate: bool = False
     # the source's audio: "copy" (unchanged; dropped in slow motion), or an ffmpeg encoder to re-encode it with
@@ -113,8 +130,14 @@ def _output_frames(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpol
     current = next(anchors, None)
     if current is None:
         return
-    for nxt in anchors:
-        cut = threshold > 0 and scene_change(current.thumb, nxt.thumb, threshold)
+    nxt = next(anchors, None)
+    changes: List[float] = []  # thumbnail changes between the anchors so far, for cuts within a scene (is_cut)
+    while nxt is not None:
+        following = next(anchors, None)  # one anchor ahead: a cut is a change larger than those on both sides
+        change = thumb_change(current.thumb, nxt.thumb)
+        after = thumb_change(nxt.thumb, following.thumb) if following is not None else None
+        cut = is_cut(changes[-4:], change, after, threshold)
+        changes.append(change)
         stats["cuts"] += int(cut)
         pending = []
         while j < plan.count and plan.time(j) < nxt.time:
@@ -133,7 +156,7 @@ def _output_frames(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpol
                 yield k, made[source.t]
             else:
                 yield k, (nxt.frame if source.take_second else current.frame)
-        current = nxt
+        current, nxt = nxt, following
     while j < plan.count:  # after the last frame: hold it
         yield j, None if skip(j) else current.frame
         j += 1
@@ -142,12 +165,15 @@ def _output_frames(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpol
 def _job_key(info: VideoInfo, options: VideoOptions, weights: str) -> str:
     stat = info.path.stat()
     # "segments": bumped when this code encodes segments differently for the same input and options (2: session
-    # 10's rotation, pixel aspect, colour and deinterlacing), so a job left by an older version starts afresh
+    # 10's rotation, pixel aspect, colour and deinterlacing; 3: segments sized by time, named by their frames), so
+    # a job left by an older version starts afresh
     desc = {"input": str(info.path.resolve()), "size": stat.st_size, "mtime": stat.st_mtime_ns,
             # (the audio is muxed at the end: its codec and bitrate leave the segments as they are)
-            "options": {k: str(v) for k, v in asdict(options).items() if k not in ("audio_codec", "audio_bitrate")},
+            # (segments name the frames they hold, so sizing them differently resumes the same job)
+            "options": {k: str(v) for k, v in asdict(options).items()
+                        if k not in ("audio_codec", "audio_bitrate", "segment_seconds", "segment_work_seconds")},
             "weights": weights,
-            "segments": 2}
+            "segments": 3}
     return hashlib.sha256(json.dumps(desc, sort_keys=True).encode()).hexdigest()
 
 
@@ -166,10 +192,8 @@ def _audio_note(has_audio: bool, kept: bool, codec: str, slow: int, bitrate: str
 def interpolate_video(source: Path, out: Path, interpolate: Interpolator, options: VideoOptions,
                       weights_id: str = "", progress: bool = True) -> dict:
     """Interpolate a video file into ``out``; returns counts for the report line."""
-    from tqdm import tqdm
-
     source, out = Path(source), Path(out)
-    if out.resolve() == source.resolve():
+    if same_file(out, source):
         raise VideoError("--out must differ from the input: the input is never modified")
     if not out.parent.is_dir():
         raise VideoError(f"{out}: folder '{out.parent}' does not exist (create it first)")
@@ -196,67 +220,51 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
     audio = audio_args(options.audio_codec, slow, options.audio_bitrate) if keep_audio else []
     if keep_audio:
         check_audio_fits(source, out, audio)
-    per_segment = max(1, int(round(options.segment_seconds * plan.rate_out)))
     work = out.with_name(out.stem + ".work")
+    check_not_input([work], [source])
     key = _job_key(info, options, weights_id)
     rank, world = _rank_and_world()
-    _prepare_work_dir(work, key, rank)
-    segments = (plan.count + per_segment - 1) // per_segment
     # mp4 where the codec allows (exact timestamps; mkv rounds them to ms), else mov (ProRes), else mkv
     suffix = segment_suffix(options.codec, pix_fmt)
-    seg_path = [work / f"seg_{s:05d}{suffix}" for s in range(segments)]
-    # several processes (torchrun): each encodes one contiguous run of segments; the boundaries are exact
-    # output-frame indices, so the joined video is the same as one process would make
-    mine = range(rank * segments // world, (rank + 1) * segments // world)
-    finished = [p.is_file() for p in seg_path]
-    done = [f or s not in mine for s, f in enumerate(finished)]
-    stats = {"cuts": 0, "interpolated": 0, "resumed_segments": sum(finished[s] for s in mine)}
-    writer = None
-    current_segment = -1
-    bar = tqdm(total=plan.count, unit="frame", disable=not progress or rank != 0, desc=out.name, file=sys.stderr)
+    if rank == 0:
+        _check_room(out, work, suffix, plan.count, options, info, keep_audio)
+    _prepare_work_dir(work, key, rank)
     try:
-        # decoding runs ahead in a thread while the GPU works (bounded: a few frames)
-        anchors = prefetch(_anchors(read_frames(info), info.pts, options.dedup_threshold), depth=4)
-        skip = lambda k: done[k // per_segment]  # noqa: E731
-        for j, frame in _output_frames(anchors, plan, interpolate, options.scene_threshold, skip, stats):
-            segment = j // per_segment
-            if frame is not None:
-                if segment != current_segment:
-                    if writer is not None:
-                        _finish(writer, seg_path[current_segment])
-                    writer = FrameWriter(seg_path[segment].with_suffix(".part" + suffix), info.width, info.height,
-                                         plan.rate_out, info.bit_depth, options.codec, options.crf, pix_fmt,
-                                         options.preset, info.sample_aspect, info.color)
-                    current_segment = segment
-                writer.write(frame)
-            bar.update(1)
-        if writer is not None:
-            _finish(writer, seg_path[current_segment])
-            writer = None
-    except BaseException:
-        if writer is not None:
-            writer.abort()
-        raise
-    finally:
-        bar.close()
-    if world > 1:
-        (work / f"rank_{rank}.done").touch()
-        if rank != 0:
-            stats.update(rank=rank, segments=f"{mine.start}-{mine.stop - 1}")
-            return stats
-        _wait_for(lambda: all((work / f"rank_{r}.done").exists() for r in range(world)))
-    missing = [p for p in seg_path if not p.is_file()]
-    if missing:
-        raise VideoError(f"the video ended early: {len(missing)} segment(s) missing (is the input truncated?)")
-    tmp = out.with_name(f".tmp-{out.stem}{out.suffix}")
-    # the start timecode names the same moment at the output's rate (the source's own rate: fields count as frames)
-    timecode = rescale_timecode(info.timecode, info.rate / (2 if info.field_rate else 1), plan.rate_out) \
-        if info.timecode else ""
-    left_out = concat_and_mux(seg_path, source, tmp, keep_audio, info.has_subtitles and not options.slowmo,
-                              info.start * slow, with_chapters=not options.slowmo, covers=info.covers,
-                              attachments=info.attachments, timecode=timecode, audio=audio)
-    os.replace(tmp, out)
-    shutil.rmtree(work)
+        stats = _encode_segments(info, plan, work, suffix, pix_fmt, interpolate, options, rank, world,
+                                 progress, out.name)
+        if world > 1:
+            _touch(work / f"rank_{rank}.done")
+            if rank != 0:
+                return stats
+            _wait_for(lambda: all((work / f"rank_{r}.done").exists() for r in range(world)))
+        segments = _finished_segments(work, suffix)
+        covered = sum(stop - start for start, stop, _ in segments)
+        if covered < plan.count:
+            raise VideoError(f"the video ended early: {plan.count - covered} of {plan.count} output frames missing "
+                             f"(is the input truncated?)")
+        tmp = work / f"joined{out.suffix}"
+        # the start timecode names the same moment at the output's rate (the source's own rate: fields count as
+        # frames)
+        timecode = rescale_timecode(info.timecode, info.rate / (2 if info.field_rate else 1), plan.rate_out) \
+            if info.timecode else ""
+        left_out = concat_and_mux([path for _, _, path in segments], source, tmp, keep_audio,
+                                  info.has_subtitles and not options.slowmo, info.start * slow,
+                                  with_chapters=not options.slowmo, covers=info.covers, attachments=info.attachments,
+                                  timecode=timecode, audio=audio, name=out)
+        try:
+            os.replace(tmp, out)
+        except OSError as exc:
+            raise os_error(exc, out, resume=_RESUME) from None
+    except (OutputError, OSError) as exc:  # OSError: a file of the work folder (its marker, a segment's rename)
+        if not work.is_dir():
+            raise OutputError(f"the work folder {work} was removed during the run -- rerun the same command (the "
+                              f"job starts over)") from None
+        if isinstance(exc, OutputError):
+            raise OutputError(_with_resume(str(exc))) from None
+        raise os_error(exc, exc.filename or work, resume=_RESUME) from None
+    left_behind = _remove_work_dir(work)
+    if left_behind:
+        stats["work folder"] = left_behind
     stats.update(frames_in=info.frames, frames_out=plan.count, rate_in=str(info.rate), rate_out=str(plan.rate_out),
                  audio=_audio_note(info.has_audio, keep_audio, options.audio_codec, slow,
                                    options.audio_bitrate),
@@ -284,45 +292,173 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
     return stats
 
 
+_RESUME = "rerun the same command to resume: the finished segments are kept"
+
+
+def _with_resume(message: str) -> str:
+    return message if "to resume" in message or "nothing was interpolated" in message else f"{message}; {_RESUME}"
+
+
+def _check_room(out: Path, work: Path, suffix: str, count: int, options: VideoOptions, info: VideoInfo,
+                keep_audio: bool) -> None:
+    """Before any work: the output folder takes files and has room for the segments still to encode plus the
+    joined copy of them all (both exist at the end), and the source's other streams."""
+    video = estimate_video_bytes(options.codec, options.crf, info.width, info.height, count)
+    done = sum(path.stat().st_size for _, _, path in _finished_segments(work, suffix)) if _ours(work) else 0
+    other = info.path.stat().st_size if keep_audio or info.has_subtitles else 0
+    check_folder(out.parent, max(0, video - done) + video + other)
+
+
 def _rank_and_world() -> Tuple[int, int]:
     """This process's place among the processes torchrun started (0 of 1 without torchrun)."""
     return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
 
 
+# what job.json says, so that a folder of the work folder's name is recognised as a job's (and any other one, a
+# user's, left alone)
+_MADE_BY = "run.py: the segments of a video job, for a resume (safe to delete)"
+# the files a job makes in its work folder: its marker, segments (finished: seg_START-STOP, being written: .part),
+# the joined output before its rename with the segment list and cover pictures beside it, and torchrun's markers
+_OUR_FILES = re.compile(r"job\.json|job\.json\.tmp|\.job\.json\.\w+\.tmp|seg_\d+(-\d+)?(\.part)?\.\w+|"
+                        r"joined\.\w+(\.concat\.txt|\.cover\d+\.\w+)?|rank_\d+\.done")
+
+
+def _ours(work: Path) -> Optional[dict]:
+    """The work folder's marker if ``work`` is a job's work folder, else None. Folders left by versions before the
+    marker named itself hold a job.json of one 64-digit key only."""
+    try:
+        marker = json.loads((work / "job.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(marker, dict):
+        return None
+    legacy = set(marker) == {"key"} and re.fullmatch(r"[0-9a-f]{64}", str(marker["key"])) is not None
+    return marker if marker.get("made_by") == _MADE_BY or legacy else None
+
+
+def _remove_ours(work: Path) -> None:
+    """Remove the files a job made in ``work`` (none other)."""
+    for path in work.iterdir():
+        if _OUR_FILES.fullmatch(path.name) and not path.is_dir():
+            path.unlink()
+
+
 def _prepare_work_dir(work: Path, key: str, rank: int) -> None:
-    """Rank 0 keeps a work folder of the same job (resume) or starts a fresh one; others wait for it."""
-    job_file = work / "job.json"
-
-    def current() -> bool:
-        try:
-            return json.loads(job_file.read_text()).get("key") == key
-        except (OSError, ValueError):
-            return False
-
+    """Rank 0 keeps a work folder of the same job (resume), clears one of another job (its own files only), or
+    makes one; a folder of that name without the marker is someone's and refused. Other ranks wait for it."""
     if rank != 0:
-        _wait_for(current)
+        _wait_for(lambda: (_ours(work) or {}).get("key") == key)
         return
-    if work.exists() and not current():
-        shutil.rmtree(work)  # left by a different job: start over
-    work.mkdir(exist_ok=True)
-    for marker in work.glob("rank_*.done"):
-        marker.unlink()
-    tmp = job_file.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"key": key}))
-    os.replace(tmp, job_file)
+    if work.exists() or work.is_symlink():
+        marker = _ours(work) if work.is_dir() else None
+        if marker is None:
+            raise OutputError(f"{work} exists and is not a work folder of this program (it has no job.json of "
+                              f"one): it is left as it is -- move it, or choose another --out name (nothing was "
+                              f"interpolated yet)")
+    try:
+        if work.is_dir():
+            if _ours(work).get("key") != key:
+                _remove_ours(work)  # left by another job into this output: start over
+            for path in work.iterdir():
+                if re.fullmatch(r"rank_\d+\.done|seg_\d+\.part\.\w+|joined\..*", path.name) and not path.is_dir():
+                    path.unlink()  # an earlier run's leftovers: unfinished segment, torchrun markers
+        else:
+            work.mkdir()
+        atomic_write(work / "job.json", json.dumps({"made_by": _MADE_BY, "key": key}).encode())
+    except OSError as exc:
+        raise os_error(exc, exc.filename or work, "write into") from None
+
+
+def _remove_work_dir(work: Path) -> str:
+    """Remove the work folder once the output is complete: the job's files, then the folder if that left it
+    empty. What was left, for the report ("" where nothing was)."""
+    try:
+        _remove_ours(work)
+        if any(work.iterdir()):
+            return f"{work} kept: it holds files this program did not make"
+        work.rmdir()
+        return ""
+    except OSError as exc:
+        return f"{work} could not be removed ({exc.strerror or exc})"
+
+
+def _finished_segments(work: Path, suffix: str) -> List[Tuple[int, int, Path]]:
+    """The work folder's finished segments (start, stop, path), holding output frames start to stop - 1, in order;
+    where two overlap (segments of runs sized differently), the earlier-starting one."""
+    found = []
+    for path in work.glob(f"seg_*-*{suffix}"):
+        match = re.fullmatch(r"seg_(\d+)-(\d+)" + re.escape(suffix), path.name)
+        if match and int(match.group(1)) < int(match.group(2)):
+            found.append((int(match.group(1)), int(match.group(2)), path))
+    kept: List[Tuple[int, int, Path]] = []
+    for start, stop, path in sorted(found):
+        if not kept or start >= kept[-1][1]:
+            kept.append((start, stop, path))
+    return kept
+
+
+def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_fmt: str, interpolate: Interpolator,
+                     options: VideoOptions, rank: int, world: int, progress: bool, name: str) -> dict:
+    """Interpolate and encode this process's output frames that no finished segment holds, in segments that
+    close after ``options.segment_work_seconds`` of work or ``options.segment_seconds`` of video."""
+    from tqdm import tqdm
+
+    # several processes (torchrun): each encodes one contiguous run of output frames
+    mine = range(rank * plan.count // world, (rank + 1) * plan.count // world)
+    done = bytearray(plan.count)
+    finished = [(start, stop) for start, stop, _ in _finished_segments(work, suffix)]
+    for start, stop in finished:
+        done[start:min(stop, plan.count)] = b"\x01" * (min(stop, plan.count) - start)
+    stats = {"cuts": 0, "interpolated": 0,
+             "resumed_segments": sum(1 for start, stop in finished if start in mine or stop - 1 in mine)}
+    most_frames = max(1, int(round(options.segment_seconds * plan.rate_out)))
+    writer = None
+    start = opened = 0
+
+    def close(stop: int) -> None:
+        writer.close()
+        os.replace(writer.path, work / f"seg_{start:06d}-{stop:06d}{suffix}")
+
+    bar = tqdm(total=plan.count, unit="frame", disable=not progress or rank != 0, desc=name, file=sys.stderr)
+    try:
+        # decoding runs ahead in a thread while the GPU works (bounded: a few frames)
+        anchors = prefetch(_anchors(read_frames(info), info.pts, options.dedup_threshold), depth=4)
+        skip = lambda k: done[k] or k not in mine  # noqa: E731
+        for j, frame in _output_frames(anchors, plan, interpolate, options.scene_threshold, skip, stats):
+            if writer is not None and (frame is None or j - start >= most_frames
+                                       or time.monotonic() - opened >= options.segment_work_seconds):
+                close(j)
+                writer = None
+            if frame is not None:
+                if writer is None:
+                    start, opened = j, time.monotonic()
+                    writer = FrameWriter(work / f"seg_{start:06d}.part{suffix}", info.width, info.height,
+                                         plan.rate_out, info.bit_depth, options.codec, options.crf, pix_fmt,
+                                         options.preset, info.sample_aspect, info.color)
+                writer.write(frame)
+            bar.update(1)
+        if writer is not None:
+            close(plan.count)
+            writer = None
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        raise
+    finally:
+        bar.close()
+    if world > 1:
+        stats.update(rank=rank, frames=f"{mine.start}-{mine.stop - 1}")
+    return stats
+
+
+def _touch(path: Path) -> None:
+    atomic_write(path, b"")
 
 
 def _wait_for(condition: Callable[[], bool], poll: float = 0.2) -> None:
     """Wait for the other processes; torchrun ends the whole group if one of them fails."""
-    import time
-
     while not condition():
         time.sleep(poll)
-
-
-def _finish(writer: FrameWriter, final: Path) -> None:
-    writer.close()
-    os.replace(writer.path, final)
 
 
 # image formats that hold an alpha channel (as written by OpenCV)
@@ -345,15 +481,23 @@ def with_linear_alpha(interpolate: Interpolator) -> ColourInterpolator:
 
 
 def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_pattern: str, plan: Plan,
-                  interpolate: Interpolator, options: VideoOptions, progress: bool) -> dict:
+                  interpolate: Interpolator, options: VideoOptions, progress: bool, inputs: Sequence[Path],
+                  size: Tuple[int, int, int]) -> dict:
     """Frames (H x W x 3, or x 4 with alpha) in, one image per output frame; alpha is written where the format
-    holds it."""
+    holds it. Before any work: no output is one of ``inputs``, and the folder takes files and has room for those
+    still to write (``size``: width, height, bit depth)."""
     from tqdm import tqdm
 
-    from media.images import check_writable, write_image
+    from media.images import check_writable, estimate_bytes, write_image
 
     outs = [Path(out_pattern % j) for j in range(plan.count)]
     check_writable(outs[0])
+    check_not_input(outs, inputs)
+    width, height, depth = size
+    todo = [path for path in outs if not path.exists()]
+    for folder in dict.fromkeys(path.parent for path in todo):
+        check_folder(folder, estimate_bytes(outs[0].suffix, width, height, depth,
+                                            sum(path.parent == folder for path in todo)))
     stats = {"cuts": 0, "interpolated": 0}
     keep_alpha = outs[0].suffix.lower() in _ALPHA_FORMATS
     has_alpha = False
@@ -365,7 +509,11 @@ def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_
                 values = _to_float(frame)
                 has_alpha = has_alpha or frame.shape[2] == 4
                 alpha = values[:, :, 3] if frame.shape[2] == 4 and keep_alpha else None
-                write_image(outs[j], values[:, :, :3], alpha, 16 if frame.dtype == np.uint16 else 8)
+                try:
+                    write_image(outs[j], values[:, :, :3], alpha, 16 if frame.dtype == np.uint16 else 8)
+                except OutputError as exc:
+                    raise OutputError(f"{exc}; rerun the same command to resume: the {j} images written are "
+                                      f"kept") from None
             bar.update(1)
     stats.update(frames_out=plan.count, rate_out=str(plan.rate_out))
     if has_alpha:
@@ -381,7 +529,8 @@ def _deinterlaced(info: VideoInfo) -> str:
 
 def _video_to_images(info: VideoInfo, out_pattern: str, plan: Plan, interpolate: Interpolator,
                      options: VideoOptions, progress: bool) -> dict:
-    stats = _write_images(read_frames(info, alpha=True), info.pts, out_pattern, plan, interpolate, options, progress)
+    stats = _write_images(read_frames(info, alpha=True), info.pts, out_pattern, plan, interpolate, options, progress,
+                          [info.path], (info.width, info.height, 16 if info.bit_depth > 8 else 8))
     stats.update(frames_in=info.frames, audio="not written (image output)" if info.has_audio else "none")
     if info.interlaced:
         stats["deinterlaced"] = _deinterlaced(info)
@@ -404,7 +553,8 @@ def interpolate_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction, in
     plan = make_plan(len(files) / rate_in, rate_in, options.factor, options.fps, options.slowmo)
     # transparency (rendered or keyed footage) follows the first image: with alpha there, every frame carries it
     # (opaque where an image has none)
-    with_alpha = read_image(files[0])[1] is not None
+    first, first_alpha, first_depth = read_image(files[0])
+    with_alpha = first_alpha is not None
 
     def frames():
         for path in files:
@@ -415,6 +565,7 @@ def interpolate_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction, in
             yield _to_int(rgb, np.uint16 if depth == 16 else np.uint8)
 
     stamps = [Fraction(i) / rate_in for i in range(len(files))]
-    stats = _write_images(frames(), stamps, out_pattern, plan, interpolate, options, progress)
+    stats = _write_images(frames(), stamps, out_pattern, plan, interpolate, options, progress, files,
+                          (first.shape[1], first.shape[0], first_depth))
     stats.update(frames_in=len(files))
     return stats

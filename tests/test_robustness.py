@@ -1,0 +1,303 @@
+"""The video job never costs the user a file and fails cleanly on the file system (CPU, small generated clips).
+
+Runs as root on the test machines, where permissions do not stop a write: read-only folders are simulated by
+making ``os.open`` raise EROFS there, as the kernel would; a full disk is real where it can be (ffmpeg writing
+through a link to /dev/full, which answers every write with ENOSPC)."""
+
+import errno
+import json
+import os
+import shutil
+import subprocess
+import time
+from fractions import Fraction
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+import pipeline.video as pv
+import run
+from media.files import OutputError
+from media.video import FrameWriter, ffmpeg_exe, probe, read_frames
+from pipeline.schedule import is_cut
+from pipeline.video import VideoOptions, interpolate_frames, interpolate_video
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _clip(path: Path, seconds=2, rate=12, size="96x64", audio=False) -> Path:
+    args = [ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+            f"testsrc2=size={size}:rate={rate}"]
+    if audio:
+        args += ["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-c:a", "aac", "-shortest"]
+    subprocess.run(args + ["-t", str(seconds), "-c:v", "libx264", "-pix_fmt", "yuv420p", str(path)], check=True)
+    return path
+
+
+class Blend:
+    """Stands in for the network: mixes the two frames, counts its calls, can wait or fail on a given call."""
+
+    def __init__(self, wait=0.0, fail_at=None, on_call=None):
+        self.calls, self.wait, self.fail_at, self.on_call = 0, wait, fail_at, on_call
+
+    def __call__(self, one, two, times):
+        self.calls += 1
+        if self.on_call is not None:
+            self.on_call(self.calls)
+        if self.calls == self.fail_at:
+            raise KeyboardInterrupt
+        time.sleep(self.wait)
+        return [(1 - t) * one.astype(np.float32) + t * two.astype(np.float32) for t in times]
+
+
+def _read_only(monkeypatch, folder: Path):
+    real = os.open
+
+    def fake(path, *args, **kwargs):
+        if Path(path).parent == folder:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", fake)
+
+
+def _cli(args, capsys):
+    code = run.main([str(a) for a in args] + ["--device", "cpu"])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_users_folder_named_like_the_work_folder_is_left_alone(tmp_path, capsys):
+    """The job once deleted NAME.work/ next to --out NAME.mp4, with its contents, without a word."""
+    clip = _clip(tmp_path / "in.mp4")
+    mine = tmp_path / "holiday.work"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("the user's")
+    (mine / "job.json").write_text('{"name": "a job.json of some other program"}')
+    code, _, err = _cli(["--video", clip, "--out", tmp_path / "holiday.mp4"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "is not a work folder of this program" in err, err
+    assert (mine / "notes.txt").read_text() == "the user's" and len(list(mine.iterdir())) == 2
+    assert not (tmp_path / "holiday.mp4").exists()
+    # a file of that name is refused too
+    shutil.rmtree(mine)
+    mine.write_text("a file")
+    with pytest.raises(OutputError, match="is not a work folder"):
+        interpolate_video(clip, tmp_path / "holiday.mp4", Blend(), VideoOptions(), progress=False)
+    assert mine.read_text() == "a file"
+
+
+def test_a_work_folder_of_another_job_loses_only_the_jobs_files(tmp_path):
+    clip = _clip(tmp_path / "in.mp4")
+    work = tmp_path / "out.work"
+    work.mkdir()
+    (work / "job.json").write_text(json.dumps({"key": "0" * 64}))  # left by an earlier version, another job
+    (work / "seg_00000.mp4").write_bytes(b"an old segment")
+    (work / "mine.txt").write_text("put here by the user")
+    stats = interpolate_video(clip, tmp_path / "out.mp4", Blend(), VideoOptions(), progress=False)
+    assert probe(tmp_path / "out.mp4").frames == 48
+    assert sorted(p.name for p in work.iterdir()) == ["mine.txt"]  # the folder stays, with the user's file
+    assert "kept: it holds files this program did not make" in stats["work folder"]
+
+
+def test_an_output_that_is_an_input_is_refused_in_frame_mode(tmp_path):
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    for i in range(3):
+        cv2.imwrite(str(frames / f"{i:06d}.png"), np.full((16, 24, 3), 40 * i, np.uint8))
+    before = {p.name: p.read_bytes() for p in frames.iterdir()}
+    with pytest.raises(OutputError, match="is the input .*never overwritten"):
+        interpolate_frames(frames, str(frames / "%06d.png"), Fraction(10), Blend(), VideoOptions(), progress=False)
+    assert {p.name: p.read_bytes() for p in frames.iterdir()} == before
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o027])
+def test_outputs_get_the_permissions_the_umask_gives(tmp_path, mask):
+    clip = _clip(tmp_path / "in.mp4", seconds=1)
+    (tmp_path / "frames").mkdir()
+    old = os.umask(mask)
+    try:
+        interpolate_video(clip, tmp_path / "out.mp4", Blend(), VideoOptions(), progress=False)
+        interpolate_video(clip, tmp_path / "frames" / "%04d.png", Blend(), VideoOptions(), progress=False)
+    finally:
+        os.umask(old)
+    assert (tmp_path / "out.mp4").stat().st_mode & 0o777 == 0o666 & ~mask
+    assert {p.stat().st_mode & 0o777 for p in (tmp_path / "frames").iterdir()} == {0o666 & ~mask}
+
+
+def test_a_read_only_output_folder_is_found_before_any_work(tmp_path, monkeypatch, capsys):
+    clip = _clip(tmp_path / "in.mp4", seconds=1)
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    _read_only(monkeypatch, folder)
+    blend = Blend()
+    for out in (folder / "out.mp4", folder / "%04d.png"):
+        with pytest.raises(OutputError, match=f"cannot write into {folder}: the file system is read-only -- "
+                                              f"choose --out in a folder on a writable disk$"):
+            interpolate_video(clip, out, blend, VideoOptions(), progress=False)
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    cv2.imwrite(str(frames / "a.png"), np.zeros((16, 24, 3), np.uint8))
+    cv2.imwrite(str(frames / "b.png"), np.zeros((16, 24, 3), np.uint8))
+    with pytest.raises(OutputError, match="read-only"):
+        interpolate_frames(frames, str(folder / "%04d.png"), Fraction(10), blend, VideoOptions(), progress=False)
+    assert blend.calls == 0 and list(folder.iterdir()) == []
+    # through the CLI: one line, exit 2
+    code, _, err = _cli(["--video", clip, "--out", folder / "out.mp4"], capsys)
+    assert code == 2 and err.startswith("error: cannot write into") and err.count("\n") == 1, err
+
+
+def test_a_disk_without_room_for_the_job_is_found_before_any_work(tmp_path, monkeypatch):
+    clip = _clip(tmp_path / "in.mp4", seconds=1)
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(10**9, 10**9 - 1000, 1000))
+    blend = Blend()
+    with pytest.raises(OutputError, match=r"not enough space in .*: the job writes about 9.2 KB, 1.0 KB is free -- free some space"):
+        interpolate_video(clip, tmp_path / "out.mp4", blend, VideoOptions(), progress=False)
+    assert blend.calls == 0 and not (tmp_path / "out.work").exists()
+
+
+def test_the_encoder_stops_the_job_at_once_when_the_disk_is_full(tmp_path):
+    """ffmpeg, unable to write, went on reading frames to the end of the segment; the error named no cause."""
+    (tmp_path / "x.mp4").symlink_to("/dev/full")  # every write there fails with ENOSPC
+    writer = FrameWriter(tmp_path / "x.mp4", 256, 192, Fraction(25))
+    noise = np.random.default_rng(0).integers(0, 256, (192, 256, 3), np.uint8)
+    written = 0
+    with pytest.raises(OutputError, match="no space left on the disk -- free some space"):
+        for written in range(200):
+            writer.write(noise)
+            time.sleep(0.02)
+        writer.close()
+    assert written < 100
+
+
+def test_a_full_disk_mid_job_stops_it_keeping_the_finished_segments(tmp_path, monkeypatch, capsys):
+    clip = _clip(tmp_path / "in.mp4", seconds=4)
+    out = tmp_path / "out.mp4"
+    opened = []
+
+    def writer(path, *args, **kwargs):
+        opened.append(blend.calls)
+        if len(opened) == 2:  # the second segment's file fills the disk
+            Path(path).symlink_to("/dev/full")
+        return FrameWriter(path, *args, **kwargs)
+
+    monkeypatch.setattr(pv, "FrameWriter", writer)
+    blend = Blend(wait=0.1)
+    options = VideoOptions(segment_seconds=2)  # 48 output frames a segment, 24 interpolations
+    with pytest.raises(OutputError) as info:
+        interpolate_video(clip, out, blend, options, progress=False)
+    message = str(info.value)
+    assert "no space left on the disk" in message and message.endswith("the finished segments are kept"), message
+    assert "audio" not in message
+    assert blend.calls - opened[1] < 20  # stopped well before the segment's end
+    assert not out.exists() and len(list((tmp_path / "out.work").glob("seg_*-*.mp4"))) == 1
+    monkeypatch.undo()
+    stats = interpolate_video(clip, out, Blend(), options, progress=False)
+    assert stats["resumed_segments"] == 1 and probe(out).frames == 96
+
+
+def test_a_full_disk_at_the_join_says_so_and_no_audio_advice(tmp_path, monkeypatch):
+    """A clip without audio once failed at the join with "the source's audio may not fit this container"."""
+    clip = _clip(tmp_path / "in.mp4")
+    out = tmp_path / "out.mp4"
+    real = pv.concat_and_mux
+
+    def full(parts, source, tmp, *args, **kwargs):
+        Path(tmp).symlink_to("/dev/full")
+        return real(parts, source, tmp, *args, **kwargs)
+
+    monkeypatch.setattr(pv, "concat_and_mux", full)
+    with pytest.raises(OutputError) as info:
+        interpolate_video(clip, out, Blend(), VideoOptions(), progress=False)
+    assert str(info.value) == (f"cannot write {out}: no space left on the disk -- free some space there or choose "
+                               f"--out on another disk; rerun the same command to resume: the encoded segments "
+                               f"are kept")
+    assert not out.exists() and list((tmp_path / "out.work").glob("seg_*-*.mp4"))
+    monkeypatch.undo()
+    blend = Blend()
+    interpolate_video(clip, out, blend, VideoOptions(), progress=False)
+    assert blend.calls == 0 and probe(out).frames == 48  # all resumed
+
+
+def test_the_work_folder_removed_mid_run_is_one_line(tmp_path, capsys):
+    clip = _clip(tmp_path / "in.mp4")
+    work = tmp_path / "out.work"
+    blend = Blend(on_call=lambda n: shutil.rmtree(work) if n == 3 else None)
+    with pytest.raises(OutputError, match="^the work folder .* was removed during the run -- rerun the same command"):
+        interpolate_video(clip, tmp_path / "out.mp4", blend, VideoOptions(), progress=False)
+    assert not (tmp_path / "out.mp4").exists()
+
+
+def test_a_full_disk_writing_frames_keeps_those_written(tmp_path, monkeypatch):
+    clip = _clip(tmp_path / "in.mp4", seconds=1)
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    real = os.write
+
+    def write(fd, data):
+        if len(list(folder.glob("*.png"))) >= 5:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(fd, data)
+
+    monkeypatch.setattr(os, "write", write)
+    with pytest.raises(OutputError, match=r"no space left.*resume: the 5 images written are kept$"):
+        interpolate_video(clip, folder / "%04d.png", Blend(), VideoOptions(), progress=False)
+    monkeypatch.undo()
+    assert sorted(p.name for p in folder.iterdir()) == [f"{i:04d}.png" for i in range(5)]  # nothing half-written
+    blend = Blend()
+    interpolate_video(clip, folder / "%04d.png", blend, VideoOptions(), progress=False)
+    assert len(list(folder.iterdir())) == 24 and blend.calls == 11 - 2  # pairs 0 and 1 were done
+
+
+def test_segments_close_after_a_minute_of_work_so_an_interrupt_loses_little(tmp_path):
+    """A segment was 10 s of video whatever the device: 500 frames, a quarter of an hour on a 2-core CPU, all lost
+    to a Ctrl-C in the first segment. Now a segment also closes after segment_work_seconds (60 s) of work."""
+    clip = _clip(tmp_path / "in.mp4", seconds=3)
+    out = tmp_path / "out.mp4"
+    options = VideoOptions(segment_work_seconds=0.5)  # a minute in small: segments of about 5 pairs here
+    assert options.segment_seconds == 10  # longer than the clip: before, one segment held it all
+    with pytest.raises(KeyboardInterrupt):
+        interpolate_video(clip, out, Blend(wait=0.1, fail_at=25), options, progress=False)
+    segments = sorted((tmp_path / "out.work").glob("seg_*-*.mp4"))
+    kept = sum(int(p.stem.split("-")[1]) - int(p.stem.split("_")[1].split("-")[0]) for p in segments)
+    assert len(segments) >= 3 and kept >= 2 * 24 - 2 * 8  # at most about 0.5 s of work (and a pair) lost
+    blend = Blend()
+    stats = interpolate_video(clip, out, blend, options, progress=False)
+    assert stats["resumed_segments"] == len(segments) and blend.calls <= 35 - kept // 2 + 1
+    dst = probe(out)
+    assert dst.frames == 72 and dst.rate == 24 and not dst.variable_rate
+
+
+def test_the_samples_jump_back_is_a_cut(tmp_path):
+    """videos/sample.mp4 plays its 12 frames twice; x2 interpolated across the jump (output frame 23 was a ghost of
+    both) and reported cuts 0: the change there (0.073) is 4x the motion around it but below the threshold."""
+    stats = interpolate_video(ROOT / "videos" / "sample.mp4", tmp_path / "x2.mp4", Blend(), VideoOptions(factor=2),
+                              progress=False)
+    assert stats["cuts"] == 1
+    src = [f.astype(np.float32) for f in read_frames(probe(ROOT / "videos" / "sample.mp4"))]
+    mid = next(f for j, f in enumerate(read_frames(probe(tmp_path / "x2.mp4"))) if j == 23).astype(np.float32)
+    assert min(np.abs(mid - src[11]).mean(), np.abs(mid - src[12]).mean()) < 3.0
+
+
+def test_cut_rule():
+    steady = [0.017, 0.018, 0.017, 0.016]
+    assert is_cut(steady, 0.073, 0.018, 0.12)  # a spike within a scene
+    assert is_cut([], 0.073, 0.018, 0.12) and is_cut(steady, 0.073, None, 0.12)  # at either end
+    assert not is_cut(steady, 0.073, 0.07, 0.12)  # motion speeding up and staying fast: no cut
+    assert not is_cut(steady, 0.03, 0.017, 0.12)  # too small to matter
+    assert not is_cut([], 0.1, None, 0.12) and is_cut([], 0.2, None, 0.12)
+    assert not is_cut(steady, 0.5, 0.01, 0)  # threshold 0: off
+
+
+def test_the_encoder_stops_when_its_folder_fills_between_ffmpegs_writes(tmp_path, monkeypatch):
+    """ffmpeg writes in 32 KB blocks: a disk that fills between two of them showed only at the segment's end."""
+    writer = FrameWriter(tmp_path / "x.mp4", 96, 64, Fraction(25))
+    frame = np.zeros((64, 96, 3), np.uint8)
+    for _ in range(3):
+        writer.write(frame)
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(10**9, 10**9 - 1000, 1000))
+    time.sleep(1.1)  # the free space is looked at once a second
+    with pytest.raises(OutputError, match=r"x\.mp4: no space left on the disk"):
+        writer.write(frame)
+    writer.abort()
