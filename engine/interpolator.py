@@ -205,8 +205,7 @@ class Interpolator:
             tile = self.tile_for(shape[-2], shape[-1])
         else:
             tile = 0  # not a frame: interpolate names the problem
-        return interpolate(self._runner, one, two, times, self.options.autocast_dtype, self.options.flow_scale,
-                           tile, self.options.tile_overlap)
+        return interpolate(self._runner, one, two, times, self._settings(tile))
 
     def interpolate_with_alpha(self, one: np.ndarray, two: np.ndarray, alpha_one: np.ndarray,
                                alpha_two: np.ndarray,
@@ -223,7 +222,7 @@ class Interpolator:
             return torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).permute(2, 0, 1)[None].to(self.device)
 
         outs = interpolate_with_alpha(self._runner, tensor(one), tensor(two), tensor(alpha_one), tensor(alpha_two),
-                                      times, self.options.autocast_dtype, self.options.flow_scale)
+                                      times, self._settings(0))
         return ([c[0].permute(1, 2, 0).cpu().numpy() for c, _ in outs],
                 [a[0, 0].cpu().numpy() for _, a in outs])
 
@@ -237,12 +236,16 @@ class Interpolator:
         if one.ndim == 3 and one.shape[2] == 4:
             if not self.moves_alpha(height, width):
                 return mix_alpha_linearly(self.interpolate_integer, one, two, times)
-            return interpolate_integer_alpha(self._runner, one, two, times, self.options.autocast_dtype,
-                                             self.options.flow_scale)
+            return interpolate_integer_alpha(self._runner, one, two, times, self._settings(0))
         tile = self.tile_for(height, width)
-        return interpolate_integer(self._runner, one, two, times, self.options.autocast_dtype,
-                                   self.options.flow_scale, tile, self.options.tile_overlap,
+        return interpolate_integer(self._runner, one, two, times, self._settings(tile),
                                    graphed=None if tile else self.cuda_graphs_for(height, width))
+
+    def _settings(self, tile: int):
+        """model.inference's settings for one call: this interpolator's precision, flow scale and overlap."""
+        from model.inference import RunSettings
+
+        return RunSettings(self.options.autocast_dtype, self.options.flow_scale, tile, self.options.tile_overlap)
 
     def cuda_graphs_for(self, height: int, width: int):
         """The CUDA graphs (``model.runtime.GraphedPairs``) that replay whole frames of this size, captured on first

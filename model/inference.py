@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -20,6 +21,28 @@ if TYPE_CHECKING:
     from .runtime import GraphedPairs
 
 Image = Union[np.ndarray, torch.Tensor]
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How the functions below run the network (``engine.InterpolatorOptions`` decides them for a whole job).
+
+    ``autocast_dtype``: float16 or bfloat16 autocast, None for float32. ``flow_scale``: estimate flow at this fraction
+    of the resolution. ``tile`` > 0: frames larger than tile x tile in overlapping tiles (bounded memory), their
+    overlaps ``overlap`` pixels wide and cross-faded; 0: whole frames.
+    """
+
+    autocast_dtype: Optional[torch.dtype] = None
+    flow_scale: float = 1.0
+    tile: int = 0
+    overlap: int = 128
+
+    def autocast(self, device: torch.device) -> torch.autocast:
+        return torch.autocast(device.type, dtype=self.autocast_dtype or torch.float32,
+                              enabled=self.autocast_dtype is not None)
+
+
+WHOLE_FRAMES = RunSettings()
 
 
 def _to_tensor(x: Image, name: str, device: torch.device) -> torch.Tensor:
@@ -126,33 +149,29 @@ def _tiled(net: Network, a: torch.Tensor, b: torch.Tensor, times: List[float], f
 
 
 def _run(net: Network, a: torch.Tensor, b: torch.Tensor, times: Sequence[float],
-         autocast_dtype: Optional[torch.dtype], flow_scale: float, tile: int, overlap: int) -> List[torch.Tensor]:
+         settings: RunSettings) -> List[torch.Tensor]:
     """The network on two checked N x 3 x H x W float tensors on its device: frames clamped to [0, 1]."""
-    device = a.device
-    with torch.autocast(device.type, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
+    tile, overlap = settings.tile, settings.overlap
+    with settings.autocast(a.device):
         if tile and max(a.shape[2:]) > tile:
             if not 0 < 2 * overlap < tile:
                 raise ValueError(f"tile {tile} needs an overlap between 1 and {tile // 2 - 1} pixels, got {overlap}")
-            outs = _tiled(net, a, b, list(times), flow_scale, tile, overlap)
+            outs = _tiled(net, a, b, list(times), settings.flow_scale, tile, overlap)
         else:
-            outs = net(a, b, list(times), flow_scale)
+            outs = net(a, b, list(times), settings.flow_scale)
     return [o.float().clamp(0.0, 1.0) for o in outs]
 
 
 @torch.no_grad()
 def interpolate(net: Network, one: Image, two: Image, times: Sequence[float] = (0.5,),
-                autocast_dtype: Optional[torch.dtype] = None, flow_scale: float = 1.0,
-                tile: int = 0, overlap: int = 128) -> List[Image]:
-    """Frames at each t of ``times`` between ``one`` (t=0) and ``two`` (t=1), in the input's form.
-
-    ``tile`` > 0 processes frames larger than tile x tile in overlapping tiles (bounded memory).
-    """
+                settings: RunSettings = WHOLE_FRAMES) -> List[Image]:
+    """Frames at each t of ``times`` between ``one`` (t=0) and ``two`` (t=1), in the input's form."""
     device = next(net.parameters()).device
     a = _to_tensor(one, "one", device)
     b = _to_tensor(two, "two", device)
     if a.shape != b.shape:
         raise ValueError(f"frames differ in size: {tuple(a.shape[-2:])} and {tuple(b.shape[-2:])}")
-    outs = _run(net, a, b, times, autocast_dtype, flow_scale, tile, overlap)
+    outs = _run(net, a, b, times, settings)
     if isinstance(one, np.ndarray):
         return [o[0].permute(1, 2, 0).cpu().numpy() for o in outs]
     if isinstance(one, torch.Tensor) and one.dim() == 3:
@@ -162,8 +181,7 @@ def interpolate(net: Network, one: Image, two: Image, times: Sequence[float] = (
 
 @torch.no_grad()
 def interpolate_integer(net: Network, one: np.ndarray, two: np.ndarray, times: Sequence[float] = (0.5,),
-                        autocast_dtype: Optional[torch.dtype] = None, flow_scale: float = 1.0,
-                        tile: int = 0, overlap: int = 128,
+                        settings: RunSettings = WHOLE_FRAMES,
                         graphed: Optional[GraphedPairs] = None) -> List[np.ndarray]:
     """``interpolate`` for H x W x 3 uint8 or uint16 frames (video), returning the same dtype.
 
@@ -177,11 +195,11 @@ def interpolate_integer(net: Network, one: np.ndarray, two: np.ndarray, times: S
     # (its finiteness test reads each frame again and makes the host wait for the GPU)
     a, b = _upload_integer(one, device, scale), _upload_integer(two, device, scale)
     if graphed is not None:
-        if tile and max(one.shape[:2]) > tile:
-            raise ValueError(f"CUDA graphs run whole frames: pass tile=0 or no graphs for tiles of {tile} px")
+        if settings.tile and max(one.shape[:2]) > settings.tile:
+            raise ValueError(f"CUDA graphs run whole frames: pass tile=0 or no graphs for tiles of {settings.tile} px")
         outs = graphed(a, b, times)
     else:
-        outs = _run(net, a, b, times, autocast_dtype, flow_scale, tile, overlap)
+        outs = _run(net, a, b, times, settings)
     return [_download_integer(out, one.dtype, scale) for out in outs]
 
 
@@ -227,12 +245,12 @@ def _splat_alpha(alpha: torch.Tensor, flow: torch.Tensor, metric: torch.Tensor) 
 @torch.no_grad()
 def interpolate_with_alpha(net: Network, one: torch.Tensor, two: torch.Tensor, alpha_one: torch.Tensor,
                            alpha_two: torch.Tensor, times: Sequence[float] = (0.5,),
-                           autocast_dtype: Optional[torch.dtype] = None,
-                           flow_scale: float = 1.0) -> List[Tuple[torch.Tensor, torch.Tensor]]:
+                           settings: RunSettings = WHOLE_FRAMES) -> List[Tuple[torch.Tensor, torch.Tensor]]:
     """(colour, alpha) at each t for frames with transparency: N x 3 x H x W colour and N x 1 x H x W alpha in
     [0, 1] on the network's device. The colour is the network's; the alpha moves with the network's own flows and
     metrics (softmax splatting from both frames, mixed by t and coverage), so a moving transparent object keeps one
-    sharp outline instead of two faint ones. Where neither frame's alpha lands, the two are mixed linearly."""
+    sharp outline instead of two faint ones. Where neither frame's alpha lands, the two are mixed linearly. Whole
+    frames only (``settings.tile`` is not used)."""
     from .warp import InputPadder
 
     if alpha_one.shape != (one.shape[0], 1, *one.shape[2:]) or alpha_two.shape != alpha_one.shape:
@@ -240,9 +258,8 @@ def interpolate_with_alpha(net: Network, one: torch.Tensor, two: torch.Tensor, a
                          f"{tuple(alpha_one.shape)} and {tuple(alpha_two.shape)}")
     padder = InputPadder(one.shape, 2 ** len(net.config.encoder_widths))
     a, b, alpha_a, alpha_b = padder.pad(one, two, alpha_one, alpha_two)
-    device = a.device
-    with torch.autocast(device.type, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
-        state = net.estimate_flow(a, b, flow_scale)
+    with settings.autocast(a.device):
+        state = net.estimate_flow(a, b, settings.flow_scale)
         colours = [net.synthesize(state, float(t)) for t in times]
     outs = []
     for t, colour in zip(times, colours):
@@ -259,12 +276,11 @@ def interpolate_with_alpha(net: Network, one: torch.Tensor, two: torch.Tensor, a
 
 
 def interpolate_integer_alpha(net: Network, one: np.ndarray, two: np.ndarray, times: Sequence[float] = (0.5,),
-                              autocast_dtype: Optional[torch.dtype] = None,
-                              flow_scale: float = 1.0) -> List[np.ndarray]:
+                              settings: RunSettings = WHOLE_FRAMES) -> List[np.ndarray]:
     """``interpolate_with_alpha`` for H x W x 4 uint8 or uint16 frames (RGB + alpha), returning the same dtype."""
     device, scale = _check_integer_pair(net, one, two, 4)
     a, b = _upload_integer(one, device, scale), _upload_integer(two, device, scale)
-    outs = interpolate_with_alpha(net, a[:, :3], b[:, :3], a[:, 3:], b[:, 3:], times, autocast_dtype, flow_scale)
+    outs = interpolate_with_alpha(net, a[:, :3], b[:, :3], a[:, 3:], b[:, 3:], times, settings)
     return [_download_integer(torch.cat([colour, alpha], 1), one.dtype, scale) for colour, alpha in outs]
 
 

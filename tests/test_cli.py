@@ -247,14 +247,14 @@ def test_middlebury_benchmark_bad_folder(tmp_path, capsys):
 
 def test_tiled_interpolation_has_no_seams(cpu_network):
     """Tiles cross-fade: the tiled frame is close to the whole-frame one and has no step at tile borders."""
-    from model.inference import interpolate, tile_layout
+    from model.inference import RunSettings, interpolate, tile_layout
 
     net = cpu_network
     yy, xx = np.mgrid[0:200, 0:300].astype(np.float32)
     one = np.stack([(np.sin(xx / 9) + 1) / 2, (np.cos(yy / 11) + 1) / 2, (xx + yy) / 500], axis=2)
     two = np.roll(one, 2, axis=1)
     whole = interpolate(net, one, two, [0.5])[0]
-    tiled = interpolate(net, one, two, [0.5], tile=128, overlap=32)[0]
+    tiled = interpolate(net, one, two, [0.5], RunSettings(tile=128, overlap=32))[0]
     # 128-px tiles give the flow less context than the whole frame: measured mean difference 0.0100 with
     # the chunk-10 weights (under 0.01 with chunk 7's), bound at 10% above; seams are checked separately below
     assert np.abs(whole - tiled)[8:-8, 8:-8].mean() < 0.011
@@ -267,7 +267,7 @@ def test_tiled_interpolation_has_no_seams(cpu_network):
              + [x for s in starts[:-1] for x in (s + length - 2, s + length - 1)])
     assert cols[edges].max() < 5 * np.median(cols) + 1e-3
     with pytest.raises(ValueError, match="overlap"):
-        interpolate(net, one, two, [0.5], tile=64, overlap=40)
+        interpolate(net, one, two, [0.5], RunSettings(tile=64, overlap=40))
 
 
 def test_fit_tile_whole_frames_when_they_fit_else_largest_tiles():

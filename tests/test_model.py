@@ -365,7 +365,7 @@ def test_cuda_graphed_pairs_match_the_eager_network(autocast):
     """GraphedPairs (run.py's default for videos on CUDA): for a size that needs padding, any times, and a second
     pair after the first (the replay reads the new inputs), the frames of the eager network; and through
     interpolate_integer the same uint8 frames to within one level."""
-    from model.inference import interpolate_integer
+    from model.inference import RunSettings, interpolate_integer
     from model.runtime import GraphedPairs, graphed_pairs
 
     torch.manual_seed(0)
@@ -392,8 +392,8 @@ def test_cuda_graphed_pairs_match_the_eager_network(autocast):
     b8 = np.roll(a8, 3, axis=1)
     runner = graphed_pairs(net, shape, autocast)
     assert runner is not None
-    via_graphs = interpolate_integer(net, a8, b8, [0.3, 0.6], autocast, graphed=runner)
-    eager8 = interpolate_integer(net, a8, b8, [0.3, 0.6], autocast)
+    via_graphs = interpolate_integer(net, a8, b8, [0.3, 0.6], RunSettings(autocast), graphed=runner)
+    eager8 = interpolate_integer(net, a8, b8, [0.3, 0.6], RunSettings(autocast))
     for g, e in zip(via_graphs, eager8):
         assert g.dtype == np.uint8 and g.shape == a8.shape
         assert np.abs(g.astype(int) - e.astype(int)).max() <= (1 if autocast is None else 8)
