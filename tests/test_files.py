@@ -165,3 +165,17 @@ def test_pair_mode_refuses_a_read_only_folder_before_any_work(tmp_path, monkeypa
 
 def test_files_module_imports_nothing_of_the_model():
     assert "import torch" not in Path(files.__file__).read_text()
+
+
+def test_pair_mode_refuses_an_output_that_is_an_input(tmp_path, capsys):
+    """--out equal to --one replaced the input image, exit 0 (video mode refused the same mistake)."""
+    images = Path(__file__).resolve().parent.parent / "images"
+    one, two = tmp_path / "one.png", tmp_path / "two.png"
+    shutil.copy(images / "one.png", one)
+    shutil.copy(images / "two.png", two)
+    before = one.read_bytes()
+    for out in (one, tmp_path / "." / "two.png"):
+        code = run.main(["--one", str(one), "--two", str(two), "--out", str(out), "--device", "cpu"])
+        err = capsys.readouterr().err
+        assert code == 2 and "is the input" in err and err.count("\n") == 1, err
+    assert one.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["one.png", "two.png"]
