@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import struct
 import threading
+import warnings
 from typing import Optional, Sequence, Tuple
 
 import torch
@@ -946,7 +947,20 @@ def splat(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Tensor] = 
             # nothing to differentiate: the kernels directly (autograd.Function.apply costs ~20 us of host time)
             return _cuda_forward_impl(x, flow, metric, kind, eps_mode, keep=False)[0]
         return _SplatFunction.apply(x, flow, metric, kind, eps_mode)
+    if x.is_cuda and not torch.compiler.is_compiling():
+        warn_without_fast_kernels(x.device)  # the first CUDA call without CuPy says how to get the kernels
     return _splat_torch(x, flow, metric, kind, eps_mode)
+
+
+NO_CUPY = ("softsplat runs on CUDA without CuPy, through its slower PyTorch path: pip install cupy-cuda12x "
+           "or cupy-cuda13x (matching your CUDA) for the fast kernels")
+
+
+def warn_without_fast_kernels(device: torch.device) -> None:
+    """On a CUDA device without CuPy, say how to get the fast kernels (a RuntimeWarning: Python's default
+    filter shows it once per process, from this one line)."""
+    if device.type == "cuda" and not cuda_available():
+        warnings.warn(NO_CUPY, RuntimeWarning, stacklevel=2)
 
 
 @torch.compiler.assume_constant_result

@@ -24,7 +24,6 @@ from __future__ import annotations
 import functools
 import os
 import sys
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple, Union
@@ -32,6 +31,8 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 import torch
 from torch import nn
+
+from softsplat import NO_CUPY, warn_without_fast_kernels  # noqa: F401  (re-exported: the engine warns at start)
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_WEIGHTS = ROOT / "weights" / "network.safetensors"
@@ -114,19 +115,6 @@ def load_network(weights: Path, device: torch.device) -> nn.Module:
     from model.weights import load_any
 
     return load_any(weights, device)
-
-
-NO_CUPY = ("softsplat runs on CUDA without CuPy, through its slower PyTorch path: pip install cupy-cuda12x "
-           "(or cupy-cuda11x, matching your CUDA) for the fast kernels")
-
-
-def warn_without_fast_kernels(device: torch.device) -> None:
-    """On a CUDA device without CuPy, say how to get softsplat's fast kernels (a RuntimeWarning: Python's default
-    filter shows it once per process, from this one line)."""
-    import softsplat
-
-    if device.type == "cuda" and not softsplat.cuda_available():
-        warnings.warn(NO_CUPY, RuntimeWarning, stacklevel=1)
 
 
 def check_times(times: Sequence[float]) -> List[float]:

@@ -152,3 +152,20 @@ def test_the_engine_checks_for_cupy_on_its_device(monkeypatch, cpu_network):
     monkeypatch.setattr(interpolator, "warn_without_fast_kernels", seen.append)
     interpolator.Interpolator(interpolator.InterpolatorOptions(), network=cpu_network)
     assert seen == [torch.device("cpu")]
+
+
+def test_the_operator_warns_on_its_cuda_path_without_cupy(monkeypatch):
+    """splat() calls the warning where a CUDA tensor takes the PyTorch path for lack of CuPy (simulated: the
+    warning function sees the device; on the CPU it stays silent)."""
+    seen = []
+    monkeypatch.setattr(softsplat, "warn_without_fast_kernels", seen.append)
+    x, flow = torch.rand(1, 2, 5, 6), torch.zeros(1, 2, 5, 6)
+    softsplat.splat(x, flow, None, "sum")
+    assert seen == []  # a CPU tensor: no warning asked for
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")
+        monkeypatch.undo()
+        monkeypatch.setattr(softsplat, "cuda_available", lambda: False)
+        for _ in range(3):
+            softsplat.warn_without_fast_kernels(torch.device("cuda", 0))
+    assert len(caught) == 1 and "cupy-cuda13x" in str(caught[0].message)
