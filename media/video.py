@@ -14,6 +14,7 @@ import math
 import os
 import queue
 import re
+import secrets
 import shutil
 import subprocess
 import tempfile
@@ -298,12 +299,16 @@ def check_audio_fits(source: Path, out: Path, audio: Sequence[str] = ()) -> None
     (``audio_args``: a stream copy by default) gives it (TrueHD in mov, AAC in webm, say), or the encoder is
     unknown: a tenth of a second muxed into a scratch file beside ``out``, before any frame is worked on, instead
     of at the end of a long job."""
-    scratch = out.with_name(f".audio-check-{os.getpid()}-{out.stem}{out.suffix}")  # (one per process: torchrun)
+    # (one per process: torchrun; hidden, random: never a file of the user's)
+    scratch = out.with_name(f".audio-check-{os.getpid()}-{secrets.token_hex(4)}{out.suffix}")
     copy = not audio
     try:
         _run(["-y", "-loglevel", "error", "-i", str(source), "-map", "0:a", "-c", "copy", *audio, "-t", "0.1",
               str(scratch)], f"{'copying' if copy else 'encoding'} the audio of {source} into {out.suffix}")
     except VideoError as exc:
+        failed = ffmpeg_os_error(str(exc), out.parent, "write into")  # the folder, not the audio
+        if failed is not None:
+            raise failed from None
         webm = out.suffix.lower() == ".webm"
         if copy:
             why = (f"the source's audio does not fit {out.suffix}: use .mkv, which holds it, or --audio-codec "
@@ -393,11 +398,11 @@ _INTRA = ("prores", "dnxhd", "ffv1", "png", "qtrle", "huffyuv", "ffvhuff", "utvi
 
 
 def estimate_video_bytes(codec: str, crf: int, width: int, height: int, frames: int) -> int:
-    """About how many bytes ``codec`` writes for ``frames`` frames (for the free-space check before a job): 0.25
-    bits per pixel at x264's --crf 18, doubling every 6 lower, and 4 bits per pixel for the intra-frame and
-    lossless encoders. Footage differs by a few times either way; the check only catches a disk that is clearly
-    too full."""
-    bits = 4.0 if codec.startswith(_INTRA) else 0.25 * 2.0 ** ((18 - crf) / 6)
+    """About how many bytes ``codec`` writes for ``frames`` frames (for the free-space check before a job): 0.1
+    bits per pixel at x264's --crf 18 (12 Mbit/s at 1080p60), doubling every 6 lower, and 4 bits per pixel for the
+    intra-frame and lossless encoders. Footage differs by a few times either way: the check catches a disk that is
+    clearly too full, and a disk that fills anyway stops the job with its finished segments kept."""
+    bits = 4.0 if codec.startswith(_INTRA) else 0.1 * 2.0 ** ((18 - crf) / 6)
     return int(bits * width * height * frames / 8)
 
 

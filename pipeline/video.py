@@ -218,8 +218,6 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
     slow = plan.slowdown
     keep_audio = info.has_audio and (not options.slowmo or options.audio_codec != "copy")
     audio = audio_args(options.audio_codec, slow, options.audio_bitrate) if keep_audio else []
-    if keep_audio:
-        check_audio_fits(source, out, audio)
     work = out.with_name(out.stem + ".work")
     check_not_input([work], [source])
     key = _job_key(info, options, weights_id)
@@ -228,6 +226,8 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
     suffix = segment_suffix(options.codec, pix_fmt)
     if rank == 0:
         _check_room(out, work, suffix, plan.count, options, info, keep_audio)
+    if keep_audio:
+        check_audio_fits(source, out, audio)
     _prepare_work_dir(work, key, rank)
     try:
         stats = _encode_segments(info, plan, work, suffix, pix_fmt, interpolate, options, rank, world,

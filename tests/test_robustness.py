@@ -152,7 +152,8 @@ def test_a_disk_without_room_for_the_job_is_found_before_any_work(tmp_path, monk
     clip = _clip(tmp_path / "in.mp4", seconds=1)
     monkeypatch.setattr(shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(10**9, 10**9 - 1000, 1000))
     blend = Blend()
-    with pytest.raises(OutputError, match=r"not enough space in .*: the job writes about 9.2 KB, 1.0 KB is free -- free some space"):
+    with pytest.raises(OutputError, match=r"not enough space in .*: the job writes about [\d.]+ KB, 1.0 KB is "
+                                          r"free -- free some space"):
         interpolate_video(clip, tmp_path / "out.mp4", blend, VideoOptions(), progress=False)
     assert blend.calls == 0 and not (tmp_path / "out.work").exists()
 
@@ -301,3 +302,18 @@ def test_the_encoder_stops_when_its_folder_fills_between_ffmpegs_writes(tmp_path
     with pytest.raises(OutputError, match=r"x\.mp4: no space left on the disk"):
         writer.write(frame)
     writer.abort()
+
+
+@pytest.mark.skipif(not Path("/sys/kernel").is_dir(), reason="needs Linux's /sys, where even root may not create files")
+def test_a_folder_refusing_files_is_named_not_the_audio(tmp_path):
+    """The audio check's scratch file failed in such a folder with "the source's audio does not fit .mp4"."""
+    from media.video import check_audio_fits
+
+    clip = _clip(tmp_path / "in.mp4", seconds=1, audio=True)
+    with pytest.raises(OutputError, match="^cannot write into /sys: permission denied -- choose --out in a folder "
+                                          "you may write to"):
+        check_audio_fits(clip, Path("/sys/out.mp4"))
+    blend = Blend()
+    with pytest.raises(OutputError, match="^cannot write into /sys: permission denied"):
+        interpolate_video(clip, Path("/sys/out.mp4"), blend, VideoOptions(), progress=False)
+    assert blend.calls == 0
