@@ -512,6 +512,9 @@ def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_
                 try:
                     write_image(outs[j], values[:, :, :3], alpha, 16 if frame.dtype == np.uint16 else 8)
                 except OutputError as exc:
+                    if not outs[j].parent.is_dir():
+                        raise OutputError(f"the output folder {outs[j].parent} was removed during the run -- create "
+                                          f"it again and rerun the same command (the job starts over)") from None
                     raise OutputError(f"{exc}; rerun the same command to resume: the {j} images written are "
                                       f"kept") from None
             bar.update(1)

@@ -317,3 +317,12 @@ def test_a_folder_refusing_files_is_named_not_the_audio(tmp_path):
     with pytest.raises(OutputError, match="^cannot write into /sys: permission denied"):
         interpolate_video(clip, Path("/sys/out.mp4"), blend, VideoOptions(), progress=False)
     assert blend.calls == 0
+
+
+def test_the_image_folder_removed_mid_run_is_one_line(tmp_path):
+    clip = _clip(tmp_path / "in.mp4", seconds=1)
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    blend = Blend(on_call=lambda n: shutil.rmtree(folder) if n == 3 else None)
+    with pytest.raises(OutputError, match="^the output folder .*frames was removed during the run -- create it again"):
+        interpolate_video(clip, folder / "%04d.png", blend, VideoOptions(), progress=False)
