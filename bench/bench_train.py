@@ -1,6 +1,6 @@
 """Where a training step's time goes on the GPU: sampling a batch, and forward+backward+update.
 
-    python bench/bench_train.py --data .data/footage [--batch 32] [--crop 256] [--profile] [--cuda-graph]
+    python -m bench.bench_train --data .data/footage [--batch 32] [--crop 256] [--profile] [--cuda-graph]
                                 [--pageable-uploads]
 
 Times are wall-clock per step with the GPU synchronised at both ends, so host-side
@@ -17,13 +17,11 @@ from typing import Callable, List, Optional
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import train  # noqa: E402
-from bench.timing import require_cuda  # noqa: E402
-from model import Network  # noqa: E402
-from training.config import VALIDATION_CLIPS  # noqa: E402
-from training.data import FootageSampler, load_clips, synthetic_batch  # noqa: E402
+from bench.timing import require_cuda
+from model import Network
+from training.config import VALIDATION_CLIPS
+from training.data import FootageSampler, load_clips, synthetic_batch
+from training.step import StepLoss, TrainStep
 
 
 def per_step_ms(fn: Callable[[], object], steps: int) -> float:
@@ -75,9 +73,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     batch = {k: v.contiguous(memory_format=torch.channels_last) if v.dim() == 4 else v
              for k, v in sample().items()}
 
-    # train.py's step: its loss module (no synthetic flow term: the batch here carries no ground truth) and update
+    # the trainer's step: its loss module (no synthetic flow term: the batch here carries no ground truth) and update
     def step_loss():
-        return train._StepLoss(train._TrainStep(net), args.batch - n_syn, args.batch, 1.0, 0.0, True)
+        return StepLoss(TrainStep(net), args.batch - n_syn, args.batch, 1.0, 0.0, True)
 
     def update(loss):
         optim.zero_grad(set_to_none=True)

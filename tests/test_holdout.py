@@ -95,7 +95,8 @@ def test_stage_bundles_round_trip(two_folders, tmp_path):
 
 def test_train_two_folders_from_cache(two_folders, tmp_path):
     out = tmp_path / "run"
-    code = train.main(["--data", *map(str, two_folders), "--out", str(out), "--batch", "4", "--crop", "64",
+    code = train.main(["--data", *map(str, two_folders), "--out", str(out), "--recipe", "study", "--batch", "4",
+                       "--crop", "64",
                        "--device", "cpu", "--val-every", "2", "--max-steps", "2", "--frame-cache",
                        str(tmp_path / "cache"), "--train-folders", "footage", "--width", "0.5"])
     assert code == 0

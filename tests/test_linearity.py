@@ -1,5 +1,6 @@
 """training.linearity: how far footage triplets stray from constant velocity, and train.py --max-nonlinearity."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -7,7 +8,7 @@ import pytest
 import torch
 
 import train
-from tests.test_train import _args, _torchrun, footage  # noqa: F401  (the generated clips, a module fixture)
+from tests.training_fixtures import footage, run_args, torchrun  # noqa: F401  (footage: a fixture)
 from training.data import Clip, FootageSampler
 from training.linearity import clip_nonlinearity, near_linear_subsets, triplet_nonlinearity
 
@@ -79,29 +80,34 @@ def test_near_linear_subsets_pick_the_steady_triplets():
     assert list(subsets) == ["a"] and subsets["a"][0].tolist() == [True, False]
 
 
+def _trainer(footage, out, *extra, resume=None):
+    """A trainer of the study recipe with the filter at 50 px, its data loaded (the table measured or read)."""
+    from training.options import parse
+    from training.trainer import Process, Trainer, start_point
+
+    options, overrides = parse(run_args(footage, out, "--max-nonlinearity", "50", *extra))
+    start = start_point(options, overrides)
+    if resume is not None:  # a resumed run's options, without its state: only the table is asked for here
+        options = dataclasses.replace(options, resume=resume)
+    trainer = Trainer(options, start, Process(torch.device("cpu")))
+    trainer.load_data()
+    return trainer
+
+
 def test_train_measures_once_and_resumes_with_the_table(footage, tmp_path, capsys):  # noqa: F811
     out = tmp_path / "run"
-    assert train.main(_args(footage, out, "--max-steps", "2", "--max-nonlinearity", "50")) == 0
+    trainer = _trainer(footage, out)
     text = capsys.readouterr().out
     assert "non-linearity: measured 2 of 2 clips" in text and "left out" in text
-    assert (out / "nonlinearity.pt").is_file()
-    assert json.loads((out / "train_config.json").read_text())["max_nonlinearity"] == 50
-    last = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()][-1]
-    assert "val_near_linear_psnr" in last
-    assert last["val_near_linear_psnr"] is None or 0 < last["val_near_linear_psnr"] < 100
+    assert (out / "nonlinearity.pt").is_file() and trainer.sampler.nonlinearity is not None
     # a resumed run reads the table it finds beside the state instead of measuring again
-    assert train.main(_args(footage, tmp_path / "next", "--max-steps", "1", "--resume", str(out))) == 0
+    _trainer(footage, tmp_path / "next", resume=out)
     text = capsys.readouterr().out
     assert "measured" not in text and "left out" in text
     assert (tmp_path / "next" / "nonlinearity.pt").is_file()
-    # a table file given by hand, and bad values refused
-    assert train.main(_args(footage, tmp_path / "given", "--max-steps", "1", "--max-nonlinearity", "50",
-                            "--nonlinearity", str(out / "nonlinearity.pt"))) == 0
+    # a table file given by hand
+    _trainer(footage, tmp_path / "given", "--nonlinearity", str(out / "nonlinearity.pt"))
     assert "measured" not in capsys.readouterr().out
-    assert train.main(_args(footage, tmp_path / "bad", "--max-nonlinearity", "-1")) == 2
-    assert train.main(_args(footage, tmp_path / "bad", "--max-nonlinearity", "2",
-                            "--nonlinearity", str(tmp_path / "none.pt"))) == 2
-    assert "no such file" in capsys.readouterr().err
 
 
 def test_validation_pools_the_near_linear_triplets_of_the_named_sets():
@@ -133,7 +139,7 @@ def test_two_processes_share_the_main_process_table(footage, tmp_path):  # noqa:
     """Under torchrun the filter works: the main process measures and saves the table once (the other process
     waits at a barrier and reads that file; it prints nothing, so that part is not seen here)."""
     out = tmp_path / "ddp"
-    proc = _torchrun(footage, out, 29519, "--max-steps", "2", "--max-nonlinearity", "50")
+    proc = torchrun(footage, out, 29519, "--max-steps", "2", "--max-nonlinearity", "50")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.count("non-linearity: measured") == 1  # the main process only
     assert (out / "nonlinearity.pt").is_file()

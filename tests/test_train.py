@@ -1,117 +1,208 @@
-"""train.py on the CPU: a few steps on generated clips, resume, and two processes through torchrun."""
+"""The trainer: recipes and flags, its pieces on tensors, and a few real CPU runs on generated clips (one shared run,
+its resume, a start from its weights, and two processes through torchrun)."""
 
+import dataclasses
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
 import train
-from media.video import ffmpeg_exe
+from tests.training_fixtures import footage, run_args, torchrun  # noqa: F401  (footage: a fixture)
+from training.config import LEGACY, RECIPES, REMOVED, ConfigError, TrainConfig, TrainingError, flag
+from training.options import RunOptions, build_parser, parse
+from training.trainer import start_point
 
 ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = ROOT / "weights" / "network.safetensors"
 
 
-@pytest.fixture(scope="module")
-def footage(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("footage")
-    entries = []
-    for name, source in (("a.mp4", "testsrc2"), ("b.mp4", "mandelbrot"), ("val.mp4", "life")):
-        subprocess.run([ffmpeg_exe(), "-loglevel", "error", "-y", "-f", "lavfi", "-i", f"{source}=size=96x80:rate=10",
-                        "-frames:v", "12", "-c:v", "libx264", "-pix_fmt", "yuv444p", str(folder / name)], check=True)
-        entries.append({"file": name, "frames": 12, "width": 96, "height": 80, "frame_step": 1,
-                        "orig_size": "96x80", "flow_mean_px_per_orig_frame": 2.0, "cuts_before_frame": []})
-    (folder / "clips.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
-    return folder
+def _options(tmp_path, *extra):
+    return parse(["--data", str(tmp_path), "--out", str(tmp_path / "out"), *extra])
 
 
-def _args(footage, out, *extra):
-    return ["--data", str(footage), "--out", str(out), "--batch", "4", "--crop", "64", "--device", "cpu",
-            "--val-clips", "val.mp4", "--val-every", "2", *extra]
+# -- recipes and flags -----------------------------------------------------------------------------------------
+
+def test_the_default_recipe_is_the_shipped_weights_recipe():
+    from model.weights import read_metadata
+
+    recorded = json.loads(read_metadata(SHIPPED)["train_config"])
+    assert TrainConfig.from_dict(recorded) == TrainConfig() == RECIPES["shipped"]
+    # every field the weights record is the default's, exactly (nothing taken from LEGACY), or a removed option
+    # at the value every recipe kept
+    for name, value in recorded.items():
+        default = getattr(TrainConfig(), name) if name not in REMOVED else REMOVED[name]
+        assert (list(default) if isinstance(default, tuple) else default) == value, name
 
 
-def test_train_saves_and_resumes(footage, tmp_path):
-    out = tmp_path / "run"
-    assert train.main(_args(footage, out, "--max-steps", "3")) == 0
-    for name in ("state_model.safetensors", "state_optim.pt", "config.json", "train_config.json", "progress.json",
-                 "log.jsonl", "weights.safetensors"):
-        assert (out / name).is_file(), name
-    assert json.loads((out / "progress.json").read_text())["step"] == 3
-    moments = torch.load(out / "state_optim.pt", weights_only=True)["state"][0]
-    assert moments["exp_avg"].dtype == torch.bfloat16 and moments["exp_avg_sq"].dtype == torch.bfloat16
-    config = json.loads((out / "train_config.json").read_text())
-    assert config["validation_clips"] == ["val.mp4"] and config["batch"] == 4
-    out2 = tmp_path / "run2"
-    assert train.main(_args(footage, out2, "--max-steps", "2", "--resume", str(out))) == 0
-    assert json.loads((out2 / "progress.json").read_text())["step"] == 5
+def test_the_study_recipe_is_the_shipped_one_without_the_filter_from_scratch():
+    changed = {f.name for f in dataclasses.fields(TrainConfig)
+               if getattr(RECIPES["study"], f.name) != getattr(RECIPES["shipped"], f.name)}
+    assert changed == {"seed", "lr", "total_steps", "schedule_start", "max_nonlinearity", "validation_clips"}
+    study = RECIPES["study"]
+    assert (study.seed, study.lr, study.total_steps, study.schedule_start) == (80, 3e-4, 40000, 0)
+    assert study.max_nonlinearity == 0 and study.validation_clips == ()  # held-out source repositories
 
 
-def test_train_rejects_missing_data(tmp_path, capsys):
+def test_every_recipe_field_has_one_generated_flag(tmp_path):
+    parser = build_parser()
+    flags = {option for action in parser._actions for option in action.option_strings}
+    for f in dataclasses.fields(TrainConfig):
+        assert flag(f.name) in flags, f.name
+    for f in dataclasses.fields(RunOptions):
+        assert flag(f.name) in flags, f.name
+    for removed in REMOVED:
+        assert flag(removed) not in flags
+    options, overrides = _options(tmp_path, "--synthetic-share", "0.4", "--no-bf16", "--validation-clips",
+                                  "--max-gap", "3", "--seed", "5")
+    assert overrides == {"synthetic_share": 0.4, "bf16": False, "validation_clips": (), "max_gap": 3, "seed": 5}
+    assert options.recipe is None and options.minutes == 8.0 and options.data == (tmp_path,)
+    assert "fills the rest) (shipped: 0.5)" in " ".join(parser.format_help().split())
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--synthetic-share", "1", "--synthetic-share must lie in [0, 1), got 1.0"),
+    ("--synthetic-edge-share", "2", "--synthetic-edge-share must lie in [0, 1], got 2.0"),
+    ("--synthetic-layers", "0", "--synthetic-layers must be at least 1, got 0"),
+    ("--synthetic-motion", "0", "--synthetic-motion must be positive"),
+    ("--flow-loss-weight", "-0.1", "--flow-loss-weight must be 0 or positive"),
+    ("--census-weight", "-1", "--census-weight must be 0 or positive"),
+    ("--weight-decay", "-1", "--weight-decay must be 0 or positive"),
+    ("--paste-share", "-0.5", "--paste-share must lie in [0, 1]"),
+    ("--native-share", "1.5", "--native-share must lie in [0, 1]"),
+    ("--downscale-share", "1.5", "--downscale-share must lie in [0, 1]"),
+    ("--max-nonlinearity", "-1", "--max-nonlinearity must be 0 or positive"),
+    ("--ema-decay", "1.5", "--ema-decay must lie in [0, 1)"),
+])
+def test_recipe_values_are_checked_naming_the_flag(tmp_path, option, value, message):
+    options, overrides = _options(tmp_path, "--recipe", "study", option, value)
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")):
+        start_point(options, overrides)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--val-batches", "0"], "--val-batches must be at least 1"),
+    (["--rewarm", "-1"], "--rewarm must be 0 or positive"),
+    (["--val-every", "0"], "--val-every must be at least 1"),
+    (["--width", "2", "--init-weights", "w.safetensors"], "--width builds a fresh network"),
+    (["--nonlinearity", "missing.pt"], "--nonlinearity missing.pt: no such file"),
+])
+def test_run_options_are_checked_naming_the_flag(tmp_path, argv, message):
+    with pytest.raises(ConfigError, match=message):
+        _options(tmp_path, *argv)
+
+
+def test_main_reports_an_error_once_without_a_traceback(footage, tmp_path, capsys):
     assert train.main(["--data", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
-    assert "clips.jsonl" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.count("error:") == 1 and "clips.jsonl" in err and "Traceback" not in err
+    assert train.main(["--data", str(footage), "--out", str(tmp_path / "o"), "--ema-decay", "2"]) == 2
+    assert capsys.readouterr().err == "error: --ema-decay must lie in [0, 1) (0 turns the average off), got 2.0\n"
 
 
-def _torchrun(footage, out, port: int, *extra) -> subprocess.CompletedProcess:
-    """train.py in two CPU processes through torchrun (gloo), with ``_args`` and ``extra``."""
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-                           "--master_port", str(port), str(ROOT / "train.py"), *_args(footage, out, *extra)],
-                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+def test_saved_configs_of_older_code_load_or_fail_clearly():
+    old = {"seed": 3, "batch": 32, "crop": 256, "lr": 3e-4, "synthetic_share": 0.3, "flow_loss_full_res": 1.0,
+           "flow_loss_units": "level", "photometric_share": 0.0, "paste_layers": 1, "unknown_field": 7}
+    config = TrainConfig.from_dict(old)
+    # fields the old file lacks mean what the code of its time defaulted to
+    assert config.seed == 3 and config.total_steps == LEGACY["total_steps"] == 60000
+    assert config.max_nonlinearity == 0 and config.ema_decay == 0 and config.native_share == 0
+    with pytest.raises(ConfigError, match="--flow-loss-units quarter, an option removed"):
+        TrainConfig.from_dict({**old, "flow_loss_units": "quarter"}, "runs/x's recipe")
+    with open(ROOT / "docs" / "journal" / "removed-options.md") as f:
+        journal = f.read()
+    for name in REMOVED:
+        assert flag(name) in journal, name
 
 
-@pytest.mark.slow
-def test_two_processes_with_torchrun(footage, tmp_path):
-    out = tmp_path / "ddp"
-    proc = _torchrun(footage, out, 29517, "--max-steps", "2", "--validate-first")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert json.loads((out / "progress.json").read_text())["step"] == 2
-    checks = [json.loads(line)["step"] for line in (out / "log.jsonl").read_text().splitlines() if "score" in line]
-    assert checks[0] == 0 and checks[-1] == 2  # rank 0 validated first while rank 1 waited at the first step
+# -- where a run starts ----------------------------------------------------------------------------------------
+
+def test_start_point_takes_the_named_recipe_and_checks_the_schedule(tmp_path):
+    options, overrides = _options(tmp_path)
+    with pytest.raises(TrainingError, match="schedule starts at step 25000 and this run at step 0"):
+        start_point(options, overrides)  # the shipped recipe anneals the step-25000 weights
+    options, overrides = _options(tmp_path, "--recipe", "study", "--width", "2", "--seed", "9")
+    start = start_point(options, overrides)
+    assert start.config == dataclasses.replace(RECIPES["study"], seed=9) and start.step == 0
+    assert start.net_config.encoder_widths[0] == 2 * 24
+    # the shipped weights continue their recorded recipe, which ended at their step
+    options, overrides = _options(tmp_path, "--init-weights", str(SHIPPED))
+    with pytest.raises(TrainingError, match="step 32000 is at or past the end .* --schedule-start 32000"):
+        start_point(options, overrides)
+    options, overrides = _options(tmp_path, "--init-weights", str(SHIPPED), "--schedule-start", "32000")
+    start = start_point(options, overrides)
+    assert start.step == 32000 and start.config == dataclasses.replace(TrainConfig(), schedule_start=32000)
+    options, overrides = _options(tmp_path, "--init-weights", str(tmp_path / "none.safetensors"))
+    with pytest.raises(TrainingError, match="--init-weights"):
+        start_point(options, overrides)
 
 
-def test_train_continues_from_committed_weights(footage, tmp_path):
-    out = tmp_path / "run"
-    assert train.main(_args(footage, out, "--max-steps", "2")) == 0
-    out2 = tmp_path / "cont"
-    assert train.main(_args(footage, out2, "--max-steps", "1", "--init-weights", str(out / "weights.safetensors"))) == 0
-    assert json.loads((out2 / "progress.json").read_text())["step"] == 3
+# -- the step's pieces -----------------------------------------------------------------------------------------
+
+def test_flow_loss_is_the_mean_over_levels_in_their_own_pixels():
+    from training.step import step_losses
+
+    pred = mid = torch.rand(2, 3, 64, 64)
+    gt = torch.zeros(2, 2, 64, 64)  # one synthetic sample (the second): its forward flow, then its backward flow
+    pyramid = []
+    for size in (2, 16):  # 1/32 and 1/4 of 64 px, each off by 8 full-resolution pixels
+        level = torch.zeros(4, 2, size, size)
+        level[:, 0] = 8.0 * size / 64
+        pyramid.append(level)
+    loss, rec, census, flow = step_losses(pred, pyramid, mid, gt, 1, 2, 1.0, 0.05)
+    assert float(flow) == pytest.approx((0.25 + 2.0) / 2)
+    assert float(loss) == pytest.approx(float(rec) + float(census) + 0.05 * float(flow))
+    assert float(step_losses(pred, pyramid, mid, None, 2, 2, 1.0, 0.05)[3]) == 0.0  # no synthetic samples
 
 
-def test_validate_first_keeps_the_start_unless_beaten(footage, tmp_path, monkeypatch):
-    """--validate-first scores the starting weights at their own step; they stay kept unless a later step wins."""
-    from safetensors import safe_open
+def test_weight_average_ramps_saves_and_swaps():
+    from training.step import WeightAverage
 
-    from training import validation
+    net = torch.nn.Linear(2, 1)
+    with torch.no_grad():
+        net.weight.fill_(0.0)
+    average = WeightAverage(net, 0.5)
+    with torch.no_grad():
+        net.weight.fill_(1.0)
+    average.update()  # decay min(0.5, 1/10): the first update follows the weights almost at once
+    assert float(average.average[0][0, 0]) == pytest.approx(0.9)
+    state = average.state_dict()
+    assert state["weight"].dtype == torch.float16 and int(state["_updates"][0]) == 1
+    again = WeightAverage(net, 0.5)
+    again.load(state)
+    assert again.updates == 1 and float(again.average[0][0, 0]) == pytest.approx(0.9, abs=1e-3)
+    with again.swapped():
+        assert float(net.weight[0, 0].detach()) == pytest.approx(0.9, abs=1e-3)
+    assert float(net.weight[0, 0].detach()) == 1.0
 
-    out = tmp_path / "run"
-    assert train.main(_args(footage, out, "--max-steps", "2")) == 0
-    first_run = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if "score" in line]
-    # the rule's decisions on the exact figures train.py holds: the log rounds them to 3 decimals, and on these
-    # nearly equal scores the rounded figures once decided the other way (a test that failed about 1 run in 5)
-    decisions = []
-    rule = validation.replaces_kept
 
-    def recorded_rule(*args, **kwargs):
-        decisions.append(rule(*args, **kwargs))
-        return decisions[-1]
+def test_schedule_restarts_and_rewarms():
+    from training.schedule import learning_rate, rewarmed
 
-    monkeypatch.setattr(validation, "replaces_kept", recorded_rule)
-    out2 = tmp_path / "run2"
-    assert train.main(_args(footage, out2, "--max-steps", "1", "--val-every", "100",
-                            "--init-weights", str(out / "weights.safetensors"), "--validate-first")) == 0
-    checks = [json.loads(line) for line in (out2 / "log.jsonl").read_text().splitlines() if "score" in line]
-    assert [c["step"] for c in checks] == [2, 3]
-    start, end = checks
-    assert start["score"] == pytest.approx(first_run[-1]["score"], abs=0.05)  # the same weights, saved in fp16
-    assert len(decisions) == 2 and decisions[0]  # the start is kept first; then the rule decides on step 3
-    later_wins = decisions[1]
-    with safe_open(str(out2 / "weights.safetensors"), framework="pt") as f:
-        assert int(f.metadata()["step"]) == (3 if later_wins else 2)
-    kept = end if later_wins else start
-    assert json.loads((out2 / "progress.json").read_text())["kept_score"] == pytest.approx(kept["score"], abs=1e-3)
+    for offset in (0, 10, 999, 1000, 5000, 40000):
+        assert learning_rate(31000 + offset, 1e-4, 1000, 40000, start=31000) == learning_rate(offset, 1e-4, 1000, 40000)
+    assert learning_rate(31000, 1e-4, 1000, 40000, start=31000) == pytest.approx(1e-7)  # warm-up's first step
+    rate = learning_rate(25000, 3e-4, 1000, 100000)
+    assert rewarmed(rate, 25000, 25000, 500) == pytest.approx(rate / 500)  # the chunk's first step
+    assert rewarmed(rate, 25249, 25000, 500) == pytest.approx(rate / 2)
+    assert rewarmed(rate, 25500, 25000, 500) == rate and rewarmed(rate, 25000, 25000, 0) == rate
+
+
+def test_ties_on_the_score_go_to_the_boundaries():
+    from training.validation import replaces_kept
+
+    # a clear gain on the score wins whatever the boundaries say
+    assert replaces_kept(31.45, 23.0, 31.45, 31.43, 24.0)
+    # within 0.005 of the kept score: the boundaries decide, both ways
+    assert replaces_kept(31.430, 23.97, 31.432, 31.432, 23.87)
+    assert not replaces_kept(31.434, 23.80, 31.434, 31.432, 23.87)
+    # better boundaries but more than 0.005 below the best score so far: not kept (no drift down the score)
+    assert not replaces_kept(31.426, 24.50, 31.432, 31.430, 23.87)
+    # without boundary figures (old progress files), the higher score wins
+    assert replaces_kept(31.433, None, 31.433, 31.432, None) and not replaces_kept(31.431, 24.0, 31.432, 31.432, None)
+    # the first checkpoint of a fresh run is always kept
+    assert replaces_kept(25.0, None, 25.0, -1.0, None)
 
 
 def test_sampler_native_share_takes_consecutive_frames():
@@ -137,64 +228,6 @@ def test_sampler_native_share_takes_consecutive_frames():
         FootageSampler([clip], 64, native_share=1.5)
 
 
-def test_train_logs_both_validation_sets(footage, tmp_path):
-    out = tmp_path / "run"
-    assert train.main(_args(footage, out, "--max-steps", "2", "--native-share", "0.5")) == 0
-    rows = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
-    last = rows[-1]
-    assert {"val_psnr", "val_consecutive_psnr", "val_clean_psnr", "val_synthetic_edges_psnr", "val_boundary_psnr",
-            "score"} <= set(last)
-    assert last["val_boundary_psnr"] is None or 0 < last["val_boundary_psnr"] < 100
-    # weights are chosen by the margin over the classical baseline on the held-out clip's whole frames
-    assert {"margin", "margin_t1", "margin_t2", "holdout_psnr", "baseline_psnr"} <= set(last)
-    assert abs(last["score"] - last["margin"]) < 2e-3
-    assert abs(last["margin"] - (last["holdout_psnr"] - last["baseline_psnr"])) < 2e-3
-    assert json.loads((out / "train_config.json").read_text())["native_share"] == 0.5
-    assert "best_score" in json.loads((out / "progress.json").read_text())
-
-
-def test_synthetic_options_set_the_mix_and_edges_and_are_checked(footage, tmp_path, capsys):
-    out = tmp_path / "run"
-    assert train.main(_args(footage, out, "--max-steps", "1", "--synthetic-share", "0.5", "--synthetic-edge", "1",
-                            "--synthetic-edge-share", "0.5")) == 0
-    saved = json.loads((out / "train_config.json").read_text())
-    assert saved["synthetic_share"] == 0.5 and saved["synthetic_edge_px"] == 1.0
-    assert saved["synthetic_edge_share"] == 0.5
-    out3 = tmp_path / "run3"
-    assert train.main(_args(footage, out3, "--max-steps", "1", "--synthetic-share", "0.5", "--synthetic-layers", "4",
-                            "--synthetic-motion", "1.5", "--synthetic-shapes", "0.3", "--synthetic-warp", "6",
-                            "--synthetic-texture-zoom", "1.5", "--flow-loss-weight", "0.1",
-                            "--flow-loss-units", "quarter")) == 0
-    saved = json.loads((out3 / "train_config.json").read_text())
-    assert saved["synthetic_layers"] == 4 and saved["synthetic_motion"] == 1.5 and saved["synthetic_shapes"] == 0.3
-    assert saved["synthetic_warp"] == 6.0 and saved["synthetic_texture_zoom"] == 1.5
-    assert saved["flow_loss_weight"] == 0.1 and saved["flow_loss_units"] == "quarter"
-    out4 = tmp_path / "run4"
-    assert train.main(_args(footage, out4, "--max-steps", "1", "--photometric-share", "0.5",
-                            "--weight-decay", "0.05")) == 0
-    saved = json.loads((out4 / "train_config.json").read_text())
-    assert saved["photometric_share"] == 0.5 and saved["weight_decay"] == 0.05
-    out5 = tmp_path / "run5"
-    assert train.main(_args(footage, out5, "--max-steps", "2", "--paste-share", "1", "--paste-layers", "2")) == 0
-    saved = json.loads((out5 / "train_config.json").read_text())
-    assert saved["paste_share"] == 1.0 and saved["paste_layers"] == 2
-    for n, (option, value, message) in enumerate((
-            ("--flow-loss-weight", "-0.1", "--flow-loss-full-res must be 0 or positive, got 1.0, -0.1 and 1.0"),
-            ("--flow-loss-full-res", "-1", "--flow-loss-full-res must be 0 or positive, got 1.0, 0.05 and -1.0"),
-            ("--synthetic-shapes", "-1", "--synthetic-shapes and --synthetic-warp 0 or positive"),
-            ("--synthetic-warp", "-1", "--synthetic-shapes and --synthetic-warp 0 or positive"),
-            ("--synthetic-texture-zoom", "0.5", "--synthetic-texture-zoom at least 1"),
-            ("--synthetic-layers", "0", "--synthetic-layers must be at least 1"),
-            ("--synthetic-edge-share", "2", "--synthetic-edge-share must lie in [0, 1]"),
-            ("--synthetic-share", "1", "--synthetic-share must lie in [0, 1)"),
-            ("--photometric-share", "1.5", "--photometric-share must lie in [0, 1]"),
-            ("--weight-decay", "-1", "--weight-decay be 0 or positive"),
-            ("--paste-share", "-0.5", "--paste-share must lie in [0, 1]"),
-            ("--paste-layers", "0", "--paste-layers be at least 1"))):
-        assert train.main(_args(footage, tmp_path / f"bad{n}", "--max-steps", "1", option, value)) == 2, option
-        assert message in capsys.readouterr().err
-
-
 def test_sampler_downscale_share_shrinks_larger_crops():
     from training.data import Clip, FootageSampler
 
@@ -215,39 +248,6 @@ def test_sampler_downscale_share_shrinks_larger_crops():
     assert torch.all(wide >= 62) and wide.max() > 80 and wide.max() <= 128
     with pytest.raises(ValueError, match="downscale_share"):
         FootageSampler([clip], 64, downscale_share=-0.1)
-
-
-def test_sampler_photometric_share_recolours_whole_triplets():
-    """--photometric-share: the chosen triplets change colour, their three frames alike (a static clip stays static),
-    within [0, 1]; share 0 draws nothing, so the batches of earlier recipes are unchanged."""
-    from training.data import Clip, FootageSampler
-
-    frames = torch.randint(0, 256, (1, 3, 80, 80), generator=torch.Generator().manual_seed(1), dtype=torch.uint8)
-    clip = Clip("static", frames.expand(12, 3, 80, 80).contiguous(), 3.0, (), torch.zeros(11, dtype=torch.bool))
-
-    def batch(share, seed=0):
-        sampler = FootageSampler([clip], 64, 1, generator=torch.Generator().manual_seed(seed), photometric_share=share)
-        return sampler.batch(16)
-
-    plain, again = batch(0.0), FootageSampler([clip], 64, 1, generator=torch.Generator().manual_seed(0)).batch(16)
-    for key in ("one", "mid", "two", "t"):
-        assert torch.equal(plain[key], again[key]), key
-    recoloured = batch(1.0)
-    for key in ("one", "mid", "two"):
-        assert recoloured[key].min() >= 0 and recoloured[key].max() <= 1
-    assert torch.equal(recoloured["one"], recoloured["mid"]) and torch.equal(recoloured["two"], recoloured["mid"])
-    # against the same crops without it (the same seed draws the same crops first; the flips, transposes and channel
-    # order drawn after differ, so samples are compared by their sorted values, which those leave unchanged):
-    # every triplet changed with share 1, some with share 0.5
-    def values(b):
-        return b["one"].flatten(1).sort(dim=1).values
-
-    changed = (values(recoloured) - values(plain)).abs().mean(dim=1)
-    assert torch.all(changed > 1e-3)
-    kept = [bool(torch.equal(a, b)) for a, b in zip(values(batch(0.5)), values(plain))]
-    assert 0 < sum(kept) < 16
-    with pytest.raises(ValueError, match="photometric_share"):
-        FootageSampler([clip], 64, photometric_share=2.0)
 
 
 def test_paste_layers_puts_moving_layers_over_real_triplets():
@@ -288,97 +288,164 @@ def test_paste_layers_puts_moving_layers_over_real_triplets():
         paste_layers(real, sampler, 1.5, 64)
 
 
-def test_train_accepts_downscale_share(footage, tmp_path):
-    out = tmp_path / "run"
-    assert train.main(_args(footage, out, "--max-steps", "1", "--downscale-share", "0.5")) == 0
-    assert json.loads((out / "train_config.json").read_text())["downscale_share"] == 0.5
+def test_next_inputs_mix_footage_and_synthetic_samples_with_their_flow(footage, tmp_path):
+    """The trainer's batch: the recipe's footage rows first (some with layers pasted), then synthetic rows, and
+    the synthetic rows' true flows, forward then backward."""
+    from training.trainer import Process, Trainer
+
+    options, overrides = parse(run_args(footage, tmp_path / "o", "--synthetic-share", "0.5"))
+    trainer = Trainer(options, start_point(options, overrides), Process(torch.device("cpu")))
+    trainer.load_data()
+    trainer.build()
+    one, two, t, mid, gt = trainer.next_inputs()
+    assert one.shape == two.shape == mid.shape == (4, 3, 64, 64) and t.shape == (4,)
+    assert gt.shape == (4, 2, 64, 64)  # 2 synthetic samples, both directions
+    assert trainer.n_real == 2 and trainer.val_crop == 64
+    assert [c.name for c in trainer.val_clips] == ["val.mp4"]
+    assert sorted(c.name for c in trainer.train_clips) == ["a.mp4", "b.mp4"]
 
 
-def test_train_grows_a_trained_network(footage, tmp_path, capsys):
-    out = tmp_path / "run"
-    assert train.main(_args(footage, out, "--max-steps", "1")) == 0
-    grown = tmp_path / "grown"
-    assert train.main(_args(footage, grown, "--max-steps", "1", "--init-weights", str(out / "weights.safetensors"),
-                            "--network", "refine_width=8", "flow_refine_hidden=8")) == 0
-    assert "new tensors start from their initialisation" in capsys.readouterr().out
-    config = json.loads((grown / "config.json").read_text())
-    assert config["refine_width"] == 8 and config["flow_refine_hidden"] == [8]
-    # the grown weights rebuild the grown network
-    from model import load_weights
+def test_validation_crop_does_not_follow_a_larger_training_crop(footage, tmp_path, monkeypatch):
+    """Validation triplets are VALIDATION_CROP (256) px whatever --crop is (smaller only for a smaller training
+    crop), so runs with other training crops are scored on the same triplets."""
+    import training.trainer
+    from training.data import validation_sets
+    from training.trainer import Process, Trainer
 
-    assert load_weights(grown / "weights.safetensors").config.refine_width == 8
-    # --network cannot shrink what the weights hold, and does not combine with --resume
-    assert train.main(_args(footage, tmp_path / "x", "--max-steps", "1", "--init-weights",
-                            str(grown / "weights.safetensors"), "--network", "refine_width=0")) == 2
-    assert "can add stages, not remove them" in capsys.readouterr().err
-    assert train.main(_args(footage, tmp_path / "y", "--max-steps", "1", "--resume", str(out),
-                            "--network", "refine_width=8")) == 2
-    assert train.main(_args(footage, tmp_path / "w", "--max-steps", "1", "--init-weights",
-                            str(out / "weights.safetensors"), "--network", "full_width=12")) == 2
-    assert "not resize trained ones" in capsys.readouterr().err
-    assert train.main(_args(footage, tmp_path / "z", "--network", "refine_width=x")) == 2
-    assert "refine_width takes int" in capsys.readouterr().err
+    monkeypatch.setattr(training.trainer, "VALIDATION_CROP", 48)  # the tests' clips are 96 x 80
+    drawn = []
+    for crop in ("64", "80"):
+        options, overrides = parse(run_args(footage, tmp_path / crop, "--crop", crop))
+        trainer = Trainer(options, start_point(options, overrides), Process(torch.device("cpu")))
+        trainer.load_data()
+        assert trainer.val_crop == 48
+        drawn.append(validation_sets(trainer.val_clips, trainer.val_crop, trainer.config.max_gap, 1)["clean"][0])
+    for key in ("one", "mid", "two", "t"):
+        assert torch.equal(drawn[0][key], drawn[1][key]), key
 
 
-def test_val_batches_option(footage, tmp_path, capsys):
-    assert train.main(_args(footage, tmp_path / "bad", "--val-batches", "0")) == 2
-    assert "--val-batches 0" in capsys.readouterr().err
-    out = tmp_path / "run"
-    assert train.main(_args(footage, out, "--max-steps", "1", "--val-batches", "2")) == 0
-    assert "score" in (out / "log.jsonl").read_text()
+# -- real runs ------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def trained(footage, tmp_path_factory):
+    """One 4-step run of the study recipe (moving average 0.5), validated at steps 2 and 4."""
+    out = tmp_path_factory.mktemp("trained") / "run"
+    assert train.main(run_args(footage, out, "--max-steps", "4", "--ema-decay", "0.5", "--native-share", "0.5")) == 0
+    return out
 
 
-
-def test_ema_validates_and_saves_the_average(footage, tmp_path, capsys):
-    """--ema keeps a moving average beside the trained weights, resumes it, and saves it as the weights."""
+def test_a_run_saves_its_state_logs_and_kept_weights(trained):
+    from safetensors import safe_open
     from safetensors.torch import load_file
 
-    out = tmp_path / "ema"
-    # validated only at the end (step 4), so the saved weights are the average at step 4
-    assert train.main(_args(footage, out, "--max-steps", "4", "--ema", "0.5", "--val-every", "100")) == 0
-    average = load_file(str(out / "state_ema.safetensors"))
-    trained = load_file(str(out / "state_model.safetensors"))
+    for name in ("state_model.safetensors", "state_optim.pt", "state_ema.safetensors", "config.json",
+                 "train_config.json", "progress.json", "log.jsonl", "weights.safetensors"):
+        assert (trained / name).is_file(), name
+    progress = json.loads((trained / "progress.json").read_text())
+    assert progress["step"] == 4 and progress["val_batches"] == 4 and progress["cuda_graph"] is False
+    moments = torch.load(trained / "state_optim.pt", weights_only=True)["state"][0]
+    assert moments["exp_avg"].dtype == torch.bfloat16 and moments["exp_avg_sq"].dtype == torch.bfloat16
+    config = TrainConfig.from_dict(json.loads((trained / "train_config.json").read_text()))
+    assert config == dataclasses.replace(RECIPES["study"], batch=4, crop=64, validation_clips=("val.mp4",),
+                                         ema_decay=0.5, native_share=0.5)
+    rows = [json.loads(line) for line in (trained / "log.jsonl").read_text().splitlines()]
+    checks = [r for r in rows if "score" in r]
+    assert [c["step"] for c in checks] == [2, 4, 4] and checks[-1]["chunk_end"]
+    last = checks[-1]
+    assert {"val_psnr", "val_consecutive_psnr", "val_clean_psnr", "val_synthetic_edges_psnr", "val_boundary_psnr",
+            "val_near_linear_psnr"} <= set(last)
+    # weights are chosen by the margin over the classical baseline on the held-out clip's whole frames
+    assert abs(last["score"] - last["margin"]) < 2e-3
+    assert abs(last["margin"] - (last["holdout_psnr"] - last["baseline_psnr"])) < 2e-3
+    # the moving average: its own updates, saved in fp16, and what the kept weights hold
+    average = load_file(str(trained / "state_ema.safetensors"))
     assert int(average.pop("_updates")[0]) == 4
-    assert set(average) == set(trained) and all(a.dtype == torch.float16 for a in average.values())
-    assert any(not torch.equal(average[k].float(), trained[k].half().float()) for k in trained)  # not a copy
-    weights = load_file(str(out / "weights.safetensors"))
-    for name in trained:  # fp16 copies of the average
-        torch.testing.assert_close(weights[name], average[name], atol=1e-3, rtol=1e-3)
-    out2 = tmp_path / "ema2"
-    assert train.main(_args(footage, out2, "--max-steps", "2", "--resume", str(out))) == 0
-    assert int(load_file(str(out2 / "state_ema.safetensors"))["_updates"][0]) == 6
-    assert train.main(_args(footage, tmp_path / "bad", "--ema", "1.5")) == 2
-    assert "--ema" in capsys.readouterr().err
+    with safe_open(str(trained / "weights.safetensors"), framework="pt") as f:
+        kept_step = int(f.metadata()["step"])
+        assert TrainConfig.from_dict(json.loads(f.metadata()["train_config"])) == config
+    if kept_step == 4:
+        weights = load_file(str(trained / "weights.safetensors"))
+        for name in weights:
+            torch.testing.assert_close(weights[name], average[name], atol=1e-3, rtol=1e-3)
 
 
-def test_init_weights_restores_the_training_recipe(footage, tmp_path, capsys):
-    """Weights record the recipe they were trained with; --init-weights continues it, options override it,
-    and a file without one says that defaults apply."""
+def test_a_resumed_run_continues_its_state(footage, trained, tmp_path, capsys):
+    from safetensors.torch import load_file
+
+    out = tmp_path / "resumed"
+    assert train.main(run_args(footage, out, "--max-steps", "1", "--resume", str(trained))) == 0
+    progress = json.loads((out / "progress.json").read_text())
+    assert progress["step"] == 5 and progress["val_batches"] == 4
+    assert int(load_file(str(out / "state_ema.safetensors"))["_updates"][0]) == 5
+    assert json.loads((out / "train_config.json").read_text()) == json.loads((trained / "train_config.json").read_text())
+    assert train.main(run_args(footage, tmp_path / "x", "--resume", str(trained), "--recipe", "study")) == 2
+    assert "a resumed run continues its own recipe" in capsys.readouterr().err
+
+
+def test_a_resume_on_other_validation_sets_keeps_its_own_best(footage, trained, tmp_path, capsys):
+    """A resumed run validates on the triplets its best was measured on unless told otherwise; then the old best,
+    from other triplets, is not the bar, and a state saved by a --cuda-graph run resumes eagerly on the CPU."""
+    state = tmp_path / "state"
+    state.mkdir()
+    for path in trained.iterdir():
+        (state / path.name).write_bytes(path.read_bytes())
+    progress = json.loads((trained / "progress.json").read_text())
+    (state / "progress.json").write_text(json.dumps(dict(progress, best_score=99.0, kept_score=99.0,
+                                                         cuda_graph=True)))
+    out = tmp_path / "other"
+    assert train.main(run_args(footage, out, "--max-steps", "1", "--resume", str(state), "--val-batches", "1")) == 0
+    err = capsys.readouterr().err
+    assert "not carried over" in err and "used --cuda-graph" in err
+    after = json.loads((out / "progress.json").read_text())
+    assert after["val_batches"] == 1 and after["best_score"] < 99.0 and after["cuda_graph"] is False
+    assert (out / "weights.safetensors").is_file()  # this chunk's own best was kept
+
+
+def test_a_start_from_weights_continues_their_recipe_and_step(footage, trained, tmp_path, capsys, monkeypatch):
+    """--init-weights: the weights' step and recorded recipe (flags override it), a fresh optimizer, --rewarm
+    ramping the rate in, and --validate-first scoring the start, which stays kept unless a later step beats it."""
+    import training.schedule
     from safetensors import safe_open
-    from safetensors.torch import load_file, save_file
+    from training import validation
 
-    out = tmp_path / "run"
-    assert train.main(_args(footage, out, "--max-steps", "2", "--native-share", "0.5", "--ema", "0.9")) == 0
-    out2 = tmp_path / "cont"
-    assert train.main(_args(footage, out2, "--max-steps", "1", "--init-weights", str(out / "weights.safetensors"))) == 0
-    config = json.loads((out2 / "train_config.json").read_text())
-    assert config["native_share"] == 0.5 and config["ema_decay"] == 0.9
-    out3 = tmp_path / "override"
-    assert train.main(_args(footage, out3, "--max-steps", "1", "--native-share", "0",
-                            "--init-weights", str(out / "weights.safetensors"))) == 0
-    assert json.loads((out3 / "train_config.json").read_text())["native_share"] == 0.0
-    bare = tmp_path / "bare.safetensors"
+    weights = trained / "weights.safetensors"
+    with safe_open(str(weights), framework="pt") as f:
+        step = int(f.metadata()["step"])
+    decisions, used = [], []
+    rule, rewarmed = validation.replaces_kept, training.schedule.rewarmed
+    monkeypatch.setattr(validation, "replaces_kept", lambda *a: decisions.append(rule(*a)) or decisions[-1])
+    monkeypatch.setattr(training.schedule, "rewarmed", lambda *a: used.append(rewarmed(*a)) or used[-1])
+    out = tmp_path / "cont"
+    assert train.main(run_args(footage, out, "--max-steps", "2", "--val-every", "100", "--init-weights",
+                               str(weights), "--seed", "7", "--rewarm", "4", "--validate-first")) == 0
+    config = json.loads((out / "train_config.json").read_text())
+    assert config["seed"] == 7 and config["native_share"] == 0.5 and config["ema_decay"] == 0.5
+    checks = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if "score" in line]
+    assert [c["step"] for c in checks] == [step, step + 2]
+    assert len(decisions) == 2 and decisions[0]  # the start is kept first; then the rule decides
     with safe_open(str(out / "weights.safetensors"), framework="pt") as f:
-        metadata = {k: v for k, v in f.metadata().items() if k != "train_config"}
-    save_file(load_file(str(out / "weights.safetensors")), str(bare), metadata=metadata)
-    capsys.readouterr()
-    assert train.main(_args(footage, tmp_path / "bare_run", "--max-steps", "1", "--init-weights", str(bare))) == 0
-    assert "does not record its training recipe" in capsys.readouterr().err
+        assert int(f.metadata()["step"]) == (step + 2 if decisions[1] else step)
+    from training.schedule import learning_rate
+
+    full = [learning_rate(s, config["lr"], config["warmup"], config["total_steps"]) for s in (step, step + 1)]
+    assert used == pytest.approx([full[0] / 4, full[1] * 2 / 4])
 
 
 def test_cuda_graph_needs_one_cuda_device(footage, tmp_path, capsys):
-    assert train.main(_args(footage, tmp_path / "g", "--max-steps", "1", "--cuda-graph")) == 2
-    assert "--cuda-graph" in capsys.readouterr().err
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    assert train.main(run_args(footage, tmp_path / "g", "--max-steps", "1", "--cuda-graph")) == 2
+    assert "--cuda-graph records one GPU's step" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_two_processes_with_torchrun(footage, tmp_path):
+    out = tmp_path / "ddp"
+    proc = torchrun(footage, out, 29517, "--max-steps", "2", "--validate-first")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads((out / "progress.json").read_text())["step"] == 2
+    checks = [json.loads(line)["step"] for line in (out / "log.jsonl").read_text().splitlines() if "score" in line]
+    assert checks[0] == 0 and checks[-1] == 2  # rank 0 validated first while rank 1 waited at the first step
 
 
 @pytest.mark.cuda
@@ -386,13 +453,13 @@ def test_cuda_graph_step_matches_the_eager_step():
     """--cuda-graph replays a recorded forward and backward: on a new batch its losses and the parameters'
     gradients must match the eager step's (same kernels; only atomic-add order differs)."""
     from model import Network
+    from training.step import StepLoss, TrainStep
 
     torch.manual_seed(0)
     net = Network().cuda().to(memory_format=torch.channels_last)
 
     def step_loss():
-        return train._StepLoss(train._TrainStep(net), n_real=3, batch=4, census_weight=1.0, flow_weight=0.05,
-                               bf16=True)
+        return StepLoss(TrainStep(net), n_real=3, batch=4, census_weight=1.0, flow_weight=0.05, bf16=True)
 
     def batch(seed):
         g = torch.Generator().manual_seed(seed)
@@ -418,274 +485,19 @@ def test_cuda_graph_step_matches_the_eager_step():
         torch.testing.assert_close(a, b, rtol=2e-2, atol=1e-4)
 
 
-def test_restart_schedule_counts_warmup_and_cosine_from_the_init_step(footage, tmp_path, capsys):
-    """--restart-schedule starts a new warm-up and cosine at the start step, kept on --resume; weights past their
-    schedule's end without it train at the floor rate, and train.py says so, naming the option."""
-    from training.schedule import learning_rate
-
-    # the rate a restarted schedule gives is the fresh schedule's, shifted to the start step
-    for offset in (0, 10, 999, 1000, 5000, 40000):
-        assert learning_rate(31000 + offset, 1e-4, 1000, 40000, start=31000) == learning_rate(offset, 1e-4, 1000, 40000)
-    assert learning_rate(31000, 1e-4, 1000, 40000, start=31000) == pytest.approx(1e-7)  # warm-up's first step
-    assert learning_rate(31000, 1e-4, 1000, 40000) < 0.2e-4  # without a restart: no warm-up, the cosine's tail
-    out = tmp_path / "run"
-    assert train.main(_args(footage, out, "--max-steps", "2", "--total-steps", "2")) == 0
-    assert "past the end" not in capsys.readouterr().err  # it started at step 0, inside its schedule
-    assert train.main(_args(footage, tmp_path / "on", "--max-steps", "1",
-                            "--init-weights", str(out / "weights.safetensors"))) == 0
-    err = capsys.readouterr().err
-    assert "step 2 is past the end of the learning-rate schedule (steps 0-2)" in err and "--restart-schedule" in err
-    out2 = tmp_path / "restart"
-    assert train.main(_args(footage, out2, "--max-steps", "1", "--restart-schedule", "--total-steps", "500",
-                            "--init-weights", str(out / "weights.safetensors"))) == 0
-    assert "past the end" not in capsys.readouterr().err
-    config = json.loads((out2 / "train_config.json").read_text())
-    assert config["schedule_start"] == 2 and config["total_steps"] == 500
-    out3 = tmp_path / "resumed"  # a resumed state keeps the restarted schedule
-    assert train.main(_args(footage, out3, "--max-steps", "1", "--resume", str(out2))) == 0
-    assert json.loads((out3 / "train_config.json").read_text())["schedule_start"] == 2
-
-
-def test_rewarm_ramps_the_rate_onto_the_schedule_where_it_stands(footage, tmp_path, capsys, monkeypatch):
-    import training.schedule
-    from training.schedule import learning_rate, rewarmed
-
-    rate = learning_rate(25000, 3e-4, 1000, 100000)
-    assert rewarmed(rate, 25000, 25000, 500) == pytest.approx(rate / 500)  # the chunk's first step
-    assert rewarmed(rate, 25249, 25000, 500) == pytest.approx(rate / 2)
-    assert rewarmed(rate, 25500, 25000, 500) == rate  # then the schedule itself, which was not restarted
-    assert rewarmed(rate, 25000, 25000, 0) == rate
-    out = tmp_path / "run"
-    assert train.main(_args(footage, out, "--max-steps", "2")) == 0
-    used = []  # the rates train.py sets, through the real function
-    monkeypatch.setattr(training.schedule, "rewarmed", lambda *a: used.append(rewarmed(*a)) or used[-1])
-    out2 = tmp_path / "cont"
-    assert train.main(_args(footage, out2, "--max-steps", "2", "--rewarm", "4",
-                            "--init-weights", str(out / "weights.safetensors"))) == 0
-    config = json.loads((out2 / "train_config.json").read_text())
-    assert config["schedule_start"] == 0  # the schedule goes on; only this chunk's first steps are scaled
-    full = [learning_rate(s, config["lr"], config["warmup"], config["total_steps"]) for s in (2, 3)]
-    assert used == pytest.approx([full[0] / 4, full[1] * 2 / 4])
-    assert train.main(_args(footage, tmp_path / "bad", "--rewarm", "-1")) == 2
-    assert "--rewarm" in capsys.readouterr().err
-
-
-def test_ties_on_the_score_go_to_the_boundaries():
-    from training.validation import replaces_kept
-
-    # a clear gain on the score wins whatever the boundaries say
-    assert replaces_kept(31.45, 23.0, 31.45, 31.43, 24.0)
-    # within 0.005 of the kept score: the boundaries decide, both ways
-    assert replaces_kept(31.430, 23.97, 31.432, 31.432, 23.87)
-    assert not replaces_kept(31.434, 23.80, 31.434, 31.432, 23.87)
-    # better boundaries but more than 0.005 below the best score so far: not kept (no drift down the score)
-    assert not replaces_kept(31.426, 24.50, 31.432, 31.430, 23.87)
-    # without boundary figures (old progress files), the higher score wins
-    assert replaces_kept(31.433, None, 31.433, 31.432, None) and not replaces_kept(31.431, 24.0, 31.432, 31.432, None)
-    # the first checkpoint of a fresh run is always kept
-    assert replaces_kept(25.0, None, 25.0, -1.0, None)
-
-
-def test_flow_loss_weighs_the_full_resolution_level():
-    """--flow-loss-full-res scales the end-point error of a full-resolution flow level (convex upsampling)
-    against 1 for each coarser level, in a weighted mean; 0 leaves that level unsupervised."""
-    from train import _step_losses
-
-    torch.manual_seed(0)
-    pred = mid = torch.rand(2, 3, 32, 32)
-    gt = torch.zeros(2, 2, 32, 32)  # one synthetic sample: its forward flow, then its backward flow
-    coarse = torch.zeros(4, 2, 8, 8)
-    coarse[:, 0] = 1.0  # 1 px of error in 1/4-level pixels
-    full = torch.zeros(4, 2, 32, 32)
-    full[:, 0] = 4.0  # the same error in full-resolution pixels
-    pyramid = [coarse, full]
-
-    def flow_loss(weight: float) -> float:
-        return float(_step_losses(pred, pyramid, mid, gt, 1, 2, 1.0, 0.05, weight)[3])
-
-    assert flow_loss(1.0) == pytest.approx((1.0 + 4.0) / 2)
-    assert flow_loss(0.25) == pytest.approx((1.0 + 1.0) / 1.25)
-    assert flow_loss(0.0) == pytest.approx(1.0)
-
-
-def test_flow_loss_in_quarter_resolution_units_counts_coarse_misses_fully():
-    """--flow-loss-units quarter: the same miss in full-resolution pixels counts the same at every level (in the
-    levels' own units a 1/32 level's miss counts 8x less than a 1/4 level's)."""
-    from train import _step_losses
-
-    pred = mid = torch.rand(2, 3, 64, 64)
-    gt = torch.zeros(2, 2, 64, 64)
-    pyramid = []
-    for size in (2, 16):  # 1/32 and 1/4 of 64 px, each off by 8 full-resolution pixels
-        level = torch.zeros(4, 2, size, size)
-        level[:, 0] = 8.0 * size / 64
-        pyramid.append(level)
-
-    def flow_loss(units: str) -> float:
-        return float(_step_losses(pred, pyramid, mid, gt, 1, 2, 1.0, 0.05, 1.0, units)[3])
-
-    assert flow_loss("level") == pytest.approx((0.25 + 2.0) / 2)
-    assert flow_loss("quarter") == pytest.approx((2.0 + 2.0) / 2)
-
-
-def test_validation_crop_does_not_follow_a_larger_training_crop(footage, tmp_path, monkeypatch):
-    """Validation triplets are VALIDATION_CROP (256) px whatever --crop is (smaller only for a smaller training
-    crop), so an A/B of training crop sizes is scored on the same triplets: the same weights get the same figure."""
-    import training.config
-
-    monkeypatch.setattr(training.config, "VALIDATION_CROP", 48)  # the tests' clips are 96 x 80
-    scores = []
-    for crop in ("64", "80"):
-        out = tmp_path / f"crop{crop}"
-        assert train.main(_args(footage, out, "--crop", crop, "--max-steps", "1", "--validate-first",
-                                "--seed", "3")) == 0
-        first = next(json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if "score" in line)
-        assert first["step"] == 0
-        scores.append(first["score"])
-    assert scores[0] == scores[1]
-
-
-def test_resume_keeps_the_validation_size(footage, tmp_path, capsys):
-    """A resumed run validates on the triplets its best score was measured on, unless told otherwise; then the
-    old best, from other triplets, is not the bar for the new scores."""
-    out = tmp_path / "run"
-    assert train.main(_args(footage, out, "--max-steps", "2", "--val-batches", "2")) == 0
-    progress = json.loads((out / "progress.json").read_text())
-    assert progress["val_batches"] == 2
-    out2 = tmp_path / "same"
-    assert train.main(_args(footage, out2, "--max-steps", "2", "--resume", str(out))) == 0
-    assert json.loads((out2 / "progress.json").read_text())["val_batches"] == 2
-    assert json.loads((out2 / "progress.json").read_text())["best_score"] >= progress["best_score"]
-    (out / "progress.json").write_text(json.dumps(dict(progress, best_score=99.0, kept_score=99.0)))
-    capsys.readouterr()
-    out3 = tmp_path / "other"
-    assert train.main(_args(footage, out3, "--max-steps", "2", "--resume", str(out), "--val-batches", "1")) == 0
-    assert "not carried over" in capsys.readouterr().err
-    after = json.loads((out3 / "progress.json").read_text())
-    assert after["val_batches"] == 1 and after["best_score"] < 99.0
-    assert (out3 / "weights.safetensors").is_file()  # this chunk's own best was kept
-
-
-def test_resume_keeps_cuda_graph_where_it_can(footage, tmp_path, capsys):
-    out = tmp_path / "run"
-    assert train.main(_args(footage, out, "--max-steps", "1")) == 0
-    progress = json.loads((out / "progress.json").read_text())
-    assert progress["cuda_graph"] is False
-    # a state saved by a --cuda-graph run (on a GPU), resumed where graphs cannot run: eager, with a note
-    (out / "progress.json").write_text(json.dumps({**progress, "cuda_graph": True}))
-    out2 = tmp_path / "resumed"
-    assert train.main(_args(footage, out2, "--max-steps", "1", "--resume", str(out))) == 0
-    assert "used --cuda-graph" in capsys.readouterr().err
-    assert json.loads((out2 / "progress.json").read_text())["cuda_graph"] is False
-    out3 = tmp_path / "eager"  # said outright, no note
-    assert train.main(_args(footage, out3, "--max-steps", "1", "--resume", str(out), "--no-cuda-graph")) == 0
-    assert "used --cuda-graph" not in capsys.readouterr().err
-
-
-def test_oracle_probe_bounds_constant_velocity_motion():
-    """bench/diagnose_validation.py --oracle: on a texture moving at constant velocity, interpolation told the
-    middle frame's motion is near exact, straightening it changes nothing, and both beat blending."""
-    import cv2
-    import numpy as np
-
-    from bench.diagnose_validation import _oracle_rows
-    from model import load_weights
-
-    rng = np.random.default_rng(0)
-    texture = cv2.GaussianBlur(rng.random((96, 120, 3)).astype(np.float32), (0, 0), 2.0)
-    texture = (texture - texture.min()) / (texture.max() - texture.min())
-    frames = [torch.from_numpy(np.ascontiguousarray(texture[16:80, 16 + 3 * k:80 + 3 * k])).permute(2, 0, 1)
-              for k in range(3)]  # 3 px per frame to the left
-    batch = {"one": frames[0][None], "mid": frames[1][None], "two": frames[2][None], "t": torch.tensor([0.5])}
-    weights = Path(__file__).resolve().parent.parent / "weights" / "network.safetensors"
-    with torch.no_grad():
-        rows = {k: float(v) for k, v in _oracle_rows(load_weights(weights, torch.device("cpu")).eval(), batch).items()}
-    assert rows["middle-frame flow"] > rows["frame blend"] + 8
-    assert abs(rows["constant velocity"] - rows["middle-frame flow"]) < 1.0
-    assert rows["+ best input per pixel"] >= rows["middle-frame flow"] - 0.5
-    assert rows["network"] > rows["frame blend"]
-
-
-def test_diagnose_skip_batches_scores_only_the_later_batches(monkeypatch, capsys):
-    """bench/diagnose_validation.py --val-batches 32 --skip-batches 16 scores batches 17-32 of every set exactly
-    (the fresh triplets of a run validated on 16), and refuses a skip that leaves nothing."""
-    import bench.diagnose_validation as diagnose
-
-    drawn = {name: [{"batch": k} for k in range(4)] for name in ("motion-weighted", "consecutive")}
-    seen = {}
-
-    def fake_psnr(net, sets, boundaries, near_linear):
-        seen["sets"], seen["near_linear"] = sets, near_linear
-        return {"motion-weighted": 30.0, "consecutive": 32.0}, 24.0
-
-    monkeypatch.setattr(diagnose, "validation_sets", lambda clips, crop, gap, batches: drawn)
-    monkeypatch.setattr(diagnose, "boundary_masks", lambda sets: {n: len(b) for n, b in sets.items()})
-    monkeypatch.setattr(diagnose, "near_linear_subsets", lambda sets, names: {n: len(b) for n, b in sets.items()})
-    monkeypatch.setattr(diagnose, "load_weights", lambda path, device: torch.nn.Identity())
-    monkeypatch.setattr(diagnose, "validation_psnr", fake_psnr)
-    assert diagnose.boundary_scores([], [Path("w.safetensors")], torch.device("cpu"), batches=4, skip=3) == 0
-    assert seen["sets"] == {name: [{"batch": 3}] for name in drawn}
-    assert seen["near_linear"] == {name: 1 for name in drawn}  # measured on the scored batches only
-    assert "31.000" in capsys.readouterr().out  # the score, (30 + 32) / 2
-    with pytest.raises(SystemExit):
-        diagnose.main(["--data", ".", "--boundaries", "--val-batches", "16", "--skip-batches", "16"])
-    assert "--skip-batches 16: use 0 to 15" in capsys.readouterr().err
-
-
-def test_diagnose_flow_scale_scores_the_network_with_its_flow_at_other_sizes(monkeypatch, capsys):
-    """bench/diagnose_validation.py --boundaries --flow-scale 1 2 gives a row per weights file and scale, the
-    network estimating its flow at that scale of the frames (full-resolution flow back), and the option is
-    refused without --boundaries or outside (0, 4]."""
-    import bench.diagnose_validation as diagnose
-    from model import Network
-
-    torch.manual_seed(0)
-    net = Network().eval()
-    one, two = torch.rand(1, 3, 64, 96), torch.rand(1, 3, 64, 96)
-    with torch.no_grad():
-        plain = net.estimate_flow(one, two)
-        scaled = diagnose.ScaledFlow(net, 2.0).estimate_flow(one, two)
-        frame = diagnose.ScaledFlow(net, 2.0).synthesize(scaled, torch.tensor([0.5]))
-    assert scaled.flow_fwd.shape == plain.flow_fwd.shape == (1, 2, 64, 96)
-    assert frame.shape == (1, 3, 64, 96)
-    assert not torch.allclose(scaled.flow_fwd, plain.flow_fwd)  # the scale reached the flow estimate
-
-    drawn = {name: [{"batch": 0}] for name in ("motion-weighted", "consecutive")}
-    scales = []
-
-    def fake_psnr(model, sets, boundaries, near_linear):
-        scales.append(getattr(model, "scale", 1.0))
-        return {"motion-weighted": 30.0, "consecutive": 32.0}, 24.0
-
-    monkeypatch.setattr(diagnose, "validation_sets", lambda clips, crop, gap, batches: drawn)
-    monkeypatch.setattr(diagnose, "boundary_masks", lambda sets: {})
-    monkeypatch.setattr(diagnose, "near_linear_subsets", lambda sets, names: {})
-    monkeypatch.setattr(diagnose, "load_weights", lambda path, device: torch.nn.Identity())
-    monkeypatch.setattr(diagnose, "validation_psnr", fake_psnr)
-    assert diagnose.boundary_scores([], [Path("w.safetensors")], torch.device("cpu"), flow_scales=(1.0, 2.0)) == 0
-    assert scales == [1.0, 2.0]
-    out = capsys.readouterr().out
-    assert "(flow scale 1)" in out and "(flow scale 2)" in out
-    for argv, message in ((["--flow-scale", "2"], "--flow-scale goes with --boundaries"),
-                          (["--boundaries", "--flow-scale", "0"], "--flow-scale 0: use values in (0, 4]")):
-        with pytest.raises(SystemExit):
-            diagnose.main(["--data", ".", *argv])
-        assert message in capsys.readouterr().err
-
-
-def test_unpack_builds_a_state_that_resumes(footage, tmp_path, capsys):
-    """training.unpack: a device chunk's files (small.tar's t/ and train/state_*, as device_chunk.sh leaves them)
-    become a state folder and a lean resume folder that train.py --resume takes."""
+def test_unpack_builds_a_state_that_resumes(footage, trained, tmp_path, capsys):
+    """training.unpack: a device chunk's files (small.tar's t/ and train/state_*, as scripts/device/chunk.sh leaves
+    them) become a state folder and a lean resume folder that train.py --resume takes."""
     import shutil
     import tarfile
 
     from training.unpack import main as unpack
 
     returned = tmp_path / "returned"
-    assert train.main(_args(footage, returned / "train", "--max-steps", "2", "--ema", "0.9")) == 0
+    shutil.copytree(trained, returned / "train")
     small = returned / "t"
     small.mkdir()
-    for path in list((returned / "train").iterdir()):  # what device_chunk.sh moves into the tar
+    for path in list((returned / "train").iterdir()):  # what chunk.sh moves into the tar
         if path.suffix in (".json", ".jsonl") or path.name in ("state_ema.safetensors", "weights.safetensors",
                                                                 "nonlinearity.pt"):
             shutil.move(str(path), small / path.name)
@@ -698,8 +510,7 @@ def test_unpack_builds_a_state_that_resumes(footage, tmp_path, capsys):
     assert {"state_model.safetensors", "state_optim.pt", "state_ema.safetensors", "weights.safetensors",
             "progress.json", "log.jsonl"} <= names
     assert not (resume / "weights.safetensors").exists() and (resume / "state_ema.safetensors").is_file()
-    assert train.main(_args(footage, tmp_path / "next", "--max-steps", "1", "--resume", str(resume))) == 0
-    assert json.loads((tmp_path / "next" / "progress.json").read_text())["step"] == 3
+    assert start_point(*parse(run_args(footage, tmp_path / "next", "--resume", str(resume)))).step == 4
     assert unpack([str(returned), str(tmp_path / "state")]) == 2  # not over an earlier chunk
     assert "not empty" in capsys.readouterr().err
     assert unpack([str(tmp_path / "nothing"), str(tmp_path / "other")]) == 2

@@ -1,1 +1,4 @@
-"""Training: footage and synthetic data on the GPU, losses, schedule (used by train.py)."""
+"""The training library: recipes (config), flags (options), the trainer, data, losses, schedule, validation.
+
+``train.py`` is its command line; ``python -m training.stage|unpack|export|average|linearity|holdout`` are its tools.
+"""

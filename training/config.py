@@ -1,4 +1,10 @@
-"""The training configuration: frozen, saved as JSON beside every checkpoint."""
+"""The training configuration and its named recipes.
+
+``TrainConfig`` is the recipe: frozen, saved as JSON beside every checkpoint and in the weights' metadata. Each
+field is declared once, with its help text and its check; ``training.options`` makes the command-line flags from
+these declarations. Its defaults are the recipe of the shipped weights (``weights/network.safetensors``,
+``RECIPES["shipped"]``); ``RECIPES`` names the others in use.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +12,13 @@ import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from training.holdout import HOLDOUT_SOURCES
 
 # The held-out clips of the runs before source-disjoint validation (training.holdout), which share source
-# repositories with training clips; tools that score the older weights still use them. Middlebury is for
-# evaluation only and plays no part in training or selection.
-# Validation crops are this size whatever the training crop (smaller only where the training crop is: tests), so
-# runs with different --crop compare on the same triplets (all runs so far trained and validated at 256).
-VALIDATION_CROP = 256
+# repositories with training clips; the shipped weights were validated on them, and tools that score older
+# weights still use them. Middlebury is for evaluation only and plays no part in training or selection.
 VALIDATION_CLIPS: Tuple[str, ...] = (
     "davis2016-val__480p__car-shadow.mp4",
     "tokenflow__woman-running.mp4",
@@ -25,57 +28,143 @@ VALIDATION_CLIPS: Tuple[str, ...] = (
     "vid2vid-cityscapes__train_B__seq0005.mp4",
     "rerender__pexels-koolshooters-7322716.mp4",
 )
+# Validation crops are this size whatever the training crop (smaller only where the training crop is: tests), so
+# runs with different --crop compare on the same triplets.
+VALIDATION_CROP = 256
+
+
+class TrainingError(Exception):
+    """A run that cannot start as asked: one line for the user (train.py reports it once, without a traceback)."""
+
+
+class ConfigError(TrainingError, ValueError):
+    """A recipe or option value that cannot train; the message names the command-line flag."""
+
+
+def _option(default: Any, help: str, check: Optional[Callable[[Any], bool]] = None, rule: str = "",
+            metavar: Optional[str] = None) -> Any:
+    """One option's whole declaration: default, help, and the check its value must pass (``rule`` says it)."""
+    return dataclasses.field(default=default, metadata={"help": help, "check": check, "rule": rule,
+                                                        "metavar": metavar})
+
+
+def _share(default: float, help: str) -> Any:
+    return _option(default, help, lambda v: 0.0 <= v <= 1.0, "must lie in [0, 1]", "SHARE")
+
+
+def _non_negative(default: float, help: str, metavar: Optional[str] = None) -> Any:
+    return _option(default, help, lambda v: v >= 0, "must be 0 or positive", metavar)
+
+
+def _at_least_one(default: int, help: str, metavar: Optional[str] = None) -> Any:
+    return _option(default, help, lambda v: v >= 1, "must be at least 1", metavar)
+
+
+def flag(name: str) -> str:
+    """The command-line flag of a field: ``synthetic_share`` -> ``--synthetic-share``."""
+    return "--" + name.replace("_", "-")
+
+
+def check_fields(obj: Any) -> None:
+    """Raise ConfigError, naming the flag, for the first field of a dataclass whose value breaks its rule."""
+    for f in dataclasses.fields(obj):
+        check = f.metadata.get("check")
+        value = getattr(obj, f.name)
+        if check is not None and value is not None and not check(value):
+            raise ConfigError(f"{flag(f.name)} {f.metadata['rule']}, got {value}")
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    seed: int = 0
-    batch: int = 32  # per GPU
-    crop: int = 256
-    lr: float = 3e-4
-    weight_decay: float = 1e-3
-    warmup: int = 1000
-    total_steps: int = 60000  # the cosine schedule spans this many steps (from schedule_start), across chunks
-    schedule_start: int = 0  # the step the warm-up and the cosine count from (train.py --restart-schedule)
-    synthetic_share: float = 0.3  # fraction of each batch from synthetic layered motion
-    synthetic_small_share: float = 0.0  # fraction of synthetic samples with motion scaled down 2-16x
-    synthetic_edge_px: float = 0.0  # width of a synthetic layer's edge in pixels; 0: the original soft edge
-    synthetic_edge_share: float = 1.0  # with synthetic_edge_px > 0: fraction of synthetic samples with those edges
-    synthetic_layers: int = 2  # moving layers over the background in a synthetic sample
-    synthetic_motion: float = 1.0  # multiplies the synthetic layers' largest shifts (12 px background, 32 px layers)
-    synthetic_shapes: float = 0.0  # amplitude of the synthetic layers' boundary harmonics (0: ellipses)
-    synthetic_warp: float = 0.0  # largest non-rigid deformation of a synthetic layer at t = 1, px (0: rigid)
-    synthetic_texture_zoom: float = 1.0  # synthetic textures cut up to this much larger than the crop and shrunk
-    flow_loss_weight: float = 0.05
-    flow_loss_full_res: float = 1.0  # weight of a full-resolution flow level (convex upsampling) in the flow loss
-    # each level's flow error in its own pixels ("level") or in 1/4-level ones ("quarter")
-    flow_loss_units: str = "level"
-    census_weight: float = 1.0
-    max_gap: int = 4
-    native_share: float = 0.0  # fraction of footage triplets at the stored rate (k = 1), not motion-weighted
-    downscale_share: float = 0.0  # fraction of footage crops taken 1-2x larger and shrunk to the crop size
-    photometric_share: float = 0.0  # fraction of footage triplets given one random colour change
-    paste_share: float = 0.0  # fraction of footage triplets with synthetic moving layers pasted over them
-    paste_layers: int = 1  # layers pasted over each of those triplets
-    max_nonlinearity: float = 0.0  # > 0: footage triplets straying more than this (px) from constant velocity left out
-    ema_decay: float = 0.0  # > 0: validate and save an exponential moving average of the weights
-    bf16: bool = True
-    # held-out clips: empty (the default) holds out whole source repositories (training.holdout: footage2's val
-    # split and the repositories below), and weights are chosen by the margin over the classical baseline there;
-    # clip names (runs before the held-out sources, and tests) hold out those clips of the same sources instead
-    validation_clips: Tuple[str, ...] = ()
-    holdout_sources: Tuple[str, ...] = HOLDOUT_SOURCES
+    """The recipe. Defaults: the shipped weights' recipe (session 17's chunk 60, ``docs/raw/train_config_chunk60.json``):
+    a 7000-step anneal with the non-linearity filter from the step-25000 weights of a run from scratch."""
+
+    seed: int = _option(61, "random seed (batches, augmentation, synthetic scenes)")
+    batch: int = _at_least_one(32, "triplets per step and GPU")
+    crop: int = _option(256, "training crop size in pixels", lambda v: v >= 32, "must be at least 32", "PX")
+    lr: float = _option(2e-4, "peak learning rate (AdamW)", lambda v: v > 0, "must be positive")
+    weight_decay: float = _non_negative(1e-3, "AdamW weight decay (not on biases and norms)")
+    warmup: int = _non_negative(1000, "linear warm-up steps of the schedule", "STEPS")
+    total_steps: int = _at_least_one(7000, "length of the cosine schedule from --schedule-start; the run stops at "
+                                           "its end", "STEPS")
+    schedule_start: int = _non_negative(25000, "the step the warm-up and the cosine count from (a schedule "
+                                               "restarted on trained weights: their step)", "STEP")
+    synthetic_share: float = _option(0.5, "fraction of each batch from synthetic layered motion (exact ground truth; "
+                                          "footage fills the rest)", lambda v: 0.0 <= v < 1.0, "must lie in [0, 1)",
+                                     "SHARE")
+    synthetic_small_share: float = _share(0.3, "fraction of synthetic samples with motion scaled down 2-16x")
+    synthetic_edge_px: float = _non_negative(1.0, "width of a synthetic layer's edge in pixels (0: the original "
+                                                  "soft edge, 9-33 px wide)", "PX")
+    synthetic_edge_share: float = _share(0.3, "with --synthetic-edge-px > 0: fraction of synthetic samples with "
+                                              "those edges")
+    synthetic_layers: int = _at_least_one(4, "moving layers over the background in a synthetic sample", "N")
+    synthetic_motion: float = _option(2.0, "factor on the synthetic layers' largest shifts (1: 12 px background, "
+                                           "32 px layers)", lambda v: v > 0, "must be positive", "SCALE")
+    flow_loss_weight: float = _non_negative(0.05, "weight of the flow's end-point error against the synthetic "
+                                                  "samples' ground truth (per pyramid level, in its own pixels)")
+    census_weight: float = _non_negative(1.0, "weight of the census loss beside the Laplacian reconstruction loss")
+    max_gap: int = _at_least_one(4, "largest frame gap k of a footage triplet (slow clips get wider gaps)")
+    native_share: float = _share(0.25, "fraction of footage triplets at the stored rate (k = 1)")
+    downscale_share: float = _share(1.0, "fraction of footage crops taken up to 2x larger and shrunk")
+    paste_share: float = _share(0.3, "fraction of footage triplets with a synthetic moving layer pasted over them")
+    max_nonlinearity: float = _non_negative(2.0, "leave out footage triplets whose middle frame strays more than "
+                                                 "PX from constant velocity (training/linearity.py; 0: off)", "PX")
+    ema_decay: float = _option(0.999, "validate and save a moving average of the weights with this decay (0: off)",
+                               lambda v: 0.0 <= v < 1.0, "must lie in [0, 1) (0 turns the average off)", "DECAY")
+    bf16: bool = _option(True, "bfloat16 autocast on CUDA")
+    # held-out clips: empty holds out whole source repositories (training.holdout: footage2's val split and the
+    # repositories of HOLDOUT_SOURCES); clip names hold out those clips instead (the shipped weights' runs, tests)
+    validation_clips: Tuple[str, ...] = _option(VALIDATION_CLIPS, "held-out clip files (none: whole held-out "
+                                                                  "source repositories, training/holdout.py)", None,
+                                                "", "FILE")
+    holdout_sources: Tuple[str, ...] = _option(HOLDOUT_SOURCES, "source repositories held out whole when "
+                                                                "--validation-clips is empty", None, "", "REPO")
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(dataclasses.asdict(self), indent=2) + "\n")
 
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self))
+
     @classmethod
-    def from_dict(cls, data: dict) -> "TrainConfig":
-        """A config saved by ``save`` (or stored in a weights file): fields added since then take their
-        defaults, unknown ones are ignored."""
+    def from_dict(cls, data: dict, source: str = "the saved config") -> "TrainConfig":
+        """A config saved by ``save`` (or stored in a weights file). Fields it lacks take the values the code had
+        when it was written (``LEGACY``); an option removed since then is an error unless it holds its old
+        default (docs/journal/removed-options.md says what each one found)."""
         names = {f.name for f in dataclasses.fields(cls)}
-        values = {k: v for k, v in data.items() if k in names}
+        for key, value in data.items():
+            if key not in names and key in REMOVED and value != REMOVED[key]:
+                raise ConfigError(f"{source} sets {flag(key)} {value}, an option removed from train.py "
+                                  f"(docs/journal/removed-options.md); train it with an older commit")
+        values = {**LEGACY, **{k: v for k, v in data.items() if k in names}}
         for key in ("validation_clips", "holdout_sources"):
             if key in values:
                 values[key] = tuple(values[key])
         return cls(**values)
+
+
+# Removed options and the value every recipe kept them at; saved configs holding those values still load.
+REMOVED: Dict[str, Any] = {"synthetic_shapes": 0.0, "synthetic_warp": 0.0, "synthetic_texture_zoom": 1.0,
+                           "flow_loss_full_res": 1.0, "flow_loss_units": "level", "photometric_share": 0.0,
+                           "paste_layers": 1}
+
+# What a saved config without a field meant: the defaults of the code before the shipped recipe became the
+# default (every config saved so far holds every other field).
+LEGACY: Dict[str, Any] = {"seed": 0, "lr": 3e-4, "total_steps": 60000, "schedule_start": 0, "synthetic_share": 0.3, "synthetic_small_share": 0.0, "synthetic_edge_px": 0.0,
+                          "synthetic_edge_share": 1.0, "synthetic_layers": 2, "synthetic_motion": 1.0,
+                          "native_share": 0.0, "downscale_share": 0.0, "paste_share": 0.0, "max_nonlinearity": 0.0,
+                          "ema_decay": 0.0, "validation_clips": ()}
+
+RECIPES: Dict[str, TrainConfig] = {
+    # the shipped weights: the anneal that made them, from the step-25000 weights of session 14's run (docs/training.md)
+    "shipped": TrainConfig(),
+    # the scaling study (docs/journal/scaling-study.md): the shipped recipe without the non-linearity filter, from
+    # scratch on one 40000-step cosine, validated on the held-out source repositories
+    "study": TrainConfig(seed=80, lr=3e-4, total_steps=40000, schedule_start=0, max_nonlinearity=0.0,
+                         validation_clips=()),
+    # the first stage of the shipped weights (session 14's run 40a, from scratch, kept at step 25000)
+    "shipped-base": TrainConfig(seed=40, lr=3e-4, total_steps=100000, schedule_start=0, max_nonlinearity=0.0),
+}

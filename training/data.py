@@ -172,22 +172,17 @@ class FootageSampler:
 
     def __init__(self, clips: List[Clip], crop: int, max_gap: int = 4, target_motion: float = 6.0,
                  generator: Optional[torch.Generator] = None, native_share: float = 0.0,
-                 downscale_share: float = 0.0, photometric_share: float = 0.0,
-                 device: Optional[torch.device] = None) -> None:
+                 downscale_share: float = 0.0, device: Optional[torch.device] = None) -> None:
         """``native_share``: fraction of triplets taken as consecutive stored frames (k1 = k2 = 1) from
         clips drawn by length alone, i.e. the small motions of ordinary x2 interpolation.
         ``downscale_share``: fraction of crops cut 1-2x larger (log-uniform, as the frame allows) and
-        shrunk to ``crop`` with antialiasing: finer detail per pixel, less coding noise, less motion.
-        ``photometric_share``: fraction of triplets given a random colour change (gamma, saturation, contrast,
-        channel gains, brightness; the same for their three frames): new appearances from the same footage."""
+        shrunk to ``crop`` with antialiasing: finer detail per pixel, less coding noise, less motion."""
         if not clips:
             raise ValueError("no clips to sample from: check --data and the crop size")
-        for name, share in (("native_share", native_share), ("downscale_share", downscale_share),
-                            ("photometric_share", photometric_share)):
+        for name, share in (("native_share", native_share), ("downscale_share", downscale_share)):
             if not 0.0 <= share <= 1.0:
                 raise ValueError(f"{name} must lie in [0, 1], got {share}")
         self.downscale_share = downscale_share
-        self.photometric_share = photometric_share
         self.clips = clips
         # where batches are made: the frames' device, or the GPU when the frames are memory-mapped on the CPU
         self.device = device if device is not None else clips[0].frames.device
@@ -277,33 +272,7 @@ class FootageSampler:
             "two": torch.stack(twos).float() / 255.0,
             "t": to_device(torch.tensor(times, dtype=torch.float32), ones[0].device),
         }
-        if self.photometric_share > 0:  # (no draw unless enabled: the random stream of earlier recipes stays the same)
-            out = recolour(out, self.photometric_share, self.gen)
         return augment(out, self.gen)
-
-
-def recolour(batch: Dict[str, torch.Tensor], share: float, gen: Optional[torch.Generator]) -> Dict[str, torch.Tensor]:
-    """A random colour change on ``share`` of the triplets, the same for the three frames of each: gamma
-    0.74-1.35, saturation 0.74-1.35, contrast 0.82-1.22 about mid-grey, channel gains 0.9-1.1 and brightness
-    +-0.05, clamped to [0, 1]. The others pass unchanged."""
-    one = batch["one"]
-    n, device = one.shape[0], one.device
-
-    def uniform(low: float, high: float, channels: int = 1) -> torch.Tensor:
-        draw = torch.rand(n, channels, 1, 1, generator=gen)
-        return (low + (high - low) * draw).to(device)
-
-    chosen = (torch.rand(n, 1, 1, 1, generator=gen) < share).to(device)
-    gamma, saturation, contrast = uniform(-0.3, 0.3).exp(), uniform(-0.3, 0.3).exp(), uniform(-0.2, 0.2).exp()
-    gains, brightness = uniform(-0.1, 0.1, 3).exp(), uniform(-0.05, 0.05)
-    out = dict(batch)
-    for key in ("one", "mid", "two"):
-        x = batch[key].clamp(0.0, 1.0) ** gamma
-        grey = x.mean(1, keepdim=True)
-        x = grey + saturation * (x - grey)
-        x = ((x - 0.5) * contrast * gains + 0.5 + brightness).clamp(0.0, 1.0)
-        out[key] = torch.where(chosen, x, batch[key])
-    return out
 
 
 # The fixed validation sets (name: generator seed, native_share, downscale_share): motion-weighted triplets with
@@ -550,6 +519,89 @@ def _texture_cuts(sampler: FootageSampler, crop: int, count: int, zoom: float,
     return [(side, sampler.weights * (shortest >= side)) for side in sides]
 
 
+def _check_scene_options(small_share: float, edge_px: float, edge_share: float, layers: int, motion_scale: float,
+                         shape_amp: float, warp_px: float, texture_zoom: float) -> None:
+    if not 0.0 <= small_share <= 1.0:
+        raise ValueError(f"small_share must lie in [0, 1], got {small_share}")
+    if not 0.0 <= edge_share <= 1.0:
+        raise ValueError(f"edge_share must lie in [0, 1], got {edge_share}")
+    if edge_px < 0:
+        raise ValueError(f"edge_px must be 0 (the original soft edge) or a width in pixels, got {edge_px}")
+    if layers < 1:
+        raise ValueError(f"layers must be at least 1 (a background and a moving layer over it), got {layers}")
+    if not motion_scale > 0:
+        raise ValueError(f"motion_scale must be positive, got {motion_scale}")
+    if shape_amp < 0:
+        raise ValueError(f"shape_amp must be 0 (ellipses) or positive, got {shape_amp}")
+    if warp_px < 0:
+        raise ValueError(f"warp_px must be 0 (rigid layers) or positive, got {warp_px}")
+    if not texture_zoom >= 1:
+        raise ValueError(f"texture_zoom must be 1 (textures at the footage's size) or more, got {texture_zoom}")
+
+
+def _layer_textures(sampler: FootageSampler, size: int, crop: int, count: int, zoom: float,
+                    gen: Optional[torch.Generator]) -> torch.Tensor:
+    """``count`` textures per sample (count x size x 3 x crop x crop in [0, 1]), cut from random frames."""
+    device = sampler.device
+    textures = []
+    for side, weights in _texture_cuts(sampler, crop, count, zoom, gen):
+        cuts = []
+        for _ in range(size):
+            clip = sampler.clips[int(torch.multinomial(weights, 1, generator=gen))]
+            f = clip.frames[sampler._rand(clip.frames.shape[0])]
+            h, w = f.shape[1:]
+            y, x = sampler._rand(h - side + 1), sampler._rand(w - side + 1)
+            cuts.append(f[:, y:y + side, x:x + side])
+        cuts = to_device(torch.stack(cuts), device).float().div(255.0)
+        if side != crop:
+            cuts = F.interpolate(cuts, size=(crop, crop), mode="bilinear", align_corners=False, antialias=True)
+        textures.append(cuts)
+    return torch.stack(textures)
+
+
+def _render(motions, textures: torch.Tensor, times: Dict[str, torch.Tensor], grid: torch.Tensor, sharpness, shapes,
+            fields, backgrounds: Optional[Dict[str, torch.Tensor]]):
+    """The three frames of layered scenes, back to front, and the layer-space point each output pixel shows at each
+    time (``sources[time, layer]``), which the true flow reuses."""
+    frames = {}
+    sources = {}  # (time, layer): the layer-space point each output pixel shows, reused by the flow below
+    for key, tt in times.items():
+        img = None
+        for layer, (params, centre, radius) in enumerate(motions):
+            inv = _invert(_matrix(params, tt, centre))
+            field = None if key == "one" else fields[layer]  # at t = 0 nothing has deformed yet
+            src = sources[key, layer] = _undeform(_apply(inv, grid), tt, field)
+            colour = _sample(textures[layer], src)
+            if layer == 0:
+                img = colour if backgrounds is None else backgrounds[key]
+                continue
+            inside = 1.0 - _radial(src, centre, radius, shapes[layer]).sqrt()  # 0 on the edge, in units of its radius
+            mask = torch.sigmoid(inside * sharpness[layer]).unsqueeze(1)
+            img = mask * colour + (1 - mask) * img
+        frames[key] = img
+    return frames, sources
+
+
+def _true_flows(motions, times: Dict[str, torch.Tensor], grid: torch.Tensor, sources, shapes, fields
+                ) -> Dict[str, torch.Tensor]:
+    """Forward and backward flow: the topmost layer covering each pixel at the start time decides its motion."""
+    flows = {}
+    for name, start, end in (("flow_fwd", "one", "two"), ("flow_bwd", "two", "one")):
+        flow = None
+        for layer, (params, centre, radius) in enumerate(motions):
+            src = sources[start, layer]
+            field = None if end == "one" else fields[layer]
+            dst = _apply(_matrix(params, times[end], centre), _deform(src, times[end], field))
+            f = (dst - grid).permute(0, 3, 1, 2)
+            if layer == 0:
+                flow = f
+                continue
+            mask = (_radial(src, centre, radius, shapes[layer]) < 1.0).unsqueeze(1).float()
+            flow = mask * f + (1 - mask) * flow
+        flows[name] = flow
+    return flows
+
+
 def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int = 2,
                     gen: Optional[torch.Generator] = None, small_share: float = 0.0,
                     edge_px: float = 0.0, edge_share: float = 1.0,
@@ -582,37 +634,9 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
     are cut up to that much larger (log-uniform; from the clips large enough for the cut) and shrunk with
     antialiasing: finer, sharper detail and less coding noise than the footage has at its own size.
     """
-    if not 0.0 <= small_share <= 1.0:
-        raise ValueError(f"small_share must lie in [0, 1], got {small_share}")
-    if not 0.0 <= edge_share <= 1.0:
-        raise ValueError(f"edge_share must lie in [0, 1], got {edge_share}")
-    if edge_px < 0:
-        raise ValueError(f"edge_px must be 0 (the original soft edge) or a width in pixels, got {edge_px}")
-    if layers < 1:
-        raise ValueError(f"layers must be at least 1 (a background and a moving layer over it), got {layers}")
-    if not motion_scale > 0:
-        raise ValueError(f"motion_scale must be positive, got {motion_scale}")
-    if shape_amp < 0:
-        raise ValueError(f"shape_amp must be 0 (ellipses) or positive, got {shape_amp}")
-    if warp_px < 0:
-        raise ValueError(f"warp_px must be 0 (rigid layers) or positive, got {warp_px}")
-    if not texture_zoom >= 1:
-        raise ValueError(f"texture_zoom must be 1 (textures at the footage's size) or more, got {texture_zoom}")
+    _check_scene_options(small_share, edge_px, edge_share, layers, motion_scale, shape_amp, warp_px, texture_zoom)
     device = sampler.device
-    textures = []
-    for side, weights in _texture_cuts(sampler, crop, layers + 1, texture_zoom, gen):
-        cuts = []
-        for _ in range(size):
-            clip = sampler.clips[int(torch.multinomial(weights, 1, generator=gen))]
-            f = clip.frames[sampler._rand(clip.frames.shape[0])]
-            h, w = f.shape[1:]
-            y, x = sampler._rand(h - side + 1), sampler._rand(w - side + 1)
-            cuts.append(f[:, y:y + side, x:x + side])
-        cuts = to_device(torch.stack(cuts), device).float().div(255.0)
-        if side != crop:
-            cuts = F.interpolate(cuts, size=(crop, crop), mode="bilinear", align_corners=False, antialias=True)
-        textures.append(cuts)
-    textures = torch.stack(textures)  # layers + 1 x size x 3 x crop x crop
+    textures = _layer_textures(sampler, size, crop, layers + 1, texture_zoom, gen)
     if backgrounds is not None:
         if any(backgrounds[k].shape != (size, 3, crop, crop) for k in ("one", "mid", "two")):
             raise ValueError(f"backgrounds must be {size} x 3 x {crop} x {crop} frames, got "
@@ -623,8 +647,6 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
     ys, xs = torch.meshgrid(torch.arange(crop, device=device, dtype=torch.float32),
                             torch.arange(crop, device=device, dtype=torch.float32), indexing="ij")
     grid = torch.stack([xs, ys], -1).expand(size, crop, crop, 2)
-    frames = {}
-    flows = {}
     times = {"one": torch.zeros_like(t), "mid": t, "two": torch.ones_like(t)}
     motions = []
     shrink = 1.0
@@ -660,37 +682,10 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
     fields = [None] * len(motions)  # per layer: its deformation field (see _deformation), None: rigid
     if warp_px > 0:  # drawn after the shapes, for the same reason
         fields = [_deformation(size, crop, warp_px, shrink, device, gen) for _ in motions]
-    sources = {}  # (time, layer): the layer-space point each output pixel shows, reused by the flow below
-    for key, tt in times.items():
-        img = None
-        for layer, (params, centre, radius) in enumerate(motions):
-            inv = _invert(_matrix(params, tt, centre))
-            field = None if key == "one" else fields[layer]  # at t = 0 nothing has deformed yet
-            src = sources[key, layer] = _undeform(_apply(inv, grid), tt, field)
-            colour = _sample(textures[layer], src)
-            if layer == 0:
-                img = colour if backgrounds is None else backgrounds[key]
-                continue
-            inside = 1.0 - _radial(src, centre, radius, shapes[layer]).sqrt()  # 0 on the edge, in units of its radius
-            mask = torch.sigmoid(inside * sharpness[layer]).unsqueeze(1)
-            img = mask * colour + (1 - mask) * img
-        frames[key] = img
+    frames, sources = _render(motions, textures, times, grid, sharpness, shapes, fields, backgrounds)
     if backgrounds is not None:  # the real background's motion is unknown: no flow to supervise
         return augment({"one": frames["one"], "mid": frames["mid"], "two": frames["two"], "t": t}, gen)
-    # ground truth: the topmost layer covering each pixel at the start time decides its motion
-    for name, start, end in (("flow_fwd", "one", "two"), ("flow_bwd", "two", "one")):
-        flow = None
-        for layer, (params, centre, radius) in enumerate(motions):
-            src = sources[start, layer]
-            field = None if end == "one" else fields[layer]
-            dst = _apply(_matrix(params, times[end], centre), _deform(src, times[end], field))
-            f = (dst - grid).permute(0, 3, 1, 2)
-            if layer == 0:
-                flow = f
-                continue
-            mask = (_radial(src, centre, radius, shapes[layer]) < 1.0).unsqueeze(1).float()
-            flow = mask * f + (1 - mask) * flow
-        flows[name] = flow
+    flows = _true_flows(motions, times, grid, sources, shapes, fields)
     batch = {"one": frames["one"], "mid": frames["mid"], "two": frames["two"], "t": t, **flows}
     return augment(batch, gen)
 

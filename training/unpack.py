@@ -1,6 +1,6 @@
 """Turn a device chunk's returned files into a state folder that the next chunk resumes.
 
-``training/device_chunk.sh`` leaves, under the call's ``$OUT``, ``train/state_model.safetensors`` and
+``scripts/device/chunk.sh`` leaves, under the call's ``$OUT``, ``train/state_model.safetensors`` and
 ``train/state_optim.pt`` (full precision) and ``small.tar`` (its ``t/`` folder: configs, progress, loss log, the
 moving average and, where a step beat the kept one, ``weights.safetensors``). This puts them together:
 

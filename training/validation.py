@@ -1,4 +1,4 @@
-"""Validation metrics shared by train.py and bench/diagnose_validation.py."""
+"""Validation metrics shared by the trainer (training/trainer.py) and scripts/diagnose/validation.py."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 # One training chunk as one device command (the GPU machine keeps nothing between calls).
 #
 #   carry: .data/footage and, when resuming, runs/state (see docs/training.md)
-#   bash training/device_chunk.sh MINUTES [--resume runs/state | --init-weights weights/network.safetensors] [train.py options]
+#   bash scripts/device/chunk.sh MINUTES [--resume runs/state | --init-weights weights/network.safetensors] [train.py options]
 #
 # Writes to $OUT/train: state_model.safetensors and state_optim.pt, and $OUT/small.tar with weights.safetensors
 # (fp16, best validation), the configs, progress, loss log and (with --ema) state_ema.safetensors: three files, as

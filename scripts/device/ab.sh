@@ -3,11 +3,11 @@
 # recipes in one device command. Both start from what their options say (e.g. the committed weights).
 #
 #   carry: .data/footage (and .data/middlebury with MIDDLEBURY=.data/middlebury to score the kept weights)
-#   bash training/device_ab.sh MINUTES "OPTIONS A" "OPTIONS B"
-#   e.g. bash training/device_ab.sh 8.5 "--init-weights weights/network.safetensors" \
-#            "--init-weights weights/network.safetensors --native-share 0.25 --small-motion-share 0.3"
+#   bash scripts/device/ab.sh MINUTES "OPTIONS A" "OPTIONS B"
+#   e.g. bash scripts/device/ab.sh 8.5 "--init-weights weights/network.safetensors" \
+#            "--init-weights weights/network.safetensors --native-share 0"
 #
-# Results: $OUT/a and $OUT/b, each laid out as training/device_chunk.sh leaves $OUT (6 files in all, so 2 more of
+# Results: $OUT/a and $OUT/b, each laid out as scripts/device/chunk.sh leaves $OUT (6 files in all, so 2 more of
 # the call's own fit in the 8 a call returns).
 set -uo pipefail
 minutes=${1:?minutes of training}
@@ -18,7 +18,7 @@ for run in a b; do
     if [ "$run" = a ]; then options=${2:?options of run A}; gpu=0; else options=${3:?options of run B}; gpu=1; fi
     mkdir -p "$root/$run"
     # shellcheck disable=SC2086  # the options are meant to split into words
-    CUDA_VISIBLE_DEVICES=$gpu OUT="$root/$run" bash "$here/device_chunk.sh" "$minutes" $options \
+    CUDA_VISIBLE_DEVICES=$gpu OUT="$root/$run" bash "$here/chunk.sh" "$minutes" $options \
         > "$root/$run.txt" 2>&1 &
     pids+=($!)
 done

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Checks for a machine with two GPUs (nvidia-h200-x2), as one device command:
 #   carry .data/bin (ffmpeg.xz: the GPU machine has no ffmpeg) and .data/ddp (3 footage clips + clips.jsonl)
-#   bash bench/device_multi_gpu.sh
+#   bash scripts/device/multi_gpu.sh
 # 1. softsplat on cuda:1 against PyTorch; 2. train.py under torchrun on 2 GPUs (DDP) and on 1;
 # 3. run.py --video split over 2 GPUs by torchrun against one process; 4. throughput and memory (bench_video.py).
 set -uo pipefail
 out=${OUT:?run this on the device machine, where OUT is set}
 export PYTHONUNBUFFERED=1
-source "$(dirname "$0")/device_ffmpeg.sh"
+source bench/device_ffmpeg.sh  # run from the repository root
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 
 echo "== 1. softsplat CUDA tests (cuda:0 and cuda:1)"
@@ -16,8 +16,8 @@ tail -1 /tmp/op_tests.txt
 echo "of which on cuda:1: $(grep -c 'PASSED.*cuda:1' /tmp/op_tests.txt) passed, $(grep -c 'FAILED.*cuda:1' /tmp/op_tests.txt) failed"
 
 echo "== 2. DDP training, 2 GPUs then 1 (200 steps each)"
-common=(--data .data/ddp --init-weights weights/network.safetensors --max-steps 200 --val-every 100
-        --val-clips davis2016-val__480p__car-shadow.mp4 --minutes 3)
+common=(--data .data/ddp --init-weights weights/network.safetensors --schedule-start 32000 --max-steps 200
+        --val-every 100 --validation-clips davis2016-val__480p__car-shadow.mp4 --minutes 3)
 torchrun --standalone --nproc_per_node 2 train.py "${common[@]}" --out /tmp/ddp2 2>&1 | grep -E "done|validation|error|Error" | tail -4
 python3 train.py "${common[@]}" --out /tmp/ddp1 2>&1 | grep -E "done|validation|error|Error" | tail -4
 cp /tmp/ddp2/log.jsonl "$out/ddp2_log.jsonl"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One arm of the scaling study (issue 28; docs/journal/scaling-study.md) as one device command, alone on the GPU.
 #
-#   BUNDLE=.data/bundles/N bash training/device_study.sh NAME WIDTH FOLDERS MINUTES new|resume
+#   BUNDLE=.data/bundles/N bash scripts/device/study.sh NAME WIDTH FOLDERS MINUTES new|resume
 #
 # FOLDERS: all, or one footage folder's name (training clips; validation always uses every held-out clip).
 # Footage must be staged first, one call per bundle while the machine stays warm:
@@ -25,9 +25,9 @@ if [ -n "${BUNDLE:-}" ]; then
     python3 -m training.stage unpack "$BUNDLE" --dest "$data" --cache "$cache"
 fi
 python3 -m training.stage check --dest "$data" --cache "$cache"
-recipe=(--synthetic-share 0.5 --small-motion-share 0.3 --synthetic-edge 1 --synthetic-edge-share 0.3
-        --synthetic-layers 4 --synthetic-motion 2 --native-share 0.25 --downscale-share 1.0 --paste-share 0.3
-        --ema 0.999 --cuda-graph --total-steps 40000 --seed 80)
+# the study's recipe (training/config.py RECIPES["study"]): the shipped recipe without the non-linearity filter,
+# from scratch, seed 80, one 40000-step cosine, validated on the held-out source repositories
+recipe=(--recipe study --cuda-graph)
 mkdir -p "$run"
 if [ "$mode" = new ]; then
     start=(--width "$width" "${recipe[@]}")

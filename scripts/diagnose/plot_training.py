@@ -1,6 +1,6 @@
 """Plot validation and Middlebury PSNR against training minutes from the chunk logs (OpenCV only).
 
-    python -m training.plot --out docs/training_psnr.png
+    python -m scripts.diagnose.plot_training --out docs/training_psnr.png
 
 Reads ``docs/raw/train_chunk<N><arm>.jsonl`` (minutes since each chunk's start, validation PSNR by
 step) and ``docs/raw/middlebury_chunk<N><arm>.json`` (Middlebury PSNR of the weights each chunk kept,

@@ -1,6 +1,6 @@
 """What limits quality? Variants of the network on the validation triplets (held-out footage, CPU or GPU).
 
-    python bench/diagnose_validation.py --data .data/footage [--weights weights/network.safetensors]
+    python -m scripts.diagnose.validation --data .data/footage [--weights weights/network.safetensors]
 
 The same three sets of 64 triplets as train.py's validation (motion-weighted, consecutive, clean). Variants: the
 network; the network with its flow replaced by OpenCV DIS flow (is our flow the weak part?); DIS flow + backward
@@ -8,25 +8,25 @@ warping and blending (our version of ANCHORS.md's classical baseline: it scores 
 ANCHORS.md measured 34.18, so it understates that baseline); run.py's --ensemble 2 and 4 (the network averaged
 over mirrored, and time-reversed, passes); frame blending. Scores in dB.
 
-    python bench/diagnose_validation.py --data .data/footage --small-motion [--compare W.safetensors ...]
+    python -m scripts.diagnose.validation --data .data/footage --small-motion [--compare W.safetensors ...]
 
 instead scores a small-motion clean set (consecutive frames of the validation clips, crops shrunk up to 2x, kept
 where the 95th percentile of DIS motion is under 6 px and the inputs differ): frame blend, DIS + backward warp and
 the network with --weights and every --compare file. It asks whether such footage ranks weights as Middlebury does.
 
-    python bench/diagnose_validation.py --data .data/footage --breakdown
+    python -m scripts.diagnose.validation --data .data/footage --breakdown
 
 instead splits the pixels of the motion-weighted and consecutive sets by DIS motion and by texture (gradient of
 the ground truth) and gives the PSNR of the network, of DIS + backward warp and of blending within each group:
 where does the network lose?
 
-    python bench/diagnose_validation.py --data .data/footage --synthetic [--compare W.safetensors ...]
+    python -m scripts.diagnose.validation --data .data/footage --synthetic [--compare W.safetensors ...]
 
 instead scores synthetic layered motion over the validation clips' textures (exact ground truth): small motion,
 full motion, and full motion with 1-pixel layer edges, for --weights (also with the true flow in place of its own:
 what a better flow alone could gain) and every --compare file.
 
-    python bench/diagnose_validation.py --data .data/footage --boundaries [--compare W.safetensors ...]
+    python -m scripts.diagnose.validation --data .data/footage --boundaries [--compare W.safetensors ...]
 
 instead prints, for --weights and every --compare file, train.py's validation figures (the three sets, the
 near-linear triplets of the two score sets, the score) and its PSNR near motion boundaries (pixels within 3 px of
@@ -35,12 +35,12 @@ which the per-triplet means weigh little. `--flow-scale 1 2` adds a row per scal
 estimated on frames resized by that factor (as run.py's --flow-scale, which stops at 1; here values above 1
 upsample: does finer flow help small frames?).
 
-    python bench/diagnose_validation.py --data .data/footage --boundaries --training-clips 16 [--compare ...]
+    python -m scripts.diagnose.validation --data .data/footage --boundaries --training-clips 16 [--compare ...]
 
 scores the same sets drawn from 16 training clips instead (a fixed choice among the clips that are not held out):
 a gain there that the held-out clips do not show is the network fitting the footage it trained on.
 
-    python bench/diagnose_validation.py --data .data/footage --oracle [--val-batches 16] [--compare W ...]
+    python -m scripts.diagnose.validation --data .data/footage --oracle [--val-batches 16] [--compare W ...]
 
 instead asks how much of the score is left to a better flow at all: the network against interpolation told the
 true middle frame's motion: DIS flow from the middle frame to each input, backward warping and blending by t
@@ -62,18 +62,16 @@ from typing import List, Optional, Sequence
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from model import load_weights  # noqa: E402
-from model.ensemble import EnsembleNetwork  # noqa: E402
-from model.network import FlowState  # noqa: E402
-from model.warp import backwarp  # noqa: E402
-from training.config import VALIDATION_CLIPS  # noqa: E402
-from training.data import (BOUNDARY_SETS, FootageSampler, boundary_masks, clip_entries, dis_flow,  # noqa: E402
+from model import load_weights
+from model.ensemble import EnsembleNetwork
+from model.network import FlowState
+from model.warp import backwarp
+from training.config import VALIDATION_CLIPS
+from training.data import (BOUNDARY_SETS, FootageSampler, boundary_masks, clip_entries, dis_flow,
                            forward_differences, frame_blend, load_clips, synthetic_set, validation_sets)
-from training.losses import psnr  # noqa: E402
-from training.linearity import near_linear_subsets  # noqa: E402
-from training.validation import validation_psnr  # noqa: E402
+from training.losses import psnr
+from training.linearity import near_linear_subsets
+from training.validation import validation_psnr
 
 
 def interpolate(net, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor) -> torch.Tensor:

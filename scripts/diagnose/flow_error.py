@@ -1,7 +1,7 @@
 """Where the flow goes wrong, on synthetic scenes with exact flow: what bilinear upsampling of the 1/4-resolution
 flow costs the synthesis, and the network's flow error by pyramid level and near motion boundaries.
 
-    python bench/probe_flow_error.py --data .data/footage [--weights W] [--batches 3] [--device cpu]
+    python -m scripts.diagnose.flow_error --data .data/footage [--weights W] [--batches 3] [--device cpu]
 
 Synthetic layered motion over the held-out clips' textures (``training.data.synthetic_set``; 16 triplets per
 batch): soft-edged layers, four layers of 1-px edges moving up to 2x farther, and small motion with 1-px edges.
@@ -11,8 +11,8 @@ end-point error (forward flow, px) of its own flow and of that 1/4 version of th
 (CPU, committed weights, 3 batches): 24.07 / 27.12 / 25.63 dB on the crisp 4-layer scenes.
 
 With ``--gradients``, instead: the gradient norm that the flow loss term of train.py gives each flow decoder (1/4
-to 1/32), on one batch of the recipe's synthetic mix, for the loss's level units and weights (``_step_losses``):
-how strongly each level is driven, its own term and the finer levels' terms through the residual chain together.
+to 1/32), on one batch of the recipe's synthetic mix (``training.step.step_losses``, weight 0.05): how strongly
+each level is driven, its own term and the finer levels' terms through the residual chain together.
 
 A second table gives, per scene type, the mean true motion, the end-point error of the network's forward flow at
 each estimated level (in full-resolution pixels) and at full resolution within 4 px of a motion boundary (where
@@ -29,15 +29,13 @@ from typing import List, Optional
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from diagnose_validation import interpolate_with_flow  # noqa: E402
-from model import load_weights  # noqa: E402
-from model.warp import resize_flow  # noqa: E402
-from training.config import VALIDATION_CLIPS  # noqa: E402
-from training.data import load_clips, synthetic_set  # noqa: E402
-from training.losses import psnr  # noqa: E402
+from model import load_weights
+from model.warp import resize_flow
+from training.config import VALIDATION_CLIPS
+from training.data import load_clips, synthetic_set
+from scripts.diagnose.validation import interpolate_with_flow
+from training.losses import psnr
+from training.step import step_losses
 
 
 def through_quarter(flow: torch.Tensor) -> torch.Tensor:
@@ -96,24 +94,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
-def decoder_gradients(net, batch) -> int:
-    """Gradient norms of each flow decoder's parameters from the flow loss term alone (weight x flow error), for
-    the recipe's level units at 0.05 and for 1/4-resolution units at 0.018 (the same term size) and at 0.05."""
-    from train import _step_losses
-
+def decoder_gradients(net, batch, weight: float = 0.05) -> int:
+    """Gradient norms of each flow decoder's parameters from the flow loss term alone (weight x flow error)."""
     n = batch["one"].shape[0]
     truth = torch.cat([batch["flow_fwd"], batch["flow_bwd"]], 0)
-    print("flow loss units, weight: term; gradient norm of the flow decoders at 1/4, 1/8, 1/16, 1/32")
-    for units, weight in (("level", 0.05), ("quarter", 0.018), ("quarter", 0.05)):
-        net.zero_grad()
-        state = net.estimate_flow(batch["one"], batch["two"])
-        pred = net.synthesize(state, batch["t"])
-        term = weight * _step_losses(pred, state.flow_pyramid, batch["mid"], truth, 0, n, 1.0, weight, 1.0,
-                                     units)[3]
-        term.backward()
-        norms = [float(torch.stack([p.grad.norm() for p in d.parameters()]).norm()) for d in net.flow.decoders]
-        print(f"{units:8s} {weight:5.3f}: {float(term.detach()):.4f}; " + ", ".join(f"{v:.4f}" for v in norms),
-              flush=True)
+    print("flow loss weight: term; gradient norm of the flow decoders at 1/4, 1/8, 1/16, 1/32")
+    net.zero_grad()
+    state = net.estimate_flow(batch["one"], batch["two"])
+    pred = net.synthesize(state, batch["t"])
+    term = weight * step_losses(pred, state.flow_pyramid, batch["mid"], truth, 0, n, 1.0, weight)[3]
+    term.backward()
+    norms = [float(torch.stack([p.grad.norm() for p in d.parameters()]).norm()) for d in net.flow.decoders]
+    print(f"{weight:5.3f}: {float(term.detach()):.4f}; " + ", ".join(f"{v:.4f}" for v in norms), flush=True)
     return 0
 
 

@@ -1,0 +1,1 @@
+"""Diagnostics of trained weights and training logs (python -m scripts.diagnose.NAME)."""

@@ -1,0 +1,51 @@
+"""Shared fixtures of the training tests: generated footage (made here, so the suite needs no ../shared) and the
+arguments of a tiny CPU run. Test modules import the fixtures they use by name."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from media.video import ffmpeg_exe
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def make_footage(folder: Path, clips=(("a.mp4", "testsrc2"), ("b.mp4", "mandelbrot"), ("val.mp4", "life")),
+                 frames: int = 12, size: str = "96x80") -> Path:
+    """A footage folder as train.py reads it: short H.264 clips of ffmpeg's test sources and their clips.jsonl."""
+    folder.mkdir(parents=True, exist_ok=True)
+    width, height = map(int, size.split("x"))
+    entries = []
+    for name, source in clips:
+        subprocess.run([ffmpeg_exe(), "-loglevel", "error", "-y", "-f", "lavfi", "-i", f"{source}=size={size}:rate=10",
+                        "-frames:v", str(frames), "-c:v", "libx264", "-pix_fmt", "yuv444p", str(folder / name)],
+                       check=True)
+        entries.append({"file": name, "frames": frames, "width": width, "height": height, "frame_step": 1,
+                        "orig_size": size, "flow_mean_px_per_orig_frame": 2.0, "cuts_before_frame": []})
+    (folder / "clips.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
+    return folder
+
+
+@pytest.fixture(scope="session")
+def footage(tmp_path_factory):
+    return make_footage(tmp_path_factory.mktemp("footage"))
+
+
+def run_args(footage, out, *extra):
+    """A tiny run of the study recipe (from scratch) on the CPU: batch 4, 64-px crops, val.mp4 held out. A run
+    that resumes or starts from weights continues their recipe instead."""
+    recipe = [] if "--resume" in extra or "--init-weights" in extra else ["--recipe", "study"]
+    return ["--data", str(footage), "--out", str(out), *recipe, "--batch", "4", "--crop", "64", "--device", "cpu",
+            "--validation-clips", "val.mp4", "--val-every", "2", *extra]
+
+
+def torchrun(footage, out, port: int, *extra) -> subprocess.CompletedProcess:
+    """train.py in two CPU processes through torchrun (gloo), with ``run_args`` and ``extra``."""
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+                           "--master_port", str(port), str(ROOT / "train.py"), *run_args(footage, out, *extra)],
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)

@@ -1,0 +1,111 @@
+"""Command-line flags made from declarations: ``TrainConfig``'s fields (the recipe) and ``RunOptions``'s (how one
+chunk runs). Each option is declared once, as a dataclass field with its help and its check."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from training.config import RECIPES, ConfigError, TrainConfig, check_fields, flag
+
+
+def _run(default: Any, help: str, check=None, rule: str = "", **argparse_kwargs: Any) -> Any:
+    return dataclasses.field(default=default, metadata={"help": help, "check": check, "rule": rule,
+                                                        "argparse": argparse_kwargs})
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How one training chunk runs: where, how long, from what. Not part of the recipe."""
+
+    data: Tuple[Path, ...] = _run((), "footage folders, each with clips.jsonl and its clips (e.g. footage "
+                                      "footage2); held-out clips validate, all others train",
+                                  type=Path, nargs="+", required=True)
+    out: Optional[Path] = _run(None, "folder for checkpoints and logs", type=Path, required=True)
+    recipe: Optional[str] = _run(None, "named recipe (training/config.py RECIPES); default: the resumed run's, or "
+                                       "'shipped'", choices=sorted(RECIPES))
+    resume: Optional[Path] = _run(None, "folder of a previous chunk's output to continue (its recipe, optimizer "
+                                        "and step)", type=Path)
+    init_weights: Optional[Path] = _run(None, "start from a weights file and its step, with a fresh optimizer",
+                                        type=Path)
+    width: Optional[float] = _run(None, "a fresh network with every width multiplied by FACTOR "
+                                        "(NetworkConfig.widened)", lambda v: v > 0, "must be positive",
+                                  type=float, metavar="FACTOR")
+    minutes: float = _run(8.0, "wall-clock budget for this chunk (set-up not counted)", lambda v: v > 0,
+                          "must be positive", type=float)
+    max_steps: Optional[int] = _run(None, "stop after this many steps in this chunk", lambda v: v >= 0,
+                                    "must be 0 or positive", type=int)
+    val_every: int = _run(1000, "validate every N steps", lambda v: v >= 1, "must be at least 1", type=int)
+    val_batches: Optional[int] = _run(None, "batches of 16 triplets per validation set (default 4, or the resumed "
+                                            "run's); the first 4 are always the same triplets",
+                                      lambda v: v >= 1, "must be at least 1", type=int)
+    validate_first: bool = _run(False, "validate the starting weights first, so they stay kept unless a later "
+                                       "step beats them", action="store_true")
+    train_folders: Tuple[str, ...] = _run((), "train only on the clips of the --data folders with these names; "
+                                              "validation uses every folder's held-out clips", nargs="+",
+                                          metavar="NAME")
+    frame_cache: Optional[Path] = _run(None, "keep decoded frames as .npy files in DIR, memory-mapped on the CPU "
+                                             "(several runs on one machine share one copy)", type=Path,
+                                       metavar="DIR")
+    nonlinearity: Optional[Path] = _run(None, "with --max-nonlinearity: the triplets' measured non-linearity "
+                                              "(python -m training.linearity); default OUT/nonlinearity.pt or the "
+                                              "resumed run's, measured when missing", type=Path, metavar="FILE")
+    rewarm: int = _run(0, "ramp the learning rate up over the first STEPS steps of this chunk, on the schedule "
+                          "where it stands (a fresh optimizer on trained weights)", lambda v: v >= 0,
+                       "must be 0 or positive", type=int, metavar="STEPS")
+    cuda_graph: Optional[bool] = _run(None, "record the step as CUDA graphs and replay them (one GPU, no "
+                                            "torchrun); default: the resumed run's choice where it can",
+                                      action=argparse.BooleanOptionalAction)
+    device: str = _run("auto", "auto, cpu or cuda[:i]")
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        if self.width is not None and (self.resume is not None or self.init_weights is not None):
+            raise ConfigError("--width builds a fresh network; leave out --resume and --init-weights")
+        if self.nonlinearity is not None and not self.nonlinearity.is_file():
+            raise ConfigError(f"--nonlinearity {self.nonlinearity}: no such file (leave the option out to "
+                              f"measure the triplets in this run)")
+
+
+def _recipe_flag(f: dataclasses.Field) -> Dict[str, Any]:
+    shipped = getattr(RECIPES["shipped"], f.name)
+    kwargs: Dict[str, Any] = {"help": f"{f.metadata['help']} (shipped: {shipped})"}
+    if isinstance(shipped, bool):
+        kwargs["action"] = argparse.BooleanOptionalAction
+    elif isinstance(shipped, tuple):
+        kwargs.update(nargs="*", type=str)
+    else:
+        kwargs["type"] = type(shipped)
+    if f.metadata.get("metavar"):
+        kwargs["metavar"] = f.metadata["metavar"]
+    return kwargs
+
+
+def build_parser(description: str = "") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    run = parser.add_argument_group("the run")
+    for f in dataclasses.fields(RunOptions):
+        run.add_argument(flag(f.name), default=f.default, help=f.metadata["help"], **f.metadata["argparse"])
+    recipe = parser.add_argument_group("the recipe: each flag overrides the named recipe's value")
+    for f in dataclasses.fields(TrainConfig):
+        recipe.add_argument(flag(f.name), default=argparse.SUPPRESS, **_recipe_flag(f))
+    return parser
+
+
+def parse(argv: Optional[Sequence[str]] = None, description: str = "") -> Tuple[RunOptions, Dict[str, Any]]:
+    """The run's options and the recipe fields given on the command line. Raises ConfigError."""
+    args = vars(build_parser(description).parse_args(argv))
+    run_names = {f.name for f in dataclasses.fields(RunOptions)}
+    values = {k: v for k, v in args.items() if k in run_names}
+    values["data"] = tuple(values["data"])
+    values["train_folders"] = tuple(values["train_folders"] or ())
+    overrides = {k: tuple(v) if isinstance(v, list) else v for k, v in args.items() if k not in run_names}
+    return RunOptions(**values), overrides
+
+
+def recipe_lines(overrides: Dict[str, Any]) -> List[str]:
+    """The overrides as flags, for messages."""
+    return [f"{flag(k)} {v}" for k, v in overrides.items()]

@@ -1,0 +1,498 @@
+"""The trainer: one resumable chunk of training, from a recipe (``TrainConfig``) and a run's options.
+
+``start_point`` decides what the chunk starts from (a resumed state, a weights file, or a fresh network) and with
+which recipe; ``Trainer`` loads the data, builds the network and optimizer, and runs steps, validation and saving.
+User errors raise ``training.config.TrainingError`` once; train.py reports them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import math
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Tuple
+
+import torch
+
+from model import Network, NetworkConfig
+from model.weights import WeightsError, read_config, read_metadata, save_weights
+from training.config import RECIPES, VALIDATION_CROP, TrainConfig, TrainingError
+from training.data import (BOUNDARY_SETS, FootageSampler, boundary_masks, frame_blend, load_clips, missing_clips,
+                           paste_layers, synthetic_batch, synthetic_set, validation_sets)
+from training.holdout import baseline_scores, describe, holdout_triplets, is_holdout, network_scores, summary
+from training.linearity import NEAR_LINEAR_PX, measured, near_linear_subsets, nonlinearity_tables
+from training.losses import psnr
+from training.options import RunOptions
+from training import schedule, validation
+from training.step import StepLoss, TrainStep, WeightAverage, compact
+
+# a state's files, as save() writes them
+STATE_MODEL, STATE_OPTIM, STATE_EMA = "state_model.safetensors", "state_optim.pt", "state_ema.safetensors"
+
+
+def say(text: str, main_process: bool = True, err: bool = False) -> None:
+    if main_process:
+        print(text, file=sys.stderr if err else sys.stdout, flush=True)
+
+
+@dataclass
+class Start:
+    """Where a chunk starts: the recipe, the network's config, the step, and the resumed run's progress."""
+
+    config: TrainConfig
+    net_config: NetworkConfig
+    step: int = 0
+    progress: dict = field(default_factory=dict)
+
+
+def _resumed(options: RunOptions, overrides: dict) -> Start:
+    folder = options.resume
+    if not (folder / STATE_MODEL).is_file():
+        raise TrainingError(f"nothing to resume in {folder} (no {STATE_MODEL})")
+    if options.recipe is not None:
+        raise TrainingError("--recipe with --resume: a resumed run continues its own recipe (recipe flags still "
+                            "override single fields)")
+    config = TrainConfig.from_dict(json.loads((folder / "train_config.json").read_text()), f"{folder}'s recipe")
+    progress = json.loads((folder / "progress.json").read_text())
+    net_config = NetworkConfig.from_dict(json.loads((folder / "config.json").read_text()))
+    return Start(dataclasses.replace(config, **overrides), net_config, progress["step"], progress)
+
+
+def start_point(options: RunOptions, overrides: dict, main_process: bool = True) -> Start:
+    """The recipe and starting point of a chunk: a resumed state continues its recipe; weights continue the recipe
+    they record unless --recipe names one; a fresh network takes --recipe (default: shipped). Recipe flags
+    (``overrides``) apply on top."""
+    if options.resume is not None:
+        return _resumed(options, overrides)
+    config, net_config, step = RECIPES[options.recipe or "shipped"], NetworkConfig(), 0
+    if options.init_weights is not None:
+        try:
+            net_config = read_config(options.init_weights)
+            metadata = read_metadata(options.init_weights)
+        except (WeightsError, OSError) as exc:
+            raise TrainingError(f"--init-weights: {exc}") from None
+        step = int(metadata.get("step", "0"))
+        if options.recipe is None and "train_config" in metadata:
+            config = TrainConfig.from_dict(json.loads(metadata["train_config"]), f"{options.init_weights}'s recipe")
+        elif options.recipe is None:
+            say(f"note: {options.init_weights} does not record its training recipe; the shipped recipe applies "
+                f"(--recipe names another)", main_process, err=True)
+    elif options.width is not None:
+        try:
+            net_config = net_config.widened(options.width)
+        except ValueError as exc:
+            raise TrainingError(f"--width: {exc}") from None
+    config = dataclasses.replace(config, **overrides)
+    start, end = config.schedule_start, config.schedule_start + config.total_steps
+    if step < start:
+        raise TrainingError(f"the recipe's schedule starts at step {start} and this run at step {step}: the recipe "
+                            f"anneals trained weights of that step (--init-weights), or pass --schedule-start {step} "
+                            f"(or --recipe study / shipped-base for a run from scratch)")
+    if step >= end:
+        raise TrainingError(f"step {step} is at or past the end of the learning-rate schedule (steps {start}-{end}): "
+                            f"nothing to train; for a new warm-up and cosine from here pass --schedule-start {step} "
+                            f"--total-steps N")
+    return Start(config, net_config, step, {})
+
+
+def check_data(options: RunOptions) -> None:
+    for folder in options.data:
+        if not (folder / "clips.jsonl").is_file():
+            raise TrainingError(f"{folder} has no clips.jsonl: pass --data pointing at the footage folders")
+    absent = missing_clips(list(options.data))
+    if absent:
+        raise TrainingError(f"{len(absent)} clips listed in clips.jsonl are missing (first: {absent[0]}): stage "
+                            f"every shard of the footage before training")
+    names = [folder.name for folder in options.data]
+    if options.train_folders and not set(options.train_folders) <= set(names):
+        raise TrainingError(f"--train-folders {' '.join(options.train_folders)}: the --data folders are named "
+                            f"{', '.join(names)}")
+
+
+@dataclass
+class Process:
+    """This process's place in a (possibly distributed) run."""
+
+    device: torch.device
+    world: int = 1
+    rank: int = 0
+    local_rank: int = 0
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+
+def init_process(options: RunOptions) -> Process:
+    """The device, and the process group under torchrun (NCCL on GPUs, gloo on CPUs)."""
+    import torch.distributed as dist
+
+    world, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if world > 1 and torch.cuda.is_available() and options.device != "cpu":
+        dist.init_process_group("nccl")
+        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+    elif world > 1:  # several CPU processes (tests, or machines without a GPU)
+        dist.init_process_group("gloo")
+        device = torch.device("cpu")
+    elif options.device == "auto":
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    else:
+        device = torch.device(options.device)
+    return Process(device, world, rank, local_rank)
+
+
+def use_cuda_graph(options: RunOptions, start: Start, process: Process) -> bool:
+    """--cuda-graph as asked, or on a resume as the resumed run had it where this run can (one CUDA device)."""
+    capable = process.world == 1 and process.device.type == "cuda"
+    if options.cuda_graph and not capable:
+        raise TrainingError("--cuda-graph records one GPU's step: run it on a CUDA device without torchrun")
+    if options.cuda_graph is None and start.progress.get("cuda_graph"):
+        # an execution option, not part of the recipe, but a resume that drops it runs a third slower
+        if not capable:
+            say("note: the resumed run used --cuda-graph, which needs one CUDA device without torchrun; this chunk "
+                "runs the eager step", process.main, err=True)
+        return capable
+    return bool(options.cuda_graph)
+
+
+class Trainer:
+    """One chunk: ``Trainer(options, start, process).run()``."""
+
+    def __init__(self, options: RunOptions, start: Start, process: Process) -> None:
+        self.options, self.config, self.process = options, start.config, process
+        self.device, self.main = process.device, process.main
+        self.step = self.start_step = start.step
+        self.progress = start.progress
+        self.net_config = start.net_config
+        self.cuda_graph = use_cuda_graph(options, start, process)
+        # a resumed run's scores, and so its best, are on its own validation triplets (states saved before
+        # session 14 do not say: they used the default, 4)
+        self.resumed_val_batches = start.progress.get("val_batches", 4)
+        self.val_batches = options.val_batches or self.resumed_val_batches
+        self.bf16 = self.config.bf16 and self.device.type == "cuda"
+        seed = self.config.seed + 1000 * process.rank + self.step
+        torch.manual_seed(seed)
+        self.gen = torch.Generator().manual_seed(seed)
+        self.t0 = time.time()
+
+    # -- data ------------------------------------------------------------------------------------------------
+
+    def held_out(self, entry: dict) -> bool:
+        """Validation clips: the named ones, or those of the held-out source repositories."""
+        if self.config.validation_clips:
+            return entry["file"] in self.config.validation_clips
+        return is_holdout(entry, self.config.holdout_sources)
+
+    def load_data(self) -> None:
+        options, config, device = self.options, self.config, self.device
+
+        def trains(folder: Path, entry: dict) -> bool:
+            return not self.held_out(entry) and (not options.train_folders or folder.name in options.train_folders)
+
+        data = list(options.data)
+        self.train_clips = load_clips(data, None, device, config.crop, cache=options.frame_cache, keep=trains)
+        # validation crops are 256 px whatever the training crop (or the training crop where smaller: tests)
+        self.val_crop = min(config.crop, VALIDATION_CROP)
+        self.val_clips = load_clips(data, None, device, self.val_crop, cache=options.frame_cache,
+                                    keep=lambda folder, entry: self.held_out(entry))
+        shards = sorted({c.name.split("/")[0] for c in self.train_clips if "/" in c.name})
+        say(f"training on {', '.join(sorted({c.group for c in self.train_clips}))}"
+            f"{' (shards ' + ', '.join(shards) + ')' if shards else ''}; validating on {len(self.val_clips)} "
+            f"held-out clips from {len({c.source for c in self.val_clips})} source repositories", self.main)
+        self.sampler = FootageSampler(self.train_clips, config.crop, config.max_gap, generator=self.gen,
+                                      native_share=config.native_share, downscale_share=config.downscale_share,
+                                      device=device)
+        if config.max_nonlinearity > 0:
+            self.limit_nonlinearity()
+
+    def limit_nonlinearity(self) -> None:
+        """Leave out the footage triplets straying from constant velocity, measured once and kept beside the
+        state (OUT/nonlinearity.pt), so that a resumed run finds it."""
+        options, limit = self.options, self.config.max_nonlinearity
+        tables_file = options.out / "nonlinearity.pt"
+        source = options.nonlinearity or (options.resume / "nonlinearity.pt" if options.resume else None)
+        if self.main:
+            options.out.mkdir(parents=True, exist_ok=True)
+            if source is not None and source.is_file() and source.resolve() != tables_file.resolve():
+                shutil.copyfile(source, tables_file)
+            tables = nonlinearity_tables(self.train_clips, self.sampler.max_k, tables_file,
+                                         log=lambda text: print(text, flush=True))
+        if self.process.world > 1:
+            import torch.distributed as dist
+
+            # the other processes wait for the main one's table and read it (on another host, where the file is
+            # not there, each measures its own without saving)
+            dist.barrier()
+        if not self.main:
+            tables = nonlinearity_tables(self.train_clips, self.sampler.max_k, tables_file, write=False,
+                                         log=lambda text: None)
+        self.sampler.limit_nonlinearity(tables, limit)
+        share = float((measured(self.sampler.nonlinearity) > limit).float().mean())
+        say(f"non-linearity: {share:.0%} of the footage triplets above {limit} px left out", self.main)
+
+    def load_validation(self) -> None:
+        """The crop sets (logged), the boundary masks and near-linear subsets (logged), and the held-out triplets
+        whose margin over the classical baseline chooses the kept weights (training.holdout)."""
+        clips, crop, batches, device = self.val_clips, self.val_crop, self.val_batches, self.device
+        self.val_sets = validation_sets(clips, crop, self.config.max_gap, batches, device=device)
+        # synthetic motion with 1-px layer edges over the validation textures, where crisp boundaries show
+        self.val_sets["synthetic edges"] = synthetic_set(clips, crop, batches, edge_px=1.0, device=device)
+        # only the main process validates, so only it computes the masks and the baseline (on the CPU)
+        self.holdout = holdout_triplets(clips) if self.main else []
+        self.holdout_base = baseline_scores(self.holdout) if self.holdout else None
+        self.boundaries = boundary_masks(self.val_sets) if self.main else {}
+        self.near_linear = near_linear_subsets(self.val_sets, BOUNDARY_SETS) if self.main else None
+        if not self.main:
+            return
+        for name, sets in self.val_sets.items():
+            blend = float(torch.cat([psnr(frame_blend(b["one"], b["two"], b["t"]), b["mid"]) for b in sets]).mean())
+            say(f"validation baseline ({name}): frame blend {blend:.2f} dB")
+        count = sum(int(m.sum()) for masks in self.near_linear.values() for m in masks)
+        say(f"validation: {count} triplets of the score sets are near-linear (at most {NEAR_LINEAR_PX} px)")
+        if self.holdout:
+            say(f"validation: {len(self.holdout)} held-out triplets, classical baseline "
+                f"{float(self.holdout_base.mean()):.3f} dB")
+        frames = sum(c.frames.shape[0] for c in self.train_clips)
+        say(f"data: {len(self.train_clips)} training clips ({frames} frames), {len(self.val_clips)} validation "
+            f"clips, decoded in {time.time() - self.t0:.1f}s")
+
+    # -- model -----------------------------------------------------------------------------------------------
+
+    def build(self) -> None:
+        """The network (resumed, from weights, or fresh), the optimizer, the moving average and the best scores."""
+        from safetensors.torch import load_file
+
+        options, config, device = self.options, self.config, self.device
+        net = Network(self.net_config).to(device)
+        if options.resume is not None:
+            net.load_state_dict(load_file(str(options.resume / STATE_MODEL)), strict=True)
+        elif options.init_weights is not None:
+            net.load_state_dict({k: v.float() for k, v in load_file(str(options.init_weights)).items()}, strict=True)
+        self.net = net.to(memory_format=torch.channels_last)
+        self.model = TrainStep(self.net)
+        if self.process.world > 1:
+            from torch.nn.parallel import DistributedDataParallel
+
+            ids = [self.process.local_rank] if device.type == "cuda" else None
+            self.model = DistributedDataParallel(self.model, device_ids=ids)
+        decay = [p for p in net.parameters() if p.dim() > 1]
+        no_decay = [p for p in net.parameters() if p.dim() <= 1]
+        # fused: one kernel for the whole update instead of a few per parameter tensor
+        self.optim = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
+                                        {"params": no_decay, "weight_decay": 0.0}], lr=config.lr,
+                                       fused=device.type == "cuda")
+        if options.resume is not None and (options.resume / STATE_OPTIM).is_file():
+            self.optim.load_state_dict(torch.load(options.resume / STATE_OPTIM, map_location=device,
+                                                  weights_only=True))
+        self.ema = WeightAverage(net, config.ema_decay) if config.ema_decay > 0 else None
+        if self.ema is not None and options.resume is not None and (options.resume / STATE_EMA).is_file():
+            self.ema.load(load_file(str(options.resume / STATE_EMA), device=str(device)))
+        # scores are margins (negative while the network trails the baseline) or PSNRs
+        self.best, self.kept_score, self.kept_boundary = -1e9, -1e9, None
+        if options.resume is not None and self.resumed_val_batches == self.val_batches:
+            self.best = self.progress.get("best_score", -1e9)
+            self.kept_score = self.progress.get("kept_score", self.best)
+            self.kept_boundary = self.progress.get("kept_boundary")
+        elif options.resume is not None:  # other triplets: the resumed run's best is no bar for these scores
+            say(f"note: the resumed run validated on {self.resumed_val_batches} batches per set, this chunk on "
+                f"{self.val_batches}; its best score is not carried over (this chunk keeps its own best)",
+                self.main, err=True)
+        n_syn = int(round(config.batch * config.synthetic_share))
+        self.n_syn, self.n_real = n_syn, config.batch - n_syn
+        self.step_loss = StepLoss(self.model, self.n_real, config.batch, config.census_weight,
+                                  config.flow_loss_weight, self.bf16)
+        self.graphed = None
+
+    def averaged(self):
+        """The moving average swapped into the network, where there is one."""
+        return self.ema.swapped() if self.ema is not None else contextlib.nullcontext()
+
+    # -- validation and saving -------------------------------------------------------------------------------
+
+    def validate(self) -> Tuple[Dict[str, object], Optional[float]]:
+        """Mean PSNR on each validation set and near motion boundaries, and the held-out margins, of the moving
+        average where there is one."""
+        self.net.eval()
+        autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.bf16)
+        with torch.no_grad(), autocast, self.averaged():
+            means, boundary = validation.validation_psnr(self.net, self.val_sets, self.boundaries, self.near_linear)
+            if self.holdout:
+                scores = network_scores(self.net, self.holdout, self.device, torch.bfloat16 if self.bf16 else None)
+                means["holdout"] = summary(scores, self.holdout_base, self.holdout)
+        self.net.train()
+        return means, boundary
+
+    def check(self, final: bool = False) -> None:
+        """Validate, log, and save the state (and the weights, when they replace the kept ones)."""
+        means, boundary = self.validate()
+        val, native, clean, edges, near = (means[n] for n in ("motion-weighted", "consecutive", "clean",
+                                                              "synthetic edges", "near-linear"))
+        margins = means.get("holdout")
+        # weights are chosen by the margin over the classical baseline on held-out footage where there is some
+        score = margins["margin"] if margins is not None else (val + native) / 2
+        self.best = max(self.best, score)
+        improved = validation.replaces_kept(score, boundary, self.best, self.kept_score, self.kept_boundary)
+        if improved:
+            self.kept_score, self.kept_boundary = score, boundary
+        entry = {"step": self.step, "val_psnr": round(val, 3), "val_consecutive_psnr": round(native, 3),
+                 "val_clean_psnr": round(clean, 3), "val_synthetic_edges_psnr": round(edges, 3),
+                 "val_boundary_psnr": None if boundary is None else round(boundary, 3),
+                 "val_near_linear_psnr": None if math.isnan(near) else round(near, 3), "score": round(score, 3)}
+        if margins is not None:
+            entry.update({k: round(v, 3) if isinstance(v, float) else v for k, v in margins.items()})
+        if final:
+            entry.update(chunk_end=True, chunk_minutes=round((time.time() - self.t0) / 60, 2))
+        self.write_log(entry)
+        say(f"{'done: ' if final else ''}step {self.step}: validation PSNR {val:.2f} / consecutive {native:.2f} / "
+            f"clean {clean:.2f} / synthetic edges {edges:.2f} / boundaries "
+            f"{'-' if boundary is None else f'{boundary:.2f}'} / near-linear {near:.2f} dB, score {score:.2f} "
+            f"(best {self.best:.2f})")
+        if margins is not None:
+            say(f"step {self.step}: {describe(margins)}")
+        self.save_state()
+        if improved:
+            self.save_kept(val, native, boundary, margins)
+
+    def write_log(self, entry: dict) -> None:
+        with open(self.options.out / "log.jsonl", "a") as log:
+            log.write(json.dumps(entry) + "\n")
+
+    def save_state(self) -> None:
+        from safetensors.torch import save_file
+
+        out = self.options.out
+        save_file({k: v.detach().float().cpu().contiguous() for k, v in self.net.state_dict().items()},
+                  str(out / STATE_MODEL))
+        torch.save(compact(self.optim.state_dict()), out / STATE_OPTIM)
+        if self.ema is not None:
+            save_file(self.ema.state_dict(), str(out / STATE_EMA))
+        (out / "config.json").write_text(json.dumps(self.net.config.to_dict()) + "\n")
+        self.config.save(out / "train_config.json")
+        (out / "progress.json").write_text(json.dumps({"step": self.step, "best_score": self.best,
+                                                       "kept_score": self.kept_score,
+                                                       "kept_boundary": self.kept_boundary,
+                                                       "val_batches": self.val_batches,
+                                                       "cuda_graph": self.cuda_graph}) + "\n")
+
+    def save_kept(self, val: float, native: float, boundary: Optional[float], margins: Optional[dict]) -> None:
+        extra = {"step": str(self.step), "val_psnr": f"{val:.3f}", "val_consecutive_psnr": f"{native:.3f}",
+                 "val_boundary_psnr": "" if boundary is None else f"{boundary:.3f}",
+                 "train_config": self.config.to_json()}
+        if margins:
+            extra.update({f"holdout_{k}": f"{margins[k]:.3f}" for k in ("margin", "margin_t1", "margin_t2")})
+        with self.averaged():
+            save_weights(self.net, self.options.out / "weights.safetensors", extra=extra)
+
+    # -- training --------------------------------------------------------------------------------------------
+
+    def next_inputs(self) -> Tuple[torch.Tensor, ...]:
+        """The step's inputs: footage (some with synthetic layers pasted over), then synthetic samples and their
+        ground-truth flows (forward, then backward)."""
+        config, gen = self.config, self.gen
+        layer_options = dict(edge_px=config.synthetic_edge_px, edge_share=config.synthetic_edge_share,
+                             motion_scale=config.synthetic_motion)
+        real = self.sampler.batch(self.n_real)
+        if config.paste_share > 0:  # (no draw unless enabled: the random stream of earlier recipes stays the same)
+            real = paste_layers(real, self.sampler, config.paste_share, config.crop, gen=gen, **layer_options)
+        parts = [real]
+        if self.n_syn:
+            parts.append(synthetic_batch(self.sampler, self.n_syn, config.crop, gen=gen,
+                                         layers=config.synthetic_layers, small_share=config.synthetic_small_share,
+                                         **layer_options))
+        batch = {k: torch.cat([p[k] for p in parts], 0) for k in ("one", "mid", "two", "t")}
+        batch = {k: v.contiguous(memory_format=torch.channels_last) if v.dim() == 4 else v for k, v in batch.items()}
+        inputs = (batch["one"], batch["two"], batch["t"], batch["mid"])
+        if self.n_syn:
+            inputs += (torch.cat([parts[1]["flow_fwd"], parts[1]["flow_bwd"]], 0),)
+        return inputs
+
+    def learning_rate(self) -> float:
+        config = self.config
+        lr = schedule.learning_rate(self.step, config.lr, config.warmup, config.total_steps,
+                                    start=config.schedule_start)
+        return schedule.rewarmed(lr, self.step, self.start_step, self.options.rewarm)
+
+    def train_step(self, inputs: Tuple[torch.Tensor, ...], lr: float) -> Tuple[torch.Tensor, ...]:
+        for group in self.optim.param_groups:
+            group["lr"] = lr
+        if self.cuda_graph and self.graphed is None:
+            # recorded on the first batch (after three warm-up passes), replayed on every later one
+            self.graphed = torch.cuda.make_graphed_callables(self.step_loss, inputs)
+        losses = (self.graphed or self.step_loss)(*inputs)
+        self.optim.zero_grad(set_to_none=True)
+        losses[0].backward()
+        torch.nn.utils.clip_grad_norm_(self.net.parameters(), 1.0)
+        self.optim.step()
+        if self.ema is not None:
+            self.ema.update()
+        self.step += 1
+        return losses
+
+    def done(self, chunk_start: float) -> bool:
+        options, config = self.options, self.config
+        return (time.time() - chunk_start > options.minutes * 60.0
+                or self.step >= config.schedule_start + config.total_steps
+                or (options.max_steps is not None and self.step - self.start_step >= options.max_steps))
+
+    def run(self) -> None:
+        from tqdm import tqdm
+
+        options = self.options
+        self.net.train()
+        if options.validate_first and self.main:
+            self.check()  # the starting weights, on this run's sets: what every later step must beat to be kept
+        chunk_start = time.time()
+        running: Dict[str, torch.Tensor] = {}
+        count = 0
+        bar = tqdm(total=options.max_steps, disable=not self.main, mininterval=10, desc="train")
+        while not self.done(chunk_start):
+            lr = self.learning_rate()
+            losses = self.train_step(self.next_inputs(), lr)
+            bar.update(1)
+            # summed on the device: reading a loss every step would make the host wait for the GPU
+            for k, v in zip(("loss", "rec", "census", "flow"), losses):
+                running[k] = running.get(k, 0.0) + v.detach()
+            count += 1
+            if self.step % 100 == 0 and self.main:
+                entry = {k: round(float(v) / count, 5) for k, v in running.items()}
+                entry.update(step=self.step, lr=lr, minutes=round((time.time() - chunk_start) / 60, 2))
+                self.write_log(entry)
+                bar.set_postfix(loss=entry["loss"], lr=f"{lr:.2e}")
+                running, count = {}, 0
+            if self.step % options.val_every == 0 and self.main:
+                self.check()
+        bar.close()
+        if self.main:
+            self.check(final=True)
+            say(f"{(self.step - self.start_step) / (time.time() - chunk_start):.2f} steps/s")
+
+
+def train(options: RunOptions, overrides: dict) -> None:
+    """One chunk of training as the options say. Raises TrainingError for what cannot run."""
+    check_data(options)
+    process = init_process(options)
+    try:
+        start = start_point(options, overrides, process.main)
+        torch.backends.cudnn.benchmark = True
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+        trainer = Trainer(options, start, process)
+        options.out.mkdir(parents=True, exist_ok=True)
+        trainer.load_data()
+        trainer.load_validation()
+        trainer.build()
+        trainer.run()
+    finally:
+        if process.world > 1:
+            import torch.distributed as dist
+
+            dist.destroy_process_group()
