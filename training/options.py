@@ -7,7 +7,7 @@ import argparse
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 from training.config import RECIPES, ConfigError, TrainConfig, check_fields, flag
 
@@ -105,7 +105,3 @@ def parse(argv: Optional[Sequence[str]] = None, description: str = "") -> Tuple[
     overrides = {k: tuple(v) if isinstance(v, list) else v for k, v in args.items() if k not in run_names}
     return RunOptions(**values), overrides
 
-
-def recipe_lines(overrides: Dict[str, Any]) -> List[str]:
-    """The overrides as flags, for messages."""
-    return [f"{flag(k)} {v}" for k, v in overrides.items()]
