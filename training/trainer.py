@@ -468,7 +468,8 @@ class Trainer:
                 self.write_log(entry)
                 bar.set_postfix(loss=entry["loss"], lr=f"{lr:.2e}")
                 running, count = {}, 0
-            if self.step % options.val_every == 0 and self.main:
+            # (not at the chunk's last step: the final check below validates that one)
+            if self.step % options.val_every == 0 and self.main and not self.done(chunk_start):
                 self.check()
         bar.close()
         if self.main:

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One arm of the scaling study (issue 28; docs/journal/scaling-study.md) as one device command, alone on the GPU.
 #
-#   BUNDLE=.data/bundles/N bash scripts/device/study.sh NAME WIDTH FOLDERS MINUTES new|resume
+#   BUNDLE=.data/bundles/N bash scripts/device/study.sh NAME WIDTH FOLDERS MINUTES new|resume [train.py options]
 #
+# Options after the mode go to train.py (a new arm: recipe overrides such as --total-steps 5000).
 # FOLDERS: all, or one footage folder's name (training clips; validation always uses every held-out clip).
 # Footage must be staged first, one call per bundle while the machine stays warm:
 #     python3 -m training.stage unpack .data/bundles/N --dest ~/vfi/data --cache /dev/shm/vfi-cache
@@ -16,6 +17,7 @@ width=${2:?width factor}
 folders=${3:?all or a footage folder name}
 minutes=${4:?minutes of training}
 mode=${5:?new or resume}
+shift 5
 export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
 out=${OUT:?run this on the device machine, where OUT is set}
 data=~/vfi/data
@@ -39,10 +41,16 @@ status=0
 # the run ends on its own (--minutes, counted after set-up) well inside the call; timeout is the backstop that
 # leaves time to collect the results (a run stopped by it keeps its state of the last validation)
 timeout "${LIMIT:-540}" python3 train.py --data "$data/footage" "$data/footage2" --frame-cache "$cache" \
-    --out "$run" --minutes "$minutes" --val-every "${VAL_EVERY:-1000}" "${start[@]}" >"$run/stdout.txt" 2>&1 \
+    --out "$run" --minutes "$minutes" --val-every "${VAL_EVERY:-1000}" "${start[@]}" "$@" >"$run/stdout.txt" 2>&1 \
     || status=$?
 { tr '\r' '\n' <"$run/stdout.txt" | grep -v "it/s" | tail -6; } || true
 mkdir -p "$out/study"
+# with MIDDLEBURY set (a carried folder), the kept weights are scored there after training: evaluation only, for
+# the study's table; arms are compared by their held-out margin, never by these numbers
+if [ -n "${MIDDLEBURY:-}" ] && [ -f "$run/weights.safetensors" ]; then
+    python3 benchmark_middlebury.py --data "$MIDDLEBURY" --device auto --weights "$run/weights.safetensors" \
+        --json "$out/study/$name.middlebury.json" | tail -1 || true
+fi
 for f in log.jsonl stdout.txt config.json train_config.json; do
     cp "$run/$f" "$out/study/$name.$f" 2>/dev/null || true
 done
