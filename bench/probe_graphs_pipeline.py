@@ -3,11 +3,11 @@ uploaded through pinned or pageable memory, at two x264 presets, twice.
 
     python -m bench.probe_graphs_pipeline --video in1080.mp4   # on a CUDA machine with ffmpeg (bench/device_ffmpeg.sh)
 
-Session 12 (H200, docs/performance.md): pinning each frame as it was uploaded (``Tensor.pin_memory()``, a new
-page-locked buffer every frame) cost more than the graphs gained: with one or two graphs the pipeline ran at
-33-37 frames/s with pinned uploads against 45-54 with plain pageable copies. ``model.inference`` now uploads
-pageable frames; this probe keeps the old pinned step as a baseline beside the eager and graphed steps that run.py
-can take. 8-bit input only.
+Session 12 (H200, docs/journal/performance-history.md): pinning each frame as it was uploaded
+(``Tensor.pin_memory()``, a new page-locked buffer every frame) cost more than the graphs gained: with one or
+two graphs the pipeline ran at 32-37 frames/s with pinned uploads against 39-54 with plain pageable copies.
+``model.inference`` now uploads pageable frames; this probe keeps the old pinned step as a baseline beside the
+eager and graphed steps that run.py can take. 8-bit input only.
 """
 
 from __future__ import annotations

@@ -76,8 +76,9 @@ def check_fields(obj: Any) -> None:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """The recipe. Defaults: the shipped weights' recipe (session 17's chunk 60, ``docs/raw/train_config_chunk60.json``):
-    a 7000-step anneal with the non-linearity filter from the step-25000 weights of a run from scratch."""
+    """The recipe. Defaults: the shipped weights' recipe (session 17's chunk 60,
+    ``docs/journal/raw/train_config_chunk60.json``): a 7000-step anneal with the non-linearity filter from the
+    step-25000 weights of a run from scratch."""
 
     seed: int = _option(61, "random seed (batches, augmentation, synthetic scenes)")
     batch: int = _at_least_one(32, "triplets per step and GPU")

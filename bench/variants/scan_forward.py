@@ -1,7 +1,8 @@
 """Experiment (written in session 7 without a GPU, measured in session 8 on an H200: correct, but 1.5-5x slower
-than softsplat's forward; docs/softsplat.md): a soft-mode forward in which
+than softsplat's forward; docs/journal/softsplat-history.md): a soft-mode forward in which
 a block owns a tile of targets in shared memory and scans the sources that can land there, instead of reducing
-every source into global memory with atomics (docs/softsplat.md, "target tiles that scan their sources").
+every source into global memory with atomics (docs/journal/softsplat-history.md, "target tiles that scan
+their sources").
 
     python -m bench.variants.scan_forward [--repeats 30]
 

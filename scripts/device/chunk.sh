@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # One training chunk as one device command (the GPU machine keeps nothing between calls).
 #
-#   carry: .data/footage and, when resuming, runs/state (see docs/training.md)
-#   bash scripts/device/chunk.sh MINUTES [--resume runs/state | --init-weights weights/network.safetensors] [train.py options]
+#   carry: .data/footage and, when resuming, the lean state folder (.data/rN; see docs/training.md)
+#   bash scripts/device/chunk.sh MINUTES [--recipe NAME | --resume .data/rN | --init-weights FILE] [train.py options]
 #
 # Writes to $OUT/train: state_model.safetensors and state_optim.pt, and $OUT/small.tar with weights.safetensors
-# (fp16, best validation), the configs, progress, loss log and (with --ema) state_ema.safetensors: three files, as
-# at most 8 come back per call (an A/B call returns 6 and leaves room for 2 more). To resume, unpack them into a
-# state folder: python -m training.unpack FILES_AT runs/N --resume-dir .data/rN
+# (fp16, where a validation replaced the kept weights), the configs, progress, loss log, the moving average
+# (state_ema.safetensors, with --ema-decay above 0, as every recipe has it) and the non-linearity table (with
+# --max-nonlinearity): three files, as at most 8 come back per call (an A/B call returns 6 and leaves room for 2
+# more). To resume, unpack them into a state folder: python -m training.unpack FILES_AT runs/N --resume-dir .data/rN
 # DATA overrides the footage folder (default .data/footage); MIDDLEBURY (optional) scores the kept weights;
 # NPROC=2 trains on two GPUs through torchrun (DistributedDataParallel, batch 32 per GPU; not with --cuda-graph).
 set -euo pipefail

@@ -3,7 +3,7 @@
 #   carry .data/bin (ffmpeg.xz: the GPU machine has no ffmpeg) and .data/ddp (3 footage clips + clips.jsonl)
 #   bash scripts/device/multi_gpu.sh
 # 1. softsplat on cuda:1 against PyTorch; 2. train.py under torchrun on 2 GPUs (DDP) and on 1;
-# 3. run.py --video split over 2 GPUs by torchrun against one process; 4. throughput and memory (bench_video.py).
+# 3. run.py --video split over 2 GPUs by torchrun against one process; 4. throughput and memory (bench.bench_video).
 set -uo pipefail
 out=${OUT:?run this on the device machine, where OUT is set}
 export PYTHONUNBUFFERED=1
@@ -47,10 +47,10 @@ PY
 echo "== 4. throughput on one GPU, 16 cores (as nvidia-h200), and memory"
 for v in /tmp/in1080.mp4 /tmp/in4k.mp4; do
   for prec in "" "--bf16"; do
-    CUDA_VISIBLE_DEVICES=0 taskset -c 0-15 python3 bench/bench_video.py --video $v $prec 2>&1 | grep "{"
+    CUDA_VISIBLE_DEVICES=0 taskset -c 0-15 python3 -m bench.bench_video --video $v $prec 2>&1 | grep "{"
   done
 done
-CUDA_VISIBLE_DEVICES=0 python3 bench/bench_video.py --bf16 --memory 3840x2160 7680x4320 2>&1 | grep "{"
-CUDA_VISIBLE_DEVICES=0 python3 bench/bench_video.py --bf16 --flow-scale 0.5 --memory 3840x2160 7680x4320 2>&1 | grep "{"
-CUDA_VISIBLE_DEVICES=0 python3 bench/bench_video.py --bf16 --tile 2048 --memory 7680x4320 2>&1 | grep "{"
+CUDA_VISIBLE_DEVICES=0 python3 -m bench.bench_video --bf16 --memory 3840x2160 7680x4320 2>&1 | grep "{"
+CUDA_VISIBLE_DEVICES=0 python3 -m bench.bench_video --bf16 --flow-scale 0.5 --memory 3840x2160 7680x4320 2>&1 | grep "{"
+CUDA_VISIBLE_DEVICES=0 python3 -m bench.bench_video --bf16 --tile 2048 --memory 7680x4320 2>&1 | grep "{"
 echo "== done"

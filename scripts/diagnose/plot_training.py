@@ -1,9 +1,9 @@
 """Plot validation and Middlebury PSNR against training minutes from the chunk logs (OpenCV only).
 
-    python -m scripts.diagnose.plot_training --out docs/training_psnr.png
+    python -m scripts.diagnose.plot_training   # writes docs/journal/training_psnr.png
 
-Reads ``docs/raw/train_chunk<N><arm>.jsonl`` (minutes since each chunk's start, validation PSNR by
-step) and ``docs/raw/middlebury_chunk<N><arm>.json`` (Middlebury PSNR of the weights each chunk kept,
+Reads ``docs/journal/raw/train_chunk<N><arm>.jsonl`` (minutes since each chunk's start, validation PSNR by
+step) and ``docs/journal/raw/middlebury_chunk<N><arm>.json`` (Middlebury PSNR of the weights each chunk kept,
 with the kept step given in ``KEPT_STEP``). The arm is "" (arm a of an A/B test) unless ``CARRIED_ARM``
 names the arm whose weights the next chunk continued from.
 """
@@ -136,8 +136,9 @@ def draw(val: Points, val16: Points, middlebury: Points, out: Path) -> None:
 
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--raw", type=Path, default=Path("docs/raw"))
-    p.add_argument("--out", type=Path, default=Path("docs/training_psnr.png"))
+    p.add_argument("--raw", type=Path, default=Path("docs/journal/raw"),
+                   help="the raw run files: train_chunk*.jsonl and middlebury_chunk*.json")
+    p.add_argument("--out", type=Path, default=Path("docs/journal/training_psnr.png"))
     args = p.parse_args(argv)
     draw(*chunk_curves(args.raw), args.out)
     print(f"wrote {args.out}")
