@@ -1,4 +1,8 @@
-"""run.py --video / --frames end to end on small generated clips (CPU)."""
+"""Videos and frame folders through the pipeline (pipeline.video) on small generated clips (CPU).
+
+Containers, audio, metadata and timing go through the pipeline with the stand-in interpolator (conftest's
+``blend_interpolator``), where the network is not the point; the network runs where it is (a moving square, the
+two-process split), and run.py where the command line itself is tested (its errors, notes and warnings)."""
 
 import dataclasses
 import subprocess
@@ -11,10 +15,10 @@ import numpy as np
 import pytest
 
 import run
-from media.video import (NO_COLOR_TAGS, VideoError, audio_args, ffmpeg_exe, probe, read_frames, rescale_timecode,
-                         snap_to_grid)
+from media.video import (NO_COLOR_TAGS, VideoError, audio_args, default_codec, ffmpeg_exe, probe, read_frames,
+                         rescale_timecode, snap_to_grid)
 from pipeline.schedule import make_plan, parse_rate, planned_sources
-from pipeline.video import VideoOptions, interpolate_video
+from pipeline.video import VideoOptions, interpolate_frames, interpolate_video
 
 
 def _make_clip(path: Path, size="96x64", rate="12", seconds=2, audio=True, source="testsrc2", frames=None):
@@ -53,6 +57,13 @@ def _cli(args, capsys):
     return code, out, err
 
 
+def _video(source: Path, out: Path, interpolator, **options) -> dict:
+    """What run.py --video does once its arguments are parsed: the pipeline, with the encoder run.py picks for
+    ``out`` unless ``options`` names one. Returns the job's counts and notes (run.py prints them as its summary)."""
+    options.setdefault("codec", default_codec(Path(out)))
+    return interpolate_video(source, out, interpolator, VideoOptions(**options), progress=False)
+
+
 def test_rate_parsing_and_plans():
     assert parse_rate("59.94") == Fraction(60000, 1001)
     assert parse_rate("23.976") == Fraction(24000, 1001)
@@ -71,31 +82,31 @@ def test_rate_parsing_and_plans():
     assert [round(s.t, 3) for _, _, s in sources if s.kind == "interpolate"] == [0.4, 0.8, 0.2, 0.6, 0.4, 0.8, 0.2, 0.6]
 
 
-def test_factor_two_keeps_duration_and_copies_audio(tmp_path, capsys):
+def test_factor_two_keeps_duration_and_copies_audio(tmp_path, blend_interpolator):
     clip = _make_clip(tmp_path / "in.mp4")
     out = tmp_path / "out.mp4"
-    code, stdout, err = _cli(["--video", clip, "--out", out], capsys)
-    assert code == 0, err
+    stats = _video(clip, out, blend_interpolator)
     src, dst = probe(clip), probe(out)
     assert dst.frames == 2 * src.frames
     assert dst.rate == 2 * src.rate
     assert abs(dst.duration - src.duration) <= 1 / dst.rate
     assert dst.has_audio and _audio_md5(out) == _audio_md5(clip)
     assert not (tmp_path / "out.work").exists()
-    assert "audio copied" in stdout
+    assert stats["audio"] == "copied" and stats["interpolated"] == src.frames - 1
+    assert blend_interpolator.calls == [((64, 96, 3), (0.5,))] * (src.frames - 1)
 
 
-def test_ntsc_rate_conversion(tmp_path, capsys):
+def test_ntsc_rate_conversion(tmp_path, blend_interpolator):
     clip = _make_clip(tmp_path / "in.mp4", rate="24000/1001", seconds=1, audio=False)
     out = tmp_path / "out.mkv"
-    assert _cli(["--video", clip, "--out", out, "--fps", "59.94", "--preset", "veryfast"], capsys)[0] == 0
+    _video(clip, out, blend_interpolator, fps=parse_rate("59.94"), preset="veryfast")
     assert b"rc_lookahead=10 " in out.read_bytes()  # x264 records its settings: veryfast looks 10 frames ahead
     src, dst = probe(clip), probe(out)
     assert dst.rate == Fraction(60000, 1001)
     assert abs(dst.frames - round(src.duration * Fraction(60000, 1001))) <= 1
 
 
-def test_scene_cut_is_not_interpolated(tmp_path, capsys):
+def test_scene_cut_is_not_interpolated(tmp_path, blend_interpolator):
     a = _make_clip(tmp_path / "a.mp4", seconds=1, audio=False, source="testsrc2")
     b = _make_clip(tmp_path / "b.mp4", seconds=1, audio=False, source="mandelbrot")
     listing = tmp_path / "list.txt"
@@ -104,28 +115,28 @@ def test_scene_cut_is_not_interpolated(tmp_path, capsys):
     subprocess.run([ffmpeg_exe(), "-loglevel", "error", "-y", "-f", "concat", "-safe", "0", "-i", str(listing),
                     "-c", "copy", str(clip)], check=True)
     out = tmp_path / "out.mp4"
-    code, stdout, _ = _cli(["--video", clip, "--out", out], capsys)
-    assert code == 0 and "cuts 1" in stdout
+    assert _video(clip, out, blend_interpolator)["cuts"] == 1
     src = [f.astype(np.float32) for f in read_frames(probe(clip))]
     dst = [f.astype(np.float32) for f in read_frames(probe(out))]
-    # the output frame half-way across the cut (between input 11 and 12) is one of them, not a blend
+    # the output frame half-way across the cut (between input 11 and 12) is one of them, not a blend (which is what
+    # the stand-in interpolator would have made)
     mid = dst[23]
     assert min(np.abs(mid - src[11]).mean(), np.abs(mid - src[12]).mean()) < 6.0
     assert np.abs(mid - (src[11] + src[12]) / 2).mean() > 10.0
 
 
-def test_odd_size_one_frame_and_slowmo(tmp_path, capsys):
+def test_odd_size_one_frame_and_slowmo(tmp_path, blend_interpolator):
     clip = _make_clip(tmp_path / "odd.mp4", size="97x61", seconds=1, audio=True)
     out = tmp_path / "slow.mp4"
-    code, stdout, _ = _cli(["--video", clip, "--out", out, "--slowmo", "--factor", "3"], capsys)
-    assert code == 0
+    stats = _video(clip, out, blend_interpolator, slowmo=True, factor=3)
     src, dst = probe(clip), probe(out)
     assert (dst.width, dst.height) == (97, 61)
     assert dst.rate == src.rate and dst.frames == 3 * src.frames
-    assert not dst.has_audio and "dropped (slow motion)" in stdout
+    assert not dst.has_audio and stats["audio"].startswith("dropped (slow motion)")
+    assert {shape for shape, _ in blend_interpolator.calls} == {(61, 97, 3)}
     one = _make_clip(tmp_path / "one.mp4", frames=1, audio=False)
     assert probe(one).frames == 1
-    assert _cli(["--video", one, "--out", tmp_path / "one_out.mp4"], capsys)[0] == 0
+    _video(one, tmp_path / "one_out.mp4", blend_interpolator)
     assert probe(tmp_path / "one_out.mp4").frames == 2
 
 
@@ -186,7 +197,7 @@ def test_interrupted_job_resumes_without_redoing_segments(tmp_path):
     assert clip.read_bytes() == before  # the input is never modified
 
 
-def test_frame_folder_in_and_out(tmp_path, capsys):
+def test_frame_folder_in_and_out(tmp_path, blend_interpolator):
     frames = tmp_path / "frames"
     frames.mkdir()
     for i in range(4):
@@ -195,15 +206,18 @@ def test_frame_folder_in_and_out(tmp_path, capsys):
         cv2.imwrite(str(frames / f"{i:04d}.png"), img)
     outdir = tmp_path / "out"
     outdir.mkdir()
-    code, stdout, err = _cli(["--frames", frames, "--input-fps", "10", "--factor", "3", "--out", outdir / "%06d.png"],
-                             capsys)
-    assert code == 0, err
+    options = VideoOptions(factor=3)
+    stats = interpolate_frames(frames, str(outdir / "%06d.png"), Fraction(10), blend_interpolator, options,
+                               progress=False)
+    assert stats["frames_out"] == 12 and stats["interpolated"] == 6
     assert len(list(outdir.glob("*.png"))) == 12
-    # rerun: existing frames are kept, nothing is redone
+    first = (outdir / "000001.png").read_bytes()
+    # rerun: existing frames are kept, only the missing one is redone
     (outdir / "000001.png").unlink()
-    args = ["--frames", frames, "--input-fps", "10", "--factor", "3", "--out", outdir / "%06d.png"]
-    assert _cli(args, capsys)[0] == 0
-    assert len(list(outdir.glob("*.png"))) == 12
+    again = interpolate_frames(frames, str(outdir / "%06d.png"), Fraction(10), blend_interpolator, options,
+                               progress=False)
+    assert again["interpolated"] == 1 and blend_interpolator.calls[-1][1] == (1 / 3,)
+    assert len(list(outdir.glob("*.png"))) == 12 and (outdir / "000001.png").read_bytes() == first
 
 
 @pytest.mark.parametrize("depth", [8, 16])
@@ -211,8 +225,6 @@ def test_frame_folder_keeps_alpha(tmp_path, capsys, depth):
     """Transparent frame sequences (renders, keyed footage) keep their alpha: exact on the original frames, mixed
     linearly in time on the interpolated ones (the colour goes through the interpolator); images without alpha
     in such a sequence count as opaque; a format without alpha says it dropped it."""
-    from pipeline.video import VideoOptions, interpolate_frames
-
     dtype, top = (np.uint8, 255) if depth == 8 else (np.uint16, 65535)
     frames = tmp_path / "frames"
     frames.mkdir()
@@ -253,16 +265,16 @@ def test_frame_folder_keeps_alpha(tmp_path, capsys, depth):
 
 
 @pytest.mark.slow
-def test_two_processes_split_a_video_seamlessly(tmp_path):
-    """torchrun with two processes: each encodes half the segments, rank 0 joins them."""
+def test_two_processes_split_a_video_seamlessly(tmp_path, cpu_interpolator):
+    """torchrun with two processes: each encodes half the segments, rank 0 joins them (the same frames as one
+    process makes with the same weights)."""
     import sys
 
     root = Path(__file__).resolve().parent.parent
     clip = _make_clip(tmp_path / "in.mp4", seconds=2, audio=True)
     single, split = tmp_path / "single.mp4", tmp_path / "split.mp4"
     common = ["--video", str(clip), "--device", "cpu", "--segment-seconds", "0.5"]
-    subprocess.run([sys.executable, str(root / "run.py"), *common, "--out", str(single)], check=True,
-                   capture_output=True, cwd=root)
+    _video(clip, single, cpu_interpolator, segment_seconds=0.5)
     proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
                            "--master_port", "29519", str(root / "run.py"), *common, "--out", str(split)],
                           capture_output=True, text=True, cwd=root, timeout=600)
@@ -276,7 +288,7 @@ def test_two_processes_split_a_video_seamlessly(tmp_path):
     assert max(float(np.abs(x.astype(np.int16) - y.astype(np.int16)).mean()) for x, y in zip(frames_a, frames_b)) < 1.0
 
 
-def test_variable_frame_rate_input_follows_timestamps(tmp_path, capsys):
+def test_variable_frame_rate_input_follows_timestamps(tmp_path, blend_interpolator):
     """6 frames at 12 fps then 12 at 24 fps: a 24 fps output interpolates only the slow part."""
     clip = tmp_path / "vfr.mp4"
     subprocess.run([ffmpeg_exe(), "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=96x64:rate=24",
@@ -285,30 +297,29 @@ def test_variable_frame_rate_input_follows_timestamps(tmp_path, capsys):
     info = probe(clip)
     assert info.variable_rate and info.pts[6] == Fraction(1, 2)
     out = tmp_path / "cfr.mp4"
-    code, stdout, _ = _cli(["--video", clip, "--out", out, "--fps", "24"], capsys)
-    assert code == 0 and "interpolated 6," in stdout
+    assert _video(clip, out, blend_interpolator, fps=Fraction(24))["interpolated"] == 6
     dst = probe(out)
     assert dst.rate == 24 and not dst.variable_rate
     assert abs(dst.duration - Fraction(1)) <= Fraction(1, 24)
 
 
-def test_dedup_interpolates_across_repeated_frames(tmp_path, capsys):
+def test_dedup_interpolates_across_repeated_frames(tmp_path, blend_interpolator):
     frames = tmp_path / "frames"
     frames.mkdir()
     for i in range(6):  # A A B B C C: each picture shown twice
         img = np.zeros((40, 60, 3), np.uint8)
         cv2.circle(img, (10 + 15 * (i // 2), 20), 6, (255, 255, 255), -1)
         cv2.imwrite(str(frames / f"{i:04d}.png"), img)
-    for flag, expected in (([], "interpolated 0,"), (["--dedup"], "interpolated 2,")):
-        outdir = tmp_path / f"out{len(flag)}"
+    for threshold, expected in ((0.0, 0), (0.002, 2)):  # 0.002: run.py's --dedup without a value
+        outdir = tmp_path / f"out{threshold}"
         outdir.mkdir()
-        code, stdout, _ = _cli(["--frames", frames, "--input-fps", "10", "--factor", "1", "--out",
-                                outdir / "%03d.png", *flag], capsys)
-        assert code == 0 and expected in stdout, stdout
+        stats = interpolate_frames(frames, str(outdir / "%03d.png"), Fraction(10), blend_interpolator,
+                                   VideoOptions(factor=1, dedup_threshold=threshold), progress=False)
+        assert stats["interpolated"] == expected, stats
         assert len(list(outdir.glob("*.png"))) == 6
 
 
-def test_subtitles_are_kept_where_the_container_allows(tmp_path, capsys):
+def test_subtitles_are_kept_where_the_container_allows(tmp_path, blend_interpolator):
     clip = _make_clip(tmp_path / "in.mp4", seconds=1, audio=True)
     srt = tmp_path / "s.srt"
     srt.write_text("1\n00:00:00,000 --> 00:00:00,800\nhello\n")
@@ -316,40 +327,42 @@ def test_subtitles_are_kept_where_the_container_allows(tmp_path, capsys):
     subprocess.run([ffmpeg_exe(), "-loglevel", "error", "-y", "-i", str(clip), "-i", str(srt), "-map", "0", "-map", "1",
                     "-c", "copy", str(with_subs)], check=True)
     assert probe(with_subs).has_subtitles
-    assert _cli(["--video", with_subs, "--out", tmp_path / "out.mkv"], capsys)[0] == 0
+    _video(with_subs, tmp_path / "out.mkv", blend_interpolator)
     kept = probe(tmp_path / "out.mkv")
     assert kept.has_subtitles and kept.has_audio
     # mp4 cannot hold the srt stream as it is: video and audio are still written
-    assert _cli(["--video", with_subs, "--out", tmp_path / "out.mp4"], capsys)[0] == 0
+    _video(with_subs, tmp_path / "out.mp4", blend_interpolator)
     assert probe(tmp_path / "out.mp4").has_audio
 
 
-def test_ten_bit_video_stays_ten_bit(tmp_path, capsys):
+def test_ten_bit_video_stays_ten_bit(tmp_path, blend_interpolator):
     clip = tmp_path / "ten.mp4"
     subprocess.run([ffmpeg_exe(), "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=96x64:rate=12",
                     "-t", "1", "-c:v", "libx264", "-pix_fmt", "yuv420p10le", str(clip)], check=True)
     assert probe(clip).bit_depth == 10
     out = tmp_path / "out.mp4"
-    assert _cli(["--video", clip, "--out", out], capsys)[0] == 0
+    _video(clip, out, blend_interpolator)
     info = probe(out)
     assert info.bit_depth == 10 and info.frames == 24
+    assert blend_interpolator.calls  # the interpolator was handed 16-bit frames (it keeps their dtype)
     assert next(read_frames(info)).dtype == np.uint16
 
 
-def test_audio_that_the_container_cannot_hold_is_refused_before_any_work(tmp_path, capsys):
+def test_audio_that_the_container_cannot_hold_is_refused_before_any_work(tmp_path, blend_interpolator):
     """WMA audio does not fit mp4: the run says to use .mkv before interpolating anything (until session 12 it
     failed only when muxing, at the end of the job), and mkv output keeps the audio as it is."""
     clip = tmp_path / "wma.mkv"
     subprocess.run([ffmpeg_exe(), "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=96x64:rate=12",
                     "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-t", "1", "-c:v", "libx264",
                     "-pix_fmt", "yuv420p", "-c:a", "wmav2", str(clip)], check=True)
-    code, _, err = _cli(["--video", clip, "--out", tmp_path / "out.mp4"], capsys)
-    assert code == 2 and "does not fit .mp4: use .mkv" in err and "--audio-codec aac" in err, err
-    assert "nothing was interpolated yet" in err, err
+    with pytest.raises(VideoError) as info:
+        _video(clip, tmp_path / "out.mp4", blend_interpolator)
+    err = str(info.value)
+    assert "does not fit .mp4: use .mkv" in err and "--audio-codec aac" in err, err
+    assert "nothing was interpolated yet" in err and not blend_interpolator.calls, err
     assert not (tmp_path / "out.mp4").exists() and not (tmp_path / "out.work").exists()
     assert not list(tmp_path.glob(".audio-check-*"))
-    code, stdout, _ = _cli(["--video", clip, "--out", tmp_path / "out.mkv"], capsys)
-    assert code == 0 and "audio copied" in stdout
+    assert _video(clip, tmp_path / "out.mkv", blend_interpolator)["audio"] == "copied"
     assert _audio_md5(tmp_path / "out.mkv") == _audio_md5(clip)
 
 
@@ -382,8 +395,8 @@ def test_truncated_mkv_uses_the_readable_part_and_warns(tmp_path, capsys):
     assert probe(full).problem == ""
 
 
-def test_moving_square_lands_halfway_in_interpolated_frames(tmp_path, capsys):
-    """Known motion: a square moving 6 px per frame must sit halfway between in every new frame."""
+def test_moving_square_lands_halfway_in_interpolated_frames(tmp_path, cpu_interpolator):
+    """Known motion: a square moving 6 px per frame must sit halfway between in every new frame (the network's)."""
     from media.video import FrameWriter
 
     clip = tmp_path / "square.mp4"
@@ -396,8 +409,7 @@ def test_moving_square_lands_halfway_in_interpolated_frames(tmp_path, capsys):
         writer.write(frame)
     writer.close()
     out = tmp_path / "out.mp4"
-    code, _, err = _cli(["--video", clip, "--out", out, "--crf", "0", "--pix-fmt", "yuv444p"], capsys)
-    assert code == 0, err
+    _video(clip, out, cpu_interpolator, crf=0, pix_fmt="yuv444p")
     frames = list(read_frames(probe(out)))
     assert len(frames) == 12
 
@@ -410,7 +422,7 @@ def test_moving_square_lands_halfway_in_interpolated_frames(tmp_path, capsys):
         assert abs(centre_x(frame) - expected) < 1.0, (j, centre_x(frame), expected)
 
 
-def test_phone_rotation_and_anamorphic_pixels_are_kept(tmp_path, capsys):
+def test_phone_rotation_and_anamorphic_pixels_are_kept(tmp_path, blend_interpolator):
     """A clip coded sideways with a display rotation (as phones record) comes out upright at its displayed size,
     picture intact; a clip with non-square pixels keeps its exact pixel aspect (players would squeeze it otherwise)."""
     plain = _make_clip(tmp_path / "plain.mp4", size="96x64", seconds=1)
@@ -420,8 +432,8 @@ def test_phone_rotation_and_anamorphic_pixels_are_kept(tmp_path, capsys):
     info = probe(rotated)
     assert (info.width, info.height, info.rotation) == (64, 96, 90)
     out = tmp_path / "upright.mp4"
-    code, _, err = _cli(["--video", rotated, "--out", out], capsys)
-    assert code == 0, err
+    _video(rotated, out, blend_interpolator)
+    assert {shape for shape, _ in blend_interpolator.calls} == {(96, 64, 3)}  # upright frames
     dst = probe(out)
     assert (dst.width, dst.height, dst.rotation, dst.frames) == (64, 96, 0, 2 * info.frames)
     first_in = next(read_frames(info)).astype(np.float64)
@@ -434,19 +446,19 @@ def test_phone_rotation_and_anamorphic_pixels_are_kept(tmp_path, capsys):
                     "-vf", "setsar=r=284/297:max=65535", "-c:v", "libx264", str(wide)], check=True)
     assert probe(wide).sample_aspect == Fraction(284, 297)
     for name in ("wide.mp4", "wide.mkv"):
-        assert _cli(["--video", wide, "--out", tmp_path / name], capsys)[0] == 0
+        _video(wide, tmp_path / name, blend_interpolator)
         assert probe(tmp_path / name).sample_aspect == Fraction(284, 297), name
 
 
-def test_millisecond_timestamps_still_copy_the_original_frames(tmp_path, capsys):
+def test_millisecond_timestamps_still_copy_the_original_frames(tmp_path, blend_interpolator):
     """mkv stores times in ms, so 29.97 fps frames sit up to 0.5 ms off their true times; doubling the rate must
     still copy every original frame and interpolate only between them (not at t = 0.99 next to each one)."""
     clip = _make_clip(tmp_path / "in.mkv", rate="30000/1001", seconds=1, audio=False)
     info = probe(clip)
     assert info.rate == Fraction(30000, 1001)
     assert info.pts == [Fraction(1001 * i, 30000) for i in range(info.frames)]
-    code, stdout, _ = _cli(["--video", clip, "--out", tmp_path / "out.mp4"], capsys)
-    assert code == 0 and f"interpolated {info.frames - 1}," in stdout
+    assert _video(clip, tmp_path / "out.mp4", blend_interpolator)["interpolated"] == info.frames - 1
+    assert {times for _, times in blend_interpolator.calls} == {(0.5,)}
     ms = Fraction(1, 1000)
     thirtieths = [0, Fraction(1, 30), Fraction(1, 15), 90 * ms]  # 90 ms is off the grid: a true time
     assert snap_to_grid([0, 33 * ms, 67 * ms, 90 * ms], Fraction(30), ms) == thirtieths
@@ -460,7 +472,7 @@ def _first_time(path: Path, stream: str) -> Fraction:
     return min(int(row[2]) for row in rows) * time_base
 
 
-def test_video_that_starts_after_its_audio_stays_in_sync(tmp_path, capsys):
+def test_video_that_starts_after_its_audio_stays_in_sync(tmp_path, blend_interpolator):
     """Recordings whose sound starts before the picture (here by 0.5 s): the output keeps that gap, instead of
     pulling the picture 0.5 s ahead of its sound."""
     clip = tmp_path / "late_picture.mp4"
@@ -471,7 +483,7 @@ def test_video_that_starts_after_its_audio_stays_in_sync(tmp_path, capsys):
     assert gap > Fraction(1, 2) - Fraction(1, 1000)
     assert probe(clip).start == _first_time(clip, "0:v")
     for name in ("out.mp4", "out.mkv"):
-        assert _cli(["--video", clip, "--out", tmp_path / name], capsys)[0] == 0
+        _video(clip, tmp_path / name, blend_interpolator)
         out = tmp_path / name
         assert abs(_first_time(out, "0:v") - _first_time(out, "0:a") - gap) <= Fraction(1, 1000), name
         assert _audio_md5(out) == _audio_md5(clip)
@@ -493,7 +505,7 @@ def _first_rgb(path: Path) -> np.ndarray:
     return np.frombuffer(raw, "<u2").reshape(info.height, info.width, 3) / 257.0
 
 
-def test_colour_tags_and_matrix_follow_the_source(tmp_path, capsys):
+def test_colour_tags_and_matrix_follow_the_source(tmp_path, blend_interpolator):
     """HD video tagged bt709 (phones, cameras) and HDR (bt2020 / PQ) come out tagged the same and encoded with the
     same matrix; untagged output encoded with ffmpeg's default bt601 matrix shifted saturated colours by up to 41
     levels in an HD player, which decodes untagged HD as bt709."""
@@ -504,7 +516,7 @@ def test_colour_tags_and_matrix_follow_the_source(tmp_path, capsys):
         tags = probe(clip).color
         assert tags == tuple(p.split("=")[1] for p in params.split(":")), name
         out = tmp_path / f"{name}_out.mp4"
-        assert _cli(["--video", clip, "--out", out, "--crf", "0"], capsys)[0] == 0
+        _video(clip, out, blend_interpolator, crf=0)
         assert probe(out).color == tags, name
         source, result = _first_rgb(clip), _first_rgb(out)  # an original frame, re-encoded losslessly
         flat = cv2.erode((np.abs(cv2.Laplacian(source.mean(axis=2), cv2.CV_64F)) < 0.5).astype(np.uint8),
@@ -519,7 +531,7 @@ def test_colour_tags_and_matrix_follow_the_source(tmp_path, capsys):
     assert _color_tags("h264, yuv420p(tv, bt709, progressive), 320x180") == ("bt709",) * 3
 
 
-def test_file_metadata_and_chapters_are_kept(tmp_path, capsys):
+def test_file_metadata_and_chapters_are_kept(tmp_path, blend_interpolator):
     """Title, creation time and location (what photo libraries sort and map by) and chapters survive; slow motion
     drops the chapters, whose times would no longer fit."""
     plain = _make_clip(tmp_path / "plain.mp4", seconds=1)
@@ -536,11 +548,11 @@ def test_file_metadata_and_chapters_are_kept(tmp_path, capsys):
 
     assert "Beach" in banner(clip) and "Holiday" in banner(clip)
     for name in ("out.mp4", "out.mkv"):
-        assert _cli(["--video", clip, "--out", tmp_path / name], capsys)[0] == 0
+        _video(clip, tmp_path / name, blend_interpolator)
         text = banner(tmp_path / name)
         for value in ("Holiday", "2024-05-01T10:00:00", "+48.8584+002.2945/", "Arrival", "Beach"):
             assert value in text, (name, value)
-    assert _cli(["--video", clip, "--out", tmp_path / "slow.mkv", "--slowmo"], capsys)[0] == 0
+    _video(clip, tmp_path / "slow.mkv", blend_interpolator, slowmo=True)
     text = banner(tmp_path / "slow.mkv")
     assert "Holiday" in text and "Beach" not in text
 
@@ -554,7 +566,7 @@ def _picture(path: Path, colour: str, size: str = "32x32") -> Path:
     return path
 
 
-def test_the_main_video_stream_is_interpolated_wherever_it_is_stored(tmp_path, capsys):
+def test_the_main_video_stream_is_interpolated_wherever_it_is_stored(tmp_path, blend_interpolator):
     """A file whose first video stream is not the footage (a one-frame picture track ahead of it, as the mkv muxer
     writes a cover taken from mp4) once made the run interpolate that picture and lose the footage. The largest
     moving-picture stream is the one interpolated, as ffmpeg picks, and the run names what it did not copy."""
@@ -565,13 +577,13 @@ def test_the_main_video_stream_is_interpolated_wherever_it_is_stored(tmp_path, c
     info = probe(clip)
     assert (info.stream, info.width, info.height, info.frames) == (1, 96, 64, 12) and info.other_videos == 1
     assert info.covers == ()  # a plain track, not marked as a cover
-    code, stdout, _ = _cli(["--video", clip, "--out", tmp_path / "out.mp4"], capsys)
-    assert code == 0 and "other video streams 1 not copied (interpolated: stream 1, 96x64" in stdout, stdout
+    stats = _video(clip, tmp_path / "out.mp4", blend_interpolator)
+    assert stats["other video streams"].startswith("1 not copied (interpolated: stream 1, 96x64"), stats
     out = probe(tmp_path / "out.mp4")
     assert (out.width, out.height, out.frames) == (96, 64, 24) and out.has_audio
 
 
-def test_cover_pictures_are_kept_where_the_container_holds_them(tmp_path, capsys):
+def test_cover_pictures_are_kept_where_the_container_holds_them(tmp_path, blend_interpolator):
     """Cover art (an attached picture in mp4, an image attachment in mkv) goes along into mp4 and mkv output, where
     players show it; mov holds none, and the run says it was dropped. The mkv's other attachments (the fonts of
     styled subtitles) go along into mkv too."""
@@ -591,19 +603,19 @@ def test_cover_pictures_are_kept_where_the_container_holds_them(tmp_path, capsys
             "-c", "copy", with_font)
     assert probe(with_font).attachments == 1 and len(probe(with_font).covers) == 1
     for source, name in ((with_cover, "a.mp4"), (with_cover, "b.mkv"), (with_font, "c.mp4"), (with_font, "d.mkv")):
-        code, stdout, _ = _cli(["--video", source, "--out", tmp_path / name], capsys)
-        assert code == 0 and "cover pictures 1 copied" in stdout, (name, stdout)
+        stats = _video(source, tmp_path / name, blend_interpolator)
+        assert stats["cover pictures"] == "1 copied", (name, stats)
         out = probe(tmp_path / name)
         assert len(out.covers) == 1 and (out.width, out.height, out.frames) == (96, 64, 24), name
     assert probe(tmp_path / "d.mkv").attachments == 1
-    code, stdout, _ = _cli(["--video", with_font, "--out", tmp_path / "e.mp4"], capsys)
-    assert code == 0 and "attachments dropped (.mp4 cannot hold" in stdout, stdout
-    code, stdout, _ = _cli(["--video", with_cover, "--out", tmp_path / "f.mov"], capsys)
-    assert code == 0 and "cover pictures dropped (.mov cannot hold" in stdout, stdout
+    stats = _video(with_font, tmp_path / "e.mp4", blend_interpolator)
+    assert stats["attachments"].startswith("dropped (.mp4 cannot hold"), stats
+    stats = _video(with_cover, tmp_path / "f.mov", blend_interpolator)
+    assert stats["cover pictures"].startswith("dropped (.mov cannot hold"), stats
     assert probe(tmp_path / "f.mov").covers == () and probe(tmp_path / "f.mov").has_audio
 
 
-def test_start_timecode_is_kept_at_the_output_rate(tmp_path, capsys):
+def test_start_timecode_is_kept_at_the_output_rate(tmp_path, blend_interpolator):
     """Camera and broadcast files carry a start timecode (a tmcd track in mov/mp4, a tag in mkv) that editors line
     clips up by; it goes along, naming the same moment at the output's rate (frame 4 of 25 is frame 8 of 50)."""
     assert rescale_timecode("01:02:03:04", Fraction(25), Fraction(50)) == "01:02:03:08"
@@ -618,31 +630,33 @@ def test_start_timecode_is_kept_at_the_output_rate(tmp_path, capsys):
         return subprocess.run([ffmpeg_exe(), "-hide_banner", "-i", str(path)], capture_output=True).stderr.decode()
 
     for name in ("out.mov", "out.mkv"):
-        code, stdout, _ = _cli(["--video", clip, "--out", tmp_path / name], capsys)
-        assert code == 0 and "timecode 01:02:03:04 as 01:02:03:08" in stdout, stdout
+        stats = _video(clip, tmp_path / name, blend_interpolator)
+        assert stats["timecode"] == "01:02:03:04 as 01:02:03:08", stats
         assert probe(tmp_path / name).timecode == "01:02:03:08", banner(tmp_path / name)
     assert "tmcd" in banner(tmp_path / "out.mov")  # a timecode track, as editors read it
-    code, stdout, _ = _cli(["--video", clip, "--slowmo", "--out", tmp_path / "slow.mov"], capsys)
-    assert code == 0 and probe(tmp_path / "slow.mov").timecode == "01:02:03:04"  # same rate: unchanged
+    assert _video(clip, tmp_path / "slow.mov", blend_interpolator, slowmo=True)["timecode"] == "01:02:03:04"
+    assert probe(tmp_path / "slow.mov").timecode == "01:02:03:04"  # same rate: unchanged
 
 
-def test_names_with_quotes_and_accents(tmp_path, capsys):
+def test_names_with_quotes_and_accents(tmp_path, blend_interpolator):
     """An output named like "Mom's birthday" once failed at the very end (the quote broke ffmpeg's segment list,
     and the error blamed the audio); quotes, spaces and non-ASCII names work in and out."""
     folder = tmp_path / "Été 2024"
     folder.mkdir()
     clip = _make_clip(folder / "l'été à Nîmes.mp4", seconds=1)
     out = folder / "Mom's birthday – 日本.mkv"
-    code, stdout, err = _cli(["--video", clip, "--out", out], capsys)
-    assert code == 0, err
+    _video(clip, out, blend_interpolator)
     assert probe(out).frames == 24 and _audio_md5(out) == _audio_md5(clip)
 
 
-def test_an_output_folder_gets_a_clear_error(tmp_path, capsys):
+def test_an_output_folder_gets_a_clear_error(tmp_path, blend_interpolator):
     clip = _make_clip(tmp_path / "in.mp4", seconds=1, audio=False)
     (tmp_path / "out").mkdir()
-    code, _, err = _cli(["--video", clip, "--out", tmp_path / "out"], capsys)
-    assert code == 2 and "is a folder: name a file in it" in err and "in_x2.mp4" in err and "%06d.png" in err, err
+    with pytest.raises(VideoError) as info:
+        _video(clip, tmp_path / "out", blend_interpolator)
+    err = str(info.value)
+    assert "is a folder: name a file in it" in err and "in_x2.mp4" in err and "%06d.png" in err, err
+    assert list((tmp_path / "out").iterdir()) == []
 
 
 def _interlaced_clip(path: Path) -> Path:
@@ -660,7 +674,7 @@ def _combing(frames) -> float:
     return float(np.mean([np.abs(g[1:-1] - (g[:-2] + g[2:]) / 2).mean() for g in grey]))
 
 
-def test_interlaced_video_is_deinterlaced(tmp_path, capsys):
+def test_interlaced_video_is_deinterlaced(tmp_path, blend_interpolator):
     """Interlaced video (two fields from different times in each frame) would show as combs on moving edges and
     mislead the flow: it is deinterlaced while decoding, and the run says so."""
     clip = _interlaced_clip(tmp_path / "interlaced.mp4")
@@ -669,19 +683,18 @@ def test_interlaced_video_is_deinterlaced(tmp_path, capsys):
     assert info.interlaced == "top first"
     assert _combing(read_frames(dataclasses.replace(info, interlaced=""))) > 2.5  # as stored: combed
     out = tmp_path / "out.mp4"
-    code, stdout, _ = _cli(["--video", clip, "--out", out], capsys)
-    assert code == 0 and "deinterlaced top first" in stdout
+    assert _video(clip, out, blend_interpolator)["deinterlaced"] == "top first"
     assert not probe(out).interlaced and _combing(read_frames(probe(out))) < 1.0
 
 
-def test_interlaced_video_at_field_rate(tmp_path, capsys):
+def test_interlaced_video_at_field_rate(tmp_path, capsys, blend_interpolator):
     """--fields reads 25i as 50 frames/s, one per field, so the 50 moments the camera took are kept: the square,
     moving 4 px per field, is in a new place in every output frame (one per field at --factor 1), without combs."""
     clip = _interlaced_clip(tmp_path / "interlaced.mp4")
     out = tmp_path / "fields"
     out.mkdir()
-    code, stdout, _ = _cli(["--video", clip, "--fields", "--factor", "1", "--out", out / "%03d.png"], capsys)
-    assert code == 0 and "deinterlaced top first, one frame per field" in stdout, stdout
+    stats = _video(clip, out / "%03d.png", blend_interpolator, field_rate=True, factor=1)
+    assert stats["deinterlaced"] == "top first, one frame per field" and stats["interpolated"] == 0, stats
     frames = [cv2.imread(str(p)) for p in sorted(out.glob("*.png"))]
     assert len(frames) == 50 and _combing(frames) < 1.0
 
@@ -692,14 +705,16 @@ def test_interlaced_video_at_field_rate(tmp_path, capsys):
     steps = np.diff([left_edge(f) for f in frames[2:28]])  # (it reaches the right edge at field 32)
     assert np.all(steps > 1) and abs(float(np.median(steps)) - 4) <= 1, steps
     video = tmp_path / "fields.mp4"
-    code, stdout, _ = _cli(["--video", clip, "--fields", "--out", video], capsys)
-    assert code == 0 and "deinterlaced top first, one frame per field" in stdout and "rate_out 100" in stdout
+    stats = _video(clip, video, blend_interpolator, field_rate=True)
+    assert stats["deinterlaced"] == "top first, one frame per field" and stats["rate_out"] == "100", stats
     assert probe(video).frames == 100
-    code, stdout, _ = _cli(["--video", _make_clip(tmp_path / "p.mp4", seconds=1), "--fields", "--out",
-                            tmp_path / "p_out.mp4"], capsys)
-    assert code == 0 and "fields no effect (the input is progressive)" in stdout
-    with pytest.raises(SystemExit):
+    stats = _video(_make_clip(tmp_path / "p.mp4", seconds=1), tmp_path / "p_out.mp4", blend_interpolator,
+                   field_rate=True)
+    assert stats["fields"] == "no effect (the input is progressive)" and "deinterlaced" not in stats
+    # the command line: --fields is for --video
+    with pytest.raises(SystemExit) as info:
         run.main(["--frames", str(out), "--fields", "--out", str(tmp_path / "x" / "%03d.png")])
+    assert info.value.code == 2 and "--fields reads interlaced video" in capsys.readouterr().err
 
 
 def _alpha_clip(path: Path, codec: List[str], pix_fmt: str) -> Path:
@@ -712,7 +727,7 @@ def _alpha_clip(path: Path, codec: List[str], pix_fmt: str) -> Path:
 
 
 @pytest.mark.parametrize("kind", ["png-in-mov", "vp9-webm", "prores-4444"])
-def test_video_with_alpha(tmp_path, capsys, kind):
+def test_video_with_alpha(tmp_path, blend_interpolator, kind):
     """Transparent video (png or qtrle in .mov, ProRes 4444, VP8/VP9 with alpha): written as images it keeps its
     alpha (VP9's through libvpx, which ffmpeg's own decoder drops); written as H.264 the summary says it was
     dropped and how to keep it."""
@@ -727,18 +742,16 @@ def test_video_with_alpha(tmp_path, capsys, kind):
     assert next(read_frames(info)).shape == (48, 64, 3)  # colour only unless asked
     frames = tmp_path / "frames"
     frames.mkdir()
-    code, stdout, err = _cli(["--video", clip, "--out", frames / "%04d.png", "--factor", "2"], capsys)
-    assert code == 0, err
-    assert "alpha kept" in stdout
+    assert _video(clip, frames / "%04d.png", blend_interpolator, factor=2)["alpha"] == "kept"
+    assert {shape[2] for shape, _ in blend_interpolator.calls} == {4}  # colour and alpha to the interpolator
     written = sorted(frames.glob("*.png"))
     assert len(written) == 20
     for path in written[:4]:  # originals and interpolated frames of a still scene alike
         alpha = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)[:, :, 3]
         alpha = alpha.astype(float) / (257.0 if alpha.dtype == np.uint16 else 1.0)  # 16-bit sources stay 16-bit
         assert np.abs(alpha[:, 4:28] - 255).max() <= 2 and np.abs(alpha[:, 36:60] - 64).max() <= 4, path.name
-    code, stdout, err = _cli(["--video", clip, "--out", tmp_path / "out.mp4"], capsys)
-    assert code == 0, err
-    assert "alpha dropped" in stdout and "%06d.png" in stdout
+    stats = _video(clip, tmp_path / "out.mp4", blend_interpolator)
+    assert stats["alpha"].startswith("dropped") and "%06d.png" in stats["alpha"], stats
     plain = _make_clip(tmp_path / "plain.mp4", audio=False)
     assert not probe(plain).alpha
 
@@ -774,7 +787,7 @@ def test_crf_and_preset_reach_every_constant_quality_encoder(tmp_path):
         encoder_quality_args("libx264", 18, "turbo")
 
 
-def test_prores_goes_to_mov_and_is_refused_for_mp4_before_any_work(tmp_path, capsys):
+def test_prores_goes_to_mov_and_is_refused_for_mp4_before_any_work(tmp_path, capsys, blend_interpolator):
     """ProRes (4:2:2 10-bit only; mp4 cannot hold it) failed after the first segment with ffmpeg's message cut
     mid-word: the job's segments were always mp4 and the pixel format always 4:2:0. Now the encoder's pixel format
     is chosen from what it takes, segments go into a container that holds the codec, and output the container
@@ -789,39 +802,46 @@ def test_prores_goes_to_mov_and_is_refused_for_mp4_before_any_work(tmp_path, cap
     with pytest.raises(VideoError, match="needs an even width and height"):  # SVT-AV1 takes 4:2:0 only
         output_pix_fmt("libsvtav1", None, 95, 64, False)
     clip = _make_clip(tmp_path / "in.mp4", seconds=1)
-    code, _, err = _cli(["--video", clip, "--out", tmp_path / "out.mp4", "--codec", "prores_ks"], capsys)
-    assert code == 2 and ".mp4 cannot hold prores_ks video" in err and "use .mov" in err, err
+    with pytest.raises(VideoError) as info:
+        _video(clip, tmp_path / "out.mp4", blend_interpolator, codec="prores_ks")
+    err = str(info.value)
+    assert ".mp4 cannot hold prores_ks video" in err and "use .mov" in err, err
     assert "nothing was interpolated yet" in err and not (tmp_path / "out.work").exists()
-    code, stdout, err = _cli(["--video", clip, "--out", tmp_path / "out.mov", "--codec", "prores_ks"], capsys)
-    assert code == 0 and "audio copied" in stdout, err
-    assert "--crf and --preset do not apply to prores_ks" in err
+    assert not blend_interpolator.calls
+    assert _video(clip, tmp_path / "out.mov", blend_interpolator, codec="prores_ks")["audio"] == "copied"
     banner = subprocess.run([ffmpeg_exe(), "-hide_banner", "-i", str(tmp_path / "out.mov")], capture_output=True,
                             text=True).stderr
     assert "Video: prores" in banner and "yuv422p10le" in banner
     assert probe(tmp_path / "out.mov").frames == 24
+    # the command line names both before any work (run.video_options: no weights loaded, no frame read)
+    args = run.build_parser().parse_args(["--video", str(clip), "--out", str(tmp_path / "y.mov"), "--codec",
+                                          "prores_ks"])
+    assert run.video_options(args).codec == "prores_ks"
+    assert capsys.readouterr().err == ("note: --crf and --preset do not apply to prores_ks: it encodes with its own "
+                                       "settings\n")
     code, _, err = _cli(["--video", clip, "--out", tmp_path / "x.mp4", "--codec", "no_such_encoder"], capsys)
-    assert code == 2 and "ffmpeg has no encoder 'no_such_encoder'" in err
+    assert code == 2 and "ffmpeg has no encoder 'no_such_encoder'" in err and err.count("\n") == 1, err
 
 
-def test_webm_output_is_vp9_and_keeps_opus_audio(tmp_path, capsys):
+def test_webm_output_is_vp9_and_keeps_opus_audio(tmp_path, blend_interpolator):
     """.webm output (VP8/VP9/AV1 with Vorbis/Opus only): VP9 unless --codec says otherwise, the source's Opus audio
     copied; H.264 asked for, or AAC audio, is refused before any work, naming the way out."""
     clip = tmp_path / "opus.mkv"
     subprocess.run([ffmpeg_exe(), "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=96x64:rate=12",
                     "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-t", "1", "-c:v", "libx264",
                     "-pix_fmt", "yuv420p", "-c:a", "libopus", "-shortest", str(clip)], check=True)
-    code, stdout, err = _cli(["--video", clip, "--out", tmp_path / "out.webm"], capsys)
-    assert code == 0 and "audio copied" in stdout, err
+    assert _video(clip, tmp_path / "out.webm", blend_interpolator)["audio"] == "copied"
     banner = subprocess.run([ffmpeg_exe(), "-hide_banner", "-i", str(tmp_path / "out.webm")], capture_output=True,
                             text=True).stderr
     assert "Video: vp9" in banner and "Audio: opus" in banner
     assert probe(tmp_path / "out.webm").frames == 24
     assert _audio_md5(tmp_path / "out.webm") == _audio_md5(clip)
-    code, _, err = _cli(["--video", clip, "--out", tmp_path / "x264.webm", "--codec", "libx264"], capsys)
-    assert code == 2 and "--codec libvpx-vp9" in err and "nothing was interpolated yet" in err, err
-    code, _, err = _cli(["--video", _make_clip(tmp_path / "aac.mp4", seconds=1), "--out", tmp_path / "aac.webm"],
-                        capsys)
-    assert code == 2 and "does not fit .webm: use .mkv" in err, err
+    done = len(blend_interpolator.calls)
+    with pytest.raises(VideoError, match="--codec libvpx-vp9.*nothing was interpolated yet"):
+        _video(clip, tmp_path / "x264.webm", blend_interpolator, codec="libx264")
+    with pytest.raises(VideoError, match="does not fit .webm: use .mkv"):
+        _video(_make_clip(tmp_path / "aac.mp4", seconds=1), tmp_path / "aac.webm", blend_interpolator)
+    assert len(blend_interpolator.calls) == done
 
 
 def test_audio_args_slow_audio_with_the_picture():
@@ -834,7 +854,7 @@ def test_audio_args_slow_audio_with_the_picture():
         audio_args("copy", 2)
 
 
-def test_audio_bitrate_sets_the_encoder_and_is_checked_first(tmp_path, capsys):
+def test_audio_bitrate_sets_the_encoder_and_is_checked_first(tmp_path, capsys, blend_interpolator):
     assert audio_args("aac", 2, "192k") == ["-c:a", "aac", "-b:a", "192k", "-af", "atempo=0.5"]
     for bad in ("192 k", "fast", "-1k"):
         with pytest.raises(ValueError, match="e.g. 192k"):
@@ -842,42 +862,42 @@ def test_audio_bitrate_sets_the_encoder_and_is_checked_first(tmp_path, capsys):
     with pytest.raises(ValueError, match="--audio-codec"):
         audio_args("copy", 1, "192k")
     clip = _make_clip(tmp_path / "in.mp4", seconds=1, audio=True)
+    # the command line refuses a bitrate for copied audio before any work
     code, _, err = _cli(["--video", clip, "--out", tmp_path / "x.mp4", "--audio-bitrate", "192k"], capsys)
     assert code == 2 and "--audio-codec" in err and not (tmp_path / "x.work").exists(), err
-    code, stdout, _ = _cli(["--video", clip, "--out", tmp_path / "lo.mp4", "--audio-codec", "aac",
-                            "--audio-bitrate", "32k"], capsys)
-    assert code == 0 and "re-encoded (aac, 32k)" in stdout, stdout
-    code, stdout, _ = _cli(["--video", clip, "--out", tmp_path / "hi.mp4", "--audio-codec", "aac",
-                            "--audio-bitrate", "256k"], capsys)
-    assert code == 0
+    stats = _video(clip, tmp_path / "lo.mp4", blend_interpolator, audio_codec="aac", audio_bitrate="32k")
+    assert stats["audio"] == "re-encoded (aac, 32k)", stats
+    _video(clip, tmp_path / "hi.mp4", blend_interpolator, audio_codec="aac", audio_bitrate="256k")
     sizes = [sum(int(row[4]) for row in _packets(tmp_path / name, "0:a")[1]) for name in ("lo.mp4", "hi.mp4")]
     assert sizes[1] > 3 * sizes[0], sizes  # the audio took the bitrate asked for
 
 
-def test_audio_codec_reencodes_for_webm_and_keeps_audio_in_slow_motion(tmp_path, capsys):
+def test_audio_codec_reencodes_for_webm_and_keeps_audio_in_slow_motion(tmp_path, blend_interpolator):
     """AAC does not fit .webm: the refusal names --audio-codec libopus, which then writes Opus audio; in slow motion
     an audio encoder keeps the audio, slowed with the picture (it used to be dropped); an unknown encoder is
     refused before any work."""
     clip = _make_clip(tmp_path / "in.mp4", seconds=1, audio=True)
-    code, _, err = _cli(["--video", clip, "--out", tmp_path / "out.webm"], capsys)
-    assert code == 2 and "--audio-codec libopus" in err and "nothing was interpolated yet" in err, err
-    code, stdout, _ = _cli(["--video", clip, "--out", tmp_path / "out.webm", "--audio-codec", "libopus"], capsys)
-    assert code == 0 and "re-encoded (libopus)" in stdout
+    with pytest.raises(VideoError, match="--audio-codec libopus.*nothing was interpolated yet"):
+        _video(clip, tmp_path / "out.webm", blend_interpolator)
+    assert not blend_interpolator.calls
+    assert _video(clip, tmp_path / "out.webm", blend_interpolator, audio_codec="libopus")["audio"] == \
+        "re-encoded (libopus)"
     banner = subprocess.run([ffmpeg_exe(), "-hide_banner", "-i", str(tmp_path / "out.webm")], capture_output=True,
                             text=True).stderr
     assert "Audio: opus" in banner, banner
-    code, stdout, _ = _cli(["--video", clip, "--out", tmp_path / "slow.mp4", "--slowmo", "--factor", "3",
-                            "--audio-codec", "aac"], capsys)
-    assert code == 0 and "slowed 3x, re-encoded (aac)" in stdout
+    stats = _video(clip, tmp_path / "slow.mp4", blend_interpolator, slowmo=True, factor=3, audio_codec="aac")
+    assert stats["audio"] == "slowed 3x, re-encoded (aac)", stats
     audio = _packets(tmp_path / "slow.mp4", "0:a")
     seconds = sum(int(row[3]) for row in audio[1]) * audio[0]
     assert abs(seconds - 3 * probe(clip).duration) < 0.1, seconds
-    code, _, err = _cli(["--video", clip, "--out", tmp_path / "x.mp4", "--audio-codec", "no-such-codec"], capsys)
-    assert code == 2 and "another --audio-codec" in err and not (tmp_path / "x.work").exists()
+    with pytest.raises(VideoError) as info:
+        _video(clip, tmp_path / "x.mp4", blend_interpolator, audio_codec="no-such-codec")
+    err = str(info.value)
+    assert "another --audio-codec" in err and not (tmp_path / "x.work").exists()
     assert "encoded with no-such-codec" in err, err
 
 
-def test_data_streams_are_named_not_lost_silently(tmp_path, capsys):
+def test_data_streams_are_named_not_lost_silently(tmp_path, blend_interpolator):
     """A data stream (camera telemetry, here private data in MPEG-TS) is not copied, and the run says so; a start
     timecode, stored as a data track in mov, is not counted (it is written again as the output's timecode)."""
     main = _make_clip(tmp_path / "main.mp4", size="96x64", seconds=1)
@@ -890,8 +910,8 @@ def test_data_streams_are_named_not_lost_silently(tmp_path, capsys):
     _ffmpeg("-i", main, "-c", "copy", "-timecode", "01:00:00:00", timed)
     info = probe(timed)
     assert info.data_streams == 0 and info.timecode
-    code, stdout, _ = _cli(["--video", clip, "--out", tmp_path / "out.mp4"], capsys)
-    assert code == 0 and "data streams 1 not copied" in stdout, stdout
+    stats = _video(clip, tmp_path / "out.mp4", blend_interpolator)
+    assert stats["data streams"].startswith("1 not copied"), stats
 
 
 def test_ffmpeg_failures_name_the_cause_not_its_effects(tmp_path):
