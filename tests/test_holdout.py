@@ -9,7 +9,7 @@ import torch
 import train
 from media.video import ffmpeg_exe
 from model.network import Network, NetworkConfig, count_parameters
-from training.data import Clip, load_clips
+from training.data import load_clips
 from training.holdout import (baseline_scores, classical_interpolation, holdout_triplets, is_holdout, summary)
 from training.stage import check, pack, unpack
 
@@ -97,7 +97,7 @@ def test_train_two_folders_from_cache(two_folders, tmp_path):
     out = tmp_path / "run"
     code = train.main(["--data", *map(str, two_folders), "--out", str(out), "--recipe", "study", "--batch", "4",
                        "--crop", "64",
-                       "--device", "cpu", "--val-every", "2", "--max-steps", "2", "--frame-cache",
+                       "--device", "cpu", "--val-every", "2", "--val-batches", "1", "--max-steps", "2", "--frame-cache",
                        str(tmp_path / "cache"), "--train-folders", "footage", "--width", "0.5"])
     assert code == 0
     entries = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]

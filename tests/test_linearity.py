@@ -1,14 +1,13 @@
-"""training.linearity: how far footage triplets stray from constant velocity, and train.py --max-nonlinearity."""
+"""training.linearity: how far footage triplets stray from constant velocity, and train.py --max-nonlinearity
+(under torchrun: tests/test_train.py's two-process run)."""
 
 import dataclasses
-import json
 
 import numpy as np
 import pytest
 import torch
 
-import train
-from tests.training_fixtures import footage, run_args, torchrun  # noqa: F401  (footage: a fixture)
+from tests.training_fixtures import footage, run_args  # noqa: F401  (footage: a fixture)
 from training.data import Clip, FootageSampler
 from training.linearity import clip_nonlinearity, near_linear_subsets, triplet_nonlinearity
 
@@ -133,14 +132,3 @@ def test_validation_pools_the_near_linear_triplets_of_the_named_sets():
     assert means["near-linear"] != means["near-linear"]  # NaN: no such triplet
     assert "near-linear" not in validation_psnr(Blend(), {"a": [batch]}, {})[0]
 
-
-@pytest.mark.slow
-def test_two_processes_share_the_main_process_table(footage, tmp_path):  # noqa: F811
-    """Under torchrun the filter works: the main process measures and saves the table once (the other process
-    waits at a barrier and reads that file; it prints nothing, so that part is not seen here)."""
-    out = tmp_path / "ddp"
-    proc = torchrun(footage, out, 29519, "--max-steps", "2", "--max-nonlinearity", "50")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.count("non-linearity: measured") == 1  # the main process only
-    assert (out / "nonlinearity.pt").is_file()
-    assert json.loads((out / "progress.json").read_text())["step"] == 2
