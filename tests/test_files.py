@@ -150,17 +150,30 @@ def test_a_truncated_png_gives_one_clean_line(tmp_path, capfd):
 
 
 def test_pair_mode_refuses_a_read_only_folder_before_any_work(tmp_path, monkeypatch, capsys):
+    """The output folder is checked before the weights load (engine.interpolator.load_network, which the CLI's
+    Interpolator calls): here the loader records its call and stops the run, so a writable folder shows the patch
+    is the loader actually used."""
+    import engine.interpolator
+    from model.weights import WeightsError
+
+    loaded = []
+
+    def loader(*args):
+        loaded.append(args)
+        raise WeightsError("the stand-in loader stopped the run")
+
+    monkeypatch.setattr(engine.interpolator, "load_network", loader)
+    images = Path(__file__).resolve().parent.parent / "images"
+    pair = ["--one", str(images / "one.png"), "--two", str(images / "two.png"), "--device", "cpu"]
+    code = run.main(pair + ["--out", str(tmp_path / "mid.png")])  # a writable folder: the weights are asked for
+    assert code == 2 and len(loaded) == 1 and "stand-in loader" in capsys.readouterr().err
     out_dir = tmp_path / "ro"
     out_dir.mkdir()
     _fail_in(monkeypatch, out_dir, errno.EROFS)
-    loaded = []
-    monkeypatch.setattr(run, "load_network", lambda *a, **k: loaded.append(1), raising=False)
-    images = Path(__file__).resolve().parent.parent / "images"
-    code = run.main(["--one", str(images / "one.png"), "--two", str(images / "two.png"),
-                     "--out", str(out_dir / "mid.png"), "--device", "cpu"])
+    code = run.main(pair + ["--out", str(out_dir / "mid.png")])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "read-only" in err and "Traceback" not in err, err
-    assert not loaded and list(out_dir.iterdir()) == []
+    assert len(loaded) == 1 and list(out_dir.iterdir()) == []
 
 
 def test_files_module_imports_nothing_of_the_model():
