@@ -20,11 +20,28 @@ from typing import List, Optional, Sequence, Union
 ROOT = Path(__file__).resolve().parent
 
 
+class _Parser(argparse.ArgumentParser):
+    """A usage mistake is one line on stderr (exit 2), as every other error of this command; argparse printed the
+    whole usage before it."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {message} (python run.py --help lists the options)\n")
+
+
+class _Defaults(argparse.ArgumentDefaultsHelpFormatter):
+    """Each option's default, where it has one that its help does not already name ("(default 2) (default: None)"
+    was printed)."""
+
+    def _get_help_string(self, action):
+        if action.default is None or "default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from media.video import PRESETS
 
-    p = argparse.ArgumentParser(description="Video frame interpolation with softmax splatting.",
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = _Parser(description="Video frame interpolation with softmax splatting.", formatter_class=_Defaults)
     p.add_argument("--one", type=Path, help="first frame (png/jpg/bmp/tif/webp; 8/16-bit; gray, RGB or RGBA)")
     p.add_argument("--two", type=Path, help="second frame, same size as --one")
     p.add_argument("--out", type=Path, help="output image; with several --time values use {i} or {t} in the name")
@@ -201,10 +218,6 @@ def estimate(tenOne, tenTwo, fltTimes: Sequence[float] = (0.5,)) -> List:  # noq
 def main(argv: Optional[List[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from media.images import ImageError
-    from media.video import VideoError
-    from model.weights import WeightsError
-
     sequence = args.video is not None or args.frames is not None
     if sequence and (args.out is None or (args.video is not None and args.frames is not None)):
         parser.error("use --video IN or --frames DIR, with --out")
@@ -214,7 +227,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.error("--fields reads interlaced video one frame per field: use it with --video")
     try:
         return run_sequence(args) if sequence else run_pair(args)
-    except (VideoError, ImageError, WeightsError, ValueError) as exc:
+    except ValueError as exc:  # the user's mistakes: VideoError, ImageError, OutputError and WeightsError are ones
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Sequence, Union
+from typing import TYPE_CHECKING, List, Optional, Sequence, Union
 
 import numpy as np
 
-from .interpolator import Interpolator, InterpolatorOptions, check_times
+from .options import InterpolatorOptions, check_times
+
+if TYPE_CHECKING:
+    from .interpolator import Interpolator
 
 
 def output_paths(out: Path, times: Sequence[float]) -> List[Path]:
@@ -18,19 +21,24 @@ def output_paths(out: Path, times: Sequence[float]) -> List[Path]:
         return [Path(out)]
     if "{i}" not in name and "{t}" not in name:
         name = str(Path(out).with_name(f"{Path(out).stem}-{{i}}{Path(out).suffix}"))
-    paths = [Path(name.format(i=i, t=f"{t:.3f}")) for i, t in enumerate(times)]
+    try:
+        paths = [Path(name.format(i=i, t=f"{t:.3f}")) for i, t in enumerate(times)]
+    except (KeyError, IndexError, ValueError):  # other fields ({x}, {0}, {}) or a lone brace
+        raise ValueError(f"--out {out}: braces in the name may hold only {{i}} (the index) or {{t}} (the time)") \
+            from None
     if len(set(paths)) != len(paths):
         raise ValueError(f"--out {out} gives the same file name for several times: use {{i}} or {{t}}")
     return paths
 
 
 def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = (0.5,),
-                      interpolator: Union[Interpolator, InterpolatorOptions] = InterpolatorOptions()) -> List[Path]:
+                      interpolator: Optional[Union[Interpolator, InterpolatorOptions]] = None) -> List[Path]:
     """Read two images, interpolate, write one image per t (8 or 16 bits, with alpha where either input has it).
     Returns the written paths.
 
-    ``interpolator`` is an ``Interpolator``, or the options to build one with once the times, the outputs and the
-    inputs have been checked (so a mistake costs no loading of weights).
+    ``interpolator`` is an ``Interpolator``, or the options to build one with (default ``InterpolatorOptions()``)
+    once the times, the outputs and the inputs have been checked: a mistake costs no loading of weights, nor of
+    torch.
     """
     from media.images import check_image_outputs, check_writable, read_image, write_image
 
@@ -45,8 +53,10 @@ def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = 
                          f"{two} is {rgb_two.shape[1]}x{rgb_two.shape[0]}")
     depth = max(depth_one, depth_two)
     check_image_outputs(paths, [one, two], rgb_one.shape[1], rgb_one.shape[0], depth)
-    if not isinstance(interpolator, Interpolator):
-        interpolator = Interpolator(interpolator)
+    if interpolator is None or isinstance(interpolator, InterpolatorOptions):
+        from .interpolator import Interpolator
+
+        interpolator = Interpolator(interpolator or InterpolatorOptions())
     if alpha_one is None and alpha_two is None:
         frames, alphas = interpolator(rgb_one, rgb_two, times), [None] * len(times)
     else:

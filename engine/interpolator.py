@@ -24,7 +24,6 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
@@ -34,58 +33,14 @@ from torch import nn
 
 from softsplat import NO_CUPY, warn_without_fast_kernels  # noqa: F401  (re-exported: the engine warns at start)
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_WEIGHTS = ROOT / "weights" / "network.safetensors"
+# the options and checks that need no torch live in engine/options.py (DEFAULT_WEIGHTS re-exported: the
+# benchmarks' default)
+from .options import DEFAULT_WEIGHTS, PRECISION_NAMES, InterpolatorOptions, check_times  # noqa: F401
 
 # autocast dtype by precision name; "fp32" runs without autocast
-PRECISIONS = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}
-ALPHA_MODES = ("flow", "linear")
+PRECISIONS = dict(zip(PRECISION_NAMES, (None, torch.float16, torch.bfloat16)))
 
 Image = Union[np.ndarray, torch.Tensor]
-
-
-@dataclass(frozen=True)
-class InterpolatorOptions:
-    """How to run the network. Every field is checked when the options are made (ValueError naming it).
-
-    ``tile``: "auto" processes whole frames when they fit in the device's free memory, else the largest tiles
-    that do; 0 always whole frames; N > 0 frames larger than N x N in overlapping N-pixel tiles.
-    ``ensemble``: average 1, 2 (the frames and their mirror image) or 4 passes (also time-reversed).
-    ``alpha``: "flow" moves transparency with the network's flow (objects with their own alpha); "linear" mixes
-    the two frames' alpha in time (a still matte), which is also what tiles, ensembles and compiled or
-    published networks do.
-    ``cuda_graphs``: replay the network as CUDA graphs for integer (video) frames on CUDA, whole frames only,
-    without ``compile`` or an ensemble; the frames differ from an eager run by float rounding only.
-    """
-
-    weights: Path = DEFAULT_WEIGHTS
-    device: str = "auto"
-    precision: str = "fp32"
-    flow_scale: float = 1.0
-    tile: Union[int, str] = "auto"
-    tile_overlap: int = 128
-    ensemble: int = 1
-    alpha: str = "flow"
-    compile: bool = False
-    cuda_graphs: bool = True
-
-    def __post_init__(self) -> None:
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision {self.precision!r}: use one of {', '.join(PRECISIONS)}")
-        if not 0.0 < self.flow_scale <= 1.0:
-            raise ValueError(f"--flow-scale {self.flow_scale}: use a value in (0, 1]")
-        if self.tile != "auto" and (isinstance(self.tile, bool) or not isinstance(self.tile, int) or self.tile < 0):
-            raise ValueError(f"--tile {self.tile!r}: use auto, 0 (whole frames) or a tile size in pixels")
-        if self.tile_overlap < 1:
-            raise ValueError(f"--tile-overlap {self.tile_overlap}: use at least 1 pixel")
-        if self.ensemble not in (1, 2, 4):
-            raise ValueError(f"--ensemble {self.ensemble}: use 1, 2 or 4 passes")
-        if self.alpha not in ALPHA_MODES:
-            raise ValueError(f"--alpha {self.alpha!r}: use flow or linear")
-
-    @property
-    def autocast_dtype(self) -> Optional[torch.dtype]:
-        return PRECISIONS[self.precision]
 
 
 def resolve_device(name: str) -> torch.device:
@@ -115,17 +70,6 @@ def load_network(weights: Path, device: torch.device) -> nn.Module:
     from model.weights import load_any
 
     return load_any(weights, device)
-
-
-def check_times(times: Sequence[float]) -> List[float]:
-    """``times`` as floats, each strictly between 0 and 1 (ValueError otherwise)."""
-    times = [float(t) for t in times]
-    if not times:
-        raise ValueError("--time: give at least one time")
-    for t in times:
-        if not 0.0 < t < 1.0:
-            raise ValueError(f"--time {t}: times must lie strictly between 0 and 1")
-    return times
 
 
 class Interpolator:

@@ -180,11 +180,35 @@ def test_user_errors_exit_cleanly(tmp_path, capsys, case):
 
 
 def test_cli_subprocess_reports_one_line_and_no_traceback(tmp_path):
-    proc = subprocess.run([sys.executable, str(ROOT / "run.py"), "--one", str(tmp_path / "a.png"), "--two",
-                           str(tmp_path / "b.png"), "--out", str(tmp_path / "c.png"), "--device", "cpu"],
-                          capture_output=True, text=True, cwd=tmp_path)
+    """A pair-mode mistake and --help answer without importing torch (over a second; they took 3 s on 2 cores)."""
+    mistake = [str(ROOT / "run.py"), "--one", str(tmp_path / "a.png"), "--two", str(tmp_path / "b.png"), "--out",
+               str(tmp_path / "c.png"), "--device", "cpu"]
+    proc = subprocess.run([sys.executable, *mistake], capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 2
-    assert proc.stderr.startswith("error: ") and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    for args, code in ((mistake, 2), ([str(ROOT / "run.py"), "--help"], 0)):
+        proc = subprocess.run([sys.executable, "-X", "importtime", *args], capture_output=True, text=True,
+                              cwd=tmp_path)
+        imported = [line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "import time" in line]
+        assert proc.returncode == code and "numpy" in imported and "torch" not in imported, args[1:]
+
+
+def test_help_names_each_default_once(capsys):
+    with pytest.raises(SystemExit) as info:
+        run.main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert info.value.code == 0 and "(default: None)" not in text and "(default 2) (default" not in text
+    assert "(default 2)" in text and "(default: auto)" in text and "(default: 0.12)" in text
+
+
+@pytest.mark.parametrize("argv", [["--time", "abc"], ["--one", "a.png"], ["--ensemble", "3"], ["--video"]])
+def test_usage_mistakes_are_one_line(argv, capsys):
+    """argparse printed its 13-line usage before the error."""
+    with pytest.raises(SystemExit) as info:
+        run.main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
+    assert err.rstrip().endswith("(python run.py --help lists the options)")
 
 
 def test_importing_run_has_no_side_effects():

@@ -134,6 +134,10 @@ def test_output_paths():
     assert [p.name for p in output_paths("f_{t}.png", [0.25, 0.75])] == ["f_0.250.png", "f_0.750.png"]
     with pytest.raises(ValueError, match="same file name"):
         output_paths("f_{t}.png", [0.2501, 0.2502])
+    # other fields or a lone brace were a KeyError / IndexError traceback (exit 1)
+    for name in ("f{x}.png", "f_{i}_{x}.png", "f{0}.png", "f{}.png", "f{.png"):
+        with pytest.raises(ValueError, match=r"braces in the name may hold only \{i\} .* or \{t\}"):
+            output_paths(name, [0.25, 0.75])
 
 
 def test_pair_files_are_checked_before_the_weights_load(tmp_path, monkeypatch):

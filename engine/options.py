@@ -1,0 +1,73 @@
+"""The engine's settings and the checks that need no network: importing this module does not import torch, so a
+command that stops at a mistake in its options, times or files says so at once (run.py's pair mode)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Sequence, Union
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_WEIGHTS = ROOT / "weights" / "network.safetensors"
+
+# the precision names; "fp32" runs without autocast (engine.interpolator.PRECISIONS maps them to torch dtypes)
+PRECISION_NAMES = ("fp32", "fp16", "bf16")
+ALPHA_MODES = ("flow", "linear")
+
+
+@dataclass(frozen=True)
+class InterpolatorOptions:
+    """How to run the network. Every field is checked when the options are made (ValueError naming it).
+
+    ``tile``: "auto" processes whole frames when they fit in the device's free memory, else the largest tiles
+    that do; 0 always whole frames; N > 0 frames larger than N x N in overlapping N-pixel tiles.
+    ``ensemble``: average 1, 2 (the frames and their mirror image) or 4 passes (also time-reversed).
+    ``alpha``: "flow" moves transparency with the network's flow (objects with their own alpha); "linear" mixes
+    the two frames' alpha in time (a still matte), which is also what tiles, ensembles and compiled or
+    published networks do.
+    ``cuda_graphs``: replay the network as CUDA graphs for integer (video) frames on CUDA, whole frames only,
+    without ``compile`` or an ensemble; the frames differ from an eager run by float rounding only.
+    """
+
+    weights: Path = DEFAULT_WEIGHTS
+    device: str = "auto"
+    precision: str = "fp32"
+    flow_scale: float = 1.0
+    tile: Union[int, str] = "auto"
+    tile_overlap: int = 128
+    ensemble: int = 1
+    alpha: str = "flow"
+    compile: bool = False
+    cuda_graphs: bool = True
+
+    def __post_init__(self) -> None:
+        if self.precision not in PRECISION_NAMES:
+            raise ValueError(f"precision {self.precision!r}: use one of {', '.join(PRECISION_NAMES)}")
+        if not 0.0 < self.flow_scale <= 1.0:
+            raise ValueError(f"--flow-scale {self.flow_scale}: use a value in (0, 1]")
+        if self.tile != "auto" and (isinstance(self.tile, bool) or not isinstance(self.tile, int) or self.tile < 0):
+            raise ValueError(f"--tile {self.tile!r}: use auto, 0 (whole frames) or a tile size in pixels")
+        if self.tile_overlap < 1:
+            raise ValueError(f"--tile-overlap {self.tile_overlap}: use at least 1 pixel")
+        if self.ensemble not in (1, 2, 4):
+            raise ValueError(f"--ensemble {self.ensemble}: use 1, 2 or 4 passes")
+        if self.alpha not in ALPHA_MODES:
+            raise ValueError(f"--alpha {self.alpha!r}: use flow or linear")
+
+    @property
+    def autocast_dtype(self):
+        """The torch dtype of autocast (None: float32, no autocast)."""
+        from .interpolator import PRECISIONS
+
+        return PRECISIONS[self.precision]
+
+
+def check_times(times: Sequence[float]) -> List[float]:
+    """``times`` as floats, each strictly between 0 and 1 (ValueError otherwise)."""
+    times = [float(t) for t in times]
+    if not times:
+        raise ValueError("--time: give at least one time")
+    for t in times:
+        if not 0.0 < t < 1.0:
+            raise ValueError(f"--time {t}: times must lie strictly between 0 and 1")
+    return times
