@@ -27,7 +27,7 @@ from typing import Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from media.files import errno_in, ffmpeg_os_error, os_error
+from media.files import errno_in, ffmpeg_os_error, os_error, remove_quietly
 
 
 class VideoError(ValueError):
@@ -605,11 +605,13 @@ class FrameWriter:
         self._reader.join()
 
     def abort(self) -> None:
+        """Stop the encoder and remove its unfinished file (on a full disk it held the space a rerun needs)."""
         self.proc.kill()
         self._queue.put(None)
         self._feeder.join()
         self.proc.wait()
         self._reader.join()
+        remove_quietly(self.path)
 
 
 _KEPT = "rerun the same command to resume: the encoded segments are kept"

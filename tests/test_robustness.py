@@ -193,6 +193,9 @@ def test_a_full_disk_mid_job_stops_it_keeping_the_finished_segments(tmp_path, mo
     assert "audio" not in message
     assert blend.calls - opened[1] < 20  # stopped well before the segment's end
     assert not out.exists() and len(list((tmp_path / "out.work").glob("seg_*-*.mp4"))) == 1
+    # the unfinished segment is gone: on a full disk it held the room the rerun needs (the rerun's room check
+    # comes before the work folder is tidied)
+    assert not [p for p in (tmp_path / "out.work").iterdir() if ".part" in p.name]
     monkeypatch.undo()
     stats = interpolate_video(clip, out, Blend(), options, progress=False)
     assert stats["resumed_segments"] == 1 and probe(out).frames == 96
