@@ -11,6 +11,7 @@ and a file system error is one line naming the path and the cause
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 from typing import Iterable, Optional, Sequence, Tuple
 
@@ -40,10 +41,11 @@ def read_image(path: Path) -> Tuple[np.ndarray, Optional[np.ndarray], int]:
         encoded = path.read_bytes()
     except OSError as exc:
         raise ImageError(f"{path}: cannot be read ({exc.strerror})") from None
-    if encoded.startswith(_PNG_SIGNATURE) and not _png_complete(encoded):
-        # (said before OpenCV's decoder sees it, which would print libpng's own "Read Error" first)
-        raise ImageError(f"{path}: the PNG file is truncated (an interrupted copy or download?)")
-    data = cv2.imdecode(np.frombuffer(encoded, np.uint8), cv2.IMREAD_UNCHANGED) if encoded else None
+    problem = _png_problem(encoded) if encoded.startswith(_PNG_SIGNATURE) else ""
+    if problem:
+        # (said before OpenCV's decoder sees it, which would print libpng's own "libpng error: ..." first)
+        raise ImageError(f"{path}: the PNG file is {problem}")
+    data = _decode(cv2, encoded) if encoded else None
     if data is None:
         raise ImageError(f"{path}: cannot be read as an image (corrupt or not an image)")
     if data.size == 0:
@@ -70,16 +72,36 @@ def read_image(path: Path) -> Tuple[np.ndarray, Optional[np.ndarray], int]:
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-def _png_complete(data: bytes) -> bool:
-    """Whether a PNG file's chunks run whole up to its IEND chunk (length, type, data, CRC each)."""
+def _png_problem(data: bytes) -> str:
+    """What is wrong with a PNG file's chunks (length, type, data, CRC each, up to IEND), "" where nothing is:
+    cut short, or a critical chunk (the header, palette or picture data) whose data fails its checksum (damaged on
+    a disk or in a transfer; libpng too refuses those, ancillary chunks it passes over)."""
+    view = memoryview(data)
     pos = len(_PNG_SIGNATURE)
     while pos + 12 <= len(data):
         length = int.from_bytes(data[pos:pos + 4], "big")
         kind = data[pos + 4:pos + 8]
-        pos += 12 + length
+        end = pos + 12 + length
+        if end > len(data):
+            break
+        critical = kind[:1].isupper()
+        if critical and zlib.crc32(view[pos + 4:end - 4]) != int.from_bytes(data[end - 4:end], "big"):
+            return f"damaged: its {kind.decode('latin-1')} chunk fails its checksum (a bad copy, or a failing disk?)"
         if kind == b"IEND":
-            return pos <= len(data)
-    return False
+            return ""
+        pos = end
+    return "truncated (an interrupted copy or download?)"
+
+
+def _decode(cv2, encoded: bytes) -> Optional[np.ndarray]:
+    """``cv2.imdecode``, None where it fails, without OpenCV's own log lines ("[ERROR:0@0.01] ... TIFF_Error"),
+    which came before the one-line error that says the same."""
+    level = cv2.utils.logging.getLogLevel()
+    cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
+    try:
+        return cv2.imdecode(np.frombuffer(encoded, np.uint8), cv2.IMREAD_UNCHANGED)
+    finally:
+        cv2.utils.logging.setLogLevel(level)
 
 
 def _check_extension(path: Path) -> None:

@@ -149,6 +149,29 @@ def test_a_truncated_png_gives_one_clean_line(tmp_path, capfd):
     assert "libpng" not in capfd.readouterr().err
 
 
+def test_damaged_images_give_one_clean_line(tmp_path, capfd):
+    """A PNG damaged inside its picture data printed "libpng error: IDAT: ..." first, and a cut TIFF two lines of
+    OpenCV's log ("[ERROR:0@0.01] ... TIFF_Error ...")."""
+    picture = (np.random.default_rng(2).random((64, 64, 3)) * 255).astype(np.uint8)
+    png, tif = tmp_path / "bad.png", tmp_path / "cut.tif"
+    cv2.imwrite(str(png), picture)
+    data = bytearray(png.read_bytes())
+    start = data.find(b"IDAT") + 20
+    data[start:start + 10] = b"\xff" * 10
+    png.write_bytes(bytes(data))
+    cv2.imwrite(str(tif), picture)
+    tif.write_bytes(tif.read_bytes()[: tif.stat().st_size // 2])
+    level = cv2.utils.logging.getLogLevel()
+    capfd.readouterr()
+    with pytest.raises(ImageError, match="damaged: its IDAT chunk fails its checksum"):
+        read_image(png)
+    with pytest.raises(ImageError, match="cannot be read as an image"):
+        read_image(tif)
+    err = capfd.readouterr().err
+    assert "libpng" not in err and "ERROR" not in err and "TIFF" not in err, err
+    assert cv2.utils.logging.getLogLevel() == level  # OpenCV's logging as it was
+
+
 def test_pair_mode_refuses_a_read_only_folder_before_any_work(tmp_path, monkeypatch, capsys):
     """The output folder is checked before the weights load (engine.interpolator.load_network, which the CLI's
     Interpolator calls): here the loader records its call and stops the run, so a writable folder shows the patch
