@@ -562,6 +562,10 @@ def interpolate_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction, in
     def frames():
         for path in files:
             rgb, alpha, depth = read_image(path)
+            if rgb.shape != first.shape:  # (numpy said "operands could not be broadcast together" deep inside)
+                raise VideoError(f"{path} is {rgb.shape[1]}x{rgb.shape[0]}, the folder's first frame {files[0].name} "
+                                 f"{first.shape[1]}x{first.shape[0]}: the frames of a folder must have one size -- resize "
+                                 f"or move it")
             if with_alpha:
                 alpha = alpha if alpha is not None else np.ones(rgb.shape[:2], np.float32)  # opaque
                 rgb = np.concatenate([rgb, alpha[:, :, None]], axis=2)

@@ -20,7 +20,7 @@ import pytest
 import pipeline.video as pv
 import run
 from media.files import OutputError
-from media.video import FrameWriter, ffmpeg_exe, probe, read_frames
+from media.video import FrameWriter, VideoError, ffmpeg_exe, probe, read_frames
 from pipeline.schedule import is_cut
 from pipeline.video import VideoOptions, interpolate_frames, interpolate_video
 
@@ -110,6 +110,19 @@ def test_an_output_that_is_an_input_is_refused_in_frame_mode(tmp_path):
     with pytest.raises(OutputError, match="is the input .*never overwritten"):
         interpolate_frames(frames, str(frames / "%06d.png"), Fraction(10), Blend(), VideoOptions(), progress=False)
     assert {p.name: p.read_bytes() for p in frames.iterdir()} == before
+
+
+def test_a_frame_of_another_size_in_the_folder_is_named(tmp_path):
+    """numpy's "operands could not be broadcast together with shapes (45,64) (43,64)" was the whole message."""
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    for i, (h, w) in enumerate(((16, 24), (16, 24), (20, 30))):
+        cv2.imwrite(str(frames / f"{i:06d}.png"), np.full((h, w, 3), 40 * i, np.uint8))
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(VideoError, match=r"000002.png is 30x20, the folder's first frame 000000.png 24x16: the "
+                                         r"frames of a folder must have one size"):
+        interpolate_frames(frames, str(out / "%04d.png"), Fraction(10), Blend(), VideoOptions(), progress=False)
 
 
 @pytest.mark.parametrize("mask", [0o022, 0o027])
