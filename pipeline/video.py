@@ -480,6 +480,19 @@ def with_linear_alpha(interpolate: Interpolator) -> ColourInterpolator:
     return step
 
 
+def _image_paths(out_pattern: str, count: int) -> List[Path]:
+    """One path per output frame from a printf-style pattern (DIR/%06d.png); VideoError for one that is not."""
+    try:
+        paths = [Path(out_pattern % j) for j in range(count)]
+    except (TypeError, ValueError):  # "%d%d", "%.png", "100%": a traceback before
+        raise VideoError(f"--out {out_pattern}: an image pattern holds one number field, e.g. "
+                         f"{Path(out_pattern).parent / '%06d.png'}") from None
+    if len(set(paths[:2])) < min(count, 2):
+        raise VideoError(f"--out {out_pattern}: the pattern gives every frame the same name: use a number field "
+                         f"such as %06d")
+    return paths
+
+
 def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_pattern: str, plan: Plan,
                   interpolate: Interpolator, options: VideoOptions, progress: bool, inputs: Sequence[Path],
                   size: Tuple[int, int, int]) -> dict:
@@ -490,7 +503,7 @@ def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_
 
     from media.images import check_writable, estimate_bytes, write_image
 
-    outs = [Path(out_pattern % j) for j in range(plan.count)]
+    outs = _image_paths(out_pattern, plan.count)
     check_writable(outs[0])
     check_not_input(outs, inputs)
     width, height, depth = size

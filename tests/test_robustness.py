@@ -125,6 +125,20 @@ def test_a_frame_of_another_size_in_the_folder_is_named(tmp_path):
         interpolate_frames(frames, str(out / "%04d.png"), Fraction(10), Blend(), VideoOptions(), progress=False)
 
 
+def test_an_image_pattern_without_one_number_field_is_named(tmp_path):
+    """--out DIR/%d%d.png was a TypeError traceback; one giving every frame one name would overwrite them all."""
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    for i in range(2):
+        cv2.imwrite(str(frames / f"{i:06d}.png"), np.full((16, 24, 3), 40 * i, np.uint8))
+    blend = Blend()
+    for pattern, words in (("%d%d.png", "holds one number field"), ("100%.png", "holds one number field"),
+                           ("x%%.png", "holds one number field"), ("%.0s.png", "every frame the same name")):
+        with pytest.raises(VideoError, match=words):
+            interpolate_frames(frames, str(tmp_path / pattern), Fraction(10), blend, VideoOptions(), progress=False)
+    assert blend.calls == 0 and sorted(p.name for p in tmp_path.iterdir()) == ["frames"]
+
+
 @pytest.mark.parametrize("mask", [0o022, 0o027])
 def test_outputs_get_the_permissions_the_umask_gives(tmp_path, mask):
     clip = _clip(tmp_path / "in.mp4", seconds=1)
