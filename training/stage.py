@@ -104,7 +104,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     pk = sub.add_parser("pack", help="split footage folders into bundles that fit a device call")
     pk.add_argument("--data", type=Path, nargs="+", required=True)
     pk.add_argument("--out", type=Path, required=True)
-    pk.add_argument("--max-mib", type=float, default=54.0, help="largest bundle (a call carries 64 MiB in all)")
+    pk.add_argument("--max-mib", type=float, default=44.0, help="largest bundle (a call carries 64 MiB in all, the work tree of about 19 MiB included)")
     up = sub.add_parser("unpack", help="on the device: copy a bundle outside the work tree and decode it")
     up.add_argument("bundle", type=Path)
     up.add_argument("--dest", type=Path, required=True)

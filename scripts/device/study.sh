@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One arm of the scaling study (issue 28; docs/journal/scaling-study.md) as one device command, alone on the GPU.
 #
-#   BUNDLE=.data/bundles/N bash scripts/device/study.sh NAME WIDTH FOLDERS MINUTES new|resume [train.py options]
+#   BUNDLE=.data/bundles/N bash scripts/device/study.sh NAME WIDTH FOLDERS MINUTES new|resume|init [train.py options]
 #
 # Options after the mode go to train.py (a new arm: recipe overrides such as --total-steps 5000).
 # FOLDERS: all, or one footage folder's name (training clips; validation always uses every held-out clip).
@@ -16,7 +16,7 @@ name=${1:?arm name}
 width=${2:?width factor}
 folders=${3:?all or a footage folder name}
 minutes=${4:?minutes of training}
-mode=${5:?new or resume}
+mode=${5:?new, resume or init}
 shift 5
 export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
 out=${OUT:?run this on the device machine, where OUT is set}
@@ -34,6 +34,10 @@ mkdir -p "$run"
 if [ "$mode" = new ]; then
     start=(--width "$width" "${recipe[@]}")
     if [ "$folders" != all ]; then start+=(--train-folders "$folders"); fi
+elif [ "$mode" = init ]; then
+    # an arm continued in a new lease from its committed fp16 weights (their step and recipe; fresh optimizer
+    # moments, eased in over 500 steps): INIT names the weights file
+    start=(--init-weights "${INIT:?INIT=weights file to continue from}" --cuda-graph --rewarm 500)
 else
     start=(--resume "$run" --cuda-graph)
 fi
