@@ -7,7 +7,7 @@
 set -uo pipefail
 out=${OUT:?run this on the device machine, where OUT is set}
 export PYTHONUNBUFFERED=1
-source bench/device_ffmpeg.sh  # run from the repository root
+source scripts/device/ffmpeg.sh  # run from the repository root
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 
 echo "== 1. softsplat CUDA tests (cuda:0 and cuda:1)"

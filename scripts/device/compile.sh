@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # run.py --video with and without --compile on one GPU, as one device command:
 #   carry .data/bin (ffmpeg.xz) and .data/ddp (the clip grounded-sam2__car.mp4)
-#   bash bench/device_compile.sh
+#   bash scripts/device/compile.sh
 # Prints wall times (compilation included) and the PSNR between the two outputs' frames.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
-source "$(dirname "$0")/device_ffmpeg.sh"
+source "$(dirname "$0")/ffmpeg.sh"
 make_test_clip 1920:1080 120 /tmp/in1080.mp4
 for variant in eager compile; do
     extra=()
