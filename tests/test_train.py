@@ -288,6 +288,89 @@ def test_paste_layers_puts_moving_layers_over_real_triplets():
         paste_layers(real, sampler, 1.5, 64)
 
 
+def _clips(lengths=(14, 9, 20, 11), seed=5):
+    """Clips of random frames (72 x 88) with the given lengths, some slow, some with a cut."""
+    from training.data import Clip
+
+    g = torch.Generator().manual_seed(seed)
+    motions, cuts = (0.3, 3.0, 8.0, 1.5), ((), (4,), (), (7,))
+    return [Clip(f"c{i}.mp4", torch.randint(0, 256, (n, 3, 72, 88), generator=g, dtype=torch.uint8),
+                 motions[i % 4], cuts[i % 4], torch.zeros(n - 1, dtype=torch.bool), "footage")
+            for i, n in enumerate(lengths)]
+
+
+def test_one_process_draws_the_batches_it_drew_before_sharding():
+    """A run in progress continues on one process: its shard is every clip in the order given, and the sampler's
+    batches are bitwise those of the code before sharding (the digest was taken with that code, commit 7c97bc0)."""
+    import hashlib
+
+    from training.data import FootageSampler, shard
+
+    clips = _clips()
+    assert shard(clips, 1, 0) == clips
+    sampler = FootageSampler(shard(clips, 1, 0), 48, 4, generator=torch.Generator().manual_seed(61),
+                             native_share=0.25, downscale_share=1.0)
+    digest = hashlib.sha256()
+    for _ in range(3):
+        batch = sampler.batch(6)
+        for key in ("one", "mid", "two", "t"):
+            digest.update(batch[key].numpy().tobytes())
+    assert digest.hexdigest()[:16] == "126f8dbedd0f83ac"
+
+
+def test_shards_partition_the_training_clips():
+    """Every clip in exactly one rank's shard, every rank with some, frames balanced to within the longest clip,
+    and the same shards whatever order the clips were loaded in."""
+    from training.data import shard, shard_ranks
+
+    clips = _clips((14, 9, 20, 11, 30, 5, 12, 12, 7))
+    for world in range(1, 6):
+        shards = [shard(clips, world, rank) for rank in range(world)]
+        assert sorted(c.name for s in shards for c in s) == sorted(c.name for c in clips)
+        frames = [sum(c.frames.shape[0] for c in s) for s in shards]
+        assert min(len(s) for s in shards) >= 1 and max(frames) - min(frames) <= 30
+        again = [shard(clips[::-1], world, rank) for rank in range(world)]
+        assert [sorted(c.name for c in s) for s in again] == [sorted(c.name for c in s) for s in shards]
+    # longest first, each to the rank with fewer frames: 30 -> 0, 20 -> 1, 14 -> 1, 12 (c6) -> 0, 12 (c7) -> 1,
+    # 11 -> 0, 9 -> 1, 7 -> 0, 5 -> 1: 60 frames each
+    assert shard_ranks(clips, 2) == [1, 1, 1, 0, 0, 1, 0, 1, 0]
+    with pytest.raises(ValueError, match="9 training clips cannot be shared among 10 processes"):
+        shard_ranks(clips, 10)
+
+
+def test_the_trainer_samples_its_shard_at_the_scaled_rate(footage, tmp_path, capsys):
+    """On N processes a trainer samples its own shard of the training clips (the main process says who got what)
+    at a peak rate sqrt(N) times the recipe's; with one process every clip, as loaded, at the recipe's rate."""
+    from training.schedule import learning_rate
+    from training.trainer import Process, Trainer, peak_learning_rate
+
+    options, overrides = parse(run_args(footage, tmp_path / "o", "--warmup", "0"))
+    start = start_point(options, overrides)
+    one = Trainer(options, start, Process(torch.device("cpu")))
+    one.load_data()
+    assert one.sampler.clips == one.train_clips and "shards" not in capsys.readouterr().out
+    assert one.learning_rate() == learning_rate(0, 3e-4, 0, 40000) == 3e-4
+    names = []
+    for rank in (0, 1):
+        trainer = Trainer(options, start, Process(torch.device("cpu"), world=2, rank=rank))
+        trainer.load_data()
+        names += [c.name for c in trainer.sampler.clips]
+        assert trainer.learning_rate() == pytest.approx(3e-4 * 2 ** 0.5)
+    assert sorted(names) == ["a.mp4", "b.mp4"]
+    assert capsys.readouterr().out.count("footage shards over 2 processes: rank 0 1 clips (12 frames), rank 1 1 "
+                                         "clips (12 frames)") == 1  # the main process only
+    assert peak_learning_rate(3e-4, 1) == 3e-4 and peak_learning_rate(1e-4, 4) == pytest.approx(2e-4)
+    with pytest.raises(TrainingError, match="2 training clips cannot be shared among 3 processes"):
+        Trainer(options, start, Process(torch.device("cpu"), world=3, rank=2)).load_data()
+
+
+def test_device_scripts_keep_nvlink_multicast_off():
+    """Every process the device scripts start has NCCL's and PyTorch's NVLink multicast off (KINDS.md)."""
+    for script in ("chunk.sh", "multi_gpu.sh"):
+        text = (ROOT / "scripts" / "device" / script).read_text()
+        assert "export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1" in text, script
+
+
 def test_next_inputs_mix_footage_and_synthetic_samples_with_their_flow(footage, tmp_path):
     """The trainer's batch: the recipe's footage rows first (some with layers pasted), then synthetic rows, and
     the synthetic rows' true flows, forward then backward."""
@@ -439,19 +522,41 @@ def test_cuda_graph_needs_one_cuda_device(footage, tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_two_processes_with_torchrun(footage, tmp_path):
-    """Two CPU processes (gloo): rank 0 validates first while rank 1 waits at the first step, and the filter on
-    non-linear motion works: the main process measures and saves its table once (the other waits at a barrier
-    and reads that file; it prints nothing, so that part is not seen here). One run for both: each costs two
-    processes' start."""
+def test_two_processes_with_torchrun_resume_across_process_counts(footage, trained, tmp_path, capsys):
+    """Two CPU processes (gloo) continue the one-process state ``trained`` (step 4), and one process continues
+    theirs: a state resumes on any number of processes. On the way: each rank trains on its own shard (the main
+    process logs them once) at the scaled peak rate; rank 0 validates first while rank 1 waits at the first step;
+    and the filter on non-linear motion works: the main process measures every training clip's table and saves it
+    once (the other waits at a barrier and reads its shard's from that file; it prints nothing, so that part is
+    not seen here), and the one-process resume finds all its tables there. One torchrun run for all of it: each
+    costs two processes' start."""
+    from safetensors.torch import load_file
+
     out = tmp_path / "ddp"
-    proc = torchrun(footage, out, 29517, "--max-steps", "2", "--validate-first", "--max-nonlinearity", "50")
+    proc = torchrun(footage, out, 29517, "--max-steps", "2", "--resume", str(trained), "--validate-first",
+                    "--max-nonlinearity", "50")
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert json.loads((out / "progress.json").read_text())["step"] == 2
+    progress = json.loads((out / "progress.json").read_text())
+    assert progress["step"] == 6 and progress["processes"] == 2
     checks = [json.loads(line)["step"] for line in (out / "log.jsonl").read_text().splitlines() if "score" in line]
-    assert checks == [0, 2]
-    assert proc.stdout.count("non-linearity: measured") == 1  # the main process only
-    assert (out / "nonlinearity.pt").is_file()
+    assert checks == [4, 6]
+    assert proc.stdout.count("footage shards over 2 processes: rank 0 1 clips (12 frames), rank 1 1 clips") == 1
+    assert proc.stdout.count("2 processes: each step takes 2 x 4 = 8 triplets; peak learning rate 0.0003 x "
+                             "sqrt(2) = 0.0004243") == 1
+    assert proc.stderr.count("the resumed run trained on 1 process, this chunk on 2") == 1
+    assert proc.stdout.count("non-linearity: measured 2 of 2 clips") == 1  # the main process, every clip
+    assert set(torch.load(out / "nonlinearity.pt")["tables"]) == {"a.mp4", "b.mp4"}
+    assert int(load_file(str(out / "state_ema.safetensors"))["_updates"][0]) == 6
+
+    back = tmp_path / "back"
+    capsys.readouterr()
+    assert train.main(run_args(footage, back, "--max-steps", "1", "--resume", str(out))) == 0
+    progress = json.loads((back / "progress.json").read_text())
+    assert progress["step"] == 7 and progress["processes"] == 1
+    assert int(load_file(str(back / "state_ema.safetensors"))["_updates"][0]) == 7
+    captured = capsys.readouterr()
+    assert "the resumed run trained on 2 processes, this chunk on 1" in captured.err
+    assert "shards" not in captured.out and "non-linearity: measured" not in captured.out  # the tables were there
 
 
 @pytest.mark.cuda

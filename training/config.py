@@ -81,9 +81,10 @@ class TrainConfig:
     step-25000 weights of a run from scratch."""
 
     seed: int = _option(61, "random seed (batches, augmentation, synthetic scenes)")
-    batch: int = _at_least_one(32, "triplets per step and GPU")
+    batch: int = _at_least_one(32, "triplets per step and process (on N processes a step takes N x batch)")
     crop: int = _option(256, "training crop size in pixels", lambda v: v >= 32, "must be at least 32", "PX")
-    lr: float = _option(2e-4, "peak learning rate (AdamW)", lambda v: v > 0, "must be positive")
+    lr: float = _option(2e-4, "peak learning rate (AdamW) of one process; N processes peak at lr x sqrt(N)",
+                       lambda v: v > 0, "must be positive")
     weight_decay: float = _non_negative(1e-3, "AdamW weight decay (not on biases and norms)")
     warmup: int = _non_negative(1000, "linear warm-up steps of the schedule", "STEPS")
     total_steps: int = _at_least_one(7000, "length of the cosine schedule from --schedule-start; the run stops at "

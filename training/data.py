@@ -167,6 +167,38 @@ def to_device(x: torch.Tensor, device: torch.device) -> torch.Tensor:
     return x.pin_memory().to(device, non_blocking=True)
 
 
+def gap_limits(clips: Sequence[Clip], max_gap: int, target_motion: float = 6.0) -> List[int]:
+    """The largest frame gap k of each clip's triplets: widened for slow clips (k x the clip's motion about
+    ``target_motion`` pixels, k at most ``max_gap``), so every clip contributes motion."""
+    return [max(1, min(max_gap, round(target_motion / max(c.motion, 0.25)))) for c in clips]
+
+
+def shard_ranks(clips: Sequence[Clip], world: int) -> List[int]:
+    """The process (rank) of ``world`` whose shard of the training footage holds each clip.
+
+    Longest clips first (ties by footage folder and name, so the order the clips were loaded in plays no part),
+    each to the rank with the fewest frames so far (ties: the lowest rank). Every clip lies in exactly one shard,
+    every rank gets one clip at least, and the shards' frame counts differ by at most the longest clip's.
+    Raises ValueError where there are fewer clips than processes."""
+    if world < 1:
+        raise ValueError(f"world must be at least 1, got {world}")
+    if len(clips) < world:
+        raise ValueError(f"{len(clips)} training clips cannot be shared among {world} processes (each takes one "
+                         f"clip at least): run on fewer processes")
+    frames, ranks = [0] * world, [0] * len(clips)
+    for i in sorted(range(len(clips)), key=lambda i: (-clips[i].frames.shape[0], clips[i].group, clips[i].name)):
+        rank = min(range(world), key=lambda r: (frames[r], r))
+        ranks[i] = rank
+        frames[rank] += clips[i].frames.shape[0]
+    return ranks
+
+
+def shard(clips: Sequence[Clip], world: int, rank: int) -> List[Clip]:
+    """The clips of ``rank``'s shard (``shard_ranks``), in the order they were given: with one process all of them
+    as given, so that a one-process run draws exactly the batches it drew before runs were sharded."""
+    return [clip for clip, r in zip(clips, shard_ranks(clips, world)) if r == rank]
+
+
 class FootageSampler:
     """Draws augmented triplet batches from decoded clips."""
 
@@ -190,8 +222,7 @@ class FootageSampler:
         self.gen = generator
         self.native_share = native_share
         self.lengths = torch.tensor([float(c.frames.shape[0]) for c in clips], dtype=torch.float64)
-        # widen the gap (k) for slow clips, so every clip contributes motion
-        self.max_k = [max(1, min(max_gap, round(target_motion / max(c.motion, 0.25)))) for c in clips]
+        self.max_k = gap_limits(clips, max_gap, target_motion)
         weights = [c.frames.shape[0] * math.sqrt(min(max(c.motion * k, 1.0), 16.0))
                    for c, k in zip(clips, self.max_k)]
         self.weights = torch.tensor(weights, dtype=torch.float64)

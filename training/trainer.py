@@ -24,8 +24,8 @@ import torch
 from model import Network, NetworkConfig
 from model.weights import WeightsError, read_config, read_metadata, save_weights
 from training.config import RECIPES, VALIDATION_CROP, TrainConfig, TrainingError
-from training.data import (BOUNDARY_SETS, FootageSampler, boundary_masks, frame_blend, load_clips, missing_clips,
-                           paste_layers, synthetic_batch, synthetic_set, validation_sets)
+from training.data import (BOUNDARY_SETS, FootageSampler, boundary_masks, frame_blend, gap_limits, load_clips,
+                           missing_clips, paste_layers, shard_ranks, synthetic_batch, synthetic_set, validation_sets)
 from training.holdout import baseline_scores, describe, holdout_triplets, is_holdout, network_scores, summary
 from training.linearity import NEAR_LINEAR_PX, measured, near_linear_subsets, nonlinearity_tables
 from training.losses import psnr
@@ -40,6 +40,14 @@ STATE_MODEL, STATE_OPTIM, STATE_EMA = "state_model.safetensors", "state_optim.pt
 def say(text: str, main_process: bool = True, err: bool = False) -> None:
     if main_process:
         print(text, file=sys.stderr if err else sys.stdout, flush=True)
+
+
+def peak_learning_rate(lr: float, world: int) -> float:
+    """The schedule's peak rate on ``world`` processes: ``lr`` x sqrt(world). Each optimizer step averages the
+    gradients of world x batch triplets, and for Adam-type optimizers the square-root rule keeps the training
+    dynamics when the batch grows (Malladi et al. 2022, "On the SDEs and Scaling Rules for Adaptive Gradient
+    Algorithms"); warm-up and schedule length stay in optimizer steps. One process: exactly ``lr``."""
+    return lr * math.sqrt(world)
 
 
 @dataclass
@@ -208,24 +216,43 @@ class Trainer:
         say(f"training on {', '.join(sorted({c.group for c in self.train_clips}))}"
             f"{' (shards ' + ', '.join(shards) + ')' if shards else ''}; validating on {len(self.val_clips)} "
             f"held-out clips from {len({c.source for c in self.val_clips})} source repositories", self.main)
-        self.sampler = FootageSampler(self.train_clips, config.crop, config.max_gap, generator=self.gen,
+        self.sampler = FootageSampler(self.own_shard(), config.crop, config.max_gap, generator=self.gen,
                                       native_share=config.native_share, downscale_share=config.downscale_share,
                                       device=device)
         if config.max_nonlinearity > 0:
             self.limit_nonlinearity()
 
+    def own_shard(self) -> list:
+        """This process's shard of the training clips (training.data.shard_ranks; with one process all of them, in
+        their order), and on the main process one line with every rank's clips and frames."""
+        world = self.process.world
+        try:
+            ranks = shard_ranks(self.train_clips, world)
+        except ValueError as exc:
+            raise TrainingError(str(exc)) from None
+        if world > 1:
+            counts = [(ranks.count(r), sum(c.frames.shape[0] for c, q in zip(self.train_clips, ranks) if q == r))
+                      for r in range(world)]
+            say(f"footage shards over {world} processes: "
+                + ", ".join(f"rank {r} {n} clips ({f} frames)" for r, (n, f) in enumerate(counts)), self.main)
+        return [clip for clip, r in zip(self.train_clips, ranks) if r == self.process.rank]
+
     def limit_nonlinearity(self) -> None:
         """Leave out the footage triplets straying from constant velocity, measured once and kept beside the
         state (OUT/nonlinearity.pt), so that a resumed run finds it."""
-        options, limit = self.options, self.config.max_nonlinearity
+        options, limit, sampler = self.options, self.config.max_nonlinearity, self.sampler
         tables_file = options.out / "nonlinearity.pt"
         source = options.nonlinearity or (options.resume / "nonlinearity.pt" if options.resume else None)
         if self.main:
             options.out.mkdir(parents=True, exist_ok=True)
             if source is not None and source.is_file() and source.resolve() != tables_file.resolve():
                 shutil.copyfile(source, tables_file)
-            tables = nonlinearity_tables(self.train_clips, self.sampler.max_k, tables_file,
-                                         log=lambda text: print(text, flush=True))
+            # every training clip's table, whatever this process's shard: a run resumed on another number of
+            # processes finds its shard's tables in the file
+            every = nonlinearity_tables(self.train_clips, gap_limits(self.train_clips, self.config.max_gap),
+                                        tables_file, log=lambda text: print(text, flush=True))
+            by_clip = {id(clip): table for clip, table in zip(self.train_clips, every)}
+            tables = [by_clip[id(clip)] for clip in sampler.clips]
         if self.process.world > 1:
             import torch.distributed as dist
 
@@ -233,11 +260,11 @@ class Trainer:
             # not there, each measures its own without saving)
             dist.barrier()
         if not self.main:
-            tables = nonlinearity_tables(self.train_clips, self.sampler.max_k, tables_file, write=False,
-                                         log=lambda text: None)
-        self.sampler.limit_nonlinearity(tables, limit)
-        share = float((measured(self.sampler.nonlinearity) > limit).float().mean())
-        say(f"non-linearity: {share:.0%} of the footage triplets above {limit} px left out", self.main)
+            tables = nonlinearity_tables(sampler.clips, sampler.max_k, tables_file, write=False, log=lambda text: None)
+            return sampler.limit_nonlinearity(tables, limit)
+        sampler.limit_nonlinearity(tables, limit)
+        share = float((measured(every) > limit).float().mean())
+        say(f"non-linearity: {share:.0%} of the footage triplets above {limit} px left out")
 
     def load_validation(self) -> None:
         """The crop sets (logged), the boundary masks and near-linear subsets (logged), and the held-out triplets
@@ -311,6 +338,22 @@ class Trainer:
         self.step_loss = StepLoss(self.model, self.n_real, config.batch, config.census_weight,
                                   config.flow_loss_weight, self.bf16)
         self.graphed = None
+        self.say_scaling()
+
+    def say_scaling(self) -> None:
+        """One line on several processes: the step's triplets and the peak rate (``peak_learning_rate``); and a
+        note where a resumed run trained on another number of processes (its state resumes on any number)."""
+        config, world = self.config, self.process.world
+        if world > 1:
+            say(f"{world} processes: each step takes {world} x {config.batch} = {world * config.batch} triplets; peak "
+                f"learning rate {config.lr:g} x sqrt({world}) = {peak_learning_rate(config.lr, world):.4g} (warm-up "
+                f"and schedule in steps as the recipe says)", self.main)
+        before = self.progress.get("processes")  # (states saved before sharding do not say)
+        if self.options.resume is not None and before is not None and before != world:
+            say(f"note: the resumed run trained on {before} process{'es' if before > 1 else ''}, this chunk on "
+                f"{world}: {world * config.batch} triplets per step instead of {before * config.batch}, peak "
+                f"learning rate {peak_learning_rate(config.lr, world):.4g} instead of "
+                f"{peak_learning_rate(config.lr, before):.4g}", self.main, err=True)
 
     def averaged(self):
         """The moving average swapped into the network, where there is one."""
@@ -381,7 +424,8 @@ class Trainer:
                                                        "kept_score": self.kept_score,
                                                        "kept_boundary": self.kept_boundary,
                                                        "val_batches": self.val_batches,
-                                                       "cuda_graph": self.cuda_graph}) + "\n")
+                                                       "cuda_graph": self.cuda_graph,
+                                                       "processes": self.process.world}) + "\n")
 
     def save_kept(self, val: float, native: float, boundary: Optional[float], margins: Optional[dict]) -> None:
         extra = {"step": str(self.step), "val_psnr": f"{val:.3f}", "val_consecutive_psnr": f"{native:.3f}",
@@ -416,9 +460,10 @@ class Trainer:
         return inputs
 
     def learning_rate(self) -> float:
+        """The rate of this step: the schedule from the peak for this many processes (``peak_learning_rate``)."""
         config = self.config
-        lr = schedule.learning_rate(self.step, config.lr, config.warmup, config.total_steps,
-                                    start=config.schedule_start)
+        lr = schedule.learning_rate(self.step, peak_learning_rate(config.lr, self.process.world), config.warmup,
+                                    config.total_steps, start=config.schedule_start)
         return schedule.rewarmed(lr, self.step, self.start_step, self.options.rewarm)
 
     def train_step(self, inputs: Tuple[torch.Tensor, ...], lr: float) -> Tuple[torch.Tensor, ...]:
