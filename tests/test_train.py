@@ -366,7 +366,7 @@ def test_the_trainer_samples_its_shard_at_the_scaled_rate(footage, tmp_path, cap
 
 def test_device_scripts_keep_nvlink_multicast_off():
     """Every process the device scripts start has NCCL's and PyTorch's NVLink multicast off (KINDS.md)."""
-    for script in ("chunk.sh", "multi_gpu.sh"):
+    for script in ("chunk.sh", "multi_gpu.sh", "study.sh", "scaling.sh"):
         text = (ROOT / "scripts" / "device" / script).read_text()
         assert "export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1" in text, script
 
