@@ -33,7 +33,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         options, overrides = parse(argv, __doc__.split("\n")[0])
         train(options, overrides)
-    except TrainingError as exc:
+    except (TrainingError, ValueError) as exc:  # what the user can fix (data, options), said once in one line
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

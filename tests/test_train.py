@@ -99,6 +99,11 @@ def test_main_reports_an_error_once_without_a_traceback(footage, tmp_path, capsy
     assert err.count("error:") == 1 and "clips.jsonl" in err and "Traceback" not in err
     assert train.main(["--data", str(footage), "--out", str(tmp_path / "o"), "--ema-decay", "2"]) == 2
     assert capsys.readouterr().err == "error: --ema-decay must lie in [0, 1) (0 turns the average off), got 2.0\n"
+    # a data mistake found while loading (a ValueError of the data library) is one line too
+    args = run_args(footage, tmp_path / "o")
+    args.insert(args.index(str(footage)), str(footage))  # --data FOOTAGE FOOTAGE
+    assert train.main(args) == 2
+    assert capsys.readouterr().err == "error: two footage folders list the same clip file: pass each folder once\n"
 
 
 def test_saved_configs_of_older_code_load_or_fail_clearly():
