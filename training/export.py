@@ -1,7 +1,7 @@
 """Write the weights of a training state folder as a weights file (fp16, like every committed one).
 
 A state folder (``$OUT/train`` of a device chunk, or one unpacked for ``--resume``) holds the network
-(``state_model.safetensors``) and, with ``--ema``, its moving average (``state_ema.safetensors``), but
+(``state_model.safetensors``) and, with ``--ema-decay`` above 0, its moving average (``state_ema.safetensors``), but
 ``weights.safetensors`` only where a step replaced the kept weights. This writes the state's last step
 for scoring or comparison, by default the moving average (what validation scored), with ``--raw`` the
 network's own parameters. The step, the recipe and the held-out figures train.py logged at that step for the

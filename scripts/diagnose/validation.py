@@ -131,7 +131,7 @@ def small_motion(clips, weights: List[Path], device: torch.device) -> int:
 def synthetic_sets(clips, weights: List[Path], device: torch.device) -> int:
     """Score synthetic layered motion over the validation clips' textures (exact ground truth, no coding noise
     between the frames): small motion (scaled down 2-16x) and the training mix's full motion, 128 triplets each,
-    and full motion with 1-pixel layer edges (train.py --synthetic-edge 1); then the scenes of the committed
+    and full motion with 1-pixel layer edges (train.py --synthetic-edge-px 1); then the scenes of the committed
     recipe (4 layers, shifts up to 2x, sharp edges) alone and with each newer option of train.py: lobed outlines,
     bending layers, sharper textures. The first weights are also scored with the true flow in place of their own:
     what better flow alone could gain."""
