@@ -31,23 +31,22 @@ fi
 python3 -m training.stage check --dest "$data" --cache "$cache"
 # the study's recipe (training/config.py RECIPES["study"]): the shipped recipe without the non-linearity filter,
 # from scratch, seed 80, one 40000-step cosine, validated on the held-out source repositories
-recipe=(--recipe study --cuda-graph)
 mkdir -p "$run"
 if [ "$mode" = new ]; then
-    start=(--width "$width" "${recipe[@]}")
+    start=(--width "$width" --recipe study)
     if [ "$folders" != all ]; then start+=(--train-folders "$folders"); fi
 elif [ "$mode" = init ]; then
     # an arm continued in a new lease from its committed fp16 weights (their step and recipe; fresh optimizer
     # moments, eased in over 500 steps): INIT names the weights file
-    start=(--init-weights "${INIT:?INIT=weights file to continue from}" --cuda-graph --rewarm 500)
+    start=(--init-weights "${INIT:?INIT=weights file to continue from}" --rewarm 500)
 else
-    start=(--resume "$run" --cuda-graph)
+    start=(--resume "$run")
 fi
 status=0
 # the run ends on its own (--minutes, counted after set-up) well inside the call; timeout is the backstop that
 # leaves time to collect the results (a run stopped by it keeps its state of the last validation)
 timeout "${LIMIT:-540}" python3 train.py --data "$data/footage" "$data/footage2" --frame-cache "$cache" \
-    --out "$run" --minutes "$minutes" --val-every "${VAL_EVERY:-1000}" "${start[@]}" "$@" >"$run/stdout.txt" 2>&1 \
+    --out "$run" --minutes "$minutes" --val-every "${VAL_EVERY:-1000}" --cuda-graph "${start[@]}" "$@" >"$run/stdout.txt" 2>&1 \
     || status=$?
 { tr '\r' '\n' <"$run/stdout.txt" | grep -v "it/s" | tail -6; } || true
 mkdir -p "$out/study"
