@@ -161,7 +161,8 @@ class Interpolator:
     def interpolate_integer(self, one: np.ndarray, two: np.ndarray,
                             times: Sequence[float] = (0.5,)) -> List[np.ndarray]:
         """Integer frames (video) at each t: H x W x 3, or x 4 with alpha, uint8 or uint16, as the input."""
-        from model.inference import interpolate_integer, interpolate_integer_alpha, mix_alpha_linearly
+        from media.images import mix_alpha_linearly
+        from model.inference import interpolate_integer, interpolate_integer_alpha
 
         times = check_times(times)
         height, width = one.shape[:2]

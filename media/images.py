@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import zlib
 from pathlib import Path
-from typing import Iterable, Optional, Sequence, Tuple
+from typing import Callable, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -163,3 +163,21 @@ def write_image(path: Path, rgb: np.ndarray, alpha: Optional[np.ndarray] = None,
     if not ok:
         raise ImageError(f"{path}: the image could not be encoded as {path.suffix}")
     atomic_write(path, encoded.tobytes())
+
+
+def as_dtype(frame: np.ndarray, dtype) -> np.ndarray:
+    """A frame on ``dtype``'s integer scale as that dtype (rounded and clipped unless it is one already)."""
+    frame = np.asarray(frame)
+    if frame.dtype == dtype:
+        return frame
+    return np.clip(np.rint(frame), 0, np.iinfo(dtype).max).astype(dtype)
+
+
+def mix_alpha_linearly(interpolate_colour: Callable[[np.ndarray, np.ndarray, Sequence[float]], List[np.ndarray]],
+                       one: np.ndarray, two: np.ndarray, times: Sequence[float]) -> List[np.ndarray]:
+    """H x W x 4 integer frames (RGB + alpha) at each t: the colour from ``interpolate_colour`` (H x W x 3 frames
+    in, frames on the same integer scale out), the alpha the two frames' alpha mixed linearly in time."""
+    colour = interpolate_colour(np.ascontiguousarray(one[:, :, :3]), np.ascontiguousarray(two[:, :, :3]), times)
+    a, b = one[:, :, 3:].astype(np.float32), two[:, :, 3:].astype(np.float32)
+    return [np.concatenate([as_dtype(c, one.dtype), as_dtype((1.0 - t) * a + t * b, one.dtype)], axis=2)
+            for t, c in zip(times, colour)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -282,21 +282,3 @@ def interpolate_integer_alpha(net: Network, one: np.ndarray, two: np.ndarray, ti
     a, b = _upload_integer(one, device, scale), _upload_integer(two, device, scale)
     outs = interpolate_with_alpha(net, a[:, :3], b[:, :3], a[:, 3:], b[:, 3:], times, settings)
     return [_download_integer(torch.cat([colour, alpha], 1), one.dtype, scale) for colour, alpha in outs]
-
-
-def _as_dtype(frame: np.ndarray, dtype) -> np.ndarray:
-    """A frame on ``dtype``'s integer scale as that dtype (rounded and clipped unless it is one already)."""
-    frame = np.asarray(frame)
-    if frame.dtype == dtype:
-        return frame
-    return np.clip(np.rint(frame), 0, np.iinfo(dtype).max).astype(dtype)
-
-
-def mix_alpha_linearly(interpolate_colour: Callable[[np.ndarray, np.ndarray, Sequence[float]], List[np.ndarray]],
-                       one: np.ndarray, two: np.ndarray, times: Sequence[float]) -> List[np.ndarray]:
-    """H x W x 4 integer frames (RGB + alpha) at each t: the colour from ``interpolate_colour`` (H x W x 3 frames
-    in, frames on the same integer scale out), the alpha the two frames' alpha mixed linearly in time."""
-    colour = interpolate_colour(np.ascontiguousarray(one[:, :, :3]), np.ascontiguousarray(two[:, :, :3]), times)
-    a, b = one[:, :, 3:].astype(np.float32), two[:, :, 3:].astype(np.float32)
-    return [np.concatenate([_as_dtype(c, one.dtype), _as_dtype((1.0 - t) * a + t * b, one.dtype)], axis=2)
-            for t, c in zip(times, colour)]

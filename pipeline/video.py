@@ -35,6 +35,7 @@ from typing import Callable, Iterator, List, Optional, Protocol, Sequence, Tuple
 import numpy as np
 
 from media.files import OutputError, atomic_write, check_folder, check_not_input, os_error, same_file
+from media.images import as_dtype, mix_alpha_linearly
 from media.video import (FrameWriter, VideoError, VideoInfo, at_field_rate, audio_args, check_audio_fits,
                          check_codec_fits, concat_and_mux, estimate_video_bytes, output_pix_fmt, probe, read_frames,
                          rescale_timecode, segment_suffix)
@@ -97,13 +98,6 @@ def _to_int(frame: np.ndarray, dtype) -> np.ndarray:
     return np.clip(np.rint(frame * scale), 0, scale).astype(dtype)
 
 
-def _as_dtype(frame: np.ndarray, dtype) -> np.ndarray:
-    """An interpolator's output on the input's integer scale, as that dtype."""
-    frame = np.asarray(frame)
-    if frame.dtype == dtype:
-        return frame
-    return np.clip(np.rint(frame), 0, np.iinfo(dtype).max).astype(dtype)
-
 
 @dataclass
 class _Anchor:
@@ -147,7 +141,7 @@ def _output_frames(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpol
         made = {}
         if ts:
             outs = interpolate(current.frame, nxt.frame, ts)
-            made = {t: _as_dtype(o, current.frame.dtype) for t, o in zip(ts, outs)}
+            made = {t: as_dtype(o, current.frame.dtype) for t, o in zip(ts, outs)}
             stats["interpolated"] += len(ts)
         for k, source in pending:
             if skip(k):
@@ -472,8 +466,6 @@ def with_linear_alpha(interpolate: Interpolator) -> ColourInterpolator:
         return interpolate.interpolate_integer
 
     def step(one: np.ndarray, two: np.ndarray, times: Sequence[float]) -> List[np.ndarray]:
-        from model.inference import mix_alpha_linearly
-
         if one.shape[2] != 4:
             return interpolate(one, two, times)
         return mix_alpha_linearly(interpolate, one, two, times)
