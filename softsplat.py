@@ -958,9 +958,10 @@ NO_CUPY = ("softsplat runs on CUDA without CuPy, through its slower PyTorch path
 
 def warn_without_fast_kernels(device: torch.device) -> None:
     """On a CUDA device without CuPy, say how to get the fast kernels (a RuntimeWarning: Python's default
-    filter shows it once per process, from this one line)."""
+    filter shows it once per process, since it is raised from this one line whoever calls: the engine at start,
+    then splat on its first CUDA call)."""
     if device.type == "cuda" and not cuda_available():
-        warnings.warn(NO_CUPY, RuntimeWarning, stacklevel=2)
+        warnings.warn(NO_CUPY, RuntimeWarning, stacklevel=1)
 
 
 @torch.compiler.assume_constant_result

@@ -136,6 +136,7 @@ def test_no_cupy_on_cuda_is_said_once(monkeypatch):
         for _ in range(3):
             warn_without_fast_kernels(torch.device("cuda", 0))
         warn_without_fast_kernels(torch.device("cpu"))
+        softsplat.warn_without_fast_kernels(torch.device("cuda", 0))  # another caller (splat's): still once
     assert len(caught) == 1 and issubclass(caught[0].category, RuntimeWarning)
     assert "pip install cupy-cuda12x" in str(caught[0].message)
     monkeypatch.setattr(softsplat, "cuda_available", lambda: True)
