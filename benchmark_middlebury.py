@@ -18,7 +18,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from engine.interpolator import DEFAULT_WEIGHTS
+from engine.options import DEFAULT_WEIGHTS
 
 
 def evaluate(interpolator, data: Path, progress: bool = True) -> Dict:
@@ -61,8 +61,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--json", type=Path, default=None, help="also write the results as JSON")
     args = p.parse_args(argv)
     from engine import Interpolator, InterpolatorOptions
-    from media.images import ImageError
-    from model.weights import WeightsError
 
     try:
         # whole frames, as the published protocol scores them
@@ -70,7 +68,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                                                         precision="bf16" if args.bf16 else "fp32",
                                                         ensemble=args.ensemble))
         result = evaluate(interpolator, args.data)
-    except (ImageError, WeightsError, ValueError) as exc:
+    except ValueError as exc:  # what the user can fix (images, weights, options): ImageError and WeightsError too
         print(f"error: {exc}", file=sys.stderr)
         return 2
     result.update(weights=str(args.weights), device=str(interpolator.device), ensemble=args.ensemble)

@@ -20,7 +20,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from engine.interpolator import DEFAULT_WEIGHTS
+from engine.options import DEFAULT_WEIGHTS
 
 CLIPS = ("BoxingPractice", "Crosswalk", "DrivingPOV", "FoodMarket", "FoodMarket2", "RitualDance",
          "SquareAndTimelapse", "Tango")
@@ -91,9 +91,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
     from engine import Interpolator, InterpolatorOptions
-    from media.images import ImageError
-    from media.y4m import Y4MError
-    from model.weights import WeightsError
 
     try:
         size = tuple(int(v) for v in args.size.lower().split("x"))
@@ -123,7 +120,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             results[source.stem] = evaluate_clip(interpolator, source, args.variants, size, args.frames)
             line = "  ".join(f"{k} PSNR {v['psnr']:.2f} SSIM {v['ssim']:.4f}" for k, v in results[source.stem].items())
             print(f"{source.stem:20s} {line}", flush=True)
-    except (ImageError, Y4MError, WeightsError, ValueError) as exc:
+    except ValueError as exc:  # what the user can fix (files, weights, options): ImageError, Y4MError, WeightsError too
         print(f"error: {exc}", file=sys.stderr)
         return 2
     means = {k: {m: float(np.mean([r[k][m] for r in results.values()])) for m in ("psnr", "ssim")}

@@ -85,10 +85,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         a = torch.from_numpy(one.copy()).to(device).permute(2, 0, 1)[None].float() / 255.0
         b = torch.from_numpy(two.copy()).to(device).permute(2, 0, 1)[None].float() / 255.0
         model_ms = cuda_time_ms(lambda: interpolator(a, b, [0.5]), repeats=20)
-        graphed = None if args.tile else interpolator.cuda_graphs_for(info.height, info.width)
-        step = interpolator
+        graphed = interpolator.cuda_graphs_for(info.height, info.width)
         options = VideoOptions(factor=args.factor, preset=args.preset)
-        seconds, frames_out, stats = time_pipeline(args.video, step, options)
+        seconds, frames_out, stats = time_pipeline(args.video, interpolator, options)
         row = {"video": args.video.name, "size": f"{info.width}x{info.height}", "frames_in": info.frames,
                "frames_out": frames_out, "factor": args.factor, "bf16": args.bf16, "preset": args.preset,
                "network_in_pipeline": "eager" if graphed is None else "CUDA graphs",

@@ -31,14 +31,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from softsplat import NO_CUPY, warn_without_fast_kernels  # noqa: F401  (re-exported: the engine warns at start)
+from softsplat import warn_without_fast_kernels
 
-# the options and checks that need no torch live in engine/options.py (DEFAULT_WEIGHTS re-exported: the
-# benchmarks' default)
-from .options import DEFAULT_WEIGHTS, PRECISION_NAMES, InterpolatorOptions, check_times  # noqa: F401
-
-# autocast dtype by precision name; "fp32" runs without autocast
-PRECISIONS = dict(zip(PRECISION_NAMES, (None, torch.float16, torch.bfloat16)))
+# the options and checks that need no torch live in engine/options.py
+from .options import InterpolatorOptions, check_times
 
 Image = Union[np.ndarray, torch.Tensor]
 
@@ -170,9 +166,8 @@ class Interpolator:
             if not self.moves_alpha(height, width):
                 return mix_alpha_linearly(self.interpolate_integer, one, two, times)
             return interpolate_integer_alpha(self._runner, one, two, times, self._settings(0))
-        tile = self.tile_for(height, width)
-        return interpolate_integer(self._runner, one, two, times, self._settings(tile),
-                                   graphed=None if tile else self.cuda_graphs_for(height, width))
+        return interpolate_integer(self._runner, one, two, times, self._settings(self.tile_for(height, width)),
+                                   graphed=self.cuda_graphs_for(height, width))
 
     def _settings(self, tile: int):
         """model.inference's settings for one call: this interpolator's precision, flow scale and overlap."""
@@ -182,8 +177,9 @@ class Interpolator:
 
     def cuda_graphs_for(self, height: int, width: int):
         """The CUDA graphs (``model.runtime.GraphedPairs``) that replay whole frames of this size, captured on first
-        use; None where they do not apply (CPU, ``cuda_graphs`` off, compiled or ensemble) or capture failed."""
-        if not (self.options.cuda_graphs and self._plain and self.device.type == "cuda"):
+        use; None where they do not apply (CPU, ``cuda_graphs`` off, compiled or ensemble, tiles) or capture failed."""
+        replayable = self.options.cuda_graphs and self._plain and self.device.type == "cuda"
+        if not replayable or self.tile_for(height, width):
             return None
         if (height, width) not in self._graphs:
             from model.runtime import graphed_pairs

@@ -10,7 +10,7 @@ from typing import List, Sequence, Union
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_WEIGHTS = ROOT / "weights" / "network.safetensors"
 
-# the precision names; "fp32" runs without autocast (engine.interpolator.PRECISIONS maps them to torch dtypes)
+# the precision names; "fp32" runs without autocast (InterpolatorOptions.autocast_dtype gives the torch dtype)
 PRECISION_NAMES = ("fp32", "fp16", "bf16")
 ALPHA_MODES = ("flow", "linear")
 
@@ -57,9 +57,9 @@ class InterpolatorOptions:
     @property
     def autocast_dtype(self):
         """The torch dtype of autocast (None: float32, no autocast)."""
-        from .interpolator import PRECISIONS
+        import torch
 
-        return PRECISIONS[self.precision]
+        return {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}[self.precision]
 
 
 def check_times(times: Sequence[float]) -> List[float]:

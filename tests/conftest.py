@@ -22,7 +22,8 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def cpu_network():
     """The committed weights on the CPU (loaded once for the session; read-only use)."""
-    from engine.interpolator import DEFAULT_WEIGHTS, load_network
+    from engine.interpolator import load_network
+    from engine.options import DEFAULT_WEIGHTS
 
     return load_network(DEFAULT_WEIGHTS, torch.device("cpu"))
 
