@@ -28,7 +28,7 @@ def evaluate(interpolator, data: Path, progress: bool = True) -> Dict:
 
     from media.images import read_image
 
-    sequences = sorted(p for p in data.iterdir() if (p / "frame10i11.png").is_file())
+    sequences = sorted(p for p in data.iterdir() if (p / "frame10i11.png").is_file()) if data.is_dir() else []
     if not sequences:
         raise ValueError(f"no <Sequence>/frame10i11.png under {data}: pass --data pointing at the Middlebury folder")
     rows = []

@@ -267,6 +267,8 @@ def test_middlebury_benchmark_on_two_sequences(tmp_path):
 def test_middlebury_benchmark_bad_folder(tmp_path, capsys):
     assert benchmark_middlebury.main(["--data", str(tmp_path), "--device", "cpu"]) == 2
     assert "no <Sequence>/frame10i11.png" in capsys.readouterr().err
+    assert benchmark_middlebury.main(["--data", str(tmp_path / "missing"), "--device", "cpu"]) == 2
+    assert "no <Sequence>/frame10i11.png" in capsys.readouterr().err  # one line, not a FileNotFoundError traceback
 
 
 def test_tiled_interpolation_has_no_seams(cpu_network):
