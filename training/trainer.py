@@ -25,7 +25,8 @@ from model import Network, NetworkConfig
 from model.weights import WeightsError, read_config, read_metadata, save_weights
 from training.config import RECIPES, VALIDATION_CROP, TrainConfig, TrainingError
 from training.data import (BOUNDARY_SETS, FootageSampler, boundary_masks, frame_blend, gap_limits, load_clips,
-                           missing_clips, paste_layers, shard_ranks, synthetic_batch, synthetic_set, validation_sets)
+                           missing_clips, paste_layers, shard, shard_ranks, synthetic_batch, synthetic_set,
+                           validation_sets)
 from training.holdout import baseline_scores, describe, holdout_triplets, is_holdout, network_scores, summary
 from training.linearity import NEAR_LINEAR_PX, measured, near_linear_subsets, nonlinearity_tables
 from training.losses import psnr
@@ -210,8 +211,9 @@ class Trainer:
         self.train_clips = load_clips(data, None, device, config.crop, cache=options.frame_cache, keep=trains)
         # validation crops are 256 px whatever the training crop (or the training crop where smaller: tests)
         self.val_crop = min(config.crop, VALIDATION_CROP)
+        # only the main process validates: the others decode no held-out clip
         self.val_clips = load_clips(data, None, device, self.val_crop, cache=options.frame_cache,
-                                    keep=lambda folder, entry: self.held_out(entry))
+                                    keep=lambda folder, entry: self.held_out(entry)) if self.main else []
         shards = sorted({c.name.split("/")[0] for c in self.train_clips if "/" in c.name})
         say(f"training on {', '.join(sorted({c.group for c in self.train_clips}))}"
             f"{' (shards ' + ', '.join(shards) + ')' if shards else ''}; validating on {len(self.val_clips)} "
@@ -235,7 +237,7 @@ class Trainer:
                       for r in range(world)]
             say(f"footage shards over {world} processes: "
                 + ", ".join(f"rank {r} {n} clips ({f} frames)" for r, (n, f) in enumerate(counts)), self.main)
-        return [clip for clip, r in zip(self.train_clips, ranks) if r == self.process.rank]
+        return shard(self.train_clips, world, self.process.rank)
 
     def limit_nonlinearity(self) -> None:
         """Leave out the footage triplets straying from constant velocity, measured once and kept beside the
@@ -250,7 +252,7 @@ class Trainer:
             # every training clip's table, whatever this process's shard: a run resumed on another number of
             # processes finds its shard's tables in the file
             every = nonlinearity_tables(self.train_clips, gap_limits(self.train_clips, self.config.max_gap),
-                                        tables_file, log=lambda text: print(text, flush=True))
+                                        tables_file, log=say)
             by_clip = {id(clip): table for clip, table in zip(self.train_clips, every)}
             tables = [by_clip[id(clip)] for clip in sampler.clips]
         if self.process.world > 1:
@@ -261,25 +263,26 @@ class Trainer:
             dist.barrier()
         if not self.main:
             tables = nonlinearity_tables(sampler.clips, sampler.max_k, tables_file, write=False, log=lambda text: None)
-            return sampler.limit_nonlinearity(tables, limit)
         sampler.limit_nonlinearity(tables, limit)
-        share = float((measured(every) > limit).float().mean())
-        say(f"non-linearity: {share:.0%} of the footage triplets above {limit} px left out")
+        if self.main:
+            share = float((measured(every) > limit).float().mean())
+            say(f"non-linearity: {share:.0%} of the footage triplets above {limit} px left out")
 
     def load_validation(self) -> None:
         """The crop sets (logged), the boundary masks and near-linear subsets (logged), and the held-out triplets
         whose margin over the classical baseline chooses the kept weights (training.holdout)."""
+        if not self.main:  # only the main process validates
+            self.val_sets, self.holdout, self.holdout_base, self.boundaries, self.near_linear = {}, [], None, {}, None
+            return
         clips, crop, batches, device = self.val_clips, self.val_crop, self.val_batches, self.device
         self.val_sets = validation_sets(clips, crop, self.config.max_gap, batches, device=device)
         # synthetic motion with 1-px layer edges over the validation textures, where crisp boundaries show
         self.val_sets["synthetic edges"] = synthetic_set(clips, crop, batches, edge_px=1.0, device=device)
-        # only the main process validates, so only it computes the masks and the baseline (on the CPU)
-        self.holdout = holdout_triplets(clips) if self.main else []
+        # the masks and the baseline are computed on the CPU
+        self.holdout = holdout_triplets(clips)
         self.holdout_base = baseline_scores(self.holdout) if self.holdout else None
-        self.boundaries = boundary_masks(self.val_sets) if self.main else {}
-        self.near_linear = near_linear_subsets(self.val_sets, BOUNDARY_SETS) if self.main else None
-        if not self.main:
-            return
+        self.boundaries = boundary_masks(self.val_sets)
+        self.near_linear = near_linear_subsets(self.val_sets, BOUNDARY_SETS)
         for name, sets in self.val_sets.items():
             blend = float(torch.cat([psnr(frame_blend(b["one"], b["two"], b["t"]), b["mid"]) for b in sets]).mean())
             say(f"validation baseline ({name}): frame blend {blend:.2f} dB")
