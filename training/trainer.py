@@ -22,7 +22,7 @@ from typing import Dict, Optional, Tuple
 import torch
 
 from model import Network, NetworkConfig
-from model.weights import WeightsError, read_config, read_metadata, save_weights
+from model.weights import WeightsError, load_weights, read_config, read_metadata, save_weights
 from training.config import RECIPES, VALIDATION_CROP, TrainConfig, TrainingError
 from training.data import (BOUNDARY_SETS, FootageSampler, boundary_masks, frame_blend, gap_limits, load_clips,
                            missing_clips, paste_layers, shard, shard_ranks, synthetic_batch, synthetic_set,
@@ -302,11 +302,12 @@ class Trainer:
         from safetensors.torch import load_file
 
         options, config, device = self.options, self.config, self.device
-        net = Network(self.net_config).to(device)
-        if options.resume is not None:
-            net.load_state_dict(load_file(str(options.resume / STATE_MODEL)), strict=True)
-        elif options.init_weights is not None:
-            net.load_state_dict({k: v.float() for k, v in load_file(str(options.init_weights)).items()}, strict=True)
+        if options.resume is None and options.init_weights is not None:
+            net = load_weights(options.init_weights, device)  # the network the file describes (net_config), strict
+        else:
+            net = Network(self.net_config).to(device)
+            if options.resume is not None:
+                net.load_state_dict(load_file(str(options.resume / STATE_MODEL)), strict=True)
         self.net = net.to(memory_format=torch.channels_last)
         self.model = TrainStep(self.net)
         if self.process.world > 1:
