@@ -722,8 +722,8 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
 
 
 def paste_layers(batch: Dict[str, torch.Tensor], sampler: FootageSampler, share: float, crop: int,
-                 gen: Optional[torch.Generator] = None, layers: int = 1, **options) -> Dict[str, torch.Tensor]:
-    """``share`` of a footage batch's triplets with ``layers`` synthetic moving layers pasted over them
+                 gen: Optional[torch.Generator] = None, **options) -> Dict[str, torch.Tensor]:
+    """``share`` of a footage batch's triplets with one synthetic moving layer pasted over each
     (``synthetic_batch`` with ``backgrounds``; ``options`` as there): new occluding objects over real motion, so
     the same footage shows new occlusions. The others pass unchanged."""
     if not 0.0 <= share <= 1.0:
@@ -734,7 +734,7 @@ def paste_layers(batch: Dict[str, torch.Tensor], sampler: FootageSampler, share:
         return batch
     index = to_device(chosen, batch["one"].device)
     keys = ("one", "mid", "two", "t")
-    pasted = synthetic_batch(sampler, int(chosen.numel()), crop, layers=layers, gen=gen,
+    pasted = synthetic_batch(sampler, int(chosen.numel()), crop, layers=1, gen=gen,
                              backgrounds={k: batch[k][index] for k in keys}, **options)
     out = dict(batch)
     for k in keys:
