@@ -18,7 +18,7 @@ import os
 import secrets
 import shutil
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Dict, Iterable, Optional, Tuple
 
 
 class OutputError(ValueError):
@@ -144,11 +144,32 @@ def same_file(a, b) -> bool:
     return a.resolve() == b.resolve()
 
 
+def _file_id(path: Path) -> Optional[Tuple[int, int]]:
+    """The (device, inode) of an existing file (through links), None where it cannot be asked for."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
 def check_not_input(outputs: Iterable, inputs: Iterable, flag: str = "--out") -> None:
-    """OutputError if any of ``outputs`` is one of ``inputs``: an input is never overwritten."""
+    """OutputError if any of ``outputs`` is one of ``inputs`` (``same_file``): an input is never overwritten.
+    The inputs are indexed once, so a folder of frames costs one look-up per output, not one per pair."""
     inputs = [Path(p) for p in inputs]
+    by_id: Dict[Tuple[int, int], int] = {}  # the first input of each existing file
+    by_name: Dict[Path, int] = {}  # the first input of each resolved name
+    for i, source in enumerate(inputs):
+        file_id = _file_id(source)
+        if file_id is not None:
+            by_id.setdefault(file_id, i)
+        by_name.setdefault(source.resolve(), i)
     for out in outputs:
-        for source in inputs:
-            if same_file(out, source):
-                raise OutputError(f"{flag} {out} is the input {source}: the input is never overwritten -- choose "
-                                  f"another output name")
+        out = Path(out)
+        file_id = _file_id(out)
+        # an existing output is an input if it is the same file; any output if its name resolves to an input's
+        # (for two existing files the names resolve alike only where they are one file)
+        hits = [i for i in (by_id.get(file_id), by_name.get(out.resolve())) if i is not None]
+        if hits:
+            raise OutputError(f"{flag} {out} is the input {inputs[min(hits)]}: the input is never overwritten -- "
+                              f"choose another output name")
