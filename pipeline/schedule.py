@@ -75,11 +75,6 @@ def thumb_change(a_thumb, b_thumb) -> float:
     return float(np.abs(a_thumb - b_thumb).mean())
 
 
-def scene_change(a_thumb, b_thumb, threshold: float) -> bool:
-    """Mean absolute difference of small grey thumbnails (values in [0, 1]) above ``threshold``."""
-    return thumb_change(a_thumb, b_thumb) > threshold
-
-
 # a jump within one scene (a clip that loops back, a cut between two shots of one place) changes the picture less
 # than ``threshold`` but far more than the motion around it: this many times the changes before and after, ...
 SPIKE_RATIO = 3.0

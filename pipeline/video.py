@@ -21,6 +21,7 @@ the path and the cause, with the finished segments kept for a resume.
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import json
 import os
@@ -30,7 +31,7 @@ import time
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Callable, Iterator, List, Optional, Protocol, Sequence, Tuple, Union, runtime_checkable
+from typing import Callable, Deque, Iterator, List, Optional, Protocol, Sequence, Tuple, Union, runtime_checkable
 
 import numpy as np
 
@@ -110,7 +111,7 @@ def _anchors(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], dedup: fl
     previous = None
     for frame, time in zip(frames, stamps):
         thumb = thumbnail(frame)
-        if previous is not None and dedup > 0 and float(np.abs(thumb - previous.thumb).mean()) < dedup:
+        if previous is not None and dedup > 0 and thumb_change(thumb, previous.thumb) < dedup:
             continue  # a repeated frame: the interval stretches to the next distinct one
         previous = _Anchor(time, frame, thumb)
         yield previous
@@ -125,12 +126,14 @@ def _output_frames(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpol
     if current is None:
         return
     nxt = next(anchors, None)
-    changes: List[float] = []  # thumbnail changes between the anchors so far, for cuts within a scene (is_cut)
+    # the thumbnail changes between the last four anchors, for cuts within a scene (is_cut)
+    changes: Deque[float] = collections.deque(maxlen=4)
+    after = None
     while nxt is not None:
         following = next(anchors, None)  # one anchor ahead: a cut is a change larger than those on both sides
-        change = thumb_change(current.thumb, nxt.thumb)
+        change = after if after is not None else thumb_change(current.thumb, nxt.thumb)  # (last pass's ``after``)
         after = thumb_change(nxt.thumb, following.thumb) if following is not None else None
-        cut = is_cut(changes[-4:], change, after, threshold)
+        cut = is_cut(changes, change, after, threshold)
         changes.append(change)
         stats["cuts"] += int(cut)
         pending = []
@@ -343,6 +346,7 @@ def _prepare_work_dir(work: Path, key: str, rank: int) -> None:
     if rank != 0:
         _wait_for(lambda: (_ours(work) or {}).get("key") == key)
         return
+    marker = None
     if work.exists() or work.is_symlink():
         marker = _ours(work) if work.is_dir() else None
         if marker is None:
@@ -350,8 +354,8 @@ def _prepare_work_dir(work: Path, key: str, rank: int) -> None:
                               f"one): it is left as it is -- move it, or choose another --out name (nothing was "
                               f"interpolated yet)")
     try:
-        if work.is_dir():
-            if _ours(work).get("key") != key:
+        if marker is not None:
+            if marker.get("key") != key:
                 _remove_ours(work)  # left by another job into this output: start over
             for path in work.iterdir():
                 if re.fullmatch(r"rank_\d+\.done|seg_\d+\.part\.\w+|joined\..*", path.name) and not path.is_dir():
@@ -569,8 +573,8 @@ def interpolate_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction, in
             rgb, alpha, depth = read_image(path)
             if rgb.shape != first.shape:  # (numpy said "operands could not be broadcast together" deep inside)
                 raise VideoError(f"{path} is {rgb.shape[1]}x{rgb.shape[0]}, the folder's first frame {files[0].name} "
-                                 f"{first.shape[1]}x{first.shape[0]}: the frames of a folder must have one size -- resize "
-                                 f"or move it")
+                                 f"{first.shape[1]}x{first.shape[0]}: the frames of a folder must have one size -- "
+                                 f"resize or move it")
             if with_alpha:
                 alpha = alpha if alpha is not None else np.ones(rgb.shape[:2], np.float32)  # opaque
                 rgb = np.concatenate([rgb, alpha[:, :, None]], axis=2)
