@@ -708,8 +708,9 @@ def concat_and_mux(parts: Sequence[Path], source: Path, out: Path, with_audio: b
             try:
                 _run(base + maps + extra_args(kept) + ["-c", "copy", *audio, str(out)], f"writing {out}")
                 return [name for name in present if name not in kept]
-            except VideoError:
-                if kept is tries[-1]:  # video and audio alone failed too
+            except VideoError as exc:
+                # video and audio alone failed too, or the file system did (no stream left out helps a full disk)
+                if kept is tries[-1] or errno_in(str(exc)) is not None:
                     raise
         return present  # (not reached: the last try returns or raises)
     except VideoError as exc:

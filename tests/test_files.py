@@ -215,3 +215,28 @@ def test_pair_mode_refuses_an_output_that_is_an_input(tmp_path, capsys):
         err = capsys.readouterr().err
         assert code == 2 and "is the input" in err and err.count("\n") == 1, err
     assert one.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["one.png", "two.png"]
+
+
+def test_the_join_is_not_retried_without_streams_when_the_disk_is_full(tmp_path, monkeypatch):
+    """Leaving subtitles out helps a muxer that refuses them, never a full disk: one remux, not three."""
+    import media.video as mv
+
+    tries, cause = [], []
+
+    def failing(args, what):
+        tries.append(args)
+        raise mv.VideoError(f"{what}: {cause[0]}")
+
+    monkeypatch.setattr(mv, "_run", failing)
+    out = tmp_path / "out.mkv"
+    join = dict(with_audio=True, with_subtitles=True, timecode="01:00:00:00")
+    cause[:] = ["[out#0/mkv] Error writing trailer: No space left on device"]
+    with pytest.raises(OutputError, match="no space left on the disk"):
+        mv.concat_and_mux([tmp_path / "seg.mp4"], tmp_path / "in.mkv", out, **join)
+    assert len(tries) == 1 and "1:s?" in tries[0]
+    # a refusal that names no file-system cause still drops what the container refuses, step by step
+    tries.clear()
+    cause[:] = ["Subtitle codec 94213 is not supported"]
+    with pytest.raises(mv.VideoError):
+        mv.concat_and_mux([tmp_path / "seg.mp4"], tmp_path / "in.mkv", out, **join)
+    assert len(tries) == 3
