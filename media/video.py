@@ -600,9 +600,10 @@ class FrameWriter:
         if self._broken or self._os_error:
             raise self._stopped()
         self.proc.stdin.close()
-        if self.proc.wait() != 0 or self._os_error:
+        code = self.proc.wait()
+        self._reader.join()  # every error line ffmpeg wrote is read before the outcome is judged
+        if code != 0 or self._os_error:
             raise self._failure("ffmpeg could not encode")
-        self._reader.join()
 
     def abort(self) -> None:
         """Stop the encoder and remove its unfinished file (on a full disk it held the space a rerun needs)."""
