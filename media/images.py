@@ -124,10 +124,10 @@ def check_writable(path: Path) -> None:
 _BYTES_PER_PIXEL = {".png": 1.5, ".tif": 1.5, ".tiff": 1.5, ".webp": 1.0, ".jpg": 0.3, ".jpeg": 0.3, ".bmp": 3.0}
 
 
-def estimate_bytes(suffix: str, width: int, height: int, depth: int = 8, count: int = 1) -> int:
-    """About how many bytes ``count`` images of this format and size take (for the free-space check)."""
+def estimate_bytes(suffix: str, width: int, height: int, depth: int = 8) -> int:
+    """About how many bytes an image of this format and size takes (for the free-space check)."""
     deep = 2 if depth == 16 and suffix.lower() in (".png", ".tif", ".tiff") else 1
-    return int(_BYTES_PER_PIXEL.get(suffix.lower(), 3.0) * deep * width * height * count)
+    return int(_BYTES_PER_PIXEL.get(suffix.lower(), 3.0) * deep * width * height)
 
 
 def check_image_outputs(outputs: Sequence[Path], inputs: Iterable[Path], width: int, height: int,

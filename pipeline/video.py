@@ -497,16 +497,14 @@ def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_
     still to write (``size``: width, height, bit depth)."""
     from tqdm import tqdm
 
-    from media.images import check_writable, estimate_bytes, write_image
+    from media.images import check_image_outputs, check_writable, write_image
 
     outs = _image_paths(out_pattern, plan.count)
     check_writable(outs[0])
     check_not_input(outs, inputs)
     width, height, depth = size
-    todo = [path for path in outs if not path.exists()]
-    for folder in dict.fromkeys(path.parent for path in todo):
-        check_folder(folder, estimate_bytes(outs[0].suffix, width, height, depth,
-                                            sum(path.parent == folder for path in todo)))
+    # room for the images still to write (a resumed job has some already)
+    check_image_outputs([path for path in outs if not path.exists()], (), width, height, depth)
     stats = {"cuts": 0, "interpolated": 0}
     keep_alpha = outs[0].suffix.lower() in _ALPHA_FORMATS
     has_alpha = False
