@@ -46,7 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--two", type=Path, help="second frame, same size as --one")
     p.add_argument("--out", type=Path, help="output image; with several --time values use {i} or {t} in the name")
     p.add_argument("--time", type=float, nargs="+", default=[0.5], help="time(s) of the output frame(s), 0 < t < 1")
-    p.add_argument("--model", default="network", help="name of a weights file in weights/ (without .safetensors)")
+    p.add_argument("--model", default="network",
+                   help="name of a weights file in weights/ (without .safetensors): network (the default) or fast "
+                        "(1.6x the speed on a GPU, lower quality)")
     p.add_argument("--weights", type=Path, default=None,
                    help="path of a weights file (.safetensors, or a published network-lf.pytorch); overrides --model")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")

@@ -1,16 +1,18 @@
 """Train the interpolation network on footage plus synthetic motion, in resumable chunks.
 
-The shipped weights (weights/network.safetensors) are recipe "shipped" (the default): a 7000-step anneal of the
-step-25000 weights of a run from scratch (recipe "shipped-base"), committed at bb95a9c:
+The default weights (weights/network.safetensors) come from two recipes: "study" at width 2 from scratch (a
+40000-step cosine, several chunks), then "quality" (5000 steps on larger crops and motion) from its last weights:
 
-    git show bb95a9c:weights/network.safetensors > step25000.safetensors
-    python train.py --data footage --out runs/shipped --init-weights step25000.safetensors --recipe shipped
-    python -m training.export runs/shipped --out shipped.safetensors   # the last moving average, as shipped
+    python train.py --recipe study --width 2 --data footage footage2 --frame-cache DIR --out runs/q1
+    python train.py --resume runs/q1 --out runs/q1 ...        # more chunks, until step 40000
+    python -m training.export runs/q1 --out q1.safetensors
+    python train.py --recipe quality --init-weights q1.safetensors --data footage footage2 --frame-cache DIR \
+        --out runs/q2
+    python -m training.export runs/q2 --out network.safetensors
 
-Each call trains one chunk (--minutes, default 8) and stops at the end of the recipe's schedule; continue with
-``--resume runs/shipped --out runs/next``. The scaling study (docs/journal/scaling-study.md):
-
-    python train.py --recipe study --data footage footage2 --width 2 --frame-cache DIR --out runs/x2-all
+The fast weights (weights/fast.safetensors, run.py --model fast) are "fast-base" from scratch to step 25000, then
+"fast" (the default recipe) from those weights. Each call trains one chunk (--minutes, default 8) and stops at the
+end of the recipe's schedule; docs/training.md has the chunked commands.
 
 Several GPUs: ``torchrun --nproc_per_node 2 train.py ...`` (DistributedDataParallel). The output folder gets the
 state to resume from (``state_model.safetensors``, ``state_optim.pt``, ``state_ema.safetensors``), the kept weights

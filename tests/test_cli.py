@@ -281,9 +281,9 @@ def test_tiled_interpolation_has_no_seams(cpu_network):
     two = np.roll(one, 2, axis=1)
     whole = interpolate(net, one, two, [0.5])[0]
     tiled = interpolate(net, one, two, [0.5], RunSettings(tile=128, overlap=32))[0]
-    # 128-px tiles give the flow less context than the whole frame: measured mean difference 0.0100 with
-    # the chunk-10 weights (under 0.01 with chunk 7's), bound at 10% above; seams are checked separately below
-    assert np.abs(whole - tiled)[8:-8, 8:-8].mean() < 0.011
+    # 128-px tiles give the flow less context than the whole frame: measured mean difference 0.0117 with
+    # the default weights of session 22 (0.0100 with the fast ones), bound at 10% above; seams are checked below
+    assert np.abs(whole - tiled)[8:-8, 8:-8].mean() < 0.013
     # column differences where tiles start and end are no larger than elsewhere
     length, starts = tile_layout(300, 128, 32)
     assert length <= 128 and starts[0] == 0 and starts[-1] + length == 300
@@ -330,3 +330,18 @@ def test_compile_needs_cuda(cpu_network):
         compile_network(cpu_network)
     with pytest.raises(ValueError, match="--compile needs the network on a CUDA device"):
         Interpolator(InterpolatorOptions(compile=True), network=cpu_network)
+
+
+def test_model_names_the_two_shipped_networks():
+    """--model picks a file in weights/: the default network is the wider one, `fast` the original size."""
+    import run
+    from model.network import NetworkConfig
+    from model.weights import read_config
+
+    parser = run.build_parser()
+    default = run.interpolator_options(parser.parse_args(["--one", "a.png", "--two", "b.png", "--out", "m.png"]))
+    fast = run.interpolator_options(parser.parse_args(["--one", "a.png", "--two", "b.png", "--out", "m.png",
+                                                       "--model", "fast"]))
+    assert Path(default.weights).name == "network.safetensors" and Path(fast.weights).name == "fast.safetensors"
+    assert read_config(default.weights) == NetworkConfig().widened(2)
+    assert read_config(fast.weights) == NetworkConfig()

@@ -15,7 +15,8 @@ from training.options import RunOptions, build_parser, parse
 from training.trainer import start_point
 
 ROOT = Path(__file__).resolve().parent.parent
-SHIPPED = ROOT / "weights" / "network.safetensors"
+FAST = ROOT / "weights" / "fast.safetensors"
+DEFAULT = ROOT / "weights" / "network.safetensors"
 
 
 def _options(tmp_path, *extra):
@@ -24,11 +25,11 @@ def _options(tmp_path, *extra):
 
 # -- recipes and flags -----------------------------------------------------------------------------------------
 
-def test_the_default_recipe_is_the_shipped_weights_recipe():
+def test_the_default_recipe_is_the_fast_weights_recipe():
     from model.weights import read_metadata
 
-    recorded = json.loads(read_metadata(SHIPPED)["train_config"])
-    assert TrainConfig.from_dict(recorded) == TrainConfig() == RECIPES["shipped"]
+    recorded = json.loads(read_metadata(FAST)["train_config"])
+    assert TrainConfig.from_dict(recorded) == TrainConfig() == RECIPES["fast"]
     # every field the weights record is the default's, exactly (nothing taken from LEGACY), or a removed option
     # at the value every recipe kept
     for name, value in recorded.items():
@@ -36,9 +37,20 @@ def test_the_default_recipe_is_the_shipped_weights_recipe():
         assert (list(default) if isinstance(default, tuple) else default) == value, name
 
 
-def test_the_study_recipe_is_the_shipped_one_without_the_filter_from_scratch():
+def test_the_default_weights_record_the_quality_recipe_at_width_2():
+    """weights/network.safetensors: recipe "quality" exactly, on the study's network at width 2, at its last step."""
+    from model.network import NetworkConfig
+    from model.weights import read_config, read_metadata
+
+    metadata = read_metadata(DEFAULT)
+    assert TrainConfig.from_dict(json.loads(metadata["train_config"])) == RECIPES["quality"]
+    assert read_config(DEFAULT) == NetworkConfig().widened(2)
+    assert int(metadata["step"]) == RECIPES["quality"].schedule_start + RECIPES["quality"].total_steps
+
+
+def test_the_study_recipe_is_the_fast_one_without_the_filter_from_scratch():
     changed = {f.name for f in dataclasses.fields(TrainConfig)
-               if getattr(RECIPES["study"], f.name) != getattr(RECIPES["shipped"], f.name)}
+               if getattr(RECIPES["study"], f.name) != getattr(RECIPES["fast"], f.name)}
     assert changed == {"seed", "lr", "total_steps", "schedule_start", "max_nonlinearity", "validation_clips"}
     study = RECIPES["study"]
     assert (study.seed, study.lr, study.total_steps, study.schedule_start) == (80, 3e-4, 40000, 0)
@@ -58,7 +70,7 @@ def test_every_recipe_field_has_one_generated_flag(tmp_path):
                                   "--max-gap", "3", "--seed", "5")
     assert overrides == {"synthetic_share": 0.4, "bf16": False, "validation_clips": (), "max_gap": 3, "seed": 5}
     assert options.recipe is None and options.minutes == 8.0 and options.data == (tmp_path,)
-    assert "fills the rest) (shipped: 0.5)" in " ".join(parser.format_help().split())
+    assert "fills the rest) (fast: 0.5)" in " ".join(parser.format_help().split())
 
 
 @pytest.mark.parametrize("option, value, message", [
@@ -126,16 +138,16 @@ def test_saved_configs_of_older_code_load_or_fail_clearly():
 def test_start_point_takes_the_named_recipe_and_checks_the_schedule(tmp_path):
     options, overrides = _options(tmp_path)
     with pytest.raises(TrainingError, match="schedule starts at step 25000 and this run at step 0"):
-        start_point(options, overrides)  # the shipped recipe anneals the step-25000 weights
+        start_point(options, overrides)  # the fast recipe anneals the step-25000 weights
     options, overrides = _options(tmp_path, "--recipe", "study", "--width", "2", "--seed", "9")
     start = start_point(options, overrides)
     assert start.config == dataclasses.replace(RECIPES["study"], seed=9) and start.step == 0
     assert start.net_config.encoder_widths[0] == 2 * 24
-    # the shipped weights continue their recorded recipe, which ended at their step
-    options, overrides = _options(tmp_path, "--init-weights", str(SHIPPED))
+    # the fast weights continue their recorded recipe, which ended at their step
+    options, overrides = _options(tmp_path, "--init-weights", str(FAST))
     with pytest.raises(TrainingError, match="step 32000 is at or past the end .* --schedule-start 32000"):
         start_point(options, overrides)
-    options, overrides = _options(tmp_path, "--init-weights", str(SHIPPED), "--schedule-start", "32000")
+    options, overrides = _options(tmp_path, "--init-weights", str(FAST), "--schedule-start", "32000")
     start = start_point(options, overrides)
     assert start.step == 32000 and start.config == dataclasses.replace(TrainConfig(), schedule_start=32000)
     options, overrides = _options(tmp_path, "--init-weights", str(tmp_path / "none.safetensors"))

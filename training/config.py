@@ -2,8 +2,9 @@
 
 ``TrainConfig`` is the recipe: frozen, saved as JSON beside every checkpoint and in the weights' metadata. Each
 field is declared once, with its help text and its check; ``training.options`` makes the command-line flags from
-these declarations. Its defaults are the recipe of the shipped weights (``weights/network.safetensors``,
-``RECIPES["shipped"]``); ``RECIPES`` names the others in use.
+these declarations. Its defaults are the recipe of the fast weights (``weights/fast.safetensors``,
+``RECIPES["fast"]``); ``RECIPES`` names the others in use, among them the two stages of the default weights
+(``weights/network.safetensors``): ``study`` at width 2, then ``quality``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 from training.holdout import HOLDOUT_SOURCES
 
 # The held-out clips of the runs before source-disjoint validation (training.holdout), which share source
-# repositories with training clips; the shipped weights were validated on them, and tools that score older
+# repositories with training clips; the fast weights were validated on them, and tools that score older
 # weights still use them. Middlebury is for evaluation only and plays no part in training or selection.
 VALIDATION_CLIPS: Tuple[str, ...] = (
     "davis2016-val__480p__car-shadow.mp4",
@@ -76,7 +77,7 @@ def check_fields(obj: Any) -> None:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """The recipe. Defaults: the shipped weights' recipe (session 17's chunk 60,
+    """The recipe. Defaults: the fast weights' recipe (session 17's chunk 60,
     ``docs/journal/raw/train_config_chunk60.json``): a 7000-step anneal with the non-linearity filter from the
     step-25000 weights of a run from scratch."""
 
@@ -115,7 +116,7 @@ class TrainConfig:
                                lambda v: 0.0 <= v < 1.0, "must lie in [0, 1) (0 turns the average off)", "DECAY")
     bf16: bool = _option(True, "bfloat16 autocast on CUDA")
     # held-out clips: empty holds out whole source repositories (training.holdout: footage2's val split and the
-    # repositories of HOLDOUT_SOURCES); clip names hold out those clips instead (the shipped weights' runs, tests)
+    # repositories of HOLDOUT_SOURCES); clip names hold out those clips instead (the fast weights' runs, tests)
     validation_clips: Tuple[str, ...] = _option(VALIDATION_CLIPS, "held-out clip files (none: whole held-out "
                                                                   "source repositories, training/holdout.py)", None,
                                                 "", "FILE")
@@ -153,7 +154,7 @@ REMOVED: Dict[str, Any] = {"synthetic_shapes": 0.0, "synthetic_warp": 0.0, "synt
                            "flow_loss_full_res": 1.0, "flow_loss_units": "level", "photometric_share": 0.0,
                            "paste_layers": 1}
 
-# What a saved config without a field meant: the defaults of the code before the shipped recipe became the
+# What a saved config without a field meant: the defaults of the code before the fast recipe became the
 # default (every config saved so far holds every other field).
 LEGACY: Dict[str, Any] = {"seed": 0, "lr": 3e-4, "total_steps": 60000, "schedule_start": 0, "synthetic_share": 0.3, "synthetic_small_share": 0.0, "synthetic_edge_px": 0.0,
                           "synthetic_edge_share": 1.0, "synthetic_layers": 2, "synthetic_motion": 1.0,
@@ -161,12 +162,17 @@ LEGACY: Dict[str, Any] = {"seed": 0, "lr": 3e-4, "total_steps": 60000, "schedule
                           "ema_decay": 0.0, "validation_clips": ()}
 
 RECIPES: Dict[str, TrainConfig] = {
-    # the shipped weights: the anneal that made them, from the step-25000 weights of session 14's run (docs/training.md)
-    "shipped": TrainConfig(),
-    # the scaling study (docs/journal/scaling-study.md): the shipped recipe without the non-linearity filter, from
+    # the fast weights (weights/fast.safetensors): the anneal that made them, from the step-25000 weights of
+    # session 14's run (docs/training.md)
+    "fast": TrainConfig(),
+    # the scaling study (docs/journal/scaling-study.md): the fast recipe without the non-linearity filter, from
     # scratch on one 40000-step cosine, validated on the held-out source repositories
     "study": TrainConfig(seed=80, lr=3e-4, total_steps=40000, schedule_start=0, max_nonlinearity=0.0,
                          validation_clips=()),
-    # the first stage of the shipped weights (session 14's run 40a, from scratch, kept at step 25000)
-    "shipped-base": TrainConfig(seed=40, lr=3e-4, total_steps=100000, schedule_start=0, max_nonlinearity=0.0),
+    # the first stage of the fast weights (session 14's run 40a, from scratch, kept at step 25000)
+    "fast-base": TrainConfig(seed=40, lr=3e-4, total_steps=100000, schedule_start=0, max_nonlinearity=0.0),
+    # the second stage of the default weights (weights/network.safetensors): the step-40000 weights of "study" at
+    # width 2, trained 5000 more steps on larger crops (the same pixels per step) and larger motion
+    "quality": TrainConfig(seed=80, batch=14, crop=384, lr=1e-4, warmup=300, total_steps=5000, schedule_start=40000,
+                           synthetic_motion=3.0, downscale_share=0.5, max_nonlinearity=0.0, validation_clips=()),
 }

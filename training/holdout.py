@@ -27,6 +27,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 import torch
 
+from model.ensemble import PASSES, with_ensemble
 from training.data import Clip, dis_flows
 from training.losses import psnr
 
@@ -95,7 +96,8 @@ def classical_interpolation(one: torch.Tensor, two: torch.Tensor, t: float, flow
     return (1 - t) * backwarp(one, flow_t0, "border") + t * backwarp(two, flow_t1, "border")
 
 
-def _grey(frame: torch.Tensor) -> np.ndarray:
+def grey(frame: torch.Tensor) -> np.ndarray:
+    """A 3 x H x W uint8 RGB frame as the H x W uint8 grey image OpenCV DIS takes."""
     import cv2
 
     return cv2.cvtColor(frame.permute(1, 2, 0).numpy(), cv2.COLOR_RGB2GRAY)
@@ -105,7 +107,7 @@ def baseline_scores(triplets: Sequence[Triplet], workers: int = 8) -> torch.Tens
     """The classical baseline's PSNR on every triplet (CPU, DIS on ``workers`` threads)."""
     pairs = []
     for tr in triplets:
-        a, b = _grey(tr.one), _grey(tr.two)
+        a, b = grey(tr.one), grey(tr.two)
         pairs += [(a, b), (b, a)]
     flows = dis_flows(pairs, workers)
     scores = []
@@ -166,7 +168,7 @@ def middlebury_baseline(data: Path) -> float:
                   for n in ("frame10.png", "frame11.png", "frame10i11.png")]
         as_uint8 = [(f * 255).round().to(torch.uint8) for f in frames]
         tr = Triplet("middlebury", seq.name, 0, 1, *as_uint8[:1], as_uint8[2], as_uint8[1])
-        pairs = [(_grey(tr.one), _grey(tr.two)), (_grey(tr.two), _grey(tr.one))]
+        pairs = [(grey(tr.one), grey(tr.two)), (grey(tr.two), grey(tr.one))]
         f01, f10 = (f.unsqueeze(0) for f in dis_flows(pairs))
         out = classical_interpolation(frames[0].unsqueeze(0).float(), frames[1].unsqueeze(0).float(), 0.5, f01, f10)
         estimate = np.clip(np.rint(out[0].permute(1, 2, 0).numpy() * 255), 0, 255).astype(np.uint8)
@@ -181,6 +183,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--weights", type=Path, nargs="*", default=[], help="weights files to score")
     p.add_argument("--device", default="cpu")
     p.add_argument("--bf16", action="store_true", help="bfloat16 autocast (GPU)")
+    p.add_argument("--ensemble", type=int, default=1, choices=PASSES,
+                   help="average this many mirrored / time-reversed passes (model/ensemble.py)")
     p.add_argument("--json", type=Path, default=None, help="write the figures (and per-triplet scores) here")
     p.add_argument("--middlebury", type=Path, default=None, help="instead: the baseline's Middlebury PSNR")
     args = p.parse_args(argv)
@@ -203,7 +207,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     report = {"clips": sorted({c.name for c in clips}), "baseline": base.tolist(), "weights": {}}
     print(f"{len(clips)} held-out clips, {len(triplets)} triplets; baseline {float(base.mean()):.3f} dB")
     for path in args.weights:
-        net = load_weights(path, device).eval()
+        net = with_ensemble(load_weights(path, device).eval(), args.ensemble)
         scores = network_scores(net, triplets, device, torch.bfloat16 if args.bf16 else None)
         figures = summary(scores, base, triplets)
         report["weights"][str(path)] = {"figures": figures, "scores": scores.tolist()}

@@ -26,7 +26,7 @@ class RunOptions:
                                   type=Path, nargs="+", required=True)
     out: Optional[Path] = _run(None, "folder for checkpoints and logs", type=Path, required=True)
     recipe: Optional[str] = _run(None, "named recipe (training/config.py RECIPES); default: the resumed run's, or "
-                                       "'shipped'", choices=sorted(RECIPES))
+                                       "'fast'", choices=sorted(RECIPES))
     resume: Optional[Path] = _run(None, "folder of a previous chunk's output to continue (its recipe, optimizer "
                                         "and step)", type=Path)
     init_weights: Optional[Path] = _run(None, "start from a weights file and its step, with a fresh optimizer",
@@ -71,14 +71,14 @@ class RunOptions:
 
 
 def _recipe_flag(f: dataclasses.Field) -> Dict[str, Any]:
-    shipped = getattr(RECIPES["shipped"], f.name)
-    kwargs: Dict[str, Any] = {"help": f"{f.metadata['help']} (shipped: {shipped})"}
-    if isinstance(shipped, bool):
+    fast = getattr(RECIPES["fast"], f.name)
+    kwargs: Dict[str, Any] = {"help": f"{f.metadata['help']} (fast: {fast})"}
+    if isinstance(fast, bool):
         kwargs["action"] = argparse.BooleanOptionalAction
-    elif isinstance(shipped, tuple):
+    elif isinstance(fast, tuple):
         kwargs.update(nargs="*", type=str)
     else:
-        kwargs["type"] = type(shipped)
+        kwargs["type"] = type(fast)
     if f.metadata.get("metavar"):
         kwargs["metavar"] = f.metadata["metavar"]
     return kwargs

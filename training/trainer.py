@@ -76,11 +76,11 @@ def _resumed(options: RunOptions, overrides: dict) -> Start:
 
 def start_point(options: RunOptions, overrides: dict, main_process: bool = True) -> Start:
     """The recipe and starting point of a chunk: a resumed state continues its recipe; weights continue the recipe
-    they record unless --recipe names one; a fresh network takes --recipe (default: shipped). Recipe flags
+    they record unless --recipe names one; a fresh network takes --recipe (default: fast). Recipe flags
     (``overrides``) apply on top."""
     if options.resume is not None:
         return _resumed(options, overrides)
-    config, net_config, step = RECIPES[options.recipe or "shipped"], NetworkConfig(), 0
+    config, net_config, step = RECIPES[options.recipe or "fast"], NetworkConfig(), 0
     if options.init_weights is not None:
         try:
             net_config = read_config(options.init_weights)
@@ -91,7 +91,7 @@ def start_point(options: RunOptions, overrides: dict, main_process: bool = True)
         if options.recipe is None and "train_config" in metadata:
             config = TrainConfig.from_dict(json.loads(metadata["train_config"]), f"{options.init_weights}'s recipe")
         elif options.recipe is None:
-            say(f"note: {options.init_weights} does not record its training recipe; the shipped recipe applies "
+            say(f"note: {options.init_weights} does not record its training recipe; the fast recipe applies "
                 f"(--recipe names another)", main_process, err=True)
     elif options.width is not None:
         try:
@@ -103,7 +103,7 @@ def start_point(options: RunOptions, overrides: dict, main_process: bool = True)
     if step < start:
         raise TrainingError(f"the recipe's schedule starts at step {start} and this run at step {step}: the recipe "
                             f"anneals trained weights of that step (--init-weights), or pass --schedule-start {step} "
-                            f"(or --recipe study / shipped-base for a run from scratch)")
+                            f"(or --recipe study / fast-base for a run from scratch)")
     if step >= end:
         raise TrainingError(f"step {step} is at or past the end of the learning-rate schedule (steps {start}-{end}): "
                             f"nothing to train; for a new warm-up and cosine from here pass --schedule-start {step} "
