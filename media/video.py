@@ -379,6 +379,10 @@ def encoder_quality_args(codec: str, crf: int, preset: str) -> Optional[List[str
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}: use one of {', '.join(PRESETS)}")
     level = PRESETS.index(preset)
+    top = 63 if codec in ("libsvtav1", "libaom-av1", "libvpx-vp9", "libvpx") else 51
+    takes_crf = top == 63 or codec in ("libx264", "libx265", "libx264rgb") or codec.endswith("_nvenc")
+    if takes_crf and not 0 <= crf <= top:
+        raise ValueError(f"--crf {crf} is outside {codec}'s scale: use 0-{top} (lower is better; 18 is the default)")
     if codec in ("libx264", "libx265", "libx264rgb"):
         return ["-crf", str(crf), "-preset", preset]
     if codec == "libsvtav1":

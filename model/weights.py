@@ -61,7 +61,9 @@ def load_weights(path: Union[str, Path], device: Union[str, torch.device] = "cpu
     except WeightsError:
         raise
     except Exception as exc:  # corrupt or not a safetensors file
-        raise WeightsError(f"cannot read weights from {path}: {exc}") from exc
+        raise WeightsError(f"cannot read weights from {path}: not a safetensors weights file ({exc}); pass a file "
+                           f"written by train.py (weights/network.safetensors, weights/fast.safetensors) or a "
+                           f"published checkpoint ending in {', '.join(PUBLISHED_SUFFIXES)}") from exc
     net = Network(config)
     try:
         net.load_state_dict({k: v.float() for k, v in state.items()}, strict=True)

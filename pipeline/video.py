@@ -69,6 +69,13 @@ class VideoOptions:
     audio_codec: str = "copy"
     audio_bitrate: str = ""  # for a re-encode, e.g. "192k"; "" leaves the encoder's default
 
+    def __post_init__(self) -> None:
+        for name in ("segment_seconds", "segment_work_seconds"):
+            if not getattr(self, name) > 0:
+                flag = "--segment-seconds" if name == "segment_seconds" else name
+                raise ValueError(f"{flag} must be more than 0 seconds, got {getattr(self, name)} (default "
+                                 f"{getattr(VideoOptions, name)})")
+
 
 # (one, two, times) -> one frame per t, for colour only: H x W x 3 uint8 or uint16 RGB arrays; results on the
 # same scale, ideally of the same dtype (anything else is rounded and clipped to it). Frames with alpha have their

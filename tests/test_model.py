@@ -1,6 +1,7 @@
 """The network's parts on the CPU, and the CUDA correlation against the PyTorch one."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -241,6 +242,11 @@ def test_weights_missing_and_corrupt(tmp_path):
     bad.write_bytes(b"not a weights file")
     with pytest.raises(WeightsError, match="cannot read"):
         load_weights(bad)
+    # an image passed as --weights: the message says what the file is not and what to pass instead
+    image = tmp_path / "one.png"
+    image.write_bytes((Path(__file__).resolve().parent.parent / "images" / "one.png").read_bytes())
+    with pytest.raises(WeightsError, match="not a safetensors weights file .*weights/fast.safetensors"):
+        load_weights(image)
 
 
 def test_weights_that_do_not_fit(tmp_path):

@@ -787,6 +787,28 @@ def test_crf_and_preset_reach_every_constant_quality_encoder(tmp_path):
         encoder_quality_args("libx264", 18, "turbo")
 
 
+def test_out_of_range_crf_and_segment_length_are_refused_before_any_work(tmp_path, capsys):
+    """--crf 99 and --segment-seconds 0 used to be accepted: ffmpeg failed after the first segment, or every frame
+    became a segment. Both are now one-line errors (exit status 2) naming the option and its range."""
+    from media.video import encoder_quality_args
+
+    assert encoder_quality_args("libx264", 51, "medium")[:2] == ["-crf", "51"]
+    assert encoder_quality_args("libvpx-vp9", 63, "medium")[:2] == ["-crf", "63"]
+    assert encoder_quality_args("prores_ks", 99, "medium") is None  # --crf does not apply: not checked
+    for codec, crf, top in (("libx264", 52, 51), ("libx264", -1, 51), ("libsvtav1", 64, 63), ("h264_nvenc", 60, 51)):
+        with pytest.raises(ValueError, match=f"--crf {crf} is outside {codec}'s scale: use 0-{top}"):
+            encoder_quality_args(codec, crf, "medium")
+    with pytest.raises(ValueError, match="--segment-seconds must be more than 0"):
+        VideoOptions(segment_seconds=0)
+    source = tmp_path / "in.mp4"
+    source.write_bytes(b"")  # never read: the options are refused first
+    for extra, message in ((["--crf", "99"], "--crf 99 is outside libx264's scale"),
+                           (["--segment-seconds", "0"], "--segment-seconds must be more than 0")):
+        assert run.main(["--video", str(source), "--out", str(tmp_path / "out.mp4")] + extra) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1
+
+
 def test_prores_goes_to_mov_and_is_refused_for_mp4_before_any_work(tmp_path, capsys, blend_interpolator):
     """ProRes (4:2:2 10-bit only; mp4 cannot hold it) failed after the first segment with ffmpeg's message cut
     mid-word: the job's segments were always mp4 and the pixel format always 4:2:0. Now the encoder's pixel format
