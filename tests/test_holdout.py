@@ -2,6 +2,7 @@
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 import torch
@@ -122,3 +123,25 @@ def test_widened_network_scales_parameters():
     assert 3.5 < count_parameters(Network(NetworkConfig().widened(2))) / base < 4.2
     with pytest.raises(ValueError):
         NetworkConfig().widened(0)
+
+
+def test_flow_source_probe_scores_the_network_with_its_own_and_with_dis_flow(tmp_path):
+    """bench/probe_flow_source.py: the same triplets and baseline as training.holdout, and two network rows."""
+    from bench import probe_flow_source
+
+    folder = tmp_path / "footage"
+    _clip(folder, "held.mp4", "testsrc2", frames=8, size="256x256")
+    row = {"file": "held.mp4", "frames": 8, "width": 256, "height": 256, "frame_step": 1, "orig_size": "256x256",
+           "flow_mean_px_per_orig_frame": 2.0, "cuts_before_frame": [], "source": "STVIR/pysot @ 1"}
+    (folder / "clips.jsonl").write_text(json.dumps(row) + "\n")
+    out = tmp_path / "probe.json"
+    weights = Path(__file__).resolve().parent.parent / "weights" / "fast.safetensors"
+    assert probe_flow_source.main(["--data", str(folder), "--weights", str(weights), "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    triplets = holdout_triplets(load_clips([folder], None, torch.device("cpu"), 256, keep=lambda r, e: is_holdout(e)))
+    assert report["triplets"] == len(triplets) > 0
+    assert report["scores"]["baseline"] == pytest.approx(baseline_scores(triplets).tolist(), abs=1e-4)
+    for name in ("network", "network_dis_flow"):
+        assert report[name]["baseline_psnr"] == pytest.approx(float(baseline_scores(triplets).mean()), abs=1e-4)
+        assert report[name]["margin"] == pytest.approx(report[name]["holdout_psnr"] - report[name]["baseline_psnr"],
+                                                       abs=1e-4)
