@@ -103,15 +103,16 @@ class Interpolator:
     def tile_for(self, height: int, width: int) -> int:
         """The tile size for frames of this size (0: whole frames); for "auto" what fits in free memory, said once
         per size on stderr when tiles are needed."""
-        from model.inference import available_memory, fit_tile, needed_memory
+        from model.inference import available_memory, fit_tile, memory_factor, needed_memory
 
         if self.options.tile != "auto":
             return int(self.options.tile)
         if (height, width) not in self._tiles:
-            tile = fit_tile(height, width, self.device)
+            factor = memory_factor(self.network)
+            tile = fit_tile(height, width, self.device, factor=factor)
             if tile:
                 print(f"note: {width}x{height} frames need about "
-                      f"{needed_memory(height, width, self.device) / 2**30:.1f} GiB on {self.device}, "
+                      f"{needed_memory(height, width, self.device, factor) / 2**30:.1f} GiB on {self.device}, "
                       f"{available_memory(self.device) / 2**30:.1f} GiB is free: processing in {tile}-pixel tiles "
                       f"(--tile 0 forces whole frames)", file=sys.stderr)
             self._tiles[(height, width)] = tile

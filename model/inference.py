@@ -62,9 +62,14 @@ def _to_tensor(x: Image, name: str, device: torch.device) -> torch.Tensor:
     return x.to(device, torch.float32)
 
 
-# Peak working memory of one pair per pixel, measured with the default network: 4K on the CPU (fp32) took
-# 8.2 GB of resident memory, on the H200 (bf16 autocast) 14.1 GiB allocated. Rounded up for safety.
+# Peak working memory of one pair per pixel, measured with NetworkConfig() (the fast weights): 4K on the CPU (fp32)
+# took 8.2 GB of resident memory, on the H200 (bf16 autocast) 14.1 GiB allocated. Rounded up for safety. Wider
+# networks take more: memory_factor.
 BYTES_PER_PIXEL = {"cpu": 1100, "cuda": 2000}
+# Peak resident memory above the loaded network, one 1080p pair on the CPU (fp32): 896 bytes per pixel with
+# NetworkConfig(), 2000 with NetworkConfig().widened(2) (the default weights), 2.23x; in between and beyond, linear
+# in the width factor. The GPU is assumed to scale alike (the wider network's GPU peak is not measured).
+_MEMORY_PER_WIDTH = 1.23
 TILE_SIZES = (4096, 3072, 2048, 1536, 1024, 768, 512)
 
 
@@ -83,22 +88,36 @@ def available_memory(device: torch.device) -> int:
     return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
-def needed_memory(height: int, width: int, device: torch.device) -> int:
-    return height * width * BYTES_PER_PIXEL.get(device.type, BYTES_PER_PIXEL["cuda"])
+def memory_factor(net: object) -> float:
+    """How many times NetworkConfig()'s working memory ``net`` needs (1 for it, for narrower networks and for
+    networks without this project's config, such as the published one)."""
+    from .network import NetworkConfig
+
+    widths = getattr(getattr(net, "config", None), "encoder_widths", None)
+    if not widths:
+        return 1.0
+    width = widths[-1] / NetworkConfig().encoder_widths[-1]
+    return max(1.0, 1.0 + _MEMORY_PER_WIDTH * (width - 1.0))
+
+
+def needed_memory(height: int, width: int, device: torch.device, factor: float = 1.0) -> int:
+    """Bytes one pair of this size needs on ``device``; ``factor``: the network's memory_factor."""
+    return int(height * width * BYTES_PER_PIXEL.get(device.type, BYTES_PER_PIXEL["cuda"]) * factor)
 
 
 def fit_tile(height: int, width: int, device: torch.device, available: Optional[int] = None,
-             headroom: float = 0.8) -> int:
-    """0 when a whole pair fits in memory on ``device``, else the largest tile size of TILE_SIZES that does.
+             headroom: float = 0.8, factor: float = 1.0) -> int:
+    """0 when a whole pair fits in memory on ``device``, else the largest tile size of TILE_SIZES that does
+    (``factor``: the network's memory_factor).
 
     Larger tiles are preferred: motion is estimated inside each tile, so tiles must be well larger than
     the largest motion. Returns the smallest size when even that does not fit (it is tried anyway).
     """
     budget = headroom * (available_memory(device) if available is None else available)
-    if needed_memory(height, width, device) <= budget:
+    if needed_memory(height, width, device, factor) <= budget:
         return 0
     for size in TILE_SIZES:
-        if size < max(height, width) and needed_memory(min(size, height), min(size, width), device) <= budget:
+        if size < max(height, width) and needed_memory(min(size, height), min(size, width), device, factor) <= budget:
             return size
     return TILE_SIZES[-1]
 

@@ -308,6 +308,21 @@ def test_fit_tile_whole_frames_when_they_fit_else_largest_tiles():
     assert fit_tile(4320, 7680, gpu, available=1 * gib) == 512  # the smallest, tried anyway
 
 
+def test_wider_networks_are_given_more_memory_per_pixel():
+    """The default network (width 2) took 2.23x the fast one's memory per pixel (CPU, 1080p): a 4K pair on a 24 GB
+    machine fitted whole with the fast network's figure but needs tiles with its own."""
+    from model.inference import fit_tile, memory_factor
+    from model.network import Network, NetworkConfig
+
+    cpu, gib = torch.device("cpu"), 2**30
+    assert memory_factor(Network(NetworkConfig())) == 1.0
+    assert memory_factor(Network(NetworkConfig().widened(2))) == pytest.approx(2.23)
+    assert memory_factor(Network(NetworkConfig().widened(0.5))) == 1.0  # narrower: the fast figure, to be safe
+    assert memory_factor(object()) == 1.0  # no config (the published network): as before
+    assert fit_tile(2160, 3840, cpu, available=22 * gib) == 0
+    assert fit_tile(2160, 3840, cpu, available=22 * gib, factor=2.23) == 3072
+
+
 def test_auto_tile_engages_when_memory_is_short(tmp_path, monkeypatch, capsys):
     import model.inference as inference
 

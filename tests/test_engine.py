@@ -92,7 +92,7 @@ def test_alpha_moves_with_the_flow_or_is_mixed_linearly(cpu_network, dtype):
 def test_auto_tiles_are_decided_once_per_size(cpu_network, monkeypatch, capsys):
     import model.inference as inference
 
-    monkeypatch.setattr(inference, "fit_tile", lambda h, w, device: 16 if max(h, w) > 30 else 0)
+    monkeypatch.setattr(inference, "fit_tile", lambda h, w, device, factor=1.0: 16 if max(h, w) > 30 else 0)
     interpolator = Interpolator(InterpolatorOptions(tile="auto", tile_overlap=4), network=cpu_network)
     one, two = _frames()
     assert interpolator.tile_for(24, 40) == 16 and interpolator.tile_for(24, 40) == 16
