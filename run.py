@@ -131,6 +131,10 @@ def interpolator_options(args: argparse.Namespace):
     from engine import InterpolatorOptions
 
     weights = args.weights if args.weights is not None else ROOT / "weights" / f"{args.model}.safetensors"
+    if args.weights is None and not weights.is_file():
+        names = sorted(p.stem for p in (ROOT / "weights").glob("*.safetensors"))
+        raise ValueError(f"--model {args.model}: there is no weights/{args.model}.safetensors; use one of "
+                         f"{', '.join(names) or '(none found)'}, or --weights PATH")
     return InterpolatorOptions(weights=weights, device=args.device,
                                precision="fp16" if args.fp16 else "bf16" if args.bf16 else "fp32",
                                flow_scale=args.flow_scale, tile=args.tile, tile_overlap=args.tile_overlap,

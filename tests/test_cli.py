@@ -360,3 +360,6 @@ def test_model_names_the_two_shipped_networks():
     assert Path(default.weights).name == "network.safetensors" and Path(fast.weights).name == "fast.safetensors"
     assert read_config(default.weights) == NetworkConfig().widened(2)
     assert read_config(fast.weights) == NetworkConfig()
+    with pytest.raises(ValueError, match="--model nope: there is no weights/nope.safetensors; use one of fast, network"):
+        run.interpolator_options(parser.parse_args(["--one", "a.png", "--two", "b.png", "--out", "m.png",
+                                                    "--model", "nope"]))
