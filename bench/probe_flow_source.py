@@ -22,9 +22,8 @@ import torch
 from model.warp import InputPadder
 from model.weights import load_weights
 from training.config import VALIDATION_CROP
-from training.data import dis_flows, load_clips
-from training.holdout import (grey, classical_interpolation, describe, holdout_triplets, is_holdout,
-                              summary)
+from training.data import load_clips
+from training.holdout import baseline_scores, describe, holdout_triplets, is_holdout, summary, triplet_flows
 from training.losses import psnr
 
 
@@ -42,39 +41,31 @@ def main(argv: Optional[List[str]] = None) -> int:
     triplets = holdout_triplets(clips)
     if args.limit:
         triplets = triplets[::max(1, len(triplets) // args.limit)]
-    pairs = []
-    for tr in triplets:
-        a, b = grey(tr.one), grey(tr.two)
-        pairs += [(a, b), (b, a)]
-    flows = dis_flows(pairs, 8)
+    flows = triplet_flows(triplets)
+    base = baseline_scores(triplets, flows=flows)
     net = load_weights(args.weights, device).eval()
-    scores = {"baseline": [], "network": [], "network_dis_flow": []}
+    scores = {"network": [], "network_dis_flow": []}
     with torch.no_grad():
-        for i, tr in enumerate(triplets):
-            one, two, mid = (x.float().div(255).unsqueeze(0) for x in (tr.one, tr.two, tr.mid))
-            fwd, bwd = flows[2 * i].unsqueeze(0), flows[2 * i + 1].unsqueeze(0)
-            base = classical_interpolation(one, two, 0.5, fwd, bwd)
-            scores["baseline"].append(psnr(base.clamp(0, 1), mid))
-            one_d, two_d, mid_d = one.to(device), two.to(device), mid.to(device)
+        for tr, (fwd, bwd) in zip(triplets, flows):
+            one, two, mid = (x.to(device).float().div(255).unsqueeze(0) for x in (tr.one, tr.two, tr.mid))
             padder = InputPadder(one.shape, 2 ** len(net.config.encoder_widths))
-            one_p, two_p = padder.pad(one_d, two_d)
+            one_p, two_p = padder.pad(one, two)
             state = net.estimate_flow(one_p, two_p)
             out = padder.unpad(net.synthesize(state, 0.5))
-            scores["network"].append(psnr(out.clamp(0, 1), mid_d).cpu())
+            scores["network"].append(psnr(out.clamp(0, 1), mid).cpu())
             fwd_p, bwd_p = padder.pad(fwd.to(device), bwd.to(device))
             dis_state = dataclasses.replace(state, flow_fwd=fwd_p, flow_bwd=bwd_p,
                                             metric_one=net.metric(one_p, two_p, fwd_p),
                                             metric_two=net.metric(two_p, one_p, bwd_p))
             out = padder.unpad(net.synthesize(dis_state, 0.5))
-            scores["network_dis_flow"].append(psnr(out.clamp(0, 1), mid_d).cpu())
-    base = torch.cat(scores["baseline"])
+            scores["network_dis_flow"].append(psnr(out.clamp(0, 1), mid).cpu())
     report = {"weights": str(args.weights), "triplets": len(triplets)}
     for name in ("network", "network_dis_flow"):
         figures = summary(torch.cat(scores[name]), base, triplets)
         report[name] = figures
         print(f"{name}: {describe(figures)}")
     if args.json:
-        report["scores"] = {k: torch.cat(v).tolist() for k, v in scores.items()}
+        report["scores"] = {"baseline": base.tolist(), **{k: torch.cat(v).tolist() for k, v in scores.items()}}
         report["clips"] = [t.clip for t in triplets]
         args.json.write_text(json.dumps(report) + "\n")
     return 0

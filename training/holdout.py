@@ -22,7 +22,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -96,24 +96,33 @@ def classical_interpolation(one: torch.Tensor, two: torch.Tensor, t: float, flow
     return (1 - t) * backwarp(one, flow_t0, "border") + t * backwarp(two, flow_t1, "border")
 
 
-def grey(frame: torch.Tensor) -> np.ndarray:
+def _grey(frame: torch.Tensor) -> np.ndarray:
     """A 3 x H x W uint8 RGB frame as the H x W uint8 grey image OpenCV DIS takes."""
     import cv2
 
     return cv2.cvtColor(frame.permute(1, 2, 0).numpy(), cv2.COLOR_RGB2GRAY)
 
 
-def baseline_scores(triplets: Sequence[Triplet], workers: int = 8) -> torch.Tensor:
-    """The classical baseline's PSNR on every triplet (CPU, DIS on ``workers`` threads)."""
+def triplet_flows(triplets: Sequence[Triplet], workers: int = 8) -> List[Tuple[torch.Tensor, torch.Tensor]]:
+    """The baseline's flows of every triplet: OpenCV DIS (medium) one -> two and two -> one, each 1 x 2 x H x W
+    (CPU, on ``workers`` threads)."""
     pairs = []
     for tr in triplets:
-        a, b = grey(tr.one), grey(tr.two)
+        a, b = _grey(tr.one), _grey(tr.two)
         pairs += [(a, b), (b, a)]
-    flows = dis_flows(pairs, workers)
+    flows = [f.unsqueeze(0) for f in dis_flows(pairs, workers)]
+    return list(zip(flows[0::2], flows[1::2]))
+
+
+def baseline_scores(triplets: Sequence[Triplet], workers: int = 8,
+                    flows: Optional[Sequence[Tuple[torch.Tensor, torch.Tensor]]] = None) -> torch.Tensor:
+    """The classical baseline's PSNR on every triplet, from ``flows`` (triplet_flows') or computed here."""
+    if flows is None:
+        flows = triplet_flows(triplets, workers)
     scores = []
-    for i, tr in enumerate(triplets):
+    for tr, (fwd, bwd) in zip(triplets, flows):
         one, two, mid = (x.float().div(255).unsqueeze(0) for x in (tr.one, tr.two, tr.mid))
-        out = classical_interpolation(one, two, 0.5, flows[2 * i].unsqueeze(0), flows[2 * i + 1].unsqueeze(0))
+        out = classical_interpolation(one, two, 0.5, fwd, bwd)
         scores.append(psnr(out.clamp(0, 1), mid))
     return torch.cat(scores)
 
@@ -168,8 +177,7 @@ def middlebury_baseline(data: Path) -> float:
                   for n in ("frame10.png", "frame11.png", "frame10i11.png")]
         as_uint8 = [(f * 255).round().to(torch.uint8) for f in frames]
         tr = Triplet("middlebury", seq.name, 0, 1, *as_uint8[:1], as_uint8[2], as_uint8[1])
-        pairs = [(grey(tr.one), grey(tr.two)), (grey(tr.two), grey(tr.one))]
-        f01, f10 = (f.unsqueeze(0) for f in dis_flows(pairs))
+        (f01, f10), = triplet_flows([tr], workers=1)
         out = classical_interpolation(frames[0].unsqueeze(0).float(), frames[1].unsqueeze(0).float(), 0.5, f01, f10)
         estimate = np.clip(np.rint(out[0].permute(1, 2, 0).numpy() * 255), 0, 255).astype(np.uint8)
         scores.append(peak_signal_noise_ratio(as_uint8[2].permute(1, 2, 0).numpy(), estimate, data_range=255))
