@@ -368,6 +368,11 @@ _SPEED = {"libsvtav1": (12, 11, 10, 9, 8, 8, 6, 4, 2), "libaom-av1": (8, 8, 7, 6
           "nvenc": (1, 1, 2, 3, 3, 4, 5, 6, 7)}
 
 
+# the top of each constant-quality encoder's --crf scale (NVENC's -cq: 51 as well)
+_CRF_TOP = {"libx264": 51, "libx265": 51, "libx264rgb": 51,
+            "libsvtav1": 63, "libaom-av1": 63, "libvpx-vp9": 63, "libvpx": 63}
+
+
 def encoder_quality_args(codec: str, crf: int, preset: str) -> Optional[List[str]]:
     """ffmpeg options that give ``codec`` constant quality ``crf`` (on the encoder's own scale: 0-51 for x264, x265
     and NVENC, 0-63 for VP8, VP9 and AV1; lower is better) at the speed of x264's ``preset``; None for encoders
@@ -379,9 +384,8 @@ def encoder_quality_args(codec: str, crf: int, preset: str) -> Optional[List[str
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}: use one of {', '.join(PRESETS)}")
     level = PRESETS.index(preset)
-    top = 63 if codec in ("libsvtav1", "libaom-av1", "libvpx-vp9", "libvpx") else 51
-    takes_crf = top == 63 or codec in ("libx264", "libx265", "libx264rgb") or codec.endswith("_nvenc")
-    if takes_crf and not 0 <= crf <= top:
+    top = _CRF_TOP.get(codec, 51 if codec.endswith("_nvenc") else None)  # None: no constant-quality setting
+    if top is not None and not 0 <= crf <= top:
         raise ValueError(f"--crf {crf} is outside {codec}'s scale: use 0-{top} (lower is better; 18 is the default)")
     if codec in ("libx264", "libx265", "libx264rgb"):
         return ["-crf", str(crf), "-preset", preset]
