@@ -7,9 +7,7 @@
 set -uo pipefail
 out=${OUT:?run this on the device machine, where OUT is set}
 export PYTHONUNBUFFERED=1
-# NVLink multicast stays off in every process started here (NCCL, PyTorch's symmetric memory, NVSHMEM): on the
-# lent multi-GPU hosts a program using it can put GPUs that others share out of service (docs/training.md)
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"  # NVLink multicast off in every process started here
 source scripts/device/ffmpeg.sh  # run from the repository root
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 

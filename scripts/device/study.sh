@@ -19,8 +19,7 @@ minutes=${4:?minutes of training}
 mode=${5:?new, resume or init}
 shift 5
 export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
-# NCCL multicast stays off in every process we start (issue 26)
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"  # NVLink multicast off in every process started here
 out=${OUT:?run this on the device machine, where OUT is set}
 data=~/vfi/data
 cache=/dev/shm/vfi-cache
