@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Two training chunks side by side on a two-GPU machine (nvidia-h200-x2), one per GPU: an A/B test of two
-# recipes in one device command. Both start from what their options say (e.g. the shipped weights, which end
+# recipes in one device command. Both start from what their options say (e.g. the fast weights, which end
 # their recipe's schedule at their step, 32000: a new warm-up and cosine from there needs --schedule-start).
 #
 #   carry: .data/footage (and .data/middlebury with MIDDLEBURY=.data/middlebury to score the kept weights)

@@ -28,7 +28,7 @@ if [ -n "${BUNDLE:-}" ]; then
     python3 -m training.stage unpack "$BUNDLE" --dest "$data" --cache "$cache"
 fi
 python3 -m training.stage check --dest "$data" --cache "$cache"
-# the study's recipe (training/config.py RECIPES["study"]): the shipped recipe without the non-linearity filter,
+# the study's recipe (training/config.py RECIPES["study"]): the fast recipe without the non-linearity filter,
 # from scratch, seed 80, one 40000-step cosine, validated on the held-out source repositories
 mkdir -p "$run"
 if [ "$mode" = new ]; then
