@@ -5,7 +5,7 @@
 #
 #   carry: .data/footage (and .data/middlebury with MIDDLEBURY=.data/middlebury to score the kept weights)
 #   bash scripts/device/ab.sh MINUTES "OPTIONS A" "OPTIONS B"
-#   e.g. W="--init-weights weights/network.safetensors --schedule-start 32000 --total-steps 7000"
+#   e.g. W="--init-weights weights/fast.safetensors --schedule-start 32000 --total-steps 7000"
 #        bash scripts/device/ab.sh 8.5 "$W" "$W --native-share 0"
 #
 # Results: $OUT/a and $OUT/b, each laid out as scripts/device/chunk.sh leaves $OUT (6 files in all, so 2 more of
