@@ -300,7 +300,8 @@ _RESUME = "rerun the same command to resume: the finished segments are kept"
 
 
 def _with_resume(message: str) -> str:
-    return message if "to resume" in message or "nothing was interpolated" in message else f"{message}; {_RESUME}"
+    """``message`` with the resume hint, unless it has one already (the join's errors carry their own)."""
+    return message if "to resume" in message else f"{message}; {_RESUME}"
 
 
 def _check_room(out: Path, work: Path, suffix: str, count: int, options: VideoOptions, info: VideoInfo,

@@ -79,6 +79,27 @@ def test_near_linear_subsets_pick_the_steady_triplets():
     assert list(subsets) == ["a"] and subsets["a"][0].tolist() == [True, False]
 
 
+def test_measuring_tool_tables_cover_the_samplers_gap_range(footage, tmp_path, capsys):  # noqa: F811
+    """python -m training.linearity writes one table per training clip over the k range the sampler draws from
+    (a clip of 2 px a frame: k up to 3 of the recipe's max_gap 4), and says so; footage too small for the
+    recipe's crop is the sampler's error."""
+    from tests.training_fixtures import make_footage
+    from training.linearity import main
+
+    data = make_footage(tmp_path / "footage", clips=(("a.mp4", "testsrc2"),), frames=6, size="256x256")
+    out = tmp_path / "nonlinearity.pt"
+    assert main(["--data", str(data), "--out", str(out), "--workers", "2"]) == 0
+    tables = torch.load(out)["tables"]
+    assert list(tables) == ["a.mp4"] and tables["a.mp4"].shape == (6, 3, 3)
+    # the triplets (a, a + k1, a + k1 + k2) of 6 frames with k1, k2 in 1..3
+    count = sum(1 for a in range(6) for k1 in range(1, 4) for k2 in range(1, 4) if a + k1 + k2 < 6)
+    assert int((~tables["a.mp4"].isnan()).sum()) == count
+    assert capsys.readouterr().out.startswith(f"non-linearity: measured 1 of 1 clips with OpenCV DIS, saved to "
+                                              f"{out}\n1 clips, {count} triplets: non-linearity quartiles ")
+    with pytest.raises(ValueError, match="no clips to sample from: check --data and the crop size"):
+        main(["--data", str(footage), "--out", str(tmp_path / "none.pt")])  # 96x80 clips, crop 256
+
+
 def _trainer(footage, out, *extra, resume=None):
     """A trainer of the study recipe with the filter at 50 px, its data loaded (the table measured or read)."""
     from training.options import parse

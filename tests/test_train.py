@@ -3,6 +3,8 @@ its resume, a start from its weights, and two processes through torchrun)."""
 
 import dataclasses
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,8 @@ from training.trainer import start_point
 ROOT = Path(__file__).resolve().parent.parent
 FAST = ROOT / "weights" / "fast.safetensors"
 DEFAULT = ROOT / "weights" / "network.safetensors"
+# what scripts/device/env.sh exports: NVLink multicast off in NCCL, PyTorch's symmetric memory and NVSHMEM
+MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
 
 def _options(tmp_path, *extra):
@@ -381,11 +385,43 @@ def test_the_trainer_samples_its_shard_at_the_scaled_rate(footage, tmp_path, cap
         Trainer(options, start, Process(torch.device("cpu"), world=3, rank=2)).load_data()
 
 
-def test_device_scripts_keep_nvlink_multicast_off():
-    """Every process the device scripts start has NCCL's and PyTorch's NVLink multicast off (KINDS.md)."""
+def test_device_scripts_keep_nvlink_multicast_off(tmp_path):
+    """Every process the device scripts start has NCCL's and PyTorch's NVLink multicast off (KINDS.md): each
+    script sources scripts/device/env.sh, found beside it from any working folder, before it starts a process."""
+    device = ROOT / "scripts" / "device"
+    source = 'source "$(dirname "${BASH_SOURCE[0]}")/env.sh"'
     for script in ("chunk.sh", "multi_gpu.sh", "study.sh", "scaling.sh"):
-        text = (ROOT / "scripts" / "device" / script).read_text()
-        assert "export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1" in text, script
+        lines = (device / script).read_text().splitlines()
+        at = [i for i, line in enumerate(lines) if line.startswith(source)]
+        starts = [i for i, line in enumerate(lines)
+                  if any(word in line for word in ("python3", "torchrun", "nvidia-smi", "ffmpeg.sh"))
+                  and not line.startswith("#")]
+        assert len(at) == 1 and at[0] < min(starts), script
+    # the same line, in a script beside a copy of env.sh, run from another folder
+    (tmp_path / "device").mkdir()
+    (tmp_path / "device" / "env.sh").write_text((device / "env.sh").read_text())
+    (tmp_path / "device" / "probe.sh").write_text(f"{source}\nenv\n")
+    env = {k: v for k, v in os.environ.items() if k not in MULTICAST}
+    shown = subprocess.run(["bash", str(tmp_path / "device" / "probe.sh")], cwd=ROOT, env=env, check=True,
+                           capture_output=True, text=True).stdout.splitlines()
+    assert all(f"{name}={value}" in shown for name, value in MULTICAST.items())
+
+
+def test_device_scripts_start_weights_at_their_own_step():
+    """A device script's `--init-weights weights/X --schedule-start N` names the step the file ends at: a new
+    warm-up from there. multi_gpu.sh (and ab.sh's example) kept weights/network.safetensors at 32000 when that
+    name passed to the default weights (step 45000), where train.py stops at once: nothing to train."""
+    import re
+
+    from model.weights import read_metadata
+
+    found = []
+    for script in sorted((ROOT / "scripts" / "device").glob("*.sh")):
+        for name, step in re.findall(r"--init-weights (weights/\S+\.safetensors) --schedule-start (\d+)",
+                                     script.read_text()):
+            found.append(script.name)
+            assert int(read_metadata(ROOT / name)["step"]) == int(step), (script.name, name, step)
+    assert sorted(found) == ["ab.sh", "multi_gpu.sh"]
 
 
 def test_next_inputs_mix_footage_and_synthetic_samples_with_their_flow(footage, tmp_path):

@@ -15,9 +15,7 @@ set -euo pipefail
 minutes=${1:?minutes of training}
 shift
 export PYTHONUNBUFFERED=1
-# NVLink multicast stays off in every process started here (NCCL, PyTorch's symmetric memory, NVSHMEM): on the
-# lent multi-GPU hosts a program using it can put GPUs that others share out of service (docs/training.md)
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"  # NVLink multicast off in every process started here
 out=${OUT:?run this on the device machine, where OUT is set}
 launcher=(python3)
 if [ "${NPROC:-1}" -gt 1 ]; then launcher=(torchrun --standalone --nproc_per_node "$NPROC"); fi

@@ -7,9 +7,7 @@
 set -uo pipefail
 out=${OUT:?run this on the device machine, where OUT is set}
 export PYTHONUNBUFFERED=1
-# NVLink multicast stays off in every process started here (NCCL, PyTorch's symmetric memory, NVSHMEM): on the
-# lent multi-GPU hosts a program using it can put GPUs that others share out of service (docs/training.md)
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"  # NVLink multicast off in every process started here
 source scripts/device/ffmpeg.sh  # run from the repository root
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 
@@ -19,7 +17,7 @@ tail -1 /tmp/op_tests.txt
 echo "of which on cuda:1: $(grep -c 'PASSED.*cuda:1' /tmp/op_tests.txt) passed, $(grep -c 'FAILED.*cuda:1' /tmp/op_tests.txt) failed"
 
 echo "== 2. DDP training, 2 GPUs then 1 (200 steps each)"
-common=(--data .data/ddp --init-weights weights/network.safetensors --schedule-start 32000 --max-steps 200
+common=(--data .data/ddp --init-weights weights/fast.safetensors --schedule-start 32000 --max-steps 200
         --val-every 100 --validation-clips davis2016-val__480p__car-shadow.mp4 --minutes 3)
 torchrun --standalone --nproc_per_node 2 train.py "${common[@]}" --out /tmp/ddp2 2>&1 | grep -E "done|validation|error|Error" | tail -4
 python3 train.py "${common[@]}" --out /tmp/ddp1 2>&1 | grep -E "done|validation|error|Error" | tail -4

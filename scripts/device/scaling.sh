@@ -15,8 +15,7 @@ set -euo pipefail
 minutes=${1:?minutes of training per process count}
 shift
 export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-4}
-# NCCL multicast stays off in every process we start (issue 26)
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"  # NVLink multicast off in every process started here
 out=${OUT:?run this on the device machine, where OUT is set}
 data=${DATA:-~/vfi/data}
 cache=${CACHE:-/dev/shm/vfi-cache}

@@ -19,8 +19,7 @@ minutes=${4:?minutes of training}
 mode=${5:?new, resume or init}
 shift 5
 export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
-# NCCL multicast stays off in every process we start (issue 26)
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"  # NVLink multicast off in every process started here
 out=${OUT:?run this on the device machine, where OUT is set}
 data=~/vfi/data
 cache=/dev/shm/vfi-cache
@@ -29,7 +28,7 @@ if [ -n "${BUNDLE:-}" ]; then
     python3 -m training.stage unpack "$BUNDLE" --dest "$data" --cache "$cache"
 fi
 python3 -m training.stage check --dest "$data" --cache "$cache"
-# the study's recipe (training/config.py RECIPES["study"]): the shipped recipe without the non-linearity filter,
+# the study's recipe (training/config.py RECIPES["study"]): the fast recipe without the non-linearity filter,
 # from scratch, seed 80, one 40000-step cosine, validated on the held-out source repositories
 mkdir -p "$run"
 if [ "$mode" = new ]; then
