@@ -52,6 +52,16 @@ def test_the_default_weights_record_the_quality_recipe_at_width_2():
     assert int(metadata["step"]) == RECIPES["quality"].schedule_start + RECIPES["quality"].total_steps
 
 
+def test_the_default_weights_stages_follow_on():
+    """study → quality-384 → quality: each stage's schedule starts at the step where the one before it ends."""
+    stages = [RECIPES[name] for name in ("study", "quality-384", "quality")]
+    for before, after in zip(stages, stages[1:]):
+        assert after.schedule_start == before.schedule_start + before.total_steps
+    # the same pixels per step in every stage (256² x 32 ≈ 384² x 14 ≈ 512² x 8, within 3%)
+    pixels = [stage.crop ** 2 * stage.batch for stage in stages]
+    assert max(pixels) / min(pixels) < 1.03
+
+
 def test_the_study_recipe_is_the_fast_one_without_the_filter_from_scratch():
     changed = {f.name for f in dataclasses.fields(TrainConfig)
                if getattr(RECIPES["study"], f.name) != getattr(RECIPES["fast"], f.name)}
@@ -410,7 +420,7 @@ def test_device_scripts_keep_nvlink_multicast_off(tmp_path):
 def test_device_scripts_start_weights_at_their_own_step():
     """A device script's `--init-weights weights/X --schedule-start N` names the step the file ends at: a new
     warm-up from there. multi_gpu.sh (and ab.sh's example) kept weights/network.safetensors at 32000 when that
-    name passed to the default weights (step 45000), where train.py stops at once: nothing to train."""
+    name passed to the default weights (step 45000 then), where train.py stops at once: nothing to train."""
     import re
 
     from model.weights import read_metadata

@@ -3,8 +3,8 @@
 ``TrainConfig`` is the recipe: frozen, saved as JSON beside every checkpoint and in the weights' metadata. Each
 field is declared once, with its help text and its check; ``training.options`` makes the command-line flags from
 these declarations. Its defaults are the recipe of the fast weights (``weights/fast.safetensors``,
-``RECIPES["fast"]``); ``RECIPES`` names the others in use, among them the two stages of the default weights
-(``weights/network.safetensors``): ``study`` at width 2, then ``quality``.
+``RECIPES["fast"]``); ``RECIPES`` names the others in use, among them the three stages of the default weights
+(``weights/network.safetensors``): ``study`` at width 2, then ``quality-384``, then ``quality``.
 """
 
 from __future__ import annotations
@@ -173,6 +173,11 @@ RECIPES: Dict[str, TrainConfig] = {
     "fast-base": TrainConfig(seed=40, lr=3e-4, total_steps=100000, schedule_start=0, max_nonlinearity=0.0),
     # the second stage of the default weights (weights/network.safetensors): the step-40000 weights of "study" at
     # width 2, trained 5000 more steps on larger crops (the same pixels per step) and larger motion
-    "quality": TrainConfig(seed=80, batch=14, crop=384, lr=1e-4, warmup=300, total_steps=5000, schedule_start=40000,
+    "quality-384": TrainConfig(seed=80, batch=14, crop=384, lr=1e-4, warmup=300, total_steps=5000,
+                               schedule_start=40000, synthetic_motion=3.0, downscale_share=0.5, max_nonlinearity=0.0,
+                               validation_clips=()),
+    # the third and last stage of the default weights: the step-45000 weights of "quality-384", 5000 more steps on
+    # 512-px crops (the same pixels per step again)
+    "quality": TrainConfig(seed=80, batch=8, crop=512, lr=1e-4, warmup=300, total_steps=5000, schedule_start=45000,
                            synthetic_motion=3.0, downscale_share=0.5, max_nonlinearity=0.0, validation_clips=()),
 }
