@@ -45,6 +45,9 @@ def read_image(path: Path) -> Tuple[np.ndarray, Optional[np.ndarray], int]:
     if problem:
         # (said before OpenCV's decoder sees it, which would print libpng's own "libpng error: ..." first)
         raise ImageError(f"{path}: the PNG file is {problem}")
+    if encoded.startswith(_JPEG_SIGNATURE) and _jpeg_truncated(encoded):
+        # (OpenCV's decoder only says it failed: "corrupt or not an image" would leave the user guessing)
+        raise ImageError(f"{path}: the JPEG file is truncated (an interrupted copy or download?)")
     data = _decode(cv2, encoded) if encoded else None
     if data is None:
         raise ImageError(f"{path}: cannot be read as an image (corrupt or not an image)")
@@ -91,6 +94,16 @@ def _png_problem(data: bytes) -> str:
             return ""
         pos = end
     return "truncated (an interrupted copy or download?)"
+
+
+_JPEG_SIGNATURE = b"\xff\xd8\xff"
+
+
+def _jpeg_truncated(data: bytes) -> bool:
+    """Whether a JPEG file ends before its picture does: no end-of-image marker (FF D9) after its last
+    start-of-scan (FF DA). Coded picture data never holds those two bytes (an FF in it is followed by 00), and an
+    Exif thumbnail's own markers come before the main picture's last scan, so its end marker does not count."""
+    return data.rfind(b"\xff\xd9") < data.rfind(b"\xff\xda")
 
 
 def _decode(cv2, encoded: bytes) -> Optional[np.ndarray]:

@@ -149,6 +149,25 @@ def test_a_truncated_png_gives_one_clean_line(tmp_path, capfd):
     assert "libpng" not in capfd.readouterr().err
 
 
+def test_a_truncated_jpeg_is_refused_not_decoded_half_grey(tmp_path, capfd):
+    """A cut JPEG got the catch-all "cannot be read as an image (corrupt or not an image)"; it now says what is
+    wrong, as a cut PNG does. Progressive JPEGs (several scans) and trailing bytes after the end marker still read."""
+    picture = (np.random.default_rng(3).random((64, 64, 3)) * 255).astype(np.uint8)
+    path, progressive = tmp_path / "cut.jpg", tmp_path / "progressive.jpg"
+    cv2.imwrite(str(path), picture)
+    cv2.imwrite(str(progressive), picture, [cv2.IMWRITE_JPEG_PROGRESSIVE, 1])
+    assert progressive.read_bytes().count(b"\xff\xda") > 1
+    progressive.write_bytes(progressive.read_bytes() + b"trailing bytes")
+    assert read_image(progressive)[0].shape == (64, 64, 3)
+    whole = path.read_bytes()
+    assert read_image(path)[0].shape == (64, 64, 3)
+    path.write_bytes(whole[: len(whole) * 2 // 3])
+    capfd.readouterr()
+    with pytest.raises(ImageError, match="the JPEG file is truncated"):
+        read_image(path)
+    assert "JPEG" not in capfd.readouterr().err
+
+
 def test_damaged_images_give_one_clean_line(tmp_path, capfd):
     """A PNG damaged inside its picture data printed "libpng error: IDAT: ..." first, and a cut TIFF two lines of
     OpenCV's log ("[ERROR:0@0.01] ... TIFF_Error ...")."""
