@@ -281,9 +281,10 @@ def test_tiled_interpolation_has_no_seams(cpu_network):
     two = np.roll(one, 2, axis=1)
     whole = interpolate(net, one, two, [0.5])[0]
     tiled = interpolate(net, one, two, [0.5], RunSettings(tile=128, overlap=32))[0]
-    # 128-px tiles give the flow less context than the whole frame: measured mean difference 0.0117 with
-    # the default weights of session 22 (0.0100 with the fast ones), bound at 10% above; seams are checked below
-    assert np.abs(whole - tiled)[8:-8, 8:-8].mean() < 0.013
+    # 128-px tiles give the flow less context than the whole frame: measured mean difference 0.0139 with the
+    # default weights (step 50000; 0.0117 at step 45000, trained on smaller crops; 0.0100 with the fast ones),
+    # bound at 10% above; seams are checked below
+    assert np.abs(whole - tiled)[8:-8, 8:-8].mean() < 0.0154
     # column differences where tiles start and end are no larger than elsewhere
     length, starts = tile_layout(300, 128, 32)
     assert length <= 128 and starts[0] == 0 and starts[-1] + length == 300
