@@ -175,6 +175,37 @@ def _codec(stream_line: str) -> str:
     return stream_line.split(None, 1)[0].rstrip(",")
 
 
+def _mp4_cut_short(path: Path) -> bool:
+    """Whether an MP4/MOV-family file (first box ``ftyp``) has a top-level box that runs past the end of the file.
+
+    ffmpeg says "moov atom not found" for such a file and for any file that is not a video at all; a box cut off
+    is what a copy, download or recording that stopped leaves behind (the index, ``moov``, is often written last).
+    Boxes: a 32-bit big-endian size (1: a 64-bit size follows the type; 0: to the end of the file) and a 4-byte type.
+    """
+    try:
+        with open(path, "rb") as f:
+            end = os.fstat(f.fileno()).st_size
+            pos = 0
+            while pos + 8 <= end:
+                f.seek(pos)
+                head = f.read(16)
+                size, kind = int.from_bytes(head[:4], "big"), head[4:8]
+                if pos == 0 and kind != b"ftyp":
+                    return False
+                if size == 1:
+                    size = int.from_bytes(head[8:16], "big") if len(head) == 16 else 0
+                if size == 0:
+                    return False
+                if size < 8:
+                    return False  # not a box: not this kind of file, or damaged rather than cut
+                if pos + size > end:
+                    return True
+                pos += size
+            return 0 < pos < end  # a few bytes past the last whole box: a box header cut off
+    except OSError:
+        return False
+
+
 def probe(path: Path) -> VideoInfo:
     """Stream facts from ffmpeg's banner and per-packet timestamps (no decoding)."""
     path = Path(path)
@@ -186,6 +217,9 @@ def probe(path: Path) -> VideoInfo:
     covers = [m for m in streams if "(attached pic)" in m.group(2)]
     moving = [m for m in streams if m not in covers]
     if not moving:
+        if not covers and _mp4_cut_short(path):
+            raise VideoError(f"{path}: the file is cut short (an interrupted copy, download or recording?): "
+                             f"its video cannot be read")
         what = "only a cover picture" if covers else "corrupt or not a video"
         raise VideoError(f"{path}: no video stream found ({what})")
 

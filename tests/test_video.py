@@ -152,11 +152,14 @@ def test_bad_video_inputs(tmp_path, capsys):
                     "-frames:v", "0", "-c:v", "libx264", str(zero)], check=True)
     truncated = tmp_path / "truncated.mp4"  # a copy cut short, as a download that stopped
     truncated.write_bytes(clip.read_bytes()[: clip.stat().st_size // 2])
+    text = tmp_path / "notes.mp4"  # not a video at all: ffmpeg says "moov atom not found" for it too
+    text.write_text("not a video\n")
     cases = [
         (["--video", tmp_path / "missing.mp4", "--out", tmp_path / "o.mp4"], "no such file"),
-        (["--video", corrupt, "--out", tmp_path / "o.mp4"], ""),
+        (["--video", corrupt, "--out", tmp_path / "o.mp4"], "cut short"),  # its ftyp box says 24 bytes, has 20
+        (["--video", text, "--out", tmp_path / "o.mp4"], "corrupt or not a video"),
         (["--video", zero, "--out", tmp_path / "o.mp4"], "no video stream"),
-        (["--video", truncated, "--out", tmp_path / "o.mp4"], ""),
+        (["--video", truncated, "--out", tmp_path / "o.mp4"], "the file is cut short"),
         (["--video", audio_only, "--out", tmp_path / "o.mp4"], "no video stream"),
         (["--video", clip, "--out", clip], "never modified"),
         (["--video", clip, "--out", tmp_path / "o.xyz"], "unsupported output extension"),
@@ -169,6 +172,24 @@ def test_bad_video_inputs(tmp_path, capsys):
         assert code == 2, args
         assert err.startswith("error: ") and message in err and "Traceback" not in err, err
     assert not (tmp_path / "o.mp4").exists()
+
+
+def test_mp4_cut_short_reads_the_top_level_boxes(tmp_path):
+    from media.video import _mp4_cut_short
+
+    clip = _make_clip(tmp_path / "in.mp4", seconds=1, audio=False)
+    whole = clip.read_bytes()
+    assert not _mp4_cut_short(clip)
+    cases = {"half": (whole[: len(whole) // 2], True),
+             "header cut": (whole + b"\x00\x00\x01", True),  # a last box's header begun, not finished
+             "not mp4": (whole[:4] + b"skip" + whole[8:len(whole) // 2], False),  # no ftyp first: not an MP4
+             # a 64-bit box size (size field 1) that runs past the end
+             "large box": (whole[:32] + (1).to_bytes(4, "big") + b"mdat" + (10 ** 6).to_bytes(8, "big"), True),
+             "to the end": (whole[:32] + (0).to_bytes(4, "big") + b"mdat" + b"\x00" * 64, False)}
+    for name, (data, cut) in cases.items():
+        path = tmp_path / f"{name}.mp4"
+        path.write_bytes(data)
+        assert _mp4_cut_short(path) is cut, name
 
 
 def test_interrupted_job_resumes_without_redoing_segments(tmp_path):
