@@ -220,7 +220,8 @@ def probe(path: Path) -> VideoInfo:
         if not covers and _mp4_cut_short(path):
             raise VideoError(f"{path}: the file is cut short (an interrupted copy, download or recording?): "
                              f"its video cannot be read")
-        what = "only a cover picture" if covers else "corrupt or not a video"
+        what = ("only a cover picture" if covers else "audio only" if re.search(r"Stream #\d+:\d+\S*: Audio:", text)
+                else "corrupt or not a video")
         raise VideoError(f"{path}: no video stream found ({what})")
 
     def size_of(m: re.Match) -> Tuple[int, int]:  # (0, 0) where the banner names none

@@ -160,7 +160,7 @@ def test_bad_video_inputs(tmp_path, capsys):
         (["--video", text, "--out", tmp_path / "o.mp4"], "corrupt or not a video"),
         (["--video", zero, "--out", tmp_path / "o.mp4"], "no video stream"),
         (["--video", truncated, "--out", tmp_path / "o.mp4"], "the file is cut short"),
-        (["--video", audio_only, "--out", tmp_path / "o.mp4"], "no video stream"),
+        (["--video", audio_only, "--out", tmp_path / "o.mp4"], "no video stream found (audio only)"),
         (["--video", clip, "--out", clip], "never modified"),
         (["--video", clip, "--out", tmp_path / "o.xyz"], "unsupported output extension"),
         (["--video", clip, "--out", tmp_path / "o.avi"], "unsupported output extension"),
