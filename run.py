@@ -165,11 +165,16 @@ def video_options(args: argparse.Namespace):
 
 def run_sequence(args: argparse.Namespace) -> int:
     """--video or --frames: stream through the engine and report one summary line."""
-    from engine import Interpolator
     from pipeline.schedule import parse_rate
-    from pipeline.video import interpolate_frames, interpolate_video
+    from pipeline.video import check_frames_paths, check_video_paths, interpolate_frames, interpolate_video
 
     options = video_options(args)
+    if args.video is not None:  # a mistyped path is said now, not after the network's imports and load
+        check_video_paths(args.video, args.out)
+    else:
+        check_frames_paths(args.frames, str(args.out))
+    from engine import Interpolator
+
     interpolator = Interpolator(interpolator_options(args))
     if args.video is not None:
         # whatever changes the frames is part of the job's identity: a resumed job never mixes two settings

@@ -193,10 +193,12 @@ def _audio_note(has_audio: bool, kept: bool, codec: str, slow: int, bitrate: str
     return f"slowed {slow}x, re-encoded ({encoder})" if slow > 1 else f"re-encoded ({encoder})"
 
 
-def interpolate_video(source: Path, out: Path, interpolate: Interpolator, options: VideoOptions,
-                      weights_id: str = "", progress: bool = True) -> dict:
-    """Interpolate a video file into ``out``; returns counts for the report line."""
+def check_video_paths(source: Path, out: Path) -> None:
+    """The checks of a video job's paths that need neither ffmpeg nor the network: the command line runs them
+    before it loads the network (seconds of imports), so that a mistyped path is said at once."""
     source, out = Path(source), Path(out)
+    if not source.is_file():
+        raise VideoError(f"{source}: no such file")
     if same_file(out, source):
         raise VideoError("--out must differ from the input: the input is never modified")
     if not out.parent.is_dir():
@@ -204,11 +206,18 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
     if out.is_dir():
         raise VideoError(f"{out} is a folder: name a file in it ({out / (source.stem + '_x2.mp4')}) or an image "
                          f"pattern ({out / '%06d.png'})")
-    # containers checked before any work (whether they hold the codec and the audio: check_codec_fits and
-    # check_audio_fits, below)
+    # containers checked before any work (whether they hold the codec and the audio: interpolate_video's
+    # check_codec_fits and check_audio_fits)
     if "%" not in out.name and out.suffix.lower() not in (".mp4", ".mkv", ".mov", ".webm"):
         raise VideoError(f"{out}: unsupported output extension '{out.suffix}' (mp4, mkv, mov, webm, "
                          f"or an image pattern such as frames/%06d.png)")
+
+
+def interpolate_video(source: Path, out: Path, interpolate: Interpolator, options: VideoOptions,
+                      weights_id: str = "", progress: bool = True) -> dict:
+    """Interpolate a video file into ``out``; returns counts for the report line."""
+    source, out = Path(source), Path(out)
+    check_video_paths(source, out)
     info = probe(source)
     if info.frames == 0:
         raise VideoError(f"{source}: the video has no frames")
@@ -555,16 +564,21 @@ def _video_to_images(info: VideoInfo, out_pattern: str, plan: Plan, interpolate:
     return stats
 
 
+def check_frames_paths(frames_dir: Path, out_pattern: str) -> None:
+    """``check_video_paths`` for a folder of images in and an image pattern out."""
+    if not Path(frames_dir).is_dir():
+        raise VideoError(f"{frames_dir}: no such folder")
+    if "%" not in out_pattern:
+        raise VideoError(f"--out {out_pattern}: frame output needs a pattern such as out/%06d.png")
+
+
 def interpolate_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction, interpolate: Interpolator,
                        options: VideoOptions, progress: bool = True) -> dict:
     """A folder of images in, images out (``out_pattern`` like DIR/%06d.png); existing outputs are kept."""
     from media.images import READ_EXTENSIONS, read_image
 
     frames_dir = Path(frames_dir)
-    if not frames_dir.is_dir():
-        raise VideoError(f"{frames_dir}: no such folder")
-    if "%" not in out_pattern:
-        raise VideoError(f"--out {out_pattern}: frame output needs a pattern such as out/%06d.png")
+    check_frames_paths(frames_dir, out_pattern)
     files = sorted(p for p in frames_dir.iterdir() if p.suffix.lower() in READ_EXTENSIONS)
     if not files:
         raise VideoError(f"{frames_dir}: no image files (png/jpg/...) found")

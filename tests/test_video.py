@@ -6,6 +6,7 @@ two-process split), and run.py where the command line itself is tested (its erro
 
 import dataclasses
 import subprocess
+import sys
 from fractions import Fraction
 from pathlib import Path
 from typing import List, Tuple
@@ -172,6 +173,22 @@ def test_bad_video_inputs(tmp_path, capsys):
         assert code == 2, args
         assert err.startswith("error: ") and message in err and "Traceback" not in err, err
     assert not (tmp_path / "o.mp4").exists()
+
+
+def test_mistyped_paths_are_said_before_the_network_loads(tmp_path):
+    """run.py built the interpolator (torch and the network: about 3 s on the CPU machine) before the pipeline
+    looked at --video or --frames, so a mistyped path took seconds to report."""
+    script = ("import sys, run\n"
+              "code = run.main(sys.argv[1:])\n"
+              "print(code, 'torch' in sys.modules)\n")
+    cases = [["--video", str(tmp_path / "missing.mp4"), "--out", str(tmp_path / "o.mp4")],
+             ["--video", str(tmp_path / "missing.mp4"), "--out", str(tmp_path / "no" / "o.mp4")],
+             ["--frames", str(tmp_path / "missing"), "--out", str(tmp_path / "%06d.png")]]
+    for args in cases:
+        done = subprocess.run([sys.executable, "-c", script, *args], cwd=Path(run.__file__).parent, capture_output=True,
+                              text=True)
+        assert done.stdout.split() == ["2", "False"], (args, done.stdout, done.stderr)
+        assert done.stderr.startswith("error: ") and ("no such" in done.stderr or "does not exist" in done.stderr)
 
 
 def test_mp4_cut_short_reads_the_top_level_boxes(tmp_path):
