@@ -161,6 +161,9 @@ LEGACY: Dict[str, Any] = {"seed": 0, "lr": 3e-4, "total_steps": 60000, "schedule
                           "native_share": 0.0, "downscale_share": 0.0, "paste_share": 0.0, "max_nonlinearity": 0.0,
                           "ema_decay": 0.0, "validation_clips": ()}
 
+_QUALITY_384 = TrainConfig(seed=80, batch=14, crop=384, lr=1e-4, warmup=300, total_steps=5000, schedule_start=40000,
+                           synthetic_motion=3.0, downscale_share=0.5, max_nonlinearity=0.0, validation_clips=())
+
 RECIPES: Dict[str, TrainConfig] = {
     # the fast weights (weights/fast.safetensors): the anneal that made them, from the step-25000 weights of
     # session 14's run (docs/training.md)
@@ -173,11 +176,8 @@ RECIPES: Dict[str, TrainConfig] = {
     "fast-base": TrainConfig(seed=40, lr=3e-4, total_steps=100000, schedule_start=0, max_nonlinearity=0.0),
     # the second stage of the default weights (weights/network.safetensors): the step-40000 weights of "study" at
     # width 2, trained 5000 more steps on larger crops (the same pixels per step) and larger motion
-    "quality-384": TrainConfig(seed=80, batch=14, crop=384, lr=1e-4, warmup=300, total_steps=5000,
-                               schedule_start=40000, synthetic_motion=3.0, downscale_share=0.5, max_nonlinearity=0.0,
-                               validation_clips=()),
-    # the third and last stage of the default weights: the step-45000 weights of "quality-384", 5000 more steps on
+    "quality-384": _QUALITY_384,
+    # the third and last stage of the default weights: the step-45000 weights of "quality-384", the same again on
     # 512-px crops (the same pixels per step again)
-    "quality": TrainConfig(seed=80, batch=8, crop=512, lr=1e-4, warmup=300, total_steps=5000, schedule_start=45000,
-                           synthetic_motion=3.0, downscale_share=0.5, max_nonlinearity=0.0, validation_clips=()),
+    "quality": dataclasses.replace(_QUALITY_384, batch=8, crop=512, schedule_start=45000),
 }
