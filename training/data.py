@@ -167,6 +167,12 @@ def to_device(x: torch.Tensor, device: torch.device) -> torch.Tensor:
     return x.pin_memory().to(device, non_blocking=True)
 
 
+def require_clips(clips: Sequence[Clip]) -> None:
+    """ValueError where loading left no clips (every clip smaller than the crop, or a wrong folder)."""
+    if not clips:
+        raise ValueError("no clips to sample from: check --data and the crop size")
+
+
 def gap_limits(clips: Sequence[Clip], max_gap: int, target_motion: float = 6.0) -> List[int]:
     """The largest frame gap k of each clip's triplets: widened for slow clips (k x the clip's motion about
     ``target_motion`` pixels, k at most ``max_gap``), so every clip contributes motion."""
@@ -209,8 +215,7 @@ class FootageSampler:
         clips drawn by length alone, i.e. the small motions of ordinary x2 interpolation.
         ``downscale_share``: fraction of crops cut 1-2x larger (log-uniform, as the frame allows) and
         shrunk to ``crop`` with antialiasing: finer detail per pixel, less coding noise, less motion."""
-        if not clips:
-            raise ValueError("no clips to sample from: check --data and the crop size")
+        require_clips(clips)
         for name, share in (("native_share", native_share), ("downscale_share", downscale_share)):
             if not 0.0 <= share <= 1.0:
                 raise ValueError(f"{name} must lie in [0, 1], got {share}")

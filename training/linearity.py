@@ -117,7 +117,7 @@ def nonlinearity_tables(clips, max_ks: Sequence[int], cache: Optional[Path] = No
 
 def main(argv: Optional[List[str]] = None) -> int:
     from training.config import TrainConfig
-    from training.data import gap_limits, load_clips
+    from training.data import gap_limits, load_clips, require_clips
 
     p = argparse.ArgumentParser(description="Measure the footage triplets' non-linearity once, for "
                                             "train.py --max-nonlinearity (which otherwise measures it itself).",
@@ -128,8 +128,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = p.parse_args(argv)
     config = TrainConfig()
     clips = load_clips(args.data, None, torch.device("cpu"), config.crop, exclude=config.validation_clips)
-    if not clips:
-        raise ValueError("no clips to sample from: check --data and the crop size")
+    require_clips(clips)
     # the k range the sampler draws each clip's triplets from, so that train.py finds its tables complete
     tables = nonlinearity_tables(clips, gap_limits(clips, config.max_gap), args.out, args.workers)
     values = measured(tables)
