@@ -194,10 +194,8 @@ def _mp4_cut_short(path: Path) -> bool:
                     return False
                 if size == 1:
                     size = int.from_bytes(head[8:16], "big") if len(head) == 16 else 0
-                if size == 0:
-                    return False
                 if size < 8:
-                    return False  # not a box: not this kind of file, or damaged rather than cut
+                    return False  # 0: the box runs to the end of the file; 1-7: not a box (damaged rather than cut)
                 if pos + size > end:
                     return True
                 pos += size
