@@ -689,3 +689,21 @@ def test_unpack_builds_a_state_that_resumes(footage, trained, tmp_path, capsys):
     assert "not empty" in capsys.readouterr().err
     assert unpack([str(tmp_path / "nothing"), str(tmp_path / "other")]) == 2
     assert "small.tar" in capsys.readouterr().err
+
+
+def test_laplacian_levels_reach_the_step_loss():
+    """--laplacian-levels N sets the reconstruction loss's pyramid depth; 1 is the Charbonnier distance of the
+    pixels alone, and the step's reconstruction term is that loss."""
+    from training.losses import charbonnier, laplacian_loss
+    from training.step import step_losses
+
+    g = torch.Generator().manual_seed(3)
+    pred, mid = torch.rand(2, 3, 32, 32, generator=g), torch.rand(2, 3, 32, 32, generator=g)
+    assert float(laplacian_loss(pred, mid, 1)) == pytest.approx(float(charbonnier(pred - mid)))
+    assert float(laplacian_loss(pred, mid, 1)) != pytest.approx(float(laplacian_loss(pred, mid, 5)))
+    for levels in (1, 3):
+        _, rec, _, _ = step_losses(pred, [], mid, None, 2, 2, 0.0, 0.0, levels)
+        assert float(rec) == pytest.approx(float(laplacian_loss(pred, mid, levels)))
+    assert TrainConfig().laplacian_levels == 5
+    with pytest.raises(ConfigError, match="--laplacian-levels must be at least 1"):
+        TrainConfig(laplacian_levels=0)

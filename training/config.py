@@ -106,6 +106,8 @@ class TrainConfig:
     flow_loss_weight: float = _non_negative(0.05, "weight of the flow's end-point error against the synthetic "
                                                   "samples' ground truth (per pyramid level, in its own pixels)")
     census_weight: float = _non_negative(1.0, "weight of the census loss beside the Laplacian reconstruction loss")
+    laplacian_levels: int = _at_least_one(5, "levels of the Laplacian pyramid of the reconstruction loss (1: the "
+                                             "Charbonnier distance of the pixels alone)", "N")
     max_gap: int = _at_least_one(4, "largest frame gap k of a footage triplet (slow clips get wider gaps)")
     native_share: float = _share(0.25, "fraction of footage triplets at the stored rate (k = 1)")
     downscale_share: float = _share(1.0, "fraction of footage crops taken up to 2x larger and shrunk")
