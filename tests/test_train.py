@@ -53,8 +53,9 @@ def test_the_default_weights_record_the_quality_recipe_at_width_2():
 
 
 def test_the_default_weights_stages_follow_on():
-    """study → quality-384 → quality: each stage's schedule starts at the step where the one before it ends."""
-    stages = [RECIPES[name] for name in ("study", "quality-384", "quality")]
+    """study → quality-384 → quality-512 → quality: each stage's schedule starts at the step where the one before
+    it ends."""
+    stages = [RECIPES[name] for name in ("study", "quality-384", "quality-512", "quality")]
     for before, after in zip(stages, stages[1:]):
         assert after.schedule_start == before.schedule_start + before.total_steps
     # the same pixels per step in every stage (256² x 32 ≈ 384² x 14 ≈ 512² x 8, within 3%)
@@ -690,20 +691,3 @@ def test_unpack_builds_a_state_that_resumes(footage, trained, tmp_path, capsys):
     assert unpack([str(tmp_path / "nothing"), str(tmp_path / "other")]) == 2
     assert "small.tar" in capsys.readouterr().err
 
-
-def test_laplacian_levels_reach_the_step_loss():
-    """--laplacian-levels N sets the reconstruction loss's pyramid depth; 1 is the Charbonnier distance of the
-    pixels alone, and the step's reconstruction term is that loss."""
-    from training.losses import charbonnier, laplacian_loss
-    from training.step import step_losses
-
-    g = torch.Generator().manual_seed(3)
-    pred, mid = torch.rand(2, 3, 32, 32, generator=g), torch.rand(2, 3, 32, 32, generator=g)
-    assert float(laplacian_loss(pred, mid, 1)) == pytest.approx(float(charbonnier(pred - mid)))
-    assert float(laplacian_loss(pred, mid, 1)) != pytest.approx(float(laplacian_loss(pred, mid, 5)))
-    for levels in (1, 3):
-        _, rec, _, _ = step_losses(pred, [], mid, None, 2, 2, 0.0, 0.0, levels)
-        assert float(rec) == pytest.approx(float(laplacian_loss(pred, mid, levels)))
-    assert TrainConfig().laplacian_levels == 5
-    with pytest.raises(ConfigError, match="--laplacian-levels must be at least 1"):
-        TrainConfig(laplacian_levels=0)

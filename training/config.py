@@ -3,8 +3,8 @@
 ``TrainConfig`` is the recipe: frozen, saved as JSON beside every checkpoint and in the weights' metadata. Each
 field is declared once, with its help text and its check; ``training.options`` makes the command-line flags from
 these declarations. Its defaults are the recipe of the fast weights (``weights/fast.safetensors``,
-``RECIPES["fast"]``); ``RECIPES`` names the others in use, among them the three stages of the default weights
-(``weights/network.safetensors``): ``study`` at width 2, then ``quality-384``, then ``quality``.
+``RECIPES["fast"]``); ``RECIPES`` names the others in use, among them the four stages of the default weights
+(``weights/network.safetensors``): ``study`` at width 2, then ``quality-384``, ``quality-512`` and ``quality``.
 """
 
 from __future__ import annotations
@@ -106,8 +106,6 @@ class TrainConfig:
     flow_loss_weight: float = _non_negative(0.05, "weight of the flow's end-point error against the synthetic "
                                                   "samples' ground truth (per pyramid level, in its own pixels)")
     census_weight: float = _non_negative(1.0, "weight of the census loss beside the Laplacian reconstruction loss")
-    laplacian_levels: int = _at_least_one(5, "levels of the Laplacian pyramid of the reconstruction loss (1: the "
-                                             "Charbonnier distance of the pixels alone)", "N")
     max_gap: int = _at_least_one(4, "largest frame gap k of a footage triplet (slow clips get wider gaps)")
     native_share: float = _share(0.25, "fraction of footage triplets at the stored rate (k = 1)")
     downscale_share: float = _share(1.0, "fraction of footage crops taken up to 2x larger and shrunk")
@@ -154,7 +152,7 @@ class TrainConfig:
 # Removed options and the value every recipe kept them at; saved configs holding those values still load.
 REMOVED: Dict[str, Any] = {"synthetic_shapes": 0.0, "synthetic_warp": 0.0, "synthetic_texture_zoom": 1.0,
                            "flow_loss_full_res": 1.0, "flow_loss_units": "level", "photometric_share": 0.0,
-                           "paste_layers": 1}
+                           "paste_layers": 1, "laplacian_levels": 5}
 
 # What a saved config without a field meant: the defaults of the code before the fast recipe became the
 # default (every config saved so far holds every other field).
@@ -165,6 +163,8 @@ LEGACY: Dict[str, Any] = {"seed": 0, "lr": 3e-4, "total_steps": 60000, "schedule
 
 _QUALITY_384 = TrainConfig(seed=80, batch=14, crop=384, lr=1e-4, warmup=300, total_steps=5000, schedule_start=40000,
                            synthetic_motion=3.0, downscale_share=0.5, max_nonlinearity=0.0, validation_clips=())
+
+_QUALITY_512 = dataclasses.replace(_QUALITY_384, batch=8, crop=512, schedule_start=45000)
 
 RECIPES: Dict[str, TrainConfig] = {
     # the fast weights (weights/fast.safetensors): the anneal that made them, from the step-25000 weights of
@@ -179,7 +179,10 @@ RECIPES: Dict[str, TrainConfig] = {
     # the second stage of the default weights (weights/network.safetensors): the step-40000 weights of "study" at
     # width 2, trained 5000 more steps on larger crops (the same pixels per step) and larger motion
     "quality-384": _QUALITY_384,
-    # the third and last stage of the default weights: the step-45000 weights of "quality-384", the same again on
+    # the third stage of the default weights: the step-45000 weights of "quality-384", the same again on
     # 512-px crops (the same pixels per step again)
-    "quality": dataclasses.replace(_QUALITY_384, batch=8, crop=512, schedule_start=45000),
+    "quality-512": _QUALITY_512,
+    # the fourth and last stage: the step-50000 weights of "quality-512", the same again without the census term
+    # (the reconstruction loss alone, closer to what PSNR measures)
+    "quality": dataclasses.replace(_QUALITY_512, census_weight=0.0, schedule_start=50000),
 }

@@ -25,11 +25,11 @@ class TrainStep(torch.nn.Module):
 
 
 def step_losses(pred: torch.Tensor, pyramid, mid: torch.Tensor, gt: Optional[torch.Tensor], n_real: int,
-                batch: int, census_weight: float, flow_weight: float, laplacian_levels: int = 5):
+                batch: int, census_weight: float, flow_weight: float):
     """The step's loss and its parts (reconstruction, census, flow end-point error against the synthetic samples'
     ground truth ``gt``: their forward flows, then their backward flows; None without synthetic samples). The
     flow error is the mean over the pyramid's levels, each in its own pixels."""
-    loss_rec = laplacian_loss(pred, mid, laplacian_levels)
+    loss_rec = laplacian_loss(pred, mid)
     loss_census = census_loss(pred, mid)
     loss = loss_rec + census_weight * loss_census
     loss_flow = torch.zeros((), device=pred.device)
@@ -49,12 +49,11 @@ class StepLoss(torch.nn.Module):
     included) once, and every step replays them."""
 
     def __init__(self, step: torch.nn.Module, n_real: int, batch: int, census_weight: float, flow_weight: float,
-                 bf16: bool, laplacian_levels: int = 5) -> None:
+                 bf16: bool) -> None:
         super().__init__()
         self.step = step
         self.n_real, self.batch, self.bf16 = n_real, batch, bf16
         self.census_weight, self.flow_weight = census_weight, flow_weight
-        self.laplacian_levels = laplacian_levels
 
     def forward(self, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor, mid: torch.Tensor,
                 gt: Optional[torch.Tensor] = None):
@@ -63,7 +62,7 @@ class StepLoss(torch.nn.Module):
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.bf16, cache_enabled=cache):
             pred, pyramid = self.step(one, two, t)
         return step_losses(pred.float(), pyramid, mid, gt, self.n_real, self.batch, self.census_weight,
-                           self.flow_weight, self.laplacian_levels)
+                           self.flow_weight)
 
 
 class WeightAverage:

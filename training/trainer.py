@@ -340,7 +340,7 @@ class Trainer:
         n_syn = int(round(config.batch * config.synthetic_share))
         self.n_syn, self.n_real = n_syn, config.batch - n_syn
         self.step_loss = StepLoss(self.model, self.n_real, config.batch, config.census_weight,
-                                  config.flow_loss_weight, self.bf16, config.laplacian_levels)
+                                  config.flow_loss_weight, self.bf16)
         self.graphed = None
         self.say_scaling()
 
