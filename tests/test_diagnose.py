@@ -95,3 +95,24 @@ def test_diagnose_flow_scale_scores_the_network_with_its_flow_at_other_sizes(mon
         with pytest.raises(SystemExit):
             diagnose.main(["--data", ".", *argv])
         assert message in capsys.readouterr().err
+
+
+def test_patterns_have_exact_middle_frames_and_score_the_fast_weights(capsys):
+    """scripts.diagnose.patterns: every pattern's middle frame is the rigid motion halfway (the second frame moved
+    on by the same shift reproduces it), and the fast weights get the 2-px stripes right (no pixel off by 0.1)."""
+    import numpy as np
+
+    from scripts.diagnose.patterns import errors, main, patterns
+
+    cases = patterns()
+    assert set(cases) == {"sine", "sine-6px", "shapes", "noise"}
+    one, mid, two = cases["noise"]
+    np.testing.assert_array_equal(mid[:, :-1], one[:, 1:])  # 1 px per half step: the middle frame is one moved 1 px
+    np.testing.assert_array_equal(two[:, :-1], mid[:, 1:])
+    one, mid, two = cases["sine"]
+    assert errors(mid, mid) == {"mean": 0.0, "max": 0.0, "blotch_px": 0}
+    assert errors((one + two) / 2, mid)["mean"] < errors(one, mid)["mean"]
+    assert main(["--weights", str(Path(__file__).resolve().parent.parent / "weights" / "fast.safetensors")]) == 0
+    row = capsys.readouterr().out.splitlines()[-1]
+    sine = row.split("|")[2].split("/")
+    assert float(sine[0]) < 0.005 and int(sine[2]) == 0
