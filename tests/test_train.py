@@ -401,7 +401,7 @@ def test_device_scripts_keep_nvlink_multicast_off(tmp_path):
     script sources scripts/device/env.sh, found beside it from any working folder, before it starts a process."""
     device = ROOT / "scripts" / "device"
     source = 'source "$(dirname "${BASH_SOURCE[0]}")/env.sh"'
-    for script in ("chunk.sh", "multi_gpu.sh", "study.sh", "scaling.sh"):
+    for script in ("chunk.sh", "multi_gpu.sh", "study.sh", "scaling.sh", "check_default.sh"):
         lines = (device / script).read_text().splitlines()
         at = [i for i, line in enumerate(lines) if line.startswith(source)]
         starts = [i for i, line in enumerate(lines)
