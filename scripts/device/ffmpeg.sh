@@ -1,7 +1,16 @@
-# Sourced by the device scripts (the GPU machine has no ffmpeg): unpacks the carried .data/bin/ffmpeg.xz
-# onto PATH and defines make_test_clip. Carry .data/bin and .data/ddp.
+# Sourced by the device scripts (the GPU machine has no ffmpeg): unpacks ffmpeg onto PATH and defines
+# make_test_clip. Carry .data/ddp, and either .data/bin (ffmpeg.xz, 48 MiB) or, where that does not fit beside the
+# tree and other data, its halves staged over two calls of one lease (.data/ffmpeg-parts/0 and 1, from
+# `split -n 2 -d -a 1 .data/bin/ffmpeg.xz ffmpeg.xz.part`), each copied by its call into ~/ffparts:
+#     mkdir -p ~/ffparts && cp .data/ffmpeg-parts/N/* ~/ffparts/
 mkdir -p /tmp/ffbin
-python3 -c "import lzma, shutil; shutil.copyfileobj(lzma.open('.data/bin/ffmpeg.xz'), open('/tmp/ffbin/ffmpeg', 'wb'))"
+if [ -f .data/bin/ffmpeg.xz ]; then
+    packed=.data/bin/ffmpeg.xz
+else
+    cat ~/ffparts/ffmpeg.xz.part* >/tmp/ffmpeg.xz
+    packed=/tmp/ffmpeg.xz
+fi
+python3 -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open('/tmp/ffbin/ffmpeg', 'wb'))" "$packed"
 chmod +x /tmp/ffbin/ffmpeg
 export PATH=/tmp/ffbin:$PATH
 
