@@ -435,7 +435,7 @@ def test_device_scripts_start_weights_at_their_own_step():
     assert sorted(found) == ["ab.sh", "multi_gpu.sh"]
 
 
-def test_next_inputs_mix_footage_and_synthetic_samples_with_their_flow(footage, tmp_path):
+def test_next_inputs_mix_footage_and_synthetic_samples_with_their_flow(footage, tmp_path, monkeypatch):
     """The trainer's batch: the recipe's footage rows first (some with layers pasted), then synthetic rows, and
     the synthetic rows' true flows, forward then backward."""
     from training.trainer import Process, Trainer
@@ -450,6 +450,23 @@ def test_next_inputs_mix_footage_and_synthetic_samples_with_their_flow(footage, 
     assert trainer.n_real == 2 and trainer.val_crop == 64
     assert [c.name for c in trainer.val_clips] == ["val.mp4"]
     assert sorted(c.name for c in trainer.train_clips) == ["a.mp4", "b.mp4"]
+    # --synthetic-stripe-share reaches the synthetic layers (training.data._gratings)
+    import training.data as data
+
+    shares, gratings = [], data._gratings
+
+    def recorded(textures, share, gen):
+        shares.append(share)
+        return gratings(textures, share, gen)
+
+    monkeypatch.setattr(data, "_gratings", recorded)
+    options, overrides = parse(run_args(footage, tmp_path / "p", "--synthetic-share", "0.5",
+                                        "--synthetic-stripe-share", "1"))
+    trainer = Trainer(options, start_point(options, overrides), Process(torch.device("cpu")))
+    trainer.load_data()
+    trainer.build()
+    trainer.next_inputs()
+    assert shares and all(share == 1.0 for share in shares)
 
 
 def test_validation_crop_does_not_follow_a_larger_training_crop(footage, tmp_path, monkeypatch):

@@ -103,6 +103,9 @@ class TrainConfig:
     synthetic_layers: int = _at_least_one(4, "moving layers over the background in a synthetic sample", "N")
     synthetic_motion: float = _option(2.0, "factor on the synthetic layers' largest shifts (1: 12 px background, "
                                            "32 px layers)", lambda v: v > 0, "must be positive", "SCALE")
+    synthetic_stripe_share: float = _share(0.0, "fraction of synthetic layers (the background included) textured "
+                                                "with straight stripes of 8-64 px period: repeating patterns, "
+                                                "which a flow one period off matches too")
     flow_loss_weight: float = _non_negative(0.05, "weight of the flow's end-point error against the synthetic "
                                                   "samples' ground truth (per pyramid level, in its own pixels)")
     census_weight: float = _non_negative(1.0, "weight of the census loss beside the Laplacian reconstruction loss")
