@@ -61,7 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="process frames larger than TILE x TILE in overlapping tiles (bounded memory); 0 = whole "
                         "frames; auto = whole frames when they fit in the device's free memory, else the largest "
                         "tiles that do")
-    p.add_argument("--tile-overlap", type=int, default=128, help="overlap of neighbouring tiles, cross-faded")
+    p.add_argument("--tile-overlap", type=int, default=None,
+                   help="overlap of neighbouring tiles in pixels, cross-faded (default: 128, or a quarter of a tile "
+                        "under 512 px)")
     p.add_argument("--alpha", default="flow", choices=["flow", "linear"],
                    help="transparency of interpolated frames: moved with the flow (objects with their own alpha), or "
                         "the two frames' alpha mixed linearly in time (a still matte over moving content)")

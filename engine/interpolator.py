@@ -174,7 +174,7 @@ class Interpolator:
         """model.inference's settings for one call: this interpolator's precision, flow scale and overlap."""
         from model.inference import RunSettings
 
-        return RunSettings(self.options.autocast_dtype, self.options.flow_scale, tile, self.options.tile_overlap)
+        return RunSettings(self.options.autocast_dtype, self.options.flow_scale, tile, self.options.overlap_for(tile))
 
     def cuda_graphs_for(self, height: int, width: int):
         """The CUDA graphs (``model.runtime.GraphedPairs``) that replay whole frames of this size, captured on first

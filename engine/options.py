@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Sequence, Union
+from typing import List, Optional, Sequence, Union
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_WEIGHTS = ROOT / "weights" / "network.safetensors"
@@ -21,6 +21,8 @@ class InterpolatorOptions:
 
     ``tile``: "auto" processes whole frames when they fit in the device's free memory, else the largest tiles
     that do; 0 always whole frames; N > 0 frames larger than N x N in overlapping N-pixel tiles.
+    ``tile_overlap``: pixels shared by neighbouring tiles, cross-faded; None: 128, or a quarter of a smaller tile
+    (``overlap_for``).
     ``ensemble``: average 1, 2 (the frames and their mirror image) or 4 passes (also time-reversed).
     ``alpha``: "flow" moves transparency with the network's flow (objects with their own alpha); "linear" mixes
     the two frames' alpha in time (a still matte), which is also what tiles, ensembles and compiled or
@@ -34,7 +36,7 @@ class InterpolatorOptions:
     precision: str = "fp32"
     flow_scale: float = 1.0
     tile: Union[int, str] = "auto"
-    tile_overlap: int = 128
+    tile_overlap: Optional[int] = None
     ensemble: int = 1
     alpha: str = "flow"
     compile: bool = False
@@ -47,12 +49,19 @@ class InterpolatorOptions:
             raise ValueError(f"--flow-scale {self.flow_scale}: use a value in (0, 1]")
         if self.tile != "auto" and (isinstance(self.tile, bool) or not isinstance(self.tile, int) or self.tile < 0):
             raise ValueError(f"--tile {self.tile!r}: use auto, 0 (whole frames) or a tile size in pixels")
-        if self.tile_overlap < 1:
+        if self.tile_overlap is not None and self.tile_overlap < 1:
             raise ValueError(f"--tile-overlap {self.tile_overlap}: use at least 1 pixel")
         if self.ensemble not in (1, 2, 4):
             raise ValueError(f"--ensemble {self.ensemble}: use 1, 2 or 4 passes")
         if self.alpha not in ALPHA_MODES:
             raise ValueError(f"--alpha {self.alpha!r}: use flow or linear")
+
+    def overlap_for(self, tile: int) -> int:
+        """The overlap of tiles of ``tile`` pixels: ``tile_overlap``, or by default 128 px (a quarter of tiles under
+        512 px, so that any tile size works without naming an overlap)."""
+        if self.tile_overlap is not None:
+            return self.tile_overlap
+        return max(1, min(128, tile // 4))
 
     @property
     def autocast_dtype(self):

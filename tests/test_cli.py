@@ -341,6 +341,22 @@ def test_auto_tile_engages_when_memory_is_short(tmp_path, monkeypatch, capsys):
     assert err.count("processing in 128-pixel tiles") == 1 and "200x160 frames" in err and "--tile 0" in err
 
 
+def test_any_tile_size_works_without_naming_an_overlap(tmp_path, capsys):
+    """--tile N alone: the overlap defaults to 128 px, or a quarter of a tile under 512 px (128 px tiles failed with
+    "needs an overlap between 1 and 63 pixels" before); a named overlap still wins and is still checked."""
+    from engine import InterpolatorOptions
+
+    assert [InterpolatorOptions().overlap_for(n) for n in (64, 128, 511, 512, 2048)] == [16, 32, 127, 128, 128]
+    assert InterpolatorOptions(tile_overlap=40).overlap_for(128) == 40
+    one, two = _pair(tmp_path, h=160, w=200)
+    out = tmp_path / "mid.png"
+    assert run.main(["--one", str(one), "--two", str(two), "--out", str(out), "--device", "cpu", "--tile", "128"]) == 0
+    assert cv2.imread(str(out)).shape == (160, 200, 3)
+    code = run.main(["--one", str(one), "--two", str(two), "--out", str(out), "--device", "cpu", "--tile", "128",
+                     "--tile-overlap", "64"])
+    assert code == 2 and "overlap between 1 and 63" in capsys.readouterr().err
+
+
 def test_compile_needs_cuda(cpu_network):
     from engine import Interpolator, InterpolatorOptions
     from model.runtime import compile_network
