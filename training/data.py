@@ -556,11 +556,10 @@ def _texture_cuts(sampler: FootageSampler, crop: int, count: int, zoom: float,
 
 
 def _check_scene_options(small_share: float, edge_px: float, edge_share: float, layers: int, motion_scale: float,
-                         shape_amp: float, warp_px: float, texture_zoom: float) -> None:
-    if not 0.0 <= small_share <= 1.0:
-        raise ValueError(f"small_share must lie in [0, 1], got {small_share}")
-    if not 0.0 <= edge_share <= 1.0:
-        raise ValueError(f"edge_share must lie in [0, 1], got {edge_share}")
+                         shape_amp: float, warp_px: float, texture_zoom: float, stripe_share: float) -> None:
+    for name, share in (("small_share", small_share), ("edge_share", edge_share), ("stripe_share", stripe_share)):
+        if not 0.0 <= share <= 1.0:
+            raise ValueError(f"{name} must lie in [0, 1], got {share}")
     if edge_px < 0:
         raise ValueError(f"edge_px must be 0 (the original soft edge) or a width in pixels, got {edge_px}")
     if layers < 1:
@@ -695,9 +694,8 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
     ``stripe_share``: the fraction of layers (the background included) whose texture is a grating instead
     (``_gratings``): repeating stripes, which a flow one period off matches too.
     """
-    _check_scene_options(small_share, edge_px, edge_share, layers, motion_scale, shape_amp, warp_px, texture_zoom)
-    if not 0.0 <= stripe_share <= 1.0:
-        raise ValueError(f"stripe_share must lie in [0, 1], got {stripe_share}")
+    _check_scene_options(small_share, edge_px, edge_share, layers, motion_scale, shape_amp, warp_px, texture_zoom,
+                         stripe_share)
     device = sampler.device
     textures = _layer_textures(sampler, size, crop, layers + 1, texture_zoom, gen)
     if backgrounds is not None:
