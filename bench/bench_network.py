@@ -1,6 +1,7 @@
 """Time the network on the GPU: one middle frame, and 7 frames from one flow, per resolution.
 
-    python -m bench.bench_network [--weights weights/network.safetensors] [--compile] [--json out.json]
+    python -m bench.bench_network [--weights weights/network.safetensors] [--compile] [--ensembles 2 4]
+                                  [--json out.json]
 
 Speed does not depend on the weights, so random ones are used when none are given.
 """
@@ -20,6 +21,7 @@ import torch
 from bench.timing import cuda_time_ms, require_cuda
 from model import Network, load_weights
 from model.network import NetworkConfig, count_parameters
+from model.ensemble import with_ensemble
 from model.runtime import GraphedNetwork, compile_network
 
 SIZES = {"720p": (720, 1280), "1080p": (1080, 1920), "4K": (2160, 3840)}
@@ -82,6 +84,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="also time torch.compile (bf16; default mode, and reduce-overhead = with CUDA graphs)")
     p.add_argument("--compile-modes", nargs="+", default=["default", "reduce-overhead"],
                    choices=["default", "reduce-overhead"], help="which torch.compile modes --compile times")
+    p.add_argument("--ensembles", type=int, nargs="+", default=[], choices=[2, 4],
+                   help="also time test-time ensembles of these many passes (bf16, eager: run.py --ensemble runs "
+                        "them without CUDA graphs)")
     p.add_argument("--network", nargs="+", default=None, metavar="KEY=VALUE",
                    help="time a changed NetworkConfig with random weights (e.g. refine_width=24), as train.py")
     args = p.parse_args(argv)
@@ -120,6 +125,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                 row[f"{mode}_x8_ms"] = cuda_time_ms(lambda: model(a, b, [i / 8 for i in range(1, 8)]),
                                                     repeats=max(3, args.repeats // 4))
             net.to(memory_format=torch.contiguous_format)
+        for passes in args.ensembles:
+            runner = with_ensemble(net, passes)
+            with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+                row[f"bf16_ensemble{passes}_x2_ms"] = cuda_time_ms(lambda: runner(one, two, [0.5]),
+                                                                   repeats=args.repeats)
         if args.compile:
             row.update(time_compiled(net, one, two, args.repeats, args.compile_modes))
         rows.append(row)
