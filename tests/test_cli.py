@@ -274,19 +274,16 @@ def test_middlebury_benchmark_bad_folder(tmp_path, capsys):
 def test_tiled_interpolation_has_no_seams(cpu_network):
     """Tiles cross-fade: the tiled frame is close to the whole-frame one and has no step at tile borders."""
     from model.inference import RunSettings, interpolate, tile_layout
-
-    import cv2
+    from scripts.diagnose.patterns import patterns
 
     net = cpu_network
-    # smooth random texture moving 2 px: not stripes, which repeat, so a flow one period off matches them too and
-    # the whole frame can go wrong where tiles do not (a flow limit, scripts/diagnose/patterns.py, not a tiling one)
-    one = cv2.GaussianBlur(np.random.default_rng(0).random((200, 300, 3)).astype(np.float32), (0, 0), 3)
-    one = (one - one.min()) / (one.max() - one.min())
-    two = np.roll(one, 2, axis=1)
+    # the probe's smooth random texture moving 2 px, 300 x 200: not its stripes, which repeat, so a flow one period
+    # off matches them too and the whole frame can go wrong where tiles do not (a flow limit, not a tiling one)
+    one, _, two = patterns()["noise"]
     whole = interpolate(net, one, two, [0.5])[0]
     tiled = interpolate(net, one, two, [0.5], RunSettings(tile=128, overlap=32))[0]
-    # 128-px tiles give the flow less context than the whole frame: measured mean difference 0.00116 with the
-    # default weights (0.00084 with the fast ones), bound at 12% above; seams are checked below
+    # 128-px tiles give the flow less context than the whole frame: measured mean difference 0.00110 with the
+    # default weights (0.00082 with the fast ones), bound at 18% above; seams are checked below
     assert np.abs(whole - tiled)[8:-8, 8:-8].mean() < 0.0013
     # column differences where tiles start and end are no larger than elsewhere
     length, starts = tile_layout(300, 128, 32)
@@ -295,7 +292,7 @@ def test_tiled_interpolation_has_no_seams(cpu_network):
     cols = np.abs(np.diff(tiled - whole, axis=1)).mean(axis=(0, 2))
     edges = ([x for s in starts[1:] for x in (s - 1, s)]
              + [x for s in starts[:-1] for x in (s + length - 2, s + length - 1)])
-    assert cols[edges].max() < 3 * np.median(cols)  # measured 1.7x (default weights) and 1.8x (fast)
+    assert cols[edges].max() < 3 * np.median(cols)  # measured 1.4x (default weights) and 1.8x (fast)
     with pytest.raises(ValueError, match="overlap"):
         interpolate(net, one, two, [0.5], RunSettings(tile=64, overlap=40))
 
