@@ -418,21 +418,23 @@ def test_device_scripts_keep_nvlink_multicast_off(tmp_path):
     assert all(f"{name}={value}" in shown for name, value in MULTICAST.items())
 
 
-def test_device_scripts_start_weights_at_their_own_step():
-    """A device script's `--init-weights weights/X --schedule-start N` names the step the file ends at: a new
-    warm-up from there. multi_gpu.sh (and ab.sh's example) kept weights/network.safetensors at 32000 when that
-    name passed to the default weights (step 45000 then), where train.py stops at once: nothing to train."""
+def test_scripts_and_docs_start_weights_at_their_own_step():
+    """A device script's or a doc's `--init-weights weights/X --schedule-start N` names the step the file ends at:
+    a new warm-up from there. multi_gpu.sh (and ab.sh's example) kept weights/network.safetensors at 32000 when that
+    name passed to the default weights (step 45000 then), and docs/training.md's fine-tune example at 50000 when
+    they moved to 55000, where train.py stops at once or schedules backwards."""
     import re
 
     from model.weights import read_metadata
 
     found = []
-    for script in sorted((ROOT / "scripts" / "device").glob("*.sh")):
+    for path in [*sorted((ROOT / "scripts" / "device").glob("*.sh")), *sorted((ROOT / "docs").glob("*.md")),
+                 ROOT / "README.md"]:
         for name, step in re.findall(r"--init-weights (weights/\S+\.safetensors) --schedule-start (\d+)",
-                                     script.read_text()):
-            found.append(script.name)
-            assert int(read_metadata(ROOT / name)["step"]) == int(step), (script.name, name, step)
-    assert sorted(found) == ["ab.sh", "multi_gpu.sh"]
+                                     path.read_text()):
+            found.append(path.name)
+            assert int(read_metadata(ROOT / name)["step"]) == int(step), (path.name, name, step)
+    assert sorted(found) == ["ab.sh", "multi_gpu.sh", "training.md"]
 
 
 def test_next_inputs_mix_footage_and_synthetic_samples_with_their_flow(footage, tmp_path, monkeypatch):
