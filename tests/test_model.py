@@ -726,32 +726,3 @@ def test_motion_boundaries_mark_the_edges_of_a_moving_square():
     assert bool(mask[45, 27:34].any()) and bool(mask[45, 57:64].any())  # its left and right edges
     assert not bool(mask[:10].any()) and not bool(mask[85:].any())  # far from the square: static background
     assert not bool(mask[40:50, 42:48].any())  # inside the square: uniform motion
-
-
-def test_synthetic_stripes_texture_layers_with_gratings_and_keep_the_motion(monkeypatch):
-    """synthetic_batch(stripe_share=...): layers textured with straight gratings of 8-64 px period; drawn last, so
-    the motions (and the ground-truth flow) are those of the same scenes without stripes, and the flow still warps
-    the second frame onto the first."""
-    import training.data as data
-
-    flat = torch.full((2, 5, 3, 128, 128), 0.5)  # no detail: the gratings are pure sinusoids
-    gratings = data._gratings(flat, 1.0, torch.Generator().manual_seed(0))
-    for grating in gratings.flatten(0, 1):
-        spectrum = torch.fft.rfft2(grating[0] - grating[0].mean()).abs()
-        ky, kx = divmod(int(spectrum.argmax()), spectrum.shape[1])
-        ky = min(ky, 128 - ky)
-        period = 128 / max((kx ** 2 + ky ** 2) ** 0.5, 1e-9)
-        assert 7.0 <= period <= 72.0  # 8-64 px, within the FFT's bins
-        assert float(grating.std()) > 0.01
-    assert torch.equal(data._gratings(flat, 0.0, torch.Generator().manual_seed(0)), flat)
-
-    monkeypatch.setattr(data, "augment", lambda b, gen: b)
-    plain, striped = _three_layer_scenes(), _three_layer_scenes(stripe_share=1.0)
-    for key in ("t", "flow_fwd", "flow_bwd"):
-        assert torch.equal(plain[key], striped[key])
-    assert float((plain["one"] - striped["one"]).abs().mean()) > 0.05
-    warped = backwarp(striped["two"], striped["flow_fwd"])
-    inside = (warped.abs().sum(1, keepdim=True) > 0).float()
-    assert ((warped - striped["one"]).abs() * inside).mean() < 0.5 * (striped["two"] - striped["one"]).abs().mean()
-    with pytest.raises(ValueError, match="stripe_share"):
-        _three_layer_scenes(stripe_share=1.5)

@@ -556,8 +556,8 @@ def _texture_cuts(sampler: FootageSampler, crop: int, count: int, zoom: float,
 
 
 def _check_scene_options(small_share: float, edge_px: float, edge_share: float, layers: int, motion_scale: float,
-                         shape_amp: float, warp_px: float, texture_zoom: float, stripe_share: float) -> None:
-    for name, share in (("small_share", small_share), ("edge_share", edge_share), ("stripe_share", stripe_share)):
+                         shape_amp: float, warp_px: float, texture_zoom: float) -> None:
+    for name, share in (("small_share", small_share), ("edge_share", edge_share)):
         if not 0.0 <= share <= 1.0:
             raise ValueError(f"{name} must lie in [0, 1], got {share}")
     if edge_px < 0:
@@ -592,29 +592,6 @@ def _layer_textures(sampler: FootageSampler, size: int, crop: int, count: int, z
             cuts = F.interpolate(cuts, size=(crop, crop), mode="bilinear", align_corners=False, antialias=True)
         textures.append(cuts)
     return torch.stack(textures)
-
-
-def _gratings(textures: torch.Tensor, share: float, gen: Optional[torch.Generator]) -> torch.Tensor:
-    """``textures`` (layers x samples x 3 x crop x crop) with a ``share`` of them replaced by gratings: straight
-    sinusoidal stripes of one period (8-64 px, log-uniform), angle and phase, between two random colours, with the
-    footage texture's fine detail kept at a fifth of its contrast."""
-    layers, size, _, crop, _ = textures.shape
-    device = textures.device
-
-    def draw(*shape: int) -> torch.Tensor:
-        return to_device(torch.rand(layers, size, *shape, generator=gen), device)
-
-    pick = draw() < share
-    period, angle, phase = 8.0 * 8.0 ** draw(1, 1), draw(1, 1) * math.pi, draw(1, 1) * (2 * math.pi)
-    low, high = draw(3, 1, 1), draw(3, 1, 1)
-    ys, xs = torch.meshgrid(torch.arange(crop, device=device, dtype=torch.float32),
-                            torch.arange(crop, device=device, dtype=torch.float32), indexing="ij")
-    along = xs * torch.cos(angle) + ys * torch.sin(angle)  # layers x samples x crop x crop
-    wave = (torch.sin(along * (2 * math.pi) / period + phase) + 1) / 2
-    grating = low + (high - low) * wave.unsqueeze(2)
-    detail = textures - textures.mean(dim=(3, 4), keepdim=True)
-    grating = (grating + 0.2 * detail).clamp(0.0, 1.0)
-    return torch.where(pick[..., None, None, None], grating, textures)
 
 
 def _render(motions, textures: torch.Tensor, times: Dict[str, torch.Tensor], grid: torch.Tensor, sharpness, shapes,
@@ -664,7 +641,7 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
                     gen: Optional[torch.Generator] = None, small_share: float = 0.0,
                     edge_px: float = 0.0, edge_share: float = 1.0,
                     motion_scale: float = 1.0, shape_amp: float = 0.0,
-                    warp_px: float = 0.0, texture_zoom: float = 1.0, stripe_share: float = 0.0,
+                    warp_px: float = 0.0, texture_zoom: float = 1.0,
                     backgrounds: Optional[Dict[str, torch.Tensor]] = None) -> Dict[str, torch.Tensor]:
     """Layered affine motion over real textures, with ground-truth bidirectional flow: a background and
     ``layers`` elliptical (or, with ``shape_amp``, lobed) layers over it, each with its own motion.
@@ -691,11 +668,8 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
     ``texture_zoom``: 1 cuts each layer's textures at the crop size from the footage; above 1 each layer's textures
     are cut up to that much larger (log-uniform; from the clips large enough for the cut) and shrunk with
     antialiasing: finer, sharper detail and less coding noise than the footage has at its own size.
-    ``stripe_share``: the fraction of layers (the background included) whose texture is a grating instead
-    (``_gratings``): repeating stripes, which a flow one period off matches too.
     """
-    _check_scene_options(small_share, edge_px, edge_share, layers, motion_scale, shape_amp, warp_px, texture_zoom,
-                         stripe_share)
+    _check_scene_options(small_share, edge_px, edge_share, layers, motion_scale, shape_amp, warp_px, texture_zoom)
     device = sampler.device
     textures = _layer_textures(sampler, size, crop, layers + 1, texture_zoom, gen)
     if backgrounds is not None:
@@ -743,8 +717,6 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
     fields = [None] * len(motions)  # per layer: its deformation field (see _deformation), None: rigid
     if warp_px > 0:  # drawn after the shapes, for the same reason
         fields = [_deformation(size, crop, warp_px, shrink, device, gen) for _ in motions]
-    if stripe_share > 0:  # drawn after the fields, for the same reason
-        textures = _gratings(textures, stripe_share, gen)
     frames, sources = _render(motions, textures, times, grid, sharpness, shapes, fields, backgrounds)
     if backgrounds is not None:  # the real background's motion is unknown: no flow to supervise
         return augment({"one": frames["one"], "mid": frames["mid"], "two": frames["two"], "t": t}, gen)

@@ -447,7 +447,7 @@ class Trainer:
         ground-truth flows (forward, then backward)."""
         config, gen = self.config, self.gen
         layer_options = dict(edge_px=config.synthetic_edge_px, edge_share=config.synthetic_edge_share,
-                             motion_scale=config.synthetic_motion, stripe_share=config.synthetic_stripe_share)
+                             motion_scale=config.synthetic_motion)
         real = self.sampler.batch(self.n_real)
         if config.paste_share > 0:  # (no draw unless enabled: the random stream of earlier recipes stays the same)
             real = paste_layers(real, self.sampler, config.paste_share, config.crop, gen=gen, **layer_options)
