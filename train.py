@@ -1,8 +1,9 @@
 """Train the interpolation network on footage plus synthetic motion, in resumable chunks.
 
-The default weights (weights/network.safetensors) come from four recipes: "study" at width 2 from scratch (a
-40000-step cosine, several chunks), then three 5000-step stages, each from the last one's weights: "quality-384"
-(larger crops and motion), "quality-512" (larger crops again) and "quality" (no census term):
+The default weights (weights/network.safetensors) come from six recipes: "study" at width 2 from scratch (a
+40000-step cosine, several chunks), then five 5000-step stages, each from the last one's weights: "quality-384"
+(larger crops and motion), "quality-512" (larger crops again), "quality-no-census" (no census term),
+"quality-no-flow" (no flow end-point error either) and "quality" (the same again):
 
     python train.py --recipe study --width 2 --data footage footage2 --frame-cache DIR --out runs/q1
     python train.py --resume runs/q1 --out runs/q1 ...        # more chunks, until step 40000
@@ -10,7 +11,7 @@ The default weights (weights/network.safetensors) come from four recipes: "study
     python train.py --recipe quality-384 --init-weights q1.safetensors --rewarm 500 --data footage footage2 \
         --frame-cache DIR --out runs/q2
     python -m training.export runs/q2 --out q2.safetensors
-    ... quality-512 from q2.safetensors to q3.safetensors, then quality from q3.safetensors to network.safetensors
+    ... quality-512 from q2.safetensors to q3.safetensors, and so on to quality, whose weights are the file
 
 The fast weights (weights/fast.safetensors, run.py --model fast) are "fast-base" from scratch to step 25000, then
 "fast" (the default recipe) from those weights. Each call trains one chunk (--minutes, default 8) and stops at the

@@ -53,9 +53,10 @@ def test_the_default_weights_record_the_quality_recipe_at_width_2():
 
 
 def test_the_default_weights_stages_follow_on():
-    """study → quality-384 → quality-512 → quality: each stage's schedule starts at the step where the one before
-    it ends."""
-    stages = [RECIPES[name] for name in ("study", "quality-384", "quality-512", "quality")]
+    """study → quality-384 → quality-512 → quality-no-census → quality-no-flow → quality: each stage's schedule
+    starts at the step where the one before it ends."""
+    stages = [RECIPES[name] for name in ("study", "quality-384", "quality-512", "quality-no-census",
+                                         "quality-no-flow", "quality")]
     for before, after in zip(stages, stages[1:]):
         assert after.schedule_start == before.schedule_start + before.total_steps
     # the same pixels per step in every stage (256² x 32 ≈ 384² x 14 ≈ 512² x 8, within 3%)

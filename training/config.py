@@ -3,8 +3,9 @@
 ``TrainConfig`` is the recipe: frozen, saved as JSON beside every checkpoint and in the weights' metadata. Each
 field is declared once, with its help text and its check; ``training.options`` makes the command-line flags from
 these declarations. Its defaults are the recipe of the fast weights (``weights/fast.safetensors``,
-``RECIPES["fast"]``); ``RECIPES`` names the others in use, among them the four stages of the default weights
-(``weights/network.safetensors``): ``study`` at width 2, then ``quality-384``, ``quality-512`` and ``quality``.
+``RECIPES["fast"]``); ``RECIPES`` names the others in use, among them the six stages of the default weights
+(``weights/network.safetensors``): ``study`` at width 2, then ``quality-384``, ``quality-512``,
+``quality-no-census``, ``quality-no-flow`` and ``quality``.
 """
 
 from __future__ import annotations
@@ -165,6 +166,8 @@ _QUALITY_384 = TrainConfig(seed=80, batch=14, crop=384, lr=1e-4, warmup=300, tot
                            synthetic_motion=3.0, downscale_share=0.5, max_nonlinearity=0.0, validation_clips=())
 
 _QUALITY_512 = dataclasses.replace(_QUALITY_384, batch=8, crop=512, schedule_start=45000)
+_NO_CENSUS = dataclasses.replace(_QUALITY_512, census_weight=0.0, schedule_start=50000)
+_NO_FLOW = dataclasses.replace(_NO_CENSUS, flow_loss_weight=0.0, schedule_start=55000)
 
 RECIPES: Dict[str, TrainConfig] = {
     # the fast weights (weights/fast.safetensors): the anneal that made them, from the step-25000 weights of
@@ -182,7 +185,12 @@ RECIPES: Dict[str, TrainConfig] = {
     # the third stage of the default weights: the step-45000 weights of "quality-384", the same again on
     # 512-px crops (the same pixels per step again)
     "quality-512": _QUALITY_512,
-    # the fourth and last stage: the step-50000 weights of "quality-512", the same again without the census term
-    # (the reconstruction loss alone, closer to what PSNR measures)
-    "quality": dataclasses.replace(_QUALITY_512, census_weight=0.0, schedule_start=50000),
+    # the fourth stage: the step-50000 weights of "quality-512", the same again without the census term (the
+    # reconstruction loss alone, closer to what PSNR measures)
+    "quality-no-census": _NO_CENSUS,
+    # the fifth stage: the step-55000 weights of "quality-no-census", the same again without the flow's end-point
+    # error on the synthetic samples (the reconstruction loss alone supervises the flow too)
+    "quality-no-flow": _NO_FLOW,
+    # the sixth and last stage: the step-60000 weights of "quality-no-flow", the same 5000 steps once more
+    "quality": dataclasses.replace(_NO_FLOW, schedule_start=60000),
 }
