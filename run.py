@@ -69,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "the two frames' alpha mixed linearly in time (a still matte over moving content)")
     p.add_argument("--ensemble", type=int, default=1, choices=[1, 2, 4],
                    help="average 2 passes (the frames and their mirror image) or 4 (also time-reversed): 2x or 4x "
-                        "the time (Middlebury: 34.85 / 34.86 dB against 34.65 one pass; docs/performance.md)")
+                        "the time (Middlebury: 34.83 / 34.81 dB against 34.64 one pass; docs/performance.md)")
     v = p.add_argument_group("video and frame sequences")
     v.add_argument("--video", type=Path, help="input video; --out is a video file (mp4/mkv/mov) or DIR/%%06d.png")
     v.add_argument("--frames", type=Path, help="input folder of frames (sorted by name); --out DIR/%%06d.png")

@@ -114,6 +114,8 @@ def test_recipe_values_are_checked_naming_the_flag(tmp_path, option, value, mess
     (["--rewarm", "-1"], "--rewarm must be 0 or positive"),
     (["--val-every", "0"], "--val-every must be at least 1"),
     (["--width", "2", "--init-weights", "w.safetensors"], "--width builds a fresh network"),
+    (["--flow-level", "0", "--resume", "runs/x"], "--flow-level builds a fresh network"),
+    (["--flow-level", "2"], "--flow-level must be 0 or 1"),
     (["--nonlinearity", "missing.pt"], "--nonlinearity missing.pt: no such file"),
 ])
 def test_run_options_are_checked_naming_the_flag(tmp_path, argv, message):
@@ -162,7 +164,9 @@ def test_start_point_takes_the_named_recipe_and_checks_the_schedule(tmp_path):
     options, overrides = _options(tmp_path, "--recipe", "study", "--width", "2", "--seed", "9")
     start = start_point(options, overrides)
     assert start.config == dataclasses.replace(RECIPES["study"], seed=9) and start.step == 0
-    assert start.net_config.encoder_widths[0] == 2 * 24
+    assert start.net_config.encoder_widths[0] == 2 * 24 and start.net_config.flow_finest_level == 1
+    options, overrides = _options(tmp_path, "--recipe", "study", "--width", "2", "--flow-level", "0")
+    assert start_point(options, overrides).net_config == dataclasses.replace(start.net_config, flow_finest_level=0)
     # the fast weights continue their recorded recipe, which ended at their step
     options, overrides = _options(tmp_path, "--init-weights", str(FAST))
     with pytest.raises(TrainingError, match="step 32000 is at or past the end .* --schedule-start 32000"):

@@ -34,6 +34,10 @@ class RunOptions:
     width: Optional[float] = _run(None, "a fresh network with every width multiplied by FACTOR "
                                         "(NetworkConfig.widened)", lambda v: v > 0, "must be positive",
                                   type=float, metavar="FACTOR")
+    flow_level: Optional[int] = _run(None, "a fresh network whose finest flow estimate is at pyramid level LEVEL: "
+                                           "1 = 1/4 resolution (NetworkConfig's), 0 = 1/2 (about twice the "
+                                           "GFLOPs)", lambda v: v in (0, 1), "must be 0 or 1", type=int,
+                                     metavar="LEVEL")
     minutes: float = _run(8.0, "wall-clock budget for this chunk (set-up not counted)", lambda v: v > 0,
                           "must be positive", type=float)
     max_steps: Optional[int] = _run(None, "stop after this many steps in this chunk", lambda v: v >= 0,
@@ -63,8 +67,9 @@ class RunOptions:
 
     def __post_init__(self) -> None:
         check_fields(self)
-        if self.width is not None and (self.resume is not None or self.init_weights is not None):
-            raise ConfigError("--width builds a fresh network; leave out --resume and --init-weights")
+        for name, value in (("--width", self.width), ("--flow-level", self.flow_level)):
+            if value is not None and (self.resume is not None or self.init_weights is not None):
+                raise ConfigError(f"{name} builds a fresh network; leave out --resume and --init-weights")
         if self.nonlinearity is not None and not self.nonlinearity.is_file():
             raise ConfigError(f"--nonlinearity {self.nonlinearity}: no such file (leave the option out to "
                               f"measure the triplets in this run)")

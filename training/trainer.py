@@ -93,11 +93,14 @@ def start_point(options: RunOptions, overrides: dict, main_process: bool = True)
         elif options.recipe is None:
             say(f"note: {options.init_weights} does not record its training recipe; the fast recipe applies "
                 f"(--recipe names another)", main_process, err=True)
-    elif options.width is not None:
-        try:
-            net_config = net_config.widened(options.width)
-        except ValueError as exc:
-            raise TrainingError(f"--width: {exc}") from None
+    else:
+        if options.width is not None:
+            try:
+                net_config = net_config.widened(options.width)
+            except ValueError as exc:
+                raise TrainingError(f"--width: {exc}") from None
+        if options.flow_level is not None:
+            net_config = dataclasses.replace(net_config, flow_finest_level=options.flow_level)
     config = dataclasses.replace(config, **overrides)
     start, end = config.schedule_start, config.schedule_start + config.total_steps
     if step < start:
