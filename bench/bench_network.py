@@ -88,7 +88,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="also time test-time ensembles of these many passes (bf16, eager: run.py --ensemble runs "
                         "them without CUDA graphs)")
     p.add_argument("--network", nargs="+", default=None, metavar="KEY=VALUE",
-                   help="time a changed NetworkConfig with random weights (e.g. refine_width=24), as train.py")
+                   help="time a changed NetworkConfig with random weights (e.g. flow_finest_level=0), as train.py")
     args = p.parse_args(argv)
     device = require_cuda()
     if device is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Dict, List, Sequence, Tuple, Union
+from typing import Any, Dict, List, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -32,10 +32,6 @@ class NetworkConfig:
     decoder_widths: Tuple[int, ...] = (32, 48, 96)
     full_width: int = 16
     metric_hidden: int = 12
-    # optional stages added to a trained network (zero-initialised, so they start as the identity):
-    flow_refine_hidden: Tuple[int, ...] = ()  # a flow decoder one level finer than flow_finest_level
-    refine_width: int = 0  # a full-resolution residual refinement after the decoder
-    flow_upsample_hidden: int = 0  # learned convex upsampling of the finest flow (0: bilinear)
 
     def to_dict(self) -> Dict:
         return dataclasses.asdict(self)
@@ -65,8 +61,7 @@ class NetworkConfig:
         def scale(width: int) -> int:
             return max(4, int(round(width * factor / 4)) * 4) if width else 0
 
-        keys = ("encoder_widths", "flow_hidden", "decoder_widths", "full_width", "metric_hidden",
-                "flow_refine_hidden", "refine_width", "flow_upsample_hidden")
+        keys = ("encoder_widths", "flow_hidden", "decoder_widths", "full_width", "metric_hidden")
         values = self.to_dict()
         for key in keys:
             value = values[key]
@@ -75,11 +70,23 @@ class NetworkConfig:
 
     @classmethod
     def from_dict(cls, data: Dict) -> "NetworkConfig":
+        """The config of a saved dict (weights metadata, a run's config.json). A key of REMOVED loads at the value
+        every saved network held it at and is dropped; at another value it raises ValueError naming the key."""
         names = {f.name for f in dataclasses.fields(cls)}
-        unknown = set(data) - names
+        values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+        unknown = set(values) - names - set(REMOVED)
         if unknown:
             raise ValueError(f"unknown network config keys: {sorted(unknown)}")
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+        for key in sorted(set(values) & set(REMOVED)):
+            if values[key] != REMOVED[key]:
+                raise ValueError(f"network config sets {key} = {data[key]!r}, a stage removed from the network "
+                                 f"(docs/journal/removed-options.md); load it with an older commit")
+        return cls(**{k: v for k, v in values.items() if k in names})
+
+
+# Fields removed with the stages they added to trained networks (docs/journal/removed-options.md: --network
+# KEY=VALUE) and the value every saved config holds them at (no stage); configs holding those values still load.
+REMOVED: Dict[str, Any] = {"flow_refine_hidden": (), "refine_width": 0, "flow_upsample_hidden": 0}
 
 
 @dataclass
@@ -103,11 +110,10 @@ class Network(nn.Module):
         self.config = config
         self.encoder = Encoder(config.encoder_widths)
         self.flow = FlowEstimator(config.encoder_widths, config.flow_finest_level, config.flow_radius,
-                                  config.flow_hidden, config.flow_refine_hidden,
-                                  config.flow_upsample_hidden)
+                                  config.flow_hidden)
         self.metric = Metric(config.metric_hidden)
         self.decoder = Decoder(config.encoder_widths[:config.synthesis_levels], config.decoder_widths,
-                               config.full_width, config.refine_width)
+                               config.full_width)
 
     def estimate_flow(self, one: torch.Tensor, two: torch.Tensor, flow_scale: float = 1.0) -> FlowState:
         """Features, bidirectional flow and metrics for a padded pair (H, W multiples of 32).

@@ -16,7 +16,7 @@ from torch import nn
 
 import softsplat
 
-from .layers import conv, zero_last_conv
+from .layers import conv
 from .warp import backwarp
 
 
@@ -57,7 +57,7 @@ def splat_pyramid(image: torch.Tensor, feats: Sequence[torch.Tensor], flow: torc
 class Decoder(nn.Module):
     """U-Net over the splatted pyramids of both frames, coarse to fine."""
 
-    def __init__(self, feat_widths: Sequence[int], widths: Sequence[int], full: int, refine: int = 0) -> None:
+    def __init__(self, feat_widths: Sequence[int], widths: Sequence[int], full: int) -> None:
         super().__init__()
         # widths[i] is the decoder width at pyramid level i (1/2^(i+1)); ``full`` at full resolution
         levels = len(feat_widths)
@@ -71,13 +71,6 @@ class Decoder(nn.Module):
             c_up = width
         self.blocks = nn.ModuleList(blocks)
         self.full = nn.Sequential(conv(2 * 4 + c_up, full), conv(full, full), conv(full, 4, act=False))
-        # optional residual refinement at full resolution: sees the full stage's inputs and its result,
-        # and starts at zero, so a trained network grown by it begins where it was
-        self.refine = None
-        if refine:
-            self.refine = nn.Sequential(conv(2 * 4 + c_up + 3, refine), conv(refine, refine),
-                                        conv(refine, refine), conv(refine, 3, act=False))
-            zero_last_conv(self.refine)
 
     def forward(self, warped_one: List[torch.Tensor], warped_two: List[torch.Tensor], t) -> torch.Tensor:
         """``t``: a float, or an N x 1 x 1 x 1 tensor of per-sample times."""
@@ -97,7 +90,4 @@ class Decoder(nn.Module):
         out = self.full(inputs).float()
         mask = torch.sigmoid(out[:, 3:4])
         blend = mask * img_one[:, :3].float() + (1.0 - mask) * img_two[:, :3].float()
-        frame = blend + out[:, :3]
-        if self.refine is not None:
-            frame = frame + self.refine(torch.cat([inputs, frame.to(x.dtype)], 1)).float()
-        return frame
+        return blend + out[:, :3]

@@ -45,7 +45,11 @@ def read_config(path: Union[str, Path]) -> NetworkConfig:
     meta = read_metadata(path)
     if "config" not in meta:
         raise WeightsError(f"{path} has no network config in its metadata: was it saved by save_weights()?")
-    return NetworkConfig.from_dict(json.loads(meta["config"]))
+    config = json.loads(meta["config"])
+    try:
+        return NetworkConfig.from_dict(config)
+    except ValueError as exc:  # an unknown key, or a removed stage switched on: the file needs older code
+        raise WeightsError(f"{path}: {exc}") from None
 
 
 def load_weights(path: Union[str, Path], device: Union[str, torch.device] = "cpu") -> Network:

@@ -172,67 +172,38 @@ def test_export_of_a_training_state(tmp_path):
     assert not (tmp_path / "bad.safetensors").exists()
 
 
-def test_grown_network_starts_where_the_trained_one_was():
-    """The optional stages are zero-initialised: loading a smaller network's weights gives its exact output."""
-    torch.manual_seed(0)
-    base = Network(NetworkConfig(full_width=8)).eval()
-    grown = Network(base.config.with_overrides(["refine_width=8", "flow_refine_hidden=8,8"])).eval()
-    result = grown.load_state_dict(base.state_dict(), strict=False)
-    assert not result.unexpected_keys
-    assert all(k.startswith(("decoder.refine.", "flow.refine.")) for k in result.missing_keys)
-    one, two = torch.rand(1, 3, 64, 96), torch.rand(1, 3, 64, 96)
-    with torch.no_grad():
-        assert torch.equal(base(one, two, [0.3])[0], grown(one, two, [0.3])[0])
-        state = grown.estimate_flow(one, two)
-    assert len(state.flow_pyramid) == len(base.estimate_flow(one, two).flow_pyramid) + 1
-    assert state.flow_pyramid[-1].shape[2:] == (32, 48)  # the refinement works at 1/2 resolution
-
-
-def test_convex_upsampling_starts_as_bilinear_and_can_learn_sharper_flow():
-    """The convex upsampler's fixed logits reproduce bilinear upsampling (edges included); a network grown by it
-    gives the smaller network's output, and its full-resolution flow is supervised as one more level."""
-    from model.flow import ConvexUpsampler
-    from model.warp import resize_flow
-
-    torch.manual_seed(0)
-    up = ConvexUpsampler(width=8, hidden=8, factor=4)
-    flow = torch.randn(2, 2, 6, 5) * 3
-    fine = up(torch.randn(2, 8, 6, 5), flow)
-    assert fine.shape == (2, 2, 24, 20)
-    assert torch.allclose(fine, resize_flow(flow, (24, 20)), atol=1e-4)
-    # a learned residual on the logits makes each fine pixel pick among its neighbours: a step edge in the coarse
-    # flow can come out sharper than bilinear, never outside the neighbours' range (a convex combination)
-    with torch.no_grad():
-        up.net[-1].bias.normal_(0.0, 5.0)
-    fine = up(torch.randn(2, 8, 6, 5), flow)
-    assert not torch.allclose(fine, resize_flow(flow, (24, 20)), atol=1e-2)
-    assert fine.max() <= 4 * flow.max() + 1e-4 and fine.min() >= 4 * flow.min() - 1e-4
-
-    base = Network(NetworkConfig(full_width=8)).eval()
-    grown = Network(base.config.with_overrides(["flow_upsample_hidden=8"])).eval()
-    result = grown.load_state_dict(base.state_dict(), strict=False)
-    assert not result.unexpected_keys and all(k.startswith("flow.upsample.") for k in result.missing_keys)
-    one, two = torch.rand(1, 3, 64, 96), torch.rand(1, 3, 64, 96)
-    with torch.no_grad():
-        assert torch.allclose(base(one, two, [0.3])[0], grown(one, two, [0.3])[0], atol=1e-4)
-        state = grown.estimate_flow(one, two)
-        assert len(state.flow_pyramid) == len(base.estimate_flow(one, two).flow_pyramid) + 1
-        assert state.flow_pyramid[-1].shape[2:] == (64, 96)
-        # flow estimated on downscaled frames (4K) is upsampled bilinearly from there, as before
-        assert grown(one, two, [0.5], flow_scale=0.5)[0].shape == one.shape
-    with pytest.raises(ValueError, match="choose one"):
-        Network(NetworkConfig(flow_upsample_hidden=8, flow_refine_hidden=(8,)))
-
-
 def test_config_overrides_name_the_fix():
-    config = NetworkConfig().with_overrides(["refine_width=24", "flow_hidden=64,32"])
-    assert config.refine_width == 24 and config.flow_hidden == (64, 32)
+    config = NetworkConfig().with_overrides(["flow_finest_level=0", "flow_hidden=64,32"])
+    assert config.flow_finest_level == 0 and config.flow_hidden == (64, 32)
     with pytest.raises(ValueError, match="KEY one of"):
         NetworkConfig().with_overrides(["widht=3"])
+    with pytest.raises(ValueError, match="KEY one of"):  # a removed stage is no key any more
+        NetworkConfig().with_overrides(["refine_width=24"])
     with pytest.raises(ValueError, match="comma-separated integers"):
         NetworkConfig().with_overrides(["flow_hidden=a,b"])
-    with pytest.raises(ValueError, match="flow_finest_level >= 1"):
-        Network(NetworkConfig(flow_finest_level=0, flow_refine_hidden=(8,)))
+
+
+def test_saved_configs_with_removed_stages_load_at_their_off_values(tmp_path):
+    """Every saved config (weights metadata, a run's config.json) holds the removed stages' keys switched off: it
+    loads as the network without them; one that switches a stage on names the key and where it went."""
+    from safetensors.torch import load_file, save_file
+
+    saved = {**NetworkConfig().to_dict(), "flow_refine_hidden": [], "refine_width": 0, "flow_upsample_hidden": 0}
+    assert NetworkConfig.from_dict(json.loads(json.dumps(saved))) == NetworkConfig()
+    with pytest.raises(ValueError, match=r"refine_width = 24, a stage removed .*removed-options\.md"):
+        NetworkConfig.from_dict({**saved, "refine_width": 24})
+    with pytest.raises(ValueError, match="flow_refine_hidden"):
+        NetworkConfig.from_dict({**saved, "flow_refine_hidden": [32]})
+    with pytest.raises(ValueError, match="unknown network config keys"):
+        NetworkConfig.from_dict({**saved, "widht": 3})
+    # a weights file whose config switches one on: load_weights says so (a WeightsError, one line for the user)
+    path = tmp_path / "grown.safetensors"
+    save_weights(Network(NetworkConfig(full_width=8)), path)
+    save_file(load_file(str(path)), str(path), metadata={
+        **read_metadata(path), "config": json.dumps({**NetworkConfig(full_width=8).to_dict(),
+                                                     "flow_upsample_hidden": 32})})
+    with pytest.raises(WeightsError, match="flow_upsample_hidden = 32, a stage removed"):
+        load_weights(path)
 
 
 def test_weights_missing_and_corrupt(tmp_path):
@@ -284,14 +255,9 @@ def test_cuda_correlation_matches_pytorch(dtype, radius):
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("grown", [False, True])
-def test_cuda_network_matches_cpu(grown):
+def test_cuda_network_matches_cpu():
     torch.manual_seed(0)
-    net = Network(NetworkConfig(refine_width=8, flow_refine_hidden=(8,)) if grown else NetworkConfig()).eval()
-    if grown:  # give the zero-initialised stages weights, so that they count in the comparison
-        for stage in (net.decoder.refine, net.flow.refine):
-            for p in stage.parameters():
-                torch.nn.init.normal_(p, std=0.05)
+    net = Network(NetworkConfig()).eval()
     one, two = torch.rand(1, 3, 96, 128), torch.rand(1, 3, 96, 128)
     with torch.no_grad():
         cpu = net(one, two, [0.3])[0]
@@ -489,15 +455,6 @@ def _noise_clip():
     return data.Clip("t", (noise * 255).byte(), 3.0, (), torch.zeros(2, dtype=torch.bool))
 
 
-def _three_layer_scenes(**options):
-    """8 synthetic triplets with 3 layers over _noise_clip, the same draws on every call, so that scenes with and
-    without an option compare (callers switch augmentation off: its draws come after the options')."""
-    import training.data as data
-
-    sampler = data.FootageSampler([_noise_clip()], 128, generator=torch.Generator().manual_seed(0))
-    return data.synthetic_batch(sampler, 8, 128, gen=torch.Generator().manual_seed(2), layers=3, **options)
-
-
 def test_augmented_synthetic_flow_still_warps_two_onto_one():
     """Flips, transposes and reversal must transform the ground-truth flow with the frames."""
     import training.data as data
@@ -508,12 +465,9 @@ def test_augmented_synthetic_flow_still_warps_two_onto_one():
     clip = data.Clip("t", texture.unsqueeze(0).repeat(3, 1, 1, 1).byte(), 3.0, (), torch.zeros(2, dtype=torch.bool))
     sampler = data.FootageSampler([clip], 128, generator=g)
     for seed in range(6):
-        for small_share, layers, motion_scale, shape_amp, warp_px in (
-                (0.0, 2, 1.0, 0.0, 0.0), (1.0, 2, 1.0, 0.0, 0.0), (0.0, 4, 1.5, 0.0, 0.0), (0.0, 4, 1.5, 0.4, 0.0),
-                (0.0, 3, 1.0, 0.0, 8.0), (0.5, 4, 2.0, 0.3, 8.0)):  # (textures zoomed in the next test)
+        for small_share, layers, motion_scale in ((0.0, 2, 1.0), (1.0, 2, 1.0), (0.0, 4, 1.5), (0.5, 4, 2.0)):
             batch = data.synthetic_batch(sampler, 4, 128, gen=torch.Generator().manual_seed(seed),
-                                         small_share=small_share, layers=layers, motion_scale=motion_scale,
-                                         shape_amp=shape_amp, warp_px=warp_px)
+                                         small_share=small_share, layers=layers, motion_scale=motion_scale)
             warped = backwarp(batch["two"], batch["flow_fwd"])
             inside = (warped.abs().sum(1, keepdim=True) > 0).float()
             error = ((warped - batch["one"]).abs() * inside).mean()
@@ -555,88 +509,6 @@ def test_synthetic_layers_and_motion_scale():
     for bad in ({"layers": 0}, {"motion_scale": 0.0}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             data.synthetic_batch(sampler, 2, 128, **bad)
-
-
-def test_synthetic_shapes_bend_layer_outlines_and_keep_earlier_scenes(monkeypatch):
-    import math
-
-    import training.data as data
-
-    # the boundary lies where the radius is scaled by 1 + sum_k a_k cos(k theta + phase_k), k = 2, 3, ...
-    amp, phase = torch.tensor([[0.3, 0.1, 0.0, 0.05]]), torch.tensor([[0.5, 1.0, 0.0, 2.0]])
-    centre, radius = torch.tensor([[50.0, 40.0]]), torch.tensor([[20.0, 10.0]])
-    theta = torch.linspace(-3.1, 3.1, 25)
-    scale = 1 + sum(amp[0, i] * torch.cos((i + 2) * theta + phase[0, i]) for i in range(4))
-    edge = centre + torch.stack([torch.cos(theta), torch.sin(theta)], -1) * radius * scale.unsqueeze(-1)
-    points = edge.view(1, 1, -1, 2)
-    torch.testing.assert_close(data._radial(points, centre, radius, (amp, phase)), torch.ones(1, 1, 25))
-    torch.testing.assert_close(data._radial(points, centre, radius, (amp * 0, phase)),
-                               data._radial(points, centre, radius, None))
-    assert float(scale.max() - scale.min()) > 0.5 and math.isclose(float(data._radial(centre.view(1, 1, 1, 2), centre,
-                                                                                     radius, (amp, phase))), 0.0)
-
-    monkeypatch.setattr(data, "augment", lambda b, gen: b)  # the flips etc. draw after the shapes
-    plain, shaped = _three_layer_scenes(), _three_layer_scenes(shape_amp=0.4)
-    # shapes are drawn last: the same textures, times and motions, so the background and the time agree ...
-    assert torch.equal(plain["t"], shaped["t"])
-    assert float(((plain["one"] - shaped["one"]).abs() < 1e-3).float().mean()) > 0.3  # soft edges reach far
-    # ... while the outlines (and so the occlusions and the flow) differ
-    assert float((plain["flow_fwd"] - shaped["flow_fwd"]).abs().amax()) > 1.0
-    with pytest.raises(ValueError, match="shape_amp"):
-        _three_layer_scenes(shape_amp=-0.1)
-
-
-def test_synthetic_warp_deforms_layers_smoothly_and_invertibly(monkeypatch):
-    import training.data as data
-
-    gen = torch.Generator().manual_seed(4)
-    field = data._deformation(6, 128, 12.0, 1.0, torch.device("cpu"), gen)
-    p = torch.rand(6, 20, 30, 2, generator=gen) * 128
-    t = torch.rand(6, generator=gen)
-    # the fixed-point inverse undoes the deformation to well under 0.01 px, and the field reaches several pixels
-    assert float((data._undeform(data._deform(p, t, field), t, field) - p).abs().max()) < 1e-3
-    assert float((data._deform(p, torch.ones(6), field) - p).norm(dim=-1).amax()) > 2.0
-    # its slope stays below the bound (finite differences along x and y)
-    for step in (torch.tensor([1e-2, 0.0]), torch.tensor([0.0, 1e-2])):
-        change = (data._displacement(p + step, field) - data._displacement(p, field)).norm(dim=-1) / 1e-2
-        assert float(change.max()) <= data._WARP_SLOPE + 1e-3
-    assert data._undeform(p, t, None) is p and data._deform(p, t, None) is p
-
-    monkeypatch.setattr(data, "augment", lambda b, gen: b)
-    rigid, warped = _three_layer_scenes(), _three_layer_scenes(warp_px=8.0)
-    assert torch.equal(rigid["one"], warped["one"])  # nothing deforms at t = 0
-    assert torch.equal(rigid["t"], warped["t"])
-    assert float((rigid["flow_fwd"] - warped["flow_fwd"]).abs().amax()) > 1.0
-    with pytest.raises(ValueError, match="warp_px"):
-        _three_layer_scenes(warp_px=-1.0)
-
-
-def test_synthetic_texture_zoom_cuts_larger_and_shrinks(monkeypatch):
-    import training.data as data
-
-    # stripes of period 16 px: shrunk up to 2x they alternate faster, so neighbouring pixels differ more
-    xx = torch.arange(600.0).view(1, -1).expand(600, 600)
-    stripes = ((torch.sin(xx * 2 * np.pi / 16) + 1) * 127).expand(3, 600, 600)
-    big = data.Clip("big", stripes.unsqueeze(0).repeat(3, 1, 1, 1).byte(), 3.0, (), torch.zeros(2, dtype=torch.bool))
-    # a clip too small for most zoomed cuts: cutting it anyway would fail (a square larger than the frame)
-    small = data.Clip("small", torch.zeros(3, 3, 200, 200, dtype=torch.uint8), 3.0, (),
-                      torch.zeros(2, dtype=torch.bool))
-    monkeypatch.setattr(data, "augment", lambda b, gen: b)
-
-    def detail(zoom):  # one zoom per layer: averaged over 4 layers and 4 scenes
-        total = 0.0
-        for seed in range(4):
-            sampler = data.FootageSampler([big, small], 128, generator=torch.Generator().manual_seed(0))
-            b = data.synthetic_batch(sampler, 8, 128, gen=torch.Generator().manual_seed(seed), layers=4,
-                                     texture_zoom=zoom, small_share=1.0)  # small motion: textures barely scale
-            total += float((b["one"][..., 1:] - b["one"][..., :-1]).abs().mean()) / 4
-        return total
-
-    plain = detail(1.0)
-    zoomed = detail(4.0)  # cuts of 128-512 px: those above 200 px come from the big clip only
-    assert zoomed > 1.3 * plain
-    with pytest.raises(ValueError, match="texture_zoom"):
-        detail(0.5)
 
 
 def test_synthetic_edge_px_sharpens_layer_edges():

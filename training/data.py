@@ -395,7 +395,7 @@ def synthetic_set(clips: List[Clip], crop: int, batches: int, small_share: float
                   seed: int = 1357, device: Optional[torch.device] = None,
                   **options: float) -> List[Dict[str, torch.Tensor]]:
     """Batches of 16 fixed synthetic triplets over ``clips``' textures (exact ground truth), the same on every call
-    (the first k batches whatever ``batches`` is); ``options`` go to synthetic_batch (layers, shape_amp, ...)."""
+    (the first k batches whatever ``batches`` is); ``options`` go to synthetic_batch (layers, motion_scale, ...)."""
     gen = torch.Generator().manual_seed(seed)
     sampler = FootageSampler(clips, crop, 4, generator=gen, device=device)
     return [synthetic_batch(sampler, 16, crop, gen=gen, small_share=small_share, edge_px=edge_px, **options)
@@ -478,85 +478,15 @@ def _sample(texture: torch.Tensor, coords: torch.Tensor) -> torch.Tensor:
     return F.grid_sample(texture, norm, mode="bilinear", padding_mode="reflection", align_corners=True)
 
 
-_SHAPE_HARMONICS = 4  # harmonics 2-5 of a layer's boundary with synthetic_batch(shape_amp > 0)
-
-
-def _radial(src: torch.Tensor, centre: torch.Tensor, radius: torch.Tensor,
-            shape: Optional[Tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
-    """Squared distance of layer-space points from a layer's centre in units of its boundary radius (1 on the
-    edge): an ellipse of the given radii, or with ``shape`` = (amplitudes, phases), n x K each, a boundary whose
-    radius is scaled by 1 + sum_k a_k cos(k theta + phase_k) over k = 2, 3, ... (kept above 0.3)."""
+def _radial(src: torch.Tensor, centre: torch.Tensor, radius: torch.Tensor) -> torch.Tensor:
+    """Squared distance of layer-space points from a layer's centre in units of its elliptical boundary's radii
+    (1 on the edge)."""
     d = (src - centre.view(-1, 1, 1, 2)) / radius.view(-1, 1, 1, 2)
-    squared = d.pow(2).sum(-1)
-    if shape is None:
-        return squared
-    amp, phase = shape
-    order = torch.arange(2, 2 + amp.shape[1], device=d.device, dtype=d.dtype)
-    theta = torch.atan2(d[..., 1], d[..., 0]).unsqueeze(-1)
-    scale = 1.0 + (amp[:, None, None] * torch.cos(order * theta + phase[:, None, None])).sum(-1)
-    return squared / scale.clamp_min(0.3).pow(2)
+    return d.pow(2).sum(-1)
 
 
-_WARP_MODES = 3  # sine waves summed in a layer's deformation field
-_WARP_SLOPE = 0.3  # largest slope of a deformation field (at t = 1): the map p -> p + t D(p) stays invertible
-_WARP_ITERATIONS = 8  # fixed-point steps of _undeform: error below 0.3 ** 8 = 7e-5 of the displacement
-
-
-def _deformation(n: int, crop: int, warp_px: float, shrink: Union[float, torch.Tensor], device: torch.device,
-                 gen: Optional[torch.Generator]) -> Tuple[torch.Tensor, ...]:
-    """A smooth random field D(p) = sum_m a_m sin(2 pi k_m . p / crop + phase_m) per sample: wave vectors of 0.5-2
-    cycles per crop in random directions, amplitude vectors of up to ``warp_px`` / modes each, scaled down where
-    the field's slope bound sum_m 2 pi |k_m| |a_m| / crop would pass _WARP_SLOPE; ``shrink`` scales it with the
-    sample's motion (small_share)."""
-    m = _WARP_MODES
-    angle = torch.rand(n, m, 2, generator=gen) * (2 * math.pi)
-    cycles = 0.5 + 1.5 * torch.rand(n, m, generator=gen)
-    radians = (cycles * 2 * math.pi / crop)[..., None]  # per pixel along the wave's direction
-    wave = torch.stack([torch.cos(angle[..., 0]), torch.sin(angle[..., 0])], -1) * radians
-    size = torch.rand(n, m, generator=gen) * warp_px / m
-    amp = torch.stack([torch.cos(angle[..., 1]), torch.sin(angle[..., 1])], -1) * size[..., None]
-    phase = torch.rand(n, m, generator=gen) * (2 * math.pi)
-    slope = (wave.norm(dim=-1) * amp.norm(dim=-1)).sum(-1, keepdim=True)
-    amp = amp * torch.clamp(_WARP_SLOPE / slope.clamp_min(1e-12), max=1.0)[..., None]
-    amp = to_device(amp, device) * (shrink.view(-1, 1, 1) if isinstance(shrink, torch.Tensor) else shrink)
-    return to_device(wave, device), amp, to_device(phase, device)
-
-
-def _displacement(p: torch.Tensor, field: Tuple[torch.Tensor, ...]) -> torch.Tensor:
-    wave, amp, phase = field
-    return torch.einsum("nhwm,nmc->nhwc", torch.sin(torch.einsum("nhwc,nmc->nhwm", p, wave) + phase[:, None, None]),
-                        amp)
-
-
-def _deform(p: torch.Tensor, t: torch.Tensor, field: Optional[Tuple[torch.Tensor, ...]]) -> torch.Tensor:
-    """Layer points p (n x H x W x 2) deformed to time t: p + t D(p); rigid layers (None) stay as they are."""
-    return p if field is None else p + t.view(-1, 1, 1, 1) * _displacement(p, field)
-
-
-def _undeform(q: torch.Tensor, t: torch.Tensor, field: Optional[Tuple[torch.Tensor, ...]]) -> torch.Tensor:
-    """The layer points p with p + t D(p) = q, by fixed-point iteration (a contraction: D's slope is below 0.3)."""
-    if field is None:
-        return q
-    p = q
-    for _ in range(_WARP_ITERATIONS):
-        p = q - t.view(-1, 1, 1, 1) * _displacement(p, field)
-    return p
-
-
-def _texture_cuts(sampler: FootageSampler, crop: int, count: int, zoom: float,
-                  gen: Optional[torch.Generator]) -> List[Tuple[int, torch.Tensor]]:
-    """For each of ``count`` layers: the side of the squares its textures are cut at (crop to crop * zoom,
-    log-uniform) and the clip weights to draw them with (the sampler's, zero for clips too small for the cut)."""
-    if zoom <= 1:  # (no draw: the random stream of earlier recipes stays the same)
-        return [(crop, sampler.weights)] * count
-    shortest = torch.tensor([float(min(c.frames.shape[2:])) for c in sampler.clips], dtype=torch.float64)
-    largest = min(zoom, float(shortest.max()) / crop)
-    sides = [int(crop * largest ** float(torch.rand(1, generator=gen))) for _ in range(count)]
-    return [(side, sampler.weights * (shortest >= side)) for side in sides]
-
-
-def _check_scene_options(small_share: float, edge_px: float, edge_share: float, layers: int, motion_scale: float,
-                         shape_amp: float, warp_px: float, texture_zoom: float) -> None:
+def _check_scene_options(small_share: float, edge_px: float, edge_share: float, layers: int,
+                         motion_scale: float) -> None:
     for name, share in (("small_share", small_share), ("edge_share", edge_share)):
         if not 0.0 <= share <= 1.0:
             raise ValueError(f"{name} must lie in [0, 1], got {share}")
@@ -566,36 +496,26 @@ def _check_scene_options(small_share: float, edge_px: float, edge_share: float, 
         raise ValueError(f"layers must be at least 1 (a background and a moving layer over it), got {layers}")
     if not motion_scale > 0:
         raise ValueError(f"motion_scale must be positive, got {motion_scale}")
-    if shape_amp < 0:
-        raise ValueError(f"shape_amp must be 0 (ellipses) or positive, got {shape_amp}")
-    if warp_px < 0:
-        raise ValueError(f"warp_px must be 0 (rigid layers) or positive, got {warp_px}")
-    if not texture_zoom >= 1:
-        raise ValueError(f"texture_zoom must be 1 (textures at the footage's size) or more, got {texture_zoom}")
 
 
-def _layer_textures(sampler: FootageSampler, size: int, crop: int, count: int, zoom: float,
+def _layer_textures(sampler: FootageSampler, size: int, crop: int, count: int,
                     gen: Optional[torch.Generator]) -> torch.Tensor:
     """``count`` textures per sample (count x size x 3 x crop x crop in [0, 1]), cut from random frames."""
-    device = sampler.device
     textures = []
-    for side, weights in _texture_cuts(sampler, crop, count, zoom, gen):
+    for _ in range(count):
         cuts = []
         for _ in range(size):
-            clip = sampler.clips[int(torch.multinomial(weights, 1, generator=gen))]
+            clip = sampler.clips[int(torch.multinomial(sampler.weights, 1, generator=gen))]
             f = clip.frames[sampler._rand(clip.frames.shape[0])]
             h, w = f.shape[1:]
-            y, x = sampler._rand(h - side + 1), sampler._rand(w - side + 1)
-            cuts.append(f[:, y:y + side, x:x + side])
-        cuts = to_device(torch.stack(cuts), device).float().div(255.0)
-        if side != crop:
-            cuts = F.interpolate(cuts, size=(crop, crop), mode="bilinear", align_corners=False, antialias=True)
-        textures.append(cuts)
+            y, x = sampler._rand(h - crop + 1), sampler._rand(w - crop + 1)
+            cuts.append(f[:, y:y + crop, x:x + crop])
+        textures.append(to_device(torch.stack(cuts), sampler.device).float().div(255.0))
     return torch.stack(textures)
 
 
-def _render(motions, textures: torch.Tensor, times: Dict[str, torch.Tensor], grid: torch.Tensor, sharpness, shapes,
-            fields, backgrounds: Optional[Dict[str, torch.Tensor]]):
+def _render(motions, textures: torch.Tensor, times: Dict[str, torch.Tensor], grid: torch.Tensor, sharpness,
+            backgrounds: Optional[Dict[str, torch.Tensor]]):
     """The three frames of layered scenes, back to front, and the layer-space point each output pixel shows at each
     time (``sources[time, layer]``), which the true flow reuses."""
     frames = {}
@@ -603,35 +523,31 @@ def _render(motions, textures: torch.Tensor, times: Dict[str, torch.Tensor], gri
     for key, tt in times.items():
         img = None
         for layer, (params, centre, radius) in enumerate(motions):
-            inv = _invert(_matrix(params, tt, centre))
-            field = None if key == "one" else fields[layer]  # at t = 0 nothing has deformed yet
-            src = sources[key, layer] = _undeform(_apply(inv, grid), tt, field)
+            src = sources[key, layer] = _apply(_invert(_matrix(params, tt, centre)), grid)
             colour = _sample(textures[layer], src)
             if layer == 0:
                 img = colour if backgrounds is None else backgrounds[key]
                 continue
-            inside = 1.0 - _radial(src, centre, radius, shapes[layer]).sqrt()  # 0 on the edge, in units of its radius
+            inside = 1.0 - _radial(src, centre, radius).sqrt()  # 0 on the edge, in units of its radius
             mask = torch.sigmoid(inside * sharpness[layer]).unsqueeze(1)
             img = mask * colour + (1 - mask) * img
         frames[key] = img
     return frames, sources
 
 
-def _true_flows(motions, times: Dict[str, torch.Tensor], grid: torch.Tensor, sources, shapes, fields
-                ) -> Dict[str, torch.Tensor]:
+def _true_flows(motions, times: Dict[str, torch.Tensor], grid: torch.Tensor, sources) -> Dict[str, torch.Tensor]:
     """Forward and backward flow: the topmost layer covering each pixel at the start time decides its motion."""
     flows = {}
     for name, start, end in (("flow_fwd", "one", "two"), ("flow_bwd", "two", "one")):
         flow = None
         for layer, (params, centre, radius) in enumerate(motions):
             src = sources[start, layer]
-            field = None if end == "one" else fields[layer]
-            dst = _apply(_matrix(params, times[end], centre), _deform(src, times[end], field))
+            dst = _apply(_matrix(params, times[end], centre), src)
             f = (dst - grid).permute(0, 3, 1, 2)
             if layer == 0:
                 flow = f
                 continue
-            mask = (_radial(src, centre, radius, shapes[layer]) < 1.0).unsqueeze(1).float()
+            mask = (_radial(src, centre, radius) < 1.0).unsqueeze(1).float()
             flow = mask * f + (1 - mask) * flow
         flows[name] = flow
     return flows
@@ -640,11 +556,10 @@ def _true_flows(motions, times: Dict[str, torch.Tensor], grid: torch.Tensor, sou
 def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int = 2,
                     gen: Optional[torch.Generator] = None, small_share: float = 0.0,
                     edge_px: float = 0.0, edge_share: float = 1.0,
-                    motion_scale: float = 1.0, shape_amp: float = 0.0,
-                    warp_px: float = 0.0, texture_zoom: float = 1.0,
+                    motion_scale: float = 1.0,
                     backgrounds: Optional[Dict[str, torch.Tensor]] = None) -> Dict[str, torch.Tensor]:
     """Layered affine motion over real textures, with ground-truth bidirectional flow: a background and
-    ``layers`` elliptical (or, with ``shape_amp``, lobed) layers over it, each with its own motion.
+    ``layers`` elliptical layers over it, each with its own motion.
 
     ``backgrounds``: real triplets (``one``, ``mid``, ``two``, ``t`` of ``size`` samples) to paste the moving layers
     over instead of a synthetic background: new occlusions over real motion (``paste_layers``). Their own motion is
@@ -658,20 +573,10 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
     original soft edge), so that both kinds of boundary are trained.
     ``motion_scale``: multiplies the largest shift of every layer (12 px for the background, 32 px for the
     layers, between t = 0 and 1), for larger motions; rotations and scalings stay as they are.
-    ``shape_amp``: 0 keeps every layer an ellipse; above 0 a layer's boundary radius varies with the angle by
-    harmonics 2-5 of random phase and amplitudes up to ``shape_amp / (k - 1)``, so layers have lobes, corners of
-    a sort and concave parts, like real objects (0.3: radius within about 0.4-1.6 of the ellipse's).
-    ``warp_px``: 0 moves every layer rigidly (one affine map); above 0 each layer also deforms by a smooth random
-    field of up to ``warp_px`` pixels at t = 1 (growing linearly in t), like cloth, water or a moving body: a point p
-    of the layer is at A_t(p + t D(p)). The field's slope is kept below 0.3, so the map stays invertible and its
-    inverse, found by fixed-point iteration, is exact to well under 0.01 px; frames and flow use the same inverse.
-    ``texture_zoom``: 1 cuts each layer's textures at the crop size from the footage; above 1 each layer's textures
-    are cut up to that much larger (log-uniform; from the clips large enough for the cut) and shrunk with
-    antialiasing: finer, sharper detail and less coding noise than the footage has at its own size.
     """
-    _check_scene_options(small_share, edge_px, edge_share, layers, motion_scale, shape_amp, warp_px, texture_zoom)
+    _check_scene_options(small_share, edge_px, edge_share, layers, motion_scale)
     device = sampler.device
-    textures = _layer_textures(sampler, size, crop, layers + 1, texture_zoom, gen)
+    textures = _layer_textures(sampler, size, crop, layers + 1, gen)
     if backgrounds is not None:
         if any(backgrounds[k].shape != (size, 3, crop, crop) for k in ("one", "mid", "two")):
             raise ValueError(f"backgrounds must be {size} x 3 x {crop} x {crop} frames, got "
@@ -707,20 +612,10 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
             # in pixels (layer space, near enough for these mild scalings): a 10-90% rise of edge_px
             crisp = 2.0 * math.log(9.0) / edge_px * radius.mean(-1).view(-1, 1, 1)
             sharpness[layer] = crisp if sharp is None else torch.where(sharp, crisp, torch.full_like(crisp, 12.0))
-    shapes = [None] * len(motions)  # per layer: (amplitudes, phases) of its boundary's harmonics, None: an ellipse
-    if shape_amp > 0:  # drawn last, so shape_amp = 0 renders the scenes of earlier recipes bit for bit
-        order = torch.arange(2, 2 + _SHAPE_HARMONICS, dtype=torch.float32)
-        for layer in range(1, len(motions)):
-            amp = torch.rand(size, _SHAPE_HARMONICS, generator=gen) * shape_amp / (order - 1)
-            phase = torch.rand(size, _SHAPE_HARMONICS, generator=gen) * (2 * math.pi)
-            shapes[layer] = (to_device(amp, device), to_device(phase, device))
-    fields = [None] * len(motions)  # per layer: its deformation field (see _deformation), None: rigid
-    if warp_px > 0:  # drawn after the shapes, for the same reason
-        fields = [_deformation(size, crop, warp_px, shrink, device, gen) for _ in motions]
-    frames, sources = _render(motions, textures, times, grid, sharpness, shapes, fields, backgrounds)
+    frames, sources = _render(motions, textures, times, grid, sharpness, backgrounds)
     if backgrounds is not None:  # the real background's motion is unknown: no flow to supervise
         return augment({"one": frames["one"], "mid": frames["mid"], "two": frames["two"], "t": t}, gen)
-    flows = _true_flows(motions, times, grid, sources, shapes, fields)
+    flows = _true_flows(motions, times, grid, sources)
     batch = {"one": frames["one"], "mid": frames["mid"], "two": frames["two"], "t": t, **flows}
     return augment(batch, gen)
 
