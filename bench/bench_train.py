@@ -1,15 +1,17 @@
 """Where a training step's time goes on the GPU: sampling a batch, and forward+backward+update.
 
-    python -m bench.bench_train --data .data/footage [--batch 32] [--crop 256] [--profile] [--cuda-graph]
-                                [--pageable-uploads]
+    python -m bench.bench_train --data .data/footage [--width 2] [--flow-level 0] [--batch 32 64] [--crop 256]
+                                [--cuda-graph] [--compile] [--profile] [--pageable-uploads]
 
 Times are wall-clock per step with the GPU synchronised at both ends, so host-side
-stalls (a sampler that waits for the GPU) show up as they do in train.py.
+stalls (a sampler that waits for the GPU) show up as they do in train.py. Each batch size
+is timed in turn; crops/s (batch x steps/s) compares them.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -19,6 +21,7 @@ import torch
 
 from bench.timing import require_cuda
 from model import Network
+from model.network import NetworkConfig
 from training.config import VALIDATION_CLIPS
 from training.data import FootageSampler, load_clips, synthetic_batch
 from training.step import StepLoss, TrainStep
@@ -34,15 +37,23 @@ def per_step_ms(fn: Callable[[], object], steps: int) -> float:
     return (time.perf_counter() - start) / steps * 1e3
 
 
+def rate(batch: int, ms: float) -> str:
+    return f"{ms:.1f} ms ({1e3 / ms:.1f} steps/s, {batch * 1e3 / ms:.0f} crops/s)"
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", type=Path, required=True)
-    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--width", type=float, default=1.0, help="the network's width factor (train.py --width)")
+    p.add_argument("--flow-level", type=int, default=None, help="finest flow level (train.py --flow-level)")
+    p.add_argument("--batch", type=int, nargs="+", default=[32], help="one or several batch sizes, timed in turn")
     p.add_argument("--crop", type=int, default=256)
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--profile", action="store_true", help="print the top CUDA kernels of one step")
     p.add_argument("--cuda-graph", action="store_true",
                    help="also time the step as train.py --cuda-graph runs it (recorded once, replayed)")
+    p.add_argument("--compile", action="store_true",
+                   help="also time the step's forward and losses through torch.compile (compile time reported)")
     p.add_argument("--pageable-uploads", action="store_true",
                    help="the sampler copies its tensors to the GPU from pageable memory instead of pinning each "
                         "(training.data.to_device), to measure what pinning costs or saves")
@@ -55,27 +66,17 @@ def main(argv: Optional[List[str]] = None) -> int:
         import training.data
 
         training.data.to_device = lambda x, device: x.to(device, non_blocking=True)
+    config = NetworkConfig().widened(args.width)
+    if args.flow_level is not None:
+        config = dataclasses.replace(config, flow_finest_level=args.flow_level)
     gen = torch.Generator().manual_seed(0)
     clips = load_clips(args.data, None, device, args.crop, exclude=VALIDATION_CLIPS)
     sampler = FootageSampler(clips, args.crop, generator=gen)
-    n_syn = round(args.batch * 0.3)
-
-    def sample():
-        real = sampler.batch(args.batch - n_syn)
-        syn = synthetic_batch(sampler, n_syn, args.crop, gen=gen)
-        return {k: torch.cat([real[k], syn[k]], 0) for k in ("one", "mid", "two", "t")}
-
-    print(f"{torch.cuda.get_device_name()}: batch {args.batch}, crop {args.crop}, "
-          f"{'pageable' if args.pageable_uploads else 'pinned'} uploads")
-    print(f"sample a batch (footage + synthetic): {per_step_ms(sample, args.steps):.1f} ms")
-    net = Network().to(device).to(memory_format=torch.channels_last)
+    net = Network(config).to(device).to(memory_format=torch.channels_last)
     optim = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
-    batch = {k: v.contiguous(memory_format=torch.channels_last) if v.dim() == 4 else v
-             for k, v in sample().items()}
-
-    # the trainer's step: its loss module (no synthetic flow term: the batch here carries no ground truth) and update
-    def step_loss():
-        return StepLoss(TrainStep(net), args.batch - n_syn, args.batch, 1.0, 0.0, True)
+    params = sum(p.numel() for p in net.parameters()) / 1e6
+    print(f"{torch.cuda.get_device_name()}: width {args.width:g}, flow level {config.flow_finest_level}, "
+          f"{params:.2f} M parameters, crop {args.crop}, {'pageable' if args.pageable_uploads else 'pinned'} uploads")
 
     def update(loss):
         optim.zero_grad(set_to_none=True)
@@ -83,33 +84,54 @@ def main(argv: Optional[List[str]] = None) -> int:
         torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
         optim.step()
 
-    eager = step_loss()
+    for size in args.batch:
+        n_syn = round(size * 0.3)
 
-    def train_step(b=batch):
-        update(eager(b["one"], b["two"], b["t"], b["mid"])[0])
+        def sample(size=size, n_syn=n_syn):
+            real = sampler.batch(size - n_syn)
+            syn = synthetic_batch(sampler, n_syn, args.crop, gen=gen)
+            both = {k: torch.cat([real[k], syn[k]], 0) for k in ("one", "mid", "two", "t")}
+            return {k: v.contiguous(memory_format=torch.channels_last) if v.dim() == 4 else v
+                    for k, v in both.items()}
 
-    step_ms = per_step_ms(train_step, args.steps)
-    both_ms = per_step_ms(lambda: train_step(sample()), args.steps)
-    print(f"forward+backward+update on a fixed batch: {step_ms:.1f} ms")
-    print(f"sample + step, as train.py does: {both_ms:.1f} ms ({1e3 / both_ms:.1f} steps/s)")
-    if args.cuda_graph:
-        # a module of its own: make_graphed_callables replaces the forward of the module it records
-        graphed = torch.cuda.make_graphed_callables(step_loss(), (batch["one"], batch["two"], batch["t"], batch["mid"]))
+        batch = sample()
 
-        def graphed_step(b=batch):
-            update(graphed(b["one"], b["two"], b["t"], b["mid"])[0])
+        # the trainer's step: its loss module (no synthetic flow term: the batch here carries no ground truth)
+        def step_loss(size=size, n_syn=n_syn):
+            return StepLoss(TrainStep(net), size - n_syn, size, 1.0, 0.0, True)
 
-        graph_ms = per_step_ms(graphed_step, args.steps)
-        graph_both_ms = per_step_ms(lambda: graphed_step(sample()), args.steps)
-        print(f"--cuda-graph: fixed batch {graph_ms:.1f} ms; sample + step {graph_both_ms:.1f} ms "
-              f"({1e3 / graph_both_ms:.1f} steps/s)")
-    if args.profile:
-        from torch.profiler import ProfilerActivity, profile
+        def timed(module, label: str) -> None:
+            def train_step(b=batch):
+                update(module(b["one"], b["two"], b["t"], b["mid"])[0])
 
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            train_step(sample())
+            fixed = per_step_ms(train_step, args.steps)
+            both = per_step_ms(lambda: train_step(sample()), args.steps)
+            print(f"batch {size}, {label}: fixed batch {rate(size, fixed)}; sample + step {rate(size, both)}")
+
+        print(f"batch {size}: sample a batch (footage + synthetic): {per_step_ms(sample, args.steps):.1f} ms")
+        timed(step_loss(), "eager")
+        if args.cuda_graph:
+            # a module of its own: make_graphed_callables replaces the forward of the module it records
+            timed(torch.cuda.make_graphed_callables(step_loss(), (batch["one"], batch["two"], batch["t"],
+                                                                  batch["mid"])), "--cuda-graph")
+        if args.compile:
+            compiled = torch.compile(step_loss())
+            start = time.perf_counter()
+            update(compiled(batch["one"], batch["two"], batch["t"], batch["mid"])[0])
             torch.cuda.synchronize()
-        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=25))
+            print(f"batch {size}, torch.compile: first step (compiling) {time.perf_counter() - start:.0f} s")
+            timed(compiled, "torch.compile")
+        if args.profile:
+            from torch.profiler import ProfilerActivity, profile
+
+            eager = step_loss()
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                b = sample()
+                update(eager(b["one"], b["two"], b["t"], b["mid"])[0])
+                torch.cuda.synchronize()
+            print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=20))
+        print(f"batch {size}: peak memory {torch.cuda.max_memory_allocated() / 2 ** 30:.1f} GiB", flush=True)
+        torch.cuda.reset_peak_memory_stats()
     return 0
 
 
