@@ -1,6 +1,7 @@
 """Time the network on the GPU: one middle frame, and 7 frames from one flow, per resolution.
 
-    python -m bench.bench_network [--weights weights/network.safetensors] [--compile] [--ensembles 2 4]
+    python -m bench.bench_network [--weights weights/network.safetensors | --width 2 [--decoder-width 2]]
+                                  [--compile] [--ensembles 2 4]
                                   [--json out.json]
 
 Speed does not depend on the weights, so random ones are used when none are given.
@@ -20,7 +21,7 @@ import torch
 
 from bench.timing import cuda_time_ms, require_cuda
 from model import Network, load_weights
-from model.network import NetworkConfig, count_parameters
+from model.network import SYNTHESIS_WIDTHS, NetworkConfig, count_parameters
 from model.ensemble import with_ensemble
 from model.runtime import GraphedNetwork, compile_network
 
@@ -87,19 +88,30 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--ensembles", type=int, nargs="+", default=[], choices=[2, 4],
                    help="also time test-time ensembles of these many passes (bf16, eager: run.py --ensemble runs "
                         "them without CUDA graphs)")
+    p.add_argument("--width", type=float, default=None, metavar="FACTOR",
+                   help="time a network with random weights and every width times FACTOR (train.py --width)")
+    p.add_argument("--decoder-width", type=float, default=None, metavar="FACTOR",
+                   help="and its synthesis decoder FACTOR times wider again (train.py --decoder-width)")
     p.add_argument("--network", nargs="+", default=None, metavar="KEY=VALUE",
                    help="time a changed NetworkConfig with random weights (e.g. flow_finest_level=0), as train.py")
     args = p.parse_args(argv)
     device = require_cuda()
     if device is None:
         return 2
-    if args.weights and args.network:
-        print("error: --weights and --network exclude each other (random weights time the same)", file=sys.stderr)
+    changed = args.network or args.width is not None or args.decoder_width is not None
+    if args.weights and changed:
+        print("error: --weights excludes --network, --width and --decoder-width (random weights time the same)",
+              file=sys.stderr)
         return 2
     try:
-        config = NetworkConfig().with_overrides(args.network or [])
+        config = NetworkConfig()
+        if args.width is not None:
+            config = config.widened(args.width)
+        if args.decoder_width is not None:
+            config = config.widened(args.decoder_width, SYNTHESIS_WIDTHS)
+        config = config.with_overrides(args.network or [])
     except ValueError as exc:
-        print(f"error: --network: {exc}", file=sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     net = load_weights(args.weights, device) if args.weights else Network(config).to(device).eval()
     torch.backends.cudnn.benchmark = True

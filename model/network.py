@@ -20,6 +20,11 @@ from .synthesis import Decoder, Metric, splat_pyramid
 from .warp import InputPadder, resize_flow
 
 
+# NetworkConfig's width fields: all of them, and the synthesis decoder's (its levels and the full-resolution stage)
+WIDTHS = ("encoder_widths", "flow_hidden", "decoder_widths", "full_width", "metric_hidden")
+SYNTHESIS_WIDTHS = ("decoder_widths", "full_width")
+
+
 @dataclass(frozen=True)
 class NetworkConfig:
     """Architecture hyper-parameters; saved next to every checkpoint as JSON."""
@@ -52,16 +57,16 @@ class NetworkConfig:
                 raise ValueError(f"{item!r}: {key} takes {kind}") from None
         return NetworkConfig.from_dict(values)
 
-    def widened(self, factor: float) -> "NetworkConfig":
-        """A copy with every width (encoder, flow decoders, synthesis decoder, full-resolution stage, metric)
-        multiplied by ``factor`` and rounded to a multiple of 4: about ``factor``**2 times the parameters."""
+    def widened(self, factor: float, keys: Sequence[str] = WIDTHS) -> "NetworkConfig":
+        """A copy with the widths named by ``keys`` (default all: encoder, flow decoders, synthesis decoder,
+        full-resolution stage, metric) multiplied by ``factor`` and rounded to a multiple of 4: with all of them,
+        about ``factor``**2 times the parameters; with ``SYNTHESIS_WIDTHS``, a wider synthesis decoder alone."""
         if not factor > 0:
             raise ValueError(f"width factor must be positive, got {factor}")
 
         def scale(width: int) -> int:
             return max(4, int(round(width * factor / 4)) * 4) if width else 0
 
-        keys = ("encoder_widths", "flow_hidden", "decoder_widths", "full_width", "metric_hidden")
         values = self.to_dict()
         for key in keys:
             value = values[key]
