@@ -21,7 +21,7 @@ import torch
 
 from bench.timing import cuda_time_ms, require_cuda
 from model import Network, load_weights
-from model.network import SYNTHESIS_WIDTHS, NetworkConfig, count_parameters
+from model.network import NetworkConfig, count_parameters
 from model.ensemble import with_ensemble
 from model.runtime import GraphedNetwork, compile_network
 
@@ -104,14 +104,9 @@ def main(argv: Optional[List[str]] = None) -> int:
               file=sys.stderr)
         return 2
     try:
-        config = NetworkConfig()
-        if args.width is not None:
-            config = config.widened(args.width)
-        if args.decoder_width is not None:
-            config = config.widened(args.decoder_width, SYNTHESIS_WIDTHS)
-        config = config.with_overrides(args.network or [])
+        config = NetworkConfig().sized(args.width, args.decoder_width).with_overrides(args.network or [])
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: --width, --decoder-width or --network: {exc}", file=sys.stderr)
         return 2
     net = load_weights(args.weights, device) if args.weights else Network(config).to(device).eval()
     torch.backends.cudnn.benchmark = True

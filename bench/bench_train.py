@@ -1,6 +1,6 @@
 """Where a training step's time goes on the GPU: sampling a batch, and forward+backward+update.
 
-    python -m bench.bench_train --data .data/footage [--width 2] [--flow-level 0] [--batch 32 64] [--crop 256]
+    python -m bench.bench_train --data .data/footage [--width 2] [--decoder-width 2] [--flow-level 0] [--batch 32 64] [--crop 256]
                                 [--cuda-graph] [--compile] [--profile] [--pageable-uploads]
 
 Times are wall-clock per step with the GPU synchronised at both ends, so host-side
@@ -11,7 +11,6 @@ is timed in turn; crops/s (batch x steps/s) compares them.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -21,7 +20,7 @@ import torch
 
 from bench.timing import require_cuda
 from model import Network
-from model.network import NetworkConfig
+from model.network import NetworkConfig, count_parameters
 from training.config import VALIDATION_CLIPS
 from training.data import FootageSampler, load_clips, synthetic_batch
 from training.step import StepLoss, TrainStep
@@ -45,6 +44,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", type=Path, required=True)
     p.add_argument("--width", type=float, default=1.0, help="the network's width factor (train.py --width)")
+    p.add_argument("--decoder-width", type=float, default=None,
+                   help="the synthesis decoder's extra width factor (train.py --decoder-width)")
     p.add_argument("--flow-level", type=int, default=None, help="finest flow level (train.py --flow-level)")
     p.add_argument("--batch", type=int, nargs="+", default=[32], help="one or several batch sizes, timed in turn")
     p.add_argument("--crop", type=int, default=256)
@@ -66,17 +67,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         import training.data
 
         training.data.to_device = lambda x, device: x.to(device, non_blocking=True)
-    config = NetworkConfig().widened(args.width)
-    if args.flow_level is not None:
-        config = dataclasses.replace(config, flow_finest_level=args.flow_level)
+    config = NetworkConfig().sized(args.width, args.decoder_width, args.flow_level)
     gen = torch.Generator().manual_seed(0)
     clips = load_clips(args.data, None, device, args.crop, exclude=VALIDATION_CLIPS)
     sampler = FootageSampler(clips, args.crop, generator=gen)
     net = Network(config).to(device).to(memory_format=torch.channels_last)
     optim = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
-    params = sum(p.numel() for p in net.parameters()) / 1e6
-    print(f"{torch.cuda.get_device_name()}: width {args.width:g}, flow level {config.flow_finest_level}, "
-          f"{params:.2f} M parameters, crop {args.crop}, {'pageable' if args.pageable_uploads else 'pinned'} uploads")
+    print(f"{torch.cuda.get_device_name()}: width {args.width:g}, decoder widths {config.decoder_widths}, flow level "
+          f"{config.flow_finest_level}, {count_parameters(net) / 1e6:.2f} M parameters, crop {args.crop}, {'pageable' if args.pageable_uploads else 'pinned'} uploads")
 
     def update(loss):
         optim.zero_grad(set_to_none=True)

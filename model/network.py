@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Dict, List, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -72,6 +72,20 @@ class NetworkConfig:
             value = values[key]
             values[key] = tuple(scale(v) for v in value) if isinstance(value, (tuple, list)) else scale(value)
         return NetworkConfig.from_dict(values)
+
+    def sized(self, width: Optional[float] = None, decoder_width: Optional[float] = None,
+              flow_level: Optional[int] = None) -> "NetworkConfig":
+        """A fresh network's config as train.py's --width, --decoder-width and --flow-level build it: every width
+        times ``width``, then the synthesis decoder's times ``decoder_width``, and the finest flow level (None: as
+        it is)."""
+        config = self
+        if width is not None:
+            config = config.widened(width)
+        if decoder_width is not None:
+            config = config.widened(decoder_width, SYNTHESIS_WIDTHS)
+        if flow_level is not None:
+            config = dataclasses.replace(config, flow_finest_level=flow_level)
+        return config
 
     @classmethod
     def from_dict(cls, data: Dict) -> "NetworkConfig":

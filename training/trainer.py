@@ -22,7 +22,6 @@ from typing import Dict, Optional, Tuple
 import torch
 
 from model import Network, NetworkConfig
-from model.network import SYNTHESIS_WIDTHS
 from model.weights import WeightsError, load_weights, read_config, read_metadata, save_weights
 from training.config import RECIPES, VALIDATION_CROP, TrainConfig, TrainingError
 from training.data import (BOUNDARY_SETS, FootageSampler, boundary_masks, frame_blend, gap_limits, load_clips,
@@ -95,12 +94,7 @@ def start_point(options: RunOptions, overrides: dict, main_process: bool = True)
             say(f"note: {options.init_weights} does not record its training recipe; the fast recipe applies "
                 f"(--recipe names another)", main_process, err=True)
     else:
-        if options.width is not None:
-            net_config = net_config.widened(options.width)
-        if options.decoder_width is not None:
-            net_config = net_config.widened(options.decoder_width, SYNTHESIS_WIDTHS)
-        if options.flow_level is not None:
-            net_config = dataclasses.replace(net_config, flow_finest_level=options.flow_level)
+        net_config = net_config.sized(options.width, options.decoder_width, options.flow_level)
     config = dataclasses.replace(config, **overrides)
     start, end = config.schedule_start, config.schedule_start + config.total_steps
     if step < start:
