@@ -1,6 +1,6 @@
 """Time the network on the GPU: one middle frame, and 7 frames from one flow, per resolution.
 
-    python -m bench.bench_network [--weights weights/network.safetensors | --width 2 [--decoder-width 2]]
+    python -m bench.bench_network [--weights weights/network.safetensors | --width 2]
                                   [--compile] [--ensembles 2 4]
                                   [--json out.json]
 
@@ -90,23 +90,21 @@ def main(argv: Optional[List[str]] = None) -> int:
                         "them without CUDA graphs)")
     p.add_argument("--width", type=float, default=None, metavar="FACTOR",
                    help="time a network with random weights and every width times FACTOR (train.py --width)")
-    p.add_argument("--decoder-width", type=float, default=None, metavar="FACTOR",
-                   help="and its synthesis decoder FACTOR times wider again (train.py --decoder-width)")
     p.add_argument("--network", nargs="+", default=None, metavar="KEY=VALUE",
                    help="time a changed NetworkConfig with random weights (e.g. flow_finest_level=0), as train.py")
     args = p.parse_args(argv)
     device = require_cuda()
     if device is None:
         return 2
-    changed = args.network or args.width is not None or args.decoder_width is not None
+    changed = args.network or args.width is not None
     if args.weights and changed:
-        print("error: --weights excludes --network, --width and --decoder-width (random weights time the same)",
+        print("error: --weights excludes --network and --width (random weights time the same)",
               file=sys.stderr)
         return 2
     try:
-        config = NetworkConfig().sized(args.width, args.decoder_width).with_overrides(args.network or [])
+        config = NetworkConfig().sized(args.width).with_overrides(args.network or [])
     except ValueError as exc:
-        print(f"error: --width, --decoder-width or --network: {exc}", file=sys.stderr)
+        print(f"error: --width or --network: {exc}", file=sys.stderr)
         return 2
     net = load_weights(args.weights, device) if args.weights else Network(config).to(device).eval()
     torch.backends.cudnn.benchmark = True

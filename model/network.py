@@ -20,9 +20,8 @@ from .synthesis import Decoder, Metric, splat_pyramid
 from .warp import InputPadder, resize_flow
 
 
-# NetworkConfig's width fields: all of them, and the synthesis decoder's (its levels and the full-resolution stage)
+# NetworkConfig's width fields
 WIDTHS = ("encoder_widths", "flow_hidden", "decoder_widths", "full_width", "metric_hidden")
-SYNTHESIS_WIDTHS = ("decoder_widths", "full_width")
 
 
 @dataclass(frozen=True)
@@ -57,10 +56,9 @@ class NetworkConfig:
                 raise ValueError(f"{item!r}: {key} takes {kind}") from None
         return NetworkConfig.from_dict(values)
 
-    def widened(self, factor: float, keys: Sequence[str] = WIDTHS) -> "NetworkConfig":
-        """A copy with the widths named by ``keys`` (default all: encoder, flow decoders, synthesis decoder,
-        full-resolution stage, metric) multiplied by ``factor`` and rounded to a multiple of 4: with all of them,
-        about ``factor``**2 times the parameters; with ``SYNTHESIS_WIDTHS``, a wider synthesis decoder alone."""
+    def widened(self, factor: float) -> "NetworkConfig":
+        """A copy with every width (encoder, flow decoders, synthesis decoder, full-resolution stage, metric)
+        multiplied by ``factor`` and rounded to a multiple of 4: about ``factor``**2 times the parameters."""
         if not factor > 0:
             raise ValueError(f"width factor must be positive, got {factor}")
 
@@ -68,21 +66,17 @@ class NetworkConfig:
             return max(4, int(round(width * factor / 4)) * 4) if width else 0
 
         values = self.to_dict()
-        for key in keys:
+        for key in WIDTHS:
             value = values[key]
             values[key] = tuple(scale(v) for v in value) if isinstance(value, (tuple, list)) else scale(value)
         return NetworkConfig.from_dict(values)
 
-    def sized(self, width: Optional[float] = None, decoder_width: Optional[float] = None,
-              flow_level: Optional[int] = None) -> "NetworkConfig":
-        """A fresh network's config as train.py's --width, --decoder-width and --flow-level build it: every width
-        times ``width``, then the synthesis decoder's times ``decoder_width``, and the finest flow level (None: as
-        it is)."""
+    def sized(self, width: Optional[float] = None, flow_level: Optional[int] = None) -> "NetworkConfig":
+        """A fresh network's config as train.py's --width and --flow-level build it: every width times ``width``
+        and the finest flow level (None: as it is)."""
         config = self
         if width is not None:
             config = config.widened(width)
-        if decoder_width is not None:
-            config = config.widened(decoder_width, SYNTHESIS_WIDTHS)
         if flow_level is not None:
             config = dataclasses.replace(config, flow_finest_level=flow_level)
         return config

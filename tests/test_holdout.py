@@ -1,6 +1,5 @@
 """Source-disjoint validation, the classical baseline, staging footage in bundles, and training from the frame cache."""
 
-import dataclasses
 import json
 import subprocess
 from pathlib import Path
@@ -10,7 +9,7 @@ import torch
 
 import train
 from media.video import ffmpeg_exe
-from model.network import SYNTHESIS_WIDTHS, Network, NetworkConfig, count_parameters
+from model.network import Network, NetworkConfig, count_parameters
 from training.data import load_clips
 from training.holdout import (baseline_scores, classical_interpolation, holdout_triplets, is_holdout, summary)
 from training.stage import check, pack, unpack
@@ -126,10 +125,6 @@ def test_widened_network_scales_parameters():
     assert 3.5 < count_parameters(Network(NetworkConfig().widened(2))) / base < 4.2
     with pytest.raises(ValueError):
         NetworkConfig().widened(0)
-    # the synthesis decoder alone: the encoder, flow and metric keep their widths
-    wide = NetworkConfig().widened(2, SYNTHESIS_WIDTHS)
-    assert wide == dataclasses.replace(NetworkConfig(), decoder_widths=(64, 96, 192), full_width=32)
-    assert count_parameters(Network(wide)) > count_parameters(Network(NetworkConfig()))
 
 
 def test_flow_source_probe_scores_the_network_with_its_own_and_with_dis_flow(tmp_path):

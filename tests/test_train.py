@@ -116,8 +116,6 @@ def test_recipe_values_are_checked_naming_the_flag(tmp_path, option, value, mess
     (["--width", "2", "--init-weights", "w.safetensors"], "--width builds a fresh network"),
     (["--flow-level", "0", "--resume", "runs/x"], "--flow-level builds a fresh network"),
     (["--flow-level", "2"], "--flow-level must be 0 or 1"),
-    (["--decoder-width", "2", "--resume", "runs/x"], "--decoder-width builds a fresh network"),
-    (["--decoder-width", "0"], "--decoder-width must be positive"),
     (["--nonlinearity", "missing.pt"], "--nonlinearity missing.pt: no such file"),
 ])
 def test_run_options_are_checked_naming_the_flag(tmp_path, argv, message):
@@ -169,10 +167,6 @@ def test_start_point_takes_the_named_recipe_and_checks_the_schedule(tmp_path):
     assert start.net_config.encoder_widths[0] == 2 * 24 and start.net_config.flow_finest_level == 1
     options, overrides = _options(tmp_path, "--recipe", "study", "--width", "2", "--flow-level", "0")
     assert start_point(options, overrides).net_config == dataclasses.replace(start.net_config, flow_finest_level=0)
-    # --decoder-width widens the synthesis decoder alone, on top of --width
-    options, overrides = _options(tmp_path, "--recipe", "study", "--width", "2", "--decoder-width", "1.5")
-    wide = start_point(options, overrides).net_config
-    assert wide == dataclasses.replace(start.net_config, decoder_widths=(96, 144, 288), full_width=48)
     # the fast weights continue their recorded recipe, which ended at their step
     options, overrides = _options(tmp_path, "--init-weights", str(FAST))
     with pytest.raises(TrainingError, match="step 32000 is at or past the end .* --schedule-start 32000"):

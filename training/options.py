@@ -34,9 +34,6 @@ class RunOptions:
     width: Optional[float] = _run(None, "a fresh network with every width multiplied by FACTOR "
                                         "(NetworkConfig.widened)", lambda v: v > 0, "must be positive",
                                   type=float, metavar="FACTOR")
-    decoder_width: Optional[float] = _run(None, "a fresh network whose synthesis decoder (its levels and the "
-                                                "full-resolution stage) is FACTOR times wider, on top of --width",
-                                          lambda v: v > 0, "must be positive", type=float, metavar="FACTOR")
     flow_level: Optional[int] = _run(None, "a fresh network whose finest flow estimate is at pyramid level LEVEL: "
                                            "1 = 1/4 resolution (NetworkConfig's), 0 = 1/2 (about twice the "
                                            "GFLOPs)", lambda v: v in (0, 1), "must be 0 or 1", type=int,
@@ -70,8 +67,7 @@ class RunOptions:
 
     def __post_init__(self) -> None:
         check_fields(self)
-        for name, value in (("--width", self.width), ("--decoder-width", self.decoder_width),
-                            ("--flow-level", self.flow_level)):
+        for name, value in (("--width", self.width), ("--flow-level", self.flow_level)):
             if value is not None and (self.resume is not None or self.init_weights is not None):
                 raise ConfigError(f"{name} builds a fresh network; leave out --resume and --init-weights")
         if self.nonlinearity is not None and not self.nonlinearity.is_file():

@@ -94,7 +94,7 @@ def start_point(options: RunOptions, overrides: dict, main_process: bool = True)
             say(f"note: {options.init_weights} does not record its training recipe; the fast recipe applies "
                 f"(--recipe names another)", main_process, err=True)
     else:
-        net_config = net_config.sized(options.width, options.decoder_width, options.flow_level)
+        net_config = net_config.sized(options.width, options.flow_level)
     config = dataclasses.replace(config, **overrides)
     start, end = config.schedule_start, config.schedule_start + config.total_steps
     if step < start:
