@@ -482,6 +482,28 @@ def test_validation_crop_does_not_follow_a_larger_training_crop(footage, tmp_pat
         assert torch.equal(drawn[0][key], drawn[1][key]), key
 
 
+
+def test_held_out_frames_are_scored_with_cudnn_heuristics(footage, tmp_path, monkeypatch):
+    """The held-out clips come in many frame sizes: their scoring turns cuDNN's timed algorithm search off (it would
+    run again for every size in every chunk) and restores the training's setting afterwards."""
+    import training.trainer
+    from training.trainer import Process, Trainer
+
+    options, overrides = parse(run_args(footage, tmp_path / "run"))
+    trainer = Trainer(options, start_point(options, overrides), Process(torch.device("cpu")))
+    trainer.load_data()
+    trainer.load_validation()
+    trainer.build()
+    assert trainer.holdout, "the test footage has held-out clips"
+    seen = []
+    scores = training.trainer.network_scores
+    monkeypatch.setattr(training.trainer, "network_scores",
+                        lambda *a: seen.append(torch.backends.cudnn.benchmark) or scores(*a))
+    monkeypatch.setattr(torch.backends.cudnn, "benchmark", True)
+    means, _ = trainer.validate()
+    assert seen == [False] and torch.backends.cudnn.benchmark is True
+    assert means["holdout"]["triplets"] == len(trainer.holdout)
+
 # -- real runs ------------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Dict, Iterator, Optional, Tuple
 
 import torch
 
@@ -169,6 +169,18 @@ def use_cuda_graph(options: RunOptions, start: Start, process: Process) -> bool:
         return capable
     return bool(options.cuda_graph)
 
+
+
+@contextlib.contextmanager
+def _cudnn_heuristics() -> Iterator[None]:
+    """cuDNN picks convolution algorithms by its heuristics instead of timing them (``benchmark``): the held-out
+    frames come in one size per clip, and the timed search would run again for each size in every process."""
+    before = torch.backends.cudnn.benchmark
+    torch.backends.cudnn.benchmark = False
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.benchmark = before
 
 class Trainer:
     """One chunk: ``Trainer(options, start, process).run()``."""
@@ -370,7 +382,9 @@ class Trainer:
         with torch.no_grad(), autocast, self.averaged():
             means, boundary = validation.validation_psnr(self.net, self.val_sets, self.boundaries, self.near_linear)
             if self.holdout:
-                scores = network_scores(self.net, self.holdout, self.device, torch.bfloat16 if self.bf16 else None)
+                with _cudnn_heuristics():
+                    scores = network_scores(self.net, self.holdout, self.device,
+                                            torch.bfloat16 if self.bf16 else None)
                 means["holdout"] = summary(scores, self.holdout_base, self.holdout)
         self.net.train()
         return means, boundary
