@@ -71,8 +71,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     sampler = FootageSampler(clips, args.crop, generator=gen)
     net = Network(config).to(device).to(memory_format=torch.channels_last)
     optim = torch.optim.AdamW(net.parameters(), lr=1e-4, fused=True)
+    uploads = "pageable" if args.pageable_uploads else "pinned"
     print(f"{torch.cuda.get_device_name()}: width {args.width:g}, decoder widths {config.decoder_widths}, flow level "
-          f"{config.flow_finest_level}, {count_parameters(net) / 1e6:.2f} M parameters, crop {args.crop}, {'pageable' if args.pageable_uploads else 'pinned'} uploads")
+          f"{config.flow_finest_level}, {count_parameters(net) / 1e6:.2f} M parameters, crop {args.crop}, "
+          f"{uploads} uploads")
 
     def update(loss):
         optim.zero_grad(set_to_none=True)

@@ -20,10 +20,6 @@ from .synthesis import Decoder, Metric, splat_pyramid
 from .warp import InputPadder, resize_flow
 
 
-# NetworkConfig's width fields
-WIDTHS = ("encoder_widths", "flow_hidden", "decoder_widths", "full_width", "metric_hidden")
-
-
 @dataclass(frozen=True)
 class NetworkConfig:
     """Architecture hyper-parameters; saved next to every checkpoint as JSON."""
@@ -65,8 +61,9 @@ class NetworkConfig:
         def scale(width: int) -> int:
             return max(4, int(round(width * factor / 4)) * 4) if width else 0
 
+        keys = ("encoder_widths", "flow_hidden", "decoder_widths", "full_width", "metric_hidden")
         values = self.to_dict()
-        for key in WIDTHS:
+        for key in keys:
             value = values[key]
             values[key] = tuple(scale(v) for v in value) if isinstance(value, (tuple, list)) else scale(value)
         return NetworkConfig.from_dict(values)

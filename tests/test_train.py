@@ -482,7 +482,6 @@ def test_validation_crop_does_not_follow_a_larger_training_crop(footage, tmp_pat
         assert torch.equal(drawn[0][key], drawn[1][key]), key
 
 
-
 def test_held_out_frames_are_scored_with_cudnn_heuristics(footage, tmp_path, monkeypatch):
     """The held-out clips come in many frame sizes: their scoring turns cuDNN's timed algorithm search off (it would
     run again for every size in every chunk) and restores the training's setting afterwards."""
@@ -503,6 +502,7 @@ def test_held_out_frames_are_scored_with_cudnn_heuristics(footage, tmp_path, mon
     means, _ = trainer.validate()
     assert seen == [False] and torch.backends.cudnn.benchmark is True
     assert means["holdout"]["triplets"] == len(trainer.holdout)
+
 
 # -- real runs ------------------------------------------------------------------------------------------------
 

@@ -170,7 +170,6 @@ def use_cuda_graph(options: RunOptions, start: Start, process: Process) -> bool:
     return bool(options.cuda_graph)
 
 
-
 @contextlib.contextmanager
 def _cudnn_heuristics() -> Iterator[None]:
     """cuDNN picks convolution algorithms by its heuristics instead of timing them (``benchmark``): the held-out
@@ -181,6 +180,7 @@ def _cudnn_heuristics() -> Iterator[None]:
         yield
     finally:
         torch.backends.cudnn.benchmark = before
+
 
 class Trainer:
     """One chunk: ``Trainer(options, start, process).run()``."""
