@@ -108,7 +108,8 @@ extern "C" __global__ void correlation_backward_one(const long long n_pix, const
     }
 }
 
-// grad_two(q) = sum_d g_d(q - d) one(q - d) / C
+// grad_two(q) = sum_d g_d(q - d) one(q - d) / C: the (2r+1)^2 gradients at q's sources are the same for every
+// channel, so they are read once into registers (as backward_one reads its own), not once per channel
 extern "C" __global__ void correlation_backward_two(const long long n_pix, const int C, const int H, const int W,
                                                     const float* __restrict__ one, const float* __restrict__ grad,
                                                     float* __restrict__ grad_two) {
@@ -120,6 +121,17 @@ extern "C" __global__ void correlation_backward_two(const long long n_pix, const
     const int y = px.y, x = px.x;
     const float inv = 1.0f / (float)C;
     const float* g = grad + n * (long long)(SIZE * SIZE) * hw;
+    float gq[SIZE * SIZE];
+#pragma unroll
+    for (int dy = 0; dy < SIZE; ++dy) {
+        const int yy = y - dy + RADIUS;
+#pragma unroll
+        for (int dx = 0; dx < SIZE; ++dx) {
+            const int xx = x - dx + RADIUS;
+            const bool inside = yy >= 0 && yy < H && xx >= 0 && xx < W;
+            gq[dy * SIZE + dx] = inside ? g[(long long)(dy * SIZE + dx) * hw + (long long)yy * W + xx] * inv : 0.0f;
+        }
+    }
     const float* a = one + n * C * hw;
     for (int c = 0; c < C; ++c) {
         const float* ac = a + (long long)c * hw;
@@ -130,13 +142,10 @@ extern "C" __global__ void correlation_backward_two(const long long n_pix, const
 #pragma unroll
             for (int dx = 0; dx < SIZE; ++dx) {
                 const int xx = x - dx + RADIUS;
-                if (yy >= 0 && yy < H && xx >= 0 && xx < W) {
-                    const long long src = (long long)yy * W + xx;
-                    s += g[(long long)(dy * SIZE + dx) * hw + src] * ac[src];
-                }
+                if (yy >= 0 && yy < H && xx >= 0 && xx < W) s += gq[dy * SIZE + dx] * ac[(long long)yy * W + xx];
             }
         }
-        grad_two[n * C * hw + (long long)c * hw + q] = s * inv;
+        grad_two[n * C * hw + (long long)c * hw + q] = s;
     }
 }
 """
