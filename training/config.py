@@ -110,6 +110,9 @@ class TrainConfig:
     max_gap: int = _at_least_one(4, "largest frame gap k of a footage triplet (slow clips get wider gaps)")
     native_share: float = _share(0.25, "fraction of footage triplets at the stored rate (k = 1)")
     downscale_share: float = _share(1.0, "fraction of footage crops taken up to 2x larger and shrunk")
+    max_upscale: float = _option(1.0, "clips whose short side is at least crop / FACTOR train too: their crops are cut "
+                                      "at the short side and enlarged to the crop (1: only clips at least the crop)",
+                                 lambda v: v >= 1.0, "must be at least 1", "FACTOR")
     paste_share: float = _share(0.3, "fraction of footage triplets with a synthetic moving layer pasted over them")
     max_nonlinearity: float = _non_negative(2.0, "leave out footage triplets whose middle frame strays more than "
                                                  "PX from constant velocity (training/linearity.py; 0: off)", "PX")

@@ -210,15 +210,24 @@ class FootageSampler:
 
     def __init__(self, clips: List[Clip], crop: int, max_gap: int = 4, target_motion: float = 6.0,
                  generator: Optional[torch.Generator] = None, native_share: float = 0.0,
-                 downscale_share: float = 0.0, device: Optional[torch.device] = None) -> None:
+                 downscale_share: float = 0.0, device: Optional[torch.device] = None,
+                 max_upscale: float = 1.0) -> None:
         """``native_share``: fraction of triplets taken as consecutive stored frames (k1 = k2 = 1) from
         clips drawn by length alone, i.e. the small motions of ordinary x2 interpolation.
         ``downscale_share``: fraction of crops cut 1-2x larger (log-uniform, as the frame allows) and
-        shrunk to ``crop`` with antialiasing: finer detail per pixel, less coding noise, less motion."""
+        shrunk to ``crop`` with antialiasing: finer detail per pixel, less coding noise, less motion.
+        ``max_upscale``: clips may be smaller than ``crop`` by up to this factor; their crops are the largest
+        square they hold, enlarged to ``crop``."""
         require_clips(clips)
         for name, share in (("native_share", native_share), ("downscale_share", downscale_share)):
             if not 0.0 <= share <= 1.0:
                 raise ValueError(f"{name} must lie in [0, 1], got {share}")
+        if max_upscale < 1.0:
+            raise ValueError(f"max_upscale must be at least 1, got {max_upscale}")
+        small = [c.name for c in clips if min(c.frames.shape[2:]) * max_upscale < crop]
+        if small:
+            raise ValueError(f"{len(small)} clips (the first: {small[0]}) are smaller than the {crop}-px crop by more "
+                             f"than max_upscale {max_upscale}: leave them out or raise max_upscale")
         self.downscale_share = downscale_share
         self.clips = clips
         # where batches are made: the frames' device, or the GPU when the frames are memory-mapped on the CPU
@@ -288,6 +297,7 @@ class FootageSampler:
             if self.downscale_share > 0 and float(torch.rand(1, generator=self.gen)) < self.downscale_share:
                 largest = min(2.0, h / self.crop, w / self.crop)
                 side = int(self.crop * largest ** float(torch.rand(1, generator=self.gen)))
+            side = min(side, h, w)  # a clip smaller than the crop: its largest square, enlarged below
             y = self._rand(h - side + 1)
             x = self._rand(w - side + 1)
             window = (slice(None), slice(y, y + side), slice(x, x + side))
@@ -295,9 +305,7 @@ class FootageSampler:
             if clip.frames.device != self.device:  # memory-mapped frames: the crops go to the GPU as uint8
                 frames = list(to_device(torch.stack(frames), self.device))
             if side != self.crop:
-                shrunk = F.interpolate(torch.stack(frames).float(), size=(self.crop, self.crop), mode="bilinear",
-                                       align_corners=False, antialias=True)
-                frames = list(shrunk.round_().clamp_(0, 255).to(torch.uint8))
+                frames = resized(frames, self.crop)
             ones.append(frames[0])
             mids.append(frames[1])
             twos.append(frames[2])
@@ -309,6 +317,13 @@ class FootageSampler:
             "t": to_device(torch.tensor(times, dtype=torch.float32), ones[0].device),
         }
         return augment(out, self.gen)
+
+
+def resized(frames: Sequence[torch.Tensor], size: int) -> List[torch.Tensor]:
+    """uint8 3 x S x S squares resized to ``size`` x ``size``: bilinear, antialiased where they shrink."""
+    out = F.interpolate(torch.stack(list(frames)).float(), size=(size, size), mode="bilinear", align_corners=False,
+                        antialias=True)
+    return list(out.round_().clamp_(0, 255).to(torch.uint8))
 
 
 # The fixed validation sets (name: generator seed, native_share, downscale_share): motion-weighted triplets with
@@ -500,7 +515,8 @@ def _check_scene_options(small_share: float, edge_px: float, edge_share: float, 
 
 def _layer_textures(sampler: FootageSampler, size: int, crop: int, count: int,
                     gen: Optional[torch.Generator]) -> torch.Tensor:
-    """``count`` textures per sample (count x size x 3 x crop x crop in [0, 1]), cut from random frames."""
+    """``count`` textures per sample (count x size x 3 x crop x crop in [0, 1]), cut from random frames (from a
+    frame smaller than the crop: its largest square, enlarged)."""
     textures = []
     for _ in range(count):
         cuts = []
@@ -508,8 +524,10 @@ def _layer_textures(sampler: FootageSampler, size: int, crop: int, count: int,
             clip = sampler.clips[int(torch.multinomial(sampler.weights, 1, generator=gen))]
             f = clip.frames[sampler._rand(clip.frames.shape[0])]
             h, w = f.shape[1:]
-            y, x = sampler._rand(h - crop + 1), sampler._rand(w - crop + 1)
-            cuts.append(f[:, y:y + crop, x:x + crop])
+            side = min(crop, h, w)
+            y, x = sampler._rand(h - side + 1), sampler._rand(w - side + 1)
+            cut = f[:, y:y + side, x:x + side]
+            cuts.append(cut if side == crop else resized([cut], crop)[0])
         textures.append(to_device(torch.stack(cuts), sampler.device).float().div(255.0))
     return torch.stack(textures)
 

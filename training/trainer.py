@@ -217,7 +217,13 @@ class Trainer:
             return not self.held_out(entry) and (not options.train_folders or folder.name in options.train_folders)
 
         data = list(options.data)
-        self.train_clips = load_clips(data, None, device, config.crop, cache=options.frame_cache, keep=trains)
+        # clips smaller than the crop train too where --max-upscale allows (their crops enlarged)
+        smallest = math.ceil(config.crop / config.max_upscale)
+        self.train_clips = load_clips(data, None, device, smallest, cache=options.frame_cache, keep=trains)
+        if not self.train_clips:
+            raise TrainingError(f"no training clip in {', '.join(map(str, data))} is at least {smallest} px on its "
+                                f"short side (--crop {config.crop}, --max-upscale {config.max_upscale:g}): check "
+                                f"--data, or lower --crop or raise --max-upscale")
         # validation crops are 256 px whatever the training crop (or the training crop where smaller: tests)
         self.val_crop = min(config.crop, VALIDATION_CROP)
         # only the main process validates: the others decode no held-out clip
@@ -229,7 +235,7 @@ class Trainer:
             f"held-out clips from {len({c.source for c in self.val_clips})} source repositories", self.main)
         self.sampler = FootageSampler(self.own_shard(), config.crop, config.max_gap, generator=self.gen,
                                       native_share=config.native_share, downscale_share=config.downscale_share,
-                                      device=device)
+                                      device=device, max_upscale=config.max_upscale)
         if config.max_nonlinearity > 0:
             self.limit_nonlinearity()
 
