@@ -493,7 +493,7 @@ def test_max_upscale_lets_clips_under_the_crop_train(footage, tmp_path):
     batches from them; at the default of 1 a crop larger than every clip leaves nothing to train on."""
     from training.trainer import Process, Trainer
 
-    options, overrides = parse(run_args(footage, tmp_path / "up", "--crop", "96", "--max-upscale", "1.25"))
+    options, overrides = parse(run_args(footage, tmp_path / "up", "--crop", "96", "--max-upscale", "1.2"))
     trainer = Trainer(options, start_point(options, overrides), Process(torch.device("cpu")))
     trainer.load_data()
     trainer.build()

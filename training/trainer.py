@@ -218,7 +218,7 @@ class Trainer:
 
         data = list(options.data)
         # clips smaller than the crop train too where --max-upscale allows (their crops enlarged)
-        smallest = math.ceil(config.crop / config.max_upscale)
+        smallest = math.ceil(config.crop / config.max_upscale - 1e-9)  # 96 / 1.2 is 80.00000000000001
         self.train_clips = load_clips(data, None, device, smallest, cache=options.frame_cache, keep=trains)
         if not self.train_clips:
             raise TrainingError(f"no training clip in {', '.join(map(str, data))} is at least {smallest} px on its "
