@@ -173,6 +173,12 @@ def require_clips(clips: Sequence[Clip]) -> None:
         raise ValueError("no clips to sample from: check --data and the crop size")
 
 
+def smallest_clip_side(crop: int, max_upscale: float = 1.0) -> int:
+    """The shortest short side, in pixels, a clip may have to give ``crop``-px crops enlarged at most
+    ``max_upscale`` times (the clips a sampler takes and the size train.py loads clips from)."""
+    return math.ceil(crop / max_upscale - 1e-9)  # 96 / 1.2 is 80.00000000000001
+
+
 def gap_limits(clips: Sequence[Clip], max_gap: int, target_motion: float = 6.0) -> List[int]:
     """The largest frame gap k of each clip's triplets: widened for slow clips (k x the clip's motion about
     ``target_motion`` pixels, k at most ``max_gap``), so every clip contributes motion."""
@@ -224,7 +230,7 @@ class FootageSampler:
                 raise ValueError(f"{name} must lie in [0, 1], got {share}")
         if max_upscale < 1.0:
             raise ValueError(f"max_upscale must be at least 1, got {max_upscale}")
-        small = [c.name for c in clips if min(c.frames.shape[2:]) * max_upscale < crop]
+        small = [c.name for c in clips if min(c.frames.shape[2:]) < smallest_clip_side(crop, max_upscale)]
         if small:
             raise ValueError(f"{len(small)} clips (the first: {small[0]}) are smaller than the {crop}-px crop by more "
                              f"than max_upscale {max_upscale}: leave them out or raise max_upscale")

@@ -25,8 +25,8 @@ from model import Network, NetworkConfig
 from model.weights import WeightsError, load_weights, read_config, read_metadata, save_weights
 from training.config import RECIPES, VALIDATION_CROP, TrainConfig, TrainingError
 from training.data import (BOUNDARY_SETS, FootageSampler, boundary_masks, frame_blend, gap_limits, load_clips,
-                           missing_clips, paste_layers, shard, shard_ranks, synthetic_batch, synthetic_set,
-                           validation_sets)
+                           missing_clips, paste_layers, shard, shard_ranks, smallest_clip_side, synthetic_batch,
+                           synthetic_set, validation_sets)
 from training.holdout import baseline_scores, describe, holdout_triplets, is_holdout, network_scores, summary
 from training.linearity import NEAR_LINEAR_PX, measured, near_linear_subsets, nonlinearity_tables
 from training.losses import psnr
@@ -218,7 +218,7 @@ class Trainer:
 
         data = list(options.data)
         # clips smaller than the crop train too where --max-upscale allows (their crops enlarged)
-        smallest = math.ceil(config.crop / config.max_upscale - 1e-9)  # 96 / 1.2 is 80.00000000000001
+        smallest = smallest_clip_side(config.crop, config.max_upscale)
         self.train_clips = load_clips(data, None, device, smallest, cache=options.frame_cache, keep=trains)
         if not self.train_clips:
             raise TrainingError(f"no training clip in {', '.join(map(str, data))} is at least {smallest} px on its "
