@@ -291,31 +291,6 @@ def test_sampler_downscale_share_shrinks_larger_crops():
         FootageSampler([clip], 64, downscale_share=-0.1)
 
 
-def test_sampler_enlarges_clips_smaller_than_the_crop_within_max_upscale():
-    """--max-upscale: a clip under the crop gives its largest square, enlarged to the crop (a ramp over the clip's
-    whole short side spans its grey levels across the crop); a clip under crop / max_upscale is refused by name,
-    and so is every clip under the crop at the default of 1 (the recipes before the option)."""
-    from training.data import Clip, FootageSampler, synthetic_batch
-
-    ramp = torch.arange(48, dtype=torch.float32).mul(5).view(1, 1, 48, 1).expand(30, 3, 48, 80)
-    clip = Clip("small", ramp.to(torch.uint8).contiguous(), 3.0, (), torch.zeros(29, dtype=torch.bool))
-    for share in (0.0, 1.0):  # with and without the downscale draw
-        sampler = FootageSampler([clip], 64, 1, generator=torch.Generator().manual_seed(0), downscale_share=share,
-                                 max_upscale=1.5)
-        one = sampler.batch(8)["one"] * 255
-        assert one.shape == (8, 3, 64, 64)
-        span = one.amax(dim=(1, 2, 3)) - one.amin(dim=(1, 2, 3))
-        assert torch.all(span > 5 * 47 - 12), span  # the clip's whole 48-px ramp (0-235), stretched over 64 px
-    textures = synthetic_batch(sampler, 2, 64, gen=torch.Generator().manual_seed(1))["one"]
-    assert textures.shape == (2, 3, 64, 64) and torch.isfinite(textures).all()
-    with pytest.raises(ValueError, match="small.*max_upscale 1.2"):
-        FootageSampler([clip], 64, max_upscale=1.2)
-    with pytest.raises(ValueError, match="raise max_upscale"):
-        FootageSampler([clip], 64)
-    with pytest.raises(ValueError, match="at least 1"):
-        FootageSampler([clip], 40, max_upscale=0.5)
-
-
 def test_paste_layers_puts_moving_layers_over_real_triplets():
     """--paste-share: synthetic layers pasted over footage triplets, rendered at each frame's own time (the
     triplet's t), leave the real frames visible around them, add no flow, and touch only the chosen triplets."""
@@ -488,21 +463,20 @@ def test_next_inputs_mix_footage_and_synthetic_samples_with_their_flow(footage, 
     assert sorted(c.name for c in trainer.train_clips) == ["a.mp4", "b.mp4"]
 
 
-def test_max_upscale_lets_clips_under_the_crop_train(footage, tmp_path):
-    """--max-upscale F: the trainer loads training clips down to crop / F on their short side and draws full-size
-    batches from them; at the default of 1 a crop larger than every clip leaves nothing to train on."""
+def test_a_crop_larger_than_every_training_clip_is_a_clear_error(footage, tmp_path):
+    """Only clips at least the crop on their short side train: a crop larger than every training clip (96 x 80)
+    leaves nothing to train on, said in one line naming --crop; the sampler refuses a smaller clip by name."""
+    from training.data import FootageSampler
     from training.trainer import Process, Trainer
 
-    options, overrides = parse(run_args(footage, tmp_path / "up", "--crop", "96", "--max-upscale", "1.2"))
+    options, overrides = parse(run_args(footage, tmp_path / "plain", "--crop", "96"))
+    with pytest.raises(TrainingError, match=r"no training clip .* is at least 96 px .*\(--crop 96\).*lower --crop$"):
+        Trainer(options, start_point(options, overrides), Process(torch.device("cpu"))).load_data()
+    options, overrides = parse(run_args(footage, tmp_path / "o"))
     trainer = Trainer(options, start_point(options, overrides), Process(torch.device("cpu")))
     trainer.load_data()
-    trainer.build()
-    assert sorted(c.name for c in trainer.train_clips) == ["a.mp4", "b.mp4"]  # 96 x 80: under the crop
-    one, two, t, mid, gt = trainer.next_inputs()
-    assert one.shape[1:] == mid.shape[1:] == (3, 96, 96)
-    options, overrides = parse(run_args(footage, tmp_path / "plain", "--crop", "96"))
-    with pytest.raises(TrainingError, match="no training clip .* is at least 96 px .*raise --max-upscale"):
-        Trainer(options, start_point(options, overrides), Process(torch.device("cpu"))).load_data()
+    with pytest.raises(ValueError, match="a.mp4.*smaller than the 96-px crop"):
+        FootageSampler(sorted(trainer.train_clips, key=lambda c: c.name), 96)
 
 
 def test_validation_crop_does_not_follow_a_larger_training_crop(footage, tmp_path, monkeypatch):

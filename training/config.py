@@ -110,9 +110,6 @@ class TrainConfig:
     max_gap: int = _at_least_one(4, "largest frame gap k of a footage triplet (slow clips get wider gaps)")
     native_share: float = _share(0.25, "fraction of footage triplets at the stored rate (k = 1)")
     downscale_share: float = _share(1.0, "fraction of footage crops taken up to 2x larger and shrunk")
-    max_upscale: float = _option(1.0, "clips whose short side is at least crop / FACTOR train too: their crops are cut "
-                                      "at the short side and enlarged to the crop (1: only clips at least the crop)",
-                                 lambda v: v >= 1.0, "must be at least 1", "FACTOR")
     paste_share: float = _share(0.3, "fraction of footage triplets with a synthetic moving layer pasted over them")
     max_nonlinearity: float = _non_negative(2.0, "leave out footage triplets whose middle frame strays more than "
                                                  "PX from constant velocity (training/linearity.py; 0: off)", "PX")
@@ -156,7 +153,8 @@ class TrainConfig:
 # Removed options and the value every recipe kept them at; saved configs holding those values still load.
 REMOVED: Dict[str, Any] = {"synthetic_shapes": 0.0, "synthetic_warp": 0.0, "synthetic_texture_zoom": 1.0,
                            "flow_loss_full_res": 1.0, "flow_loss_units": "level", "photometric_share": 0.0,
-                           "paste_layers": 1, "laplacian_levels": 5, "synthetic_stripe_share": 0.0}
+                           "paste_layers": 1, "laplacian_levels": 5, "synthetic_stripe_share": 0.0,
+                           "max_upscale": 1.0}
 
 # What a saved config without a field meant: the defaults of the code before the fast recipe became the
 # default (every config saved so far holds every other field).

@@ -173,12 +173,6 @@ def require_clips(clips: Sequence[Clip]) -> None:
         raise ValueError("no clips to sample from: check --data and the crop size")
 
 
-def smallest_clip_side(crop: int, max_upscale: float = 1.0) -> int:
-    """The shortest short side, in pixels, a clip may have to give ``crop``-px crops enlarged at most
-    ``max_upscale`` times (the clips a sampler takes and the size train.py loads clips from)."""
-    return math.ceil(crop / max_upscale - 1e-9)  # 96 / 1.2 is 80.00000000000001
-
-
 def gap_limits(clips: Sequence[Clip], max_gap: int, target_motion: float = 6.0) -> List[int]:
     """The largest frame gap k of each clip's triplets: widened for slow clips (k x the clip's motion about
     ``target_motion`` pixels, k at most ``max_gap``), so every clip contributes motion."""
@@ -216,24 +210,20 @@ class FootageSampler:
 
     def __init__(self, clips: List[Clip], crop: int, max_gap: int = 4, target_motion: float = 6.0,
                  generator: Optional[torch.Generator] = None, native_share: float = 0.0,
-                 downscale_share: float = 0.0, device: Optional[torch.device] = None,
-                 max_upscale: float = 1.0) -> None:
+                 downscale_share: float = 0.0, device: Optional[torch.device] = None) -> None:
         """``native_share``: fraction of triplets taken as consecutive stored frames (k1 = k2 = 1) from
         clips drawn by length alone, i.e. the small motions of ordinary x2 interpolation.
         ``downscale_share``: fraction of crops cut 1-2x larger (log-uniform, as the frame allows) and
         shrunk to ``crop`` with antialiasing: finer detail per pixel, less coding noise, less motion.
-        ``max_upscale``: clips may be smaller than ``crop`` by up to this factor; their crops are the largest
-        square they hold, enlarged to ``crop``."""
+        Every clip must be at least ``crop`` on its short side."""
         require_clips(clips)
         for name, share in (("native_share", native_share), ("downscale_share", downscale_share)):
             if not 0.0 <= share <= 1.0:
                 raise ValueError(f"{name} must lie in [0, 1], got {share}")
-        if max_upscale < 1.0:
-            raise ValueError(f"max_upscale must be at least 1, got {max_upscale}")
-        small = [c.name for c in clips if min(c.frames.shape[2:]) < smallest_clip_side(crop, max_upscale)]
+        small = [c.name for c in clips if min(c.frames.shape[2:]) < crop]
         if small:
-            raise ValueError(f"{len(small)} clips (the first: {small[0]}) are smaller than the {crop}-px crop by more "
-                             f"than max_upscale {max_upscale}: leave them out or raise max_upscale")
+            raise ValueError(f"{len(small)} clips (the first: {small[0]}) are smaller than the {crop}-px crop on "
+                             f"their short side: leave them out or lower the crop")
         self.downscale_share = downscale_share
         self.clips = clips
         # where batches are made: the frames' device, or the GPU when the frames are memory-mapped on the CPU
@@ -303,7 +293,6 @@ class FootageSampler:
             if self.downscale_share > 0 and float(torch.rand(1, generator=self.gen)) < self.downscale_share:
                 largest = min(2.0, h / self.crop, w / self.crop)
                 side = int(self.crop * largest ** float(torch.rand(1, generator=self.gen)))
-            side = min(side, h, w)  # a clip smaller than the crop: its largest square, enlarged below
             y = self._rand(h - side + 1)
             x = self._rand(w - side + 1)
             window = (slice(None), slice(y, y + side), slice(x, x + side))
@@ -521,8 +510,7 @@ def _check_scene_options(small_share: float, edge_px: float, edge_share: float, 
 
 def _layer_textures(sampler: FootageSampler, size: int, crop: int, count: int,
                     gen: Optional[torch.Generator]) -> torch.Tensor:
-    """``count`` textures per sample (count x size x 3 x crop x crop in [0, 1]), cut from random frames (from a
-    frame smaller than the crop: its largest square, enlarged)."""
+    """``count`` textures per sample (count x size x 3 x crop x crop in [0, 1]), cut from random frames."""
     textures = []
     for _ in range(count):
         cuts = []
@@ -530,10 +518,8 @@ def _layer_textures(sampler: FootageSampler, size: int, crop: int, count: int,
             clip = sampler.clips[int(torch.multinomial(sampler.weights, 1, generator=gen))]
             f = clip.frames[sampler._rand(clip.frames.shape[0])]
             h, w = f.shape[1:]
-            side = min(crop, h, w)
-            y, x = sampler._rand(h - side + 1), sampler._rand(w - side + 1)
-            cut = f[:, y:y + side, x:x + side]
-            cuts.append(cut if side == crop else resized([cut], crop)[0])
+            y, x = sampler._rand(h - crop + 1), sampler._rand(w - crop + 1)
+            cuts.append(f[:, y:y + crop, x:x + crop])
         textures.append(to_device(torch.stack(cuts), sampler.device).float().div(255.0))
     return torch.stack(textures)
 

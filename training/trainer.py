@@ -25,8 +25,8 @@ from model import Network, NetworkConfig
 from model.weights import WeightsError, load_weights, read_config, read_metadata, save_weights
 from training.config import RECIPES, VALIDATION_CROP, TrainConfig, TrainingError
 from training.data import (BOUNDARY_SETS, FootageSampler, boundary_masks, frame_blend, gap_limits, load_clips,
-                           missing_clips, paste_layers, shard, shard_ranks, smallest_clip_side, synthetic_batch,
-                           synthetic_set, validation_sets)
+                           missing_clips, paste_layers, shard, shard_ranks, synthetic_batch, synthetic_set,
+                           validation_sets)
 from training.holdout import baseline_scores, describe, holdout_triplets, is_holdout, network_scores, summary
 from training.linearity import NEAR_LINEAR_PX, measured, near_linear_subsets, nonlinearity_tables
 from training.losses import psnr
@@ -217,13 +217,10 @@ class Trainer:
             return not self.held_out(entry) and (not options.train_folders or folder.name in options.train_folders)
 
         data = list(options.data)
-        # clips smaller than the crop train too where --max-upscale allows (their crops enlarged)
-        smallest = smallest_clip_side(config.crop, config.max_upscale)
-        self.train_clips = load_clips(data, None, device, smallest, cache=options.frame_cache, keep=trains)
+        self.train_clips = load_clips(data, None, device, config.crop, cache=options.frame_cache, keep=trains)
         if not self.train_clips:
-            raise TrainingError(f"no training clip in {', '.join(map(str, data))} is at least {smallest} px on its "
-                                f"short side (--crop {config.crop}, --max-upscale {config.max_upscale:g}): check "
-                                f"--data, or lower --crop or raise --max-upscale")
+            raise TrainingError(f"no training clip in {', '.join(map(str, data))} is at least {config.crop} px on "
+                                f"its short side (--crop {config.crop}): check --data, or lower --crop")
         # validation crops are 256 px whatever the training crop (or the training crop where smaller: tests)
         self.val_crop = min(config.crop, VALIDATION_CROP)
         # only the main process validates: the others decode no held-out clip
@@ -235,7 +232,7 @@ class Trainer:
             f"held-out clips from {len({c.source for c in self.val_clips})} source repositories", self.main)
         self.sampler = FootageSampler(self.own_shard(), config.crop, config.max_gap, generator=self.gen,
                                       native_share=config.native_share, downscale_share=config.downscale_share,
-                                      device=device, max_upscale=config.max_upscale)
+                                      device=device)
         if config.max_nonlinearity > 0:
             self.limit_nonlinearity()
 
