@@ -20,12 +20,18 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
+import cv2
 
 from model.warp import backwarp
 from training.config import VALIDATION_CROP
 from training.data import dis_flows, load_clips
-from training.holdout import _grey, baseline_scores, holdout_triplets, is_holdout, triplet_flows
+from training.holdout import baseline_scores, holdout_triplets, is_holdout, triplet_flows
 from training.losses import psnr
+
+
+def _grey(frame: torch.Tensor) -> np.ndarray:
+    """A 3 x H x W uint8 RGB frame as OpenCV DIS's grey image (as training.holdout's private helper)."""
+    return cv2.cvtColor(frame.permute(1, 2, 0).numpy(), cv2.COLOR_RGB2GRAY)
 
 
 def main() -> None:
