@@ -62,9 +62,13 @@ class FlowDecoder(nn.Module):
 class FlowEstimator(nn.Module):
     """Bidirectional flow: flows one->two and two->one from one batched pass."""
 
-    def __init__(self, widths: Sequence[int], finest: int, radius: int, hidden: Sequence[int]) -> None:
+    def __init__(self, widths: Sequence[int], finest: int, radius: int, hidden: Sequence[int],
+                 iterations: int = 1) -> None:
         super().__init__()
+        if iterations < 1:
+            raise ValueError(f"flow iterations per level must be at least 1, got {iterations}")
         self.finest = finest  # index into the pyramid, 1 = 1/4 resolution
+        self.iterations = iterations  # each level's decoder applied this many times (weights shared)
         self.decoders = nn.ModuleList(
             [FlowDecoder(widths[level], radius, hidden) for level in range(finest, len(widths))]
         )
@@ -85,7 +89,8 @@ class FlowEstimator(nn.Module):
             else:
                 flow = _up2(flow, a.shape[2:])
             decoder = self.decoders[len(self.decoders) - 1 - i]
-            flow = decoder(a, b, flow)
+            for _ in range(self.iterations):
+                flow = decoder(a, b, flow)
             pyramid.append(flow)
         full = resize_flow(flow, tuple(size))
         return full[:n], full[n:], pyramid

@@ -28,6 +28,7 @@ class NetworkConfig:
     flow_finest_level: int = 1  # pyramid index of the finest flow estimate: 1 = 1/4 resolution
     flow_radius: int = 3
     flow_hidden: Tuple[int, ...] = (96, 64, 48)
+    flow_iterations: int = 1  # times each level's flow decoder refines its estimate (one set of weights)
     synthesis_levels: int = 3  # feature levels splatted: 1/2, 1/4, 1/8
     decoder_widths: Tuple[int, ...] = (32, 48, 96)
     full_width: int = 16
@@ -120,7 +121,7 @@ class Network(nn.Module):
         self.config = config
         self.encoder = Encoder(config.encoder_widths)
         self.flow = FlowEstimator(config.encoder_widths, config.flow_finest_level, config.flow_radius,
-                                  config.flow_hidden)
+                                  config.flow_hidden, config.flow_iterations)
         self.metric = Metric(config.metric_hidden)
         self.decoder = Decoder(config.encoder_widths[:config.synthesis_levels], config.decoder_widths,
                                config.full_width)

@@ -1,5 +1,6 @@
 """The network's parts on the CPU, and the CUDA correlation against the PyTorch one."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -170,6 +171,28 @@ def test_export_of_a_training_state(tmp_path):
     assert "(network)" in plain["exported_from"] and plain["val_psnr"] == "29.456"  # what train.py validated then
     assert main([str(tmp_path), "--out", str(tmp_path / "bad.safetensors")]) == 2
     assert not (tmp_path / "bad.safetensors").exists()
+
+
+def test_flow_iterations_reapply_the_same_decoders():
+    """Two passes per level use the first pass's weights (a file of one pass loads into either) and refine its
+    estimate: with the weights of one pass, each level's second pass starts from the first's output."""
+    torch.manual_seed(0)
+    one_pass = Network(NetworkConfig(encoder_widths=(8, 8, 8, 8, 8), flow_hidden=(8,))).eval()
+    two_pass = Network(dataclasses.replace(one_pass.config, flow_iterations=2)).eval()
+    two_pass.load_state_dict(one_pass.state_dict(), strict=True)
+    one, two = torch.rand(2, 1, 3, 64, 64)
+    with torch.no_grad():
+        feats = one_pass.encoder(torch.cat([one, two])), None
+        a, b = [f[:1] for f in feats[0]], [f[1:] for f in feats[0]]
+        _, _, pyramid_one = one_pass.flow(a, b, (64, 64))
+        _, _, pyramid_two = two_pass.flow(a, b, (64, 64))
+        decoder = one_pass.flow.decoders[-1]  # the coarsest level's
+        both = (torch.cat([a[-1], b[-1]]), torch.cat([b[-1], a[-1]]))
+        torch.testing.assert_close(pyramid_two[0], decoder(*both, decoder(*both, torch.zeros_like(pyramid_one[0]))))
+        assert not torch.allclose(pyramid_two[-1], pyramid_one[-1])
+        assert two_pass(one, two)[0].shape == (1, 3, 64, 64)
+    with pytest.raises(ValueError, match="at least 1"):
+        Network(dataclasses.replace(one_pass.config, flow_iterations=0))
 
 
 def test_config_overrides_name_the_fix():

@@ -116,6 +116,8 @@ def test_recipe_values_are_checked_naming_the_flag(tmp_path, option, value, mess
     (["--width", "2", "--init-weights", "w.safetensors"], "--width builds a fresh network"),
     (["--flow-level", "0", "--resume", "runs/x"], "--flow-level builds a fresh network"),
     (["--flow-level", "2"], "--flow-level must be 0 or 1"),
+    (["--flow-iterations", "0"], "--flow-iterations must be at least 1"),
+    (["--flow-iterations", "2", "--resume", "runs/x"], "a resumed run keeps its own"),
     (["--nonlinearity", "missing.pt"], "--nonlinearity missing.pt: no such file"),
 ])
 def test_run_options_are_checked_naming_the_flag(tmp_path, argv, message):
@@ -174,6 +176,11 @@ def test_start_point_takes_the_named_recipe_and_checks_the_schedule(tmp_path):
     options, overrides = _options(tmp_path, "--init-weights", str(FAST), "--schedule-start", "32000")
     start = start_point(options, overrides)
     assert start.step == 32000 and start.config == dataclasses.replace(TrainConfig(), schedule_start=32000)
+    # more flow passes on trained weights: the same network and step, only the passes changed
+    options, overrides = _options(tmp_path, "--init-weights", str(FAST), "--schedule-start", "32000",
+                                  "--flow-iterations", "2")
+    grown = start_point(options, overrides)
+    assert grown.net_config == dataclasses.replace(start.net_config, flow_iterations=2) and grown.step == 32000
     options, overrides = _options(tmp_path, "--init-weights", str(tmp_path / "none.safetensors"))
     with pytest.raises(TrainingError, match="--init-weights"):
         start_point(options, overrides)

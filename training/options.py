@@ -38,6 +38,10 @@ class RunOptions:
                                            "1 = 1/4 resolution (NetworkConfig's), 0 = 1/2 (about twice the "
                                            "GFLOPs)", lambda v: v in (0, 1), "must be 0 or 1", type=int,
                                      metavar="LEVEL")
+    flow_iterations: Optional[int] = _run(None, "apply each pyramid level's flow decoder N times (the same weights "
+                                                "each time): a fresh network, or the --init-weights network "
+                                                "changed without new weights", lambda v: v >= 1,
+                                          "must be at least 1", type=int, metavar="N")
     minutes: float = _run(8.0, "wall-clock budget for this chunk (set-up not counted)", lambda v: v > 0,
                           "must be positive", type=float)
     max_steps: Optional[int] = _run(None, "stop after this many steps in this chunk", lambda v: v >= 0,
@@ -70,6 +74,9 @@ class RunOptions:
         for name, value in (("--width", self.width), ("--flow-level", self.flow_level)):
             if value is not None and (self.resume is not None or self.init_weights is not None):
                 raise ConfigError(f"{name} builds a fresh network; leave out --resume and --init-weights")
+        if self.flow_iterations is not None and self.resume is not None:
+            raise ConfigError("--flow-iterations changes the network a run starts from; a resumed run keeps its "
+                              "own (leave out --resume, or --flow-iterations)")
         if self.nonlinearity is not None and not self.nonlinearity.is_file():
             raise ConfigError(f"--nonlinearity {self.nonlinearity}: no such file (leave the option out to "
                               f"measure the triplets in this run)")

@@ -95,6 +95,8 @@ def start_point(options: RunOptions, overrides: dict, main_process: bool = True)
                 f"(--recipe names another)", main_process, err=True)
     else:
         net_config = net_config.sized(options.width, options.flow_level)
+    if options.flow_iterations is not None:
+        net_config = dataclasses.replace(net_config, flow_iterations=options.flow_iterations)
     config = dataclasses.replace(config, **overrides)
     start, end = config.schedule_start, config.schedule_start + config.total_steps
     if step < start:
