@@ -606,7 +606,7 @@ def test_a_resume_on_other_validation_sets_keeps_its_own_best(footage, trained, 
 
 def test_a_start_from_weights_continues_their_recipe_and_step(footage, trained, tmp_path, capsys, monkeypatch):
     """--init-weights: the weights' step and recorded recipe (flags override it), a fresh optimizer, --rewarm
-    ramping the rate in, and --validate-first scoring the start, which stays kept unless a later step beats it."""
+    ramping the rate in, --flow-iterations changing the network without new weights, and --validate-first scoring the start, which stays kept unless a later step beats it."""
     import training.schedule
     from safetensors import safe_open
     from training import validation
@@ -620,8 +620,13 @@ def test_a_start_from_weights_continues_their_recipe_and_step(footage, trained, 
     monkeypatch.setattr(training.schedule, "rewarmed", lambda *a: used.append(rewarmed(*a)) or used[-1])
     out = tmp_path / "cont"
     assert train.main(run_args(footage, out, "--max-steps", "2", "--val-every", "100", "--init-weights",
-                               str(weights), "--seed", "7", "--rewarm", "4", "--validate-first")) == 0
+                               str(weights), "--seed", "7", "--rewarm", "4", "--validate-first",
+                               "--flow-iterations", "2")) == 0
     config = json.loads((out / "train_config.json").read_text())
+    # the network trained and saved is the file's with two flow passes (no new weights)
+    assert json.loads((out / "config.json").read_text())["flow_iterations"] == 2
+    with safe_open(str(out / "weights.safetensors"), framework="pt") as f:
+        assert json.loads(f.metadata()["config"])["flow_iterations"] == 2
     assert config["seed"] == 7 and config["native_share"] == 0.5 and config["ema_decay"] == 0.5
     checks = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if "score" in line]
     assert [c["step"] for c in checks] == [step, step + 2]

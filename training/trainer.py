@@ -316,12 +316,13 @@ class Trainer:
         from safetensors.torch import load_file
 
         options, config, device = self.options, self.config, self.device
-        if options.resume is None and options.init_weights is not None:
-            net = load_weights(options.init_weights, device)  # the network the file describes (net_config), strict
-        else:
-            net = Network(self.net_config).to(device)
-            if options.resume is not None:
-                net.load_state_dict(load_file(str(options.resume / STATE_MODEL)), strict=True)
+        net = Network(self.net_config).to(device)
+        if options.resume is not None:
+            net.load_state_dict(load_file(str(options.resume / STATE_MODEL)), strict=True)
+        elif options.init_weights is not None:
+            # the file's network, as start_point described it (net_config: the file's config, with
+            # --flow-iterations applied, which adds no weights), loaded strictly
+            net.load_state_dict(load_weights(options.init_weights, device).state_dict(), strict=True)
         self.net = net.to(memory_format=torch.channels_last)
         self.model = TrainStep(self.net)
         if self.process.world > 1:
