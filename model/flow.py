@@ -63,15 +63,19 @@ class FlowEstimator(nn.Module):
     """Bidirectional flow: flows one->two and two->one from one batched pass."""
 
     def __init__(self, widths: Sequence[int], finest: int, radius: int, hidden: Sequence[int],
-                 iterations: int = 1) -> None:
+                 iterations: Sequence[int] = (1,)) -> None:
         super().__init__()
-        if iterations < 1:
-            raise ValueError(f"flow iterations per level must be at least 1, got {iterations}")
         self.finest = finest  # index into the pyramid, 1 = 1/4 resolution
-        self.iterations = iterations  # each level's decoder applied this many times (weights shared)
         self.decoders = nn.ModuleList(
             [FlowDecoder(widths[level], radius, hidden) for level in range(finest, len(widths))]
         )
+        levels = len(self.decoders)
+        iterations = tuple(iterations)
+        if len(iterations) not in (1, levels) or min(iterations, default=0) < 1:
+            raise ValueError(f"flow_iterations {iterations}: give one count of at least 1 for every level, or "
+                             f"{levels} counts (coarsest level first)")
+        # passes of each level's decoder, coarsest first: a pass refines the estimate with the same weights
+        self.iterations = iterations * levels if len(iterations) == 1 else iterations
 
     def forward(self, feats_one: List[torch.Tensor], feats_two: List[torch.Tensor], size) -> List[torch.Tensor]:
         """Return [flow one->two, flow two->one] at full resolution ``size`` plus the finest level.
@@ -89,7 +93,7 @@ class FlowEstimator(nn.Module):
             else:
                 flow = _up2(flow, a.shape[2:])
             decoder = self.decoders[len(self.decoders) - 1 - i]
-            for _ in range(self.iterations):
+            for _ in range(self.iterations[i]):
                 flow = decoder(a, b, flow)
             pyramid.append(flow)
         full = resize_flow(flow, tuple(size))

@@ -28,7 +28,9 @@ class NetworkConfig:
     flow_finest_level: int = 1  # pyramid index of the finest flow estimate: 1 = 1/4 resolution
     flow_radius: int = 3
     flow_hidden: Tuple[int, ...] = (96, 64, 48)
-    flow_iterations: int = 1  # times each level's flow decoder refines its estimate (one set of weights)
+    # passes of each level's flow decoder, coarsest level first (one value: every level); each pass refines the
+    # estimate with the same weights
+    flow_iterations: Tuple[int, ...] = (1,)
     synthesis_levels: int = 3  # feature levels splatted: 1/2, 1/4, 1/8
     decoder_widths: Tuple[int, ...] = (32, 48, 96)
     full_width: int = 16
@@ -85,6 +87,8 @@ class NetworkConfig:
         every saved network held it at and is dropped; at another value it raises ValueError naming the key."""
         names = {f.name for f in dataclasses.fields(cls)}
         values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+        if isinstance(values.get("flow_iterations"), int):  # one count for every level
+            values["flow_iterations"] = (values["flow_iterations"],)
         unknown = set(values) - names - set(REMOVED)
         if unknown:
             raise ValueError(f"unknown network config keys: {sorted(unknown)}")

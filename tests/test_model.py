@@ -178,7 +178,7 @@ def test_flow_iterations_reapply_the_same_decoders():
     estimate: with the weights of one pass, each level's second pass starts from the first's output."""
     torch.manual_seed(0)
     one_pass = Network(NetworkConfig(encoder_widths=(8, 8, 8, 8, 8), flow_hidden=(8,))).eval()
-    two_pass = Network(dataclasses.replace(one_pass.config, flow_iterations=2)).eval()
+    two_pass = Network(dataclasses.replace(one_pass.config, flow_iterations=(2,))).eval()
     two_pass.load_state_dict(one_pass.state_dict(), strict=True)
     one, two = torch.rand(2, 1, 3, 64, 64)
     with torch.no_grad():
@@ -191,8 +191,19 @@ def test_flow_iterations_reapply_the_same_decoders():
         torch.testing.assert_close(pyramid_two[0], decoder(*both, decoder(*both, torch.zeros_like(pyramid_one[0]))))
         assert not torch.allclose(pyramid_two[-1], pyramid_one[-1])
         assert two_pass(one, two)[0].shape == (1, 3, 64, 64)
-    with pytest.raises(ValueError, match="at least 1"):
-        Network(dataclasses.replace(one_pass.config, flow_iterations=0))
+    # per level, coarsest first: a second pass only where asked
+    coarse_once = Network(dataclasses.replace(one_pass.config, flow_iterations=(1, 2, 2, 2))).eval()
+    coarse_once.load_state_dict(one_pass.state_dict(), strict=True)
+    with torch.no_grad():
+        _, _, pyramid_mixed = coarse_once.flow(a, b, (64, 64))
+    torch.testing.assert_close(pyramid_mixed[0], pyramid_one[0])
+    assert not torch.allclose(pyramid_mixed[-1], pyramid_one[-1])
+    for bad in ((0,), (1, 2)):
+        with pytest.raises(ValueError, match="one count of at least 1 for every level, or 4 counts"):
+            Network(dataclasses.replace(one_pass.config, flow_iterations=bad))
+    # a config saved with one count as a number loads as that count for every level
+    assert NetworkConfig.from_dict({**one_pass.config.to_dict(), "flow_iterations": 2}).flow_iterations == (2,)
+    assert NetworkConfig().with_overrides(["flow_iterations=1,2,2,2"]).flow_iterations == (1, 2, 2, 2)
 
 
 def test_config_overrides_name_the_fix():

@@ -180,7 +180,7 @@ def test_start_point_takes_the_named_recipe_and_checks_the_schedule(tmp_path):
     options, overrides = _options(tmp_path, "--init-weights", str(FAST), "--schedule-start", "32000",
                                   "--flow-iterations", "2")
     grown = start_point(options, overrides)
-    assert grown.net_config == dataclasses.replace(start.net_config, flow_iterations=2) and grown.step == 32000
+    assert grown.net_config == dataclasses.replace(start.net_config, flow_iterations=(2,)) and grown.step == 32000
     options, overrides = _options(tmp_path, "--init-weights", str(tmp_path / "none.safetensors"))
     with pytest.raises(TrainingError, match="--init-weights"):
         start_point(options, overrides)
@@ -621,12 +621,12 @@ def test_a_start_from_weights_continues_their_recipe_and_step(footage, trained, 
     out = tmp_path / "cont"
     assert train.main(run_args(footage, out, "--max-steps", "2", "--val-every", "100", "--init-weights",
                                str(weights), "--seed", "7", "--rewarm", "4", "--validate-first",
-                               "--flow-iterations", "2")) == 0
+                               "--flow-iterations", "1", "2", "2", "2")) == 0
     config = json.loads((out / "train_config.json").read_text())
     # the network trained and saved is the file's with two flow passes (no new weights)
-    assert json.loads((out / "config.json").read_text())["flow_iterations"] == 2
+    assert json.loads((out / "config.json").read_text())["flow_iterations"] == [1, 2, 2, 2]
     with safe_open(str(out / "weights.safetensors"), framework="pt") as f:
-        assert json.loads(f.metadata()["config"])["flow_iterations"] == 2
+        assert json.loads(f.metadata()["config"])["flow_iterations"] == [1, 2, 2, 2]
     assert config["seed"] == 7 and config["native_share"] == 0.5 and config["ema_decay"] == 0.5
     checks = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if "score" in line]
     assert [c["step"] for c in checks] == [step, step + 2]

@@ -38,10 +38,10 @@ class RunOptions:
                                            "1 = 1/4 resolution (NetworkConfig's), 0 = 1/2 (about twice the "
                                            "GFLOPs)", lambda v: v in (0, 1), "must be 0 or 1", type=int,
                                      metavar="LEVEL")
-    flow_iterations: Optional[int] = _run(None, "apply each pyramid level's flow decoder N times (the same weights "
-                                                "each time): a fresh network, or the --init-weights network "
-                                                "changed without new weights", lambda v: v >= 1,
-                                          "must be at least 1", type=int, metavar="N")
+    flow_iterations: Optional[Tuple[int, ...]] = _run(
+        None, "passes of each pyramid level's flow decoder, coarsest level first (one N: every level), the same "
+              "weights each pass: a fresh network, or the --init-weights network changed without new weights",
+        lambda v: min(v) >= 1, "must be at least 1", type=int, nargs="+", metavar="N")
     minutes: float = _run(8.0, "wall-clock budget for this chunk (set-up not counted)", lambda v: v > 0,
                           "must be positive", type=float)
     max_steps: Optional[int] = _run(None, "stop after this many steps in this chunk", lambda v: v >= 0,
@@ -114,6 +114,8 @@ def parse(argv: Optional[Sequence[str]] = None, description: str = "") -> Tuple[
     values = {k: v for k, v in args.items() if k in run_names}
     values["data"] = tuple(values["data"])
     values["train_folders"] = tuple(values["train_folders"] or ())
+    if values["flow_iterations"] is not None:
+        values["flow_iterations"] = tuple(values["flow_iterations"])
     overrides = {k: tuple(v) if isinstance(v, list) else v for k, v in args.items() if k not in run_names}
     return RunOptions(**values), overrides
 
