@@ -21,9 +21,7 @@ import torch
 
 from model.warp import InputPadder
 from model.weights import load_weights
-from training.config import VALIDATION_CROP
-from training.data import load_clips
-from training.holdout import baseline_scores, describe, holdout_triplets, is_holdout, summary, triplet_flows
+from training.holdout import baseline_scores, describe, load_holdout, summary, triplet_flows
 from training.losses import psnr
 
 
@@ -36,9 +34,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
     device = torch.device(args.device)
-    clips = load_clips(args.data, None, torch.device("cpu"), VALIDATION_CROP,
-                       keep=lambda root, entry: is_holdout(entry))
-    triplets = holdout_triplets(clips)
+    _, triplets = load_holdout(args.data)
     if args.limit:
         triplets = triplets[::max(1, len(triplets) // args.limit)]
     flows = triplet_flows(triplets)

@@ -86,6 +86,17 @@ def holdout_triplets(clips: Sequence[Clip], per_clip: int = PER_CLIP, gaps: Sequ
     return triplets
 
 
+def load_holdout(folders: Sequence[Path]) -> Tuple[List[Clip], List[Triplet]]:
+    """The held-out clips of the footage ``folders`` that train.py validates on (those at least its validation crop
+    in size), decoded on the CPU, and their triplets."""
+    from training.config import VALIDATION_CROP  # training.config imports this module
+    from training.data import load_clips
+
+    clips = load_clips(list(folders), None, torch.device("cpu"), VALIDATION_CROP,
+                       keep=lambda root, entry: is_holdout(entry))
+    return clips, holdout_triplets(clips)
+
+
 def classical_interpolation(one: torch.Tensor, two: torch.Tensor, t: float, flow_fwd: torch.Tensor,
                             flow_bwd: torch.Tensor) -> torch.Tensor:
     """The baseline frame at t from N x 3 x H x W frames and their flows one->two and two->one (pixels)."""
@@ -202,15 +213,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not args.data:
         p.error("--data is required (the footage folders)")
     from model.weights import load_weights
-    from training.data import load_clips
 
     device = torch.device(args.device)
-    from training.config import VALIDATION_CROP
-
-    # the clips train.py validates on (those at least its validation crop in size)
-    clips = load_clips(args.data, None, torch.device("cpu"), VALIDATION_CROP,
-                       keep=lambda root, entry: is_holdout(entry))
-    triplets = holdout_triplets(clips)
+    clips, triplets = load_holdout(args.data)
     base = baseline_scores(triplets)
     report = {"clips": sorted({c.name for c in clips}), "baseline": base.tolist(), "weights": {}}
     print(f"{len(clips)} held-out clips, {len(triplets)} triplets; baseline {float(base.mean()):.3f} dB")

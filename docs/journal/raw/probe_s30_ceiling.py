@@ -23,9 +23,8 @@ import torch.nn.functional as F
 import cv2
 
 from model.warp import backwarp
-from training.config import VALIDATION_CROP
-from training.data import dis_flows, load_clips
-from training.holdout import baseline_scores, holdout_triplets, is_holdout, triplet_flows
+from training.data import dis_flows
+from training.holdout import baseline_scores, load_holdout, triplet_flows
 from training.losses import psnr
 
 
@@ -40,9 +39,7 @@ def main() -> None:
     p.add_argument("--scores", type=Path, required=True)
     p.add_argument("--json", type=Path, required=True)
     args = p.parse_args()
-    clips = load_clips(args.data, None, torch.device("cpu"), VALIDATION_CROP,
-                       keep=lambda root, entry: is_holdout(entry))
-    triplets = holdout_triplets(clips)
+    _, triplets = load_holdout(args.data)
     flows = triplet_flows(triplets)
     base = baseline_scores(triplets, flows=flows).numpy()
     motion = np.array([float(torch.quantile(fwd[0].norm(dim=0).flatten(), 0.95)) for fwd, _ in flows])

@@ -8,13 +8,9 @@ from pathlib import Path
 import torch
 
 from model.weights import load_weights
-from training.config import VALIDATION_CROP
-from training.data import load_clips
-from training.holdout import baseline_scores, describe, holdout_triplets, is_holdout, network_scores, summary
+from training.holdout import baseline_scores, describe, load_holdout, network_scores, summary
 
-clips = load_clips([Path("../shared/data/footage"), Path("../shared/data/footage2")], None, torch.device("cpu"),
-                   VALIDATION_CROP, keep=lambda root, entry: is_holdout(entry))
-triplets = holdout_triplets(clips)[::4]
+triplets = load_holdout([Path("../shared/data/footage"), Path("../shared/data/footage2")])[1][::4]
 base = baseline_scores(triplets, workers=2)
 for path in sys.argv[1:]:
     net = load_weights(path).eval()
