@@ -171,6 +171,21 @@ def test_export_of_a_training_state(tmp_path):
     assert "(network)" in plain["exported_from"] and plain["val_psnr"] == "29.456"  # what train.py validated then
     assert main([str(tmp_path), "--out", str(tmp_path / "bad.safetensors")]) == 2
     assert not (tmp_path / "bad.safetensors").exists()
+    # --flow-iterations: the same weights under a config with more flow passes, from a state or a weights file
+    passes = tmp_path / "passes.safetensors"
+    assert main([str(state), "--out", str(passes), "--flow-iterations", "1", "2", "2", "2"]) == 0
+    assert load_weights(passes).config == dataclasses.replace(config, flow_iterations=(1, 2, 2, 2))
+    again = tmp_path / "again.safetensors"
+    assert main([str(tmp_path / "plain.safetensors"), "--out", str(again), "--flow-iterations", "2"]) == 0
+    copied, plain_net = load_weights(again), load_weights(tmp_path / "plain.safetensors")
+    assert copied.config.flow_iterations == (2,)
+    for name, tensor in plain_net.state_dict().items():
+        assert torch.equal(copied.state_dict()[name], tensor), name
+    kept = read_metadata(again)
+    assert kept["step"] == "1234" and kept["val_psnr"] == "29.456" and "flow passes 2" in kept["exported_from"]
+    for args in ([], ["--flow-iterations", "1", "2"], ["--flow-iterations", "2", "--raw"]):
+        assert main([str(tmp_path / "plain.safetensors"), "--out", str(tmp_path / "bad.safetensors"), *args]) == 2
+    assert not (tmp_path / "bad.safetensors").exists()
 
 
 def test_flow_iterations_reapply_the_same_decoders():

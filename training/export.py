@@ -8,23 +8,31 @@ network's own parameters. The step, the recipe and the held-out figures train.py
 weights written (``val_*``: it validates the average where there is one) go into the file's metadata:
 
     python -m training.export runs/state --out runs/last.safetensors
+
+``--flow-iterations N [N ...]`` writes the network with each pyramid level's flow decoder applied N times
+(``NetworkConfig.flow_iterations``, coarsest level first): the same weights under another config. The source may
+also be a weights file, which is then copied with that config and its metadata:
+
+    python -m training.export weights/network.safetensors --flow-iterations 1 2 2 2 --out passes.safetensors
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Union
+from typing import Dict, List, Optional, Sequence, Union
 
 from model.network import Network, NetworkConfig
-from model.weights import save_weights
+from model.weights import load_weights, read_metadata, save_weights
 
 
-def export_state(state: Union[str, Path], out: Union[str, Path], raw: bool = False) -> str:
-    """Write the state's moving average (or, with ``raw`` or without an average, its network) to ``out``;
-    returns which one was written ("moving average" or "network")."""
+def export_state(state: Union[str, Path], out: Union[str, Path], raw: bool = False,
+                 flow_iterations: Optional[Sequence[int]] = None) -> str:
+    """Write the state's moving average (or, with ``raw`` or without an average, its network) to ``out``, with
+    ``flow_iterations`` (if given) in its config; returns which one was written ("moving average" or "network")."""
     from safetensors.torch import load_file
 
     state = Path(state)
@@ -33,7 +41,8 @@ def export_state(state: Union[str, Path], out: Union[str, Path], raw: bool = Fal
     if missing:
         raise ValueError(f"{state} is not a training state folder: {', '.join(missing)} missing (train.py writes "
                          "them to its --out folder; a device chunk's state is $OUT/train plus small.tar's t/)")
-    net = Network(NetworkConfig.from_dict(json.loads((state / "config.json").read_text())))
+    net = Network(_with_passes(NetworkConfig.from_dict(json.loads((state / "config.json").read_text())),
+                               flow_iterations))
     tensors = load_file(str(state / "state_model.safetensors"))
     which = "network"
     average_path = state / "state_ema.safetensors"
@@ -62,6 +71,24 @@ def export_state(state: Union[str, Path], out: Union[str, Path], raw: bool = Fal
     return which
 
 
+def export_weights(weights: Union[str, Path], out: Union[str, Path], flow_iterations: Sequence[int]) -> None:
+    """Copy a weights file to ``out`` with ``flow_iterations`` in its network config (the same tensors; the
+    metadata kept, ``exported_from`` naming the source)."""
+    source = load_weights(weights)
+    net = Network(_with_passes(source.config, flow_iterations))
+    net.load_state_dict(source.state_dict(), strict=True)
+    extra = {k: v for k, v in read_metadata(weights).items() if k not in ("config", "format")}
+    extra["exported_from"] = f"{weights} (flow passes {', '.join(map(str, flow_iterations))})"
+    save_weights(net, out, extra=extra)
+
+
+def _with_passes(config: NetworkConfig, flow_iterations: Optional[Sequence[int]]) -> NetworkConfig:
+    """``config`` with ``flow_iterations`` (None: as it is); Network() checks the counts."""
+    if flow_iterations is None:
+        return config
+    return dataclasses.replace(config, flow_iterations=tuple(flow_iterations))
+
+
 def _validation_at(log: Path, step: int) -> Dict[str, str]:
     """The held-out figures train.py logged at ``step`` (its ``val_*`` PSNRs, as weights metadata), or none."""
     if not log.is_file():
@@ -76,12 +103,22 @@ def _validation_at(log: Path, step: int) -> Dict[str, str]:
 
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("state", type=Path, help="a training state folder (state_model.safetensors, config.json, ...)")
+    p.add_argument("state", type=Path, help="a training state folder (state_model.safetensors, config.json, ...), "
+                                            "or a weights file (with --flow-iterations)")
     p.add_argument("--out", type=Path, required=True, help="where to write the weights")
     p.add_argument("--raw", action="store_true", help="the network's own parameters, not the moving average")
+    p.add_argument("--flow-iterations", type=int, nargs="+", metavar="N",
+                   help="passes of each level's flow decoder, coarsest level first (one N: every level)")
     args = p.parse_args(argv)
     try:
-        which = export_state(args.state, args.out, raw=args.raw)
+        if args.state.is_file():
+            if args.flow_iterations is None or args.raw:
+                raise ValueError(f"{args.state} is a weights file: it is copied only to change its flow passes "
+                                 f"(pass --flow-iterations, without --raw)")
+            export_weights(args.state, args.out, args.flow_iterations)
+            which = "weights"
+        else:
+            which = export_state(args.state, args.out, raw=args.raw, flow_iterations=args.flow_iterations)
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
