@@ -52,15 +52,17 @@ def read_config(path: Union[str, Path]) -> NetworkConfig:
         raise WeightsError(f"{path}: {exc}") from None
 
 
-def load_weights(path: Union[str, Path], device: Union[str, torch.device] = "cpu") -> Network:
-    """Build the network described by the file and load its weights (strict)."""
+def load_weights(path: Union[str, Path], device: Union[str, torch.device] = "cpu",
+                 config: Optional[NetworkConfig] = None) -> Network:
+    """Build the network described by the file, or ``config`` (one its tensors fit, e.g. with other flow passes),
+    and load its weights (strict)."""
     from safetensors.torch import load_file
 
     path = Path(path)
     if not path.is_file():
         raise WeightsError(f"weights file not found: {path} (train some with train.py, or pass --weights PATH)")
     try:
-        config = read_config(path)
+        config = config or read_config(path)
         state = load_file(str(path))
     except WeightsError:
         raise

@@ -606,7 +606,8 @@ def test_a_resume_on_other_validation_sets_keeps_its_own_best(footage, trained, 
 
 def test_a_start_from_weights_continues_their_recipe_and_step(footage, trained, tmp_path, capsys, monkeypatch):
     """--init-weights: the weights' step and recorded recipe (flags override it), a fresh optimizer, --rewarm
-    ramping the rate in, --flow-iterations changing the network without new weights, and --validate-first scoring the start, which stays kept unless a later step beats it."""
+    ramping the rate in, --flow-iterations changing the network without new weights, and --validate-first
+    scoring the start, which stays kept unless a later step beats it."""
     import training.schedule
     from safetensors import safe_open
     from training import validation
@@ -623,7 +624,7 @@ def test_a_start_from_weights_continues_their_recipe_and_step(footage, trained, 
                                str(weights), "--seed", "7", "--rewarm", "4", "--validate-first",
                                "--flow-iterations", "1", "2", "2", "2")) == 0
     config = json.loads((out / "train_config.json").read_text())
-    # the network trained and saved is the file's with two flow passes (no new weights)
+    # the network trained and saved is the file's with the passes asked for (no new weights)
     assert json.loads((out / "config.json").read_text())["flow_iterations"] == [1, 2, 2, 2]
     with safe_open(str(out / "weights.safetensors"), framework="pt") as f:
         assert json.loads(f.metadata()["config"])["flow_iterations"] == [1, 2, 2, 2]

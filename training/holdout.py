@@ -107,7 +107,7 @@ def classical_interpolation(one: torch.Tensor, two: torch.Tensor, t: float, flow
     return (1 - t) * backwarp(one, flow_t0, "border") + t * backwarp(two, flow_t1, "border")
 
 
-def _grey(frame: torch.Tensor) -> np.ndarray:
+def grey_frame(frame: torch.Tensor) -> np.ndarray:
     """A 3 x H x W uint8 RGB frame as the H x W uint8 grey image OpenCV DIS takes."""
     import cv2
 
@@ -119,7 +119,7 @@ def triplet_flows(triplets: Sequence[Triplet], workers: int = 8) -> List[Tuple[t
     (CPU, on ``workers`` threads)."""
     pairs = []
     for tr in triplets:
-        a, b = _grey(tr.one), _grey(tr.two)
+        a, b = grey_frame(tr.one), grey_frame(tr.two)
         pairs += [(a, b), (b, a)]
     flows = [f.unsqueeze(0) for f in dis_flows(pairs, workers)]
     return list(zip(flows[0::2], flows[1::2]))

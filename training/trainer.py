@@ -316,13 +316,14 @@ class Trainer:
         from safetensors.torch import load_file
 
         options, config, device = self.options, self.config, self.device
-        net = Network(self.net_config).to(device)
-        if options.resume is not None:
-            net.load_state_dict(load_file(str(options.resume / STATE_MODEL)), strict=True)
-        elif options.init_weights is not None:
-            # the file's network, as start_point described it (net_config: the file's config, with
-            # --flow-iterations applied, which adds no weights), loaded strictly
-            net.load_state_dict(load_weights(options.init_weights, device).state_dict(), strict=True)
+        if options.resume is None and options.init_weights is not None:
+            # the file's weights in the network start_point described (the file's config, with --flow-iterations
+            # applied, which adds no weights), strict
+            net = load_weights(options.init_weights, device, self.net_config)
+        else:
+            net = Network(self.net_config).to(device)
+            if options.resume is not None:
+                net.load_state_dict(load_file(str(options.resume / STATE_MODEL)), strict=True)
         self.net = net.to(memory_format=torch.channels_last)
         self.model = TrainStep(self.net)
         if self.process.world > 1:

@@ -20,17 +20,11 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-import cv2
 
 from model.warp import backwarp
 from training.data import dis_flows
-from training.holdout import baseline_scores, load_holdout, triplet_flows
+from training.holdout import baseline_scores, grey_frame, load_holdout, triplet_flows
 from training.losses import psnr
-
-
-def _grey(frame: torch.Tensor) -> np.ndarray:
-    """A 3 x H x W uint8 RGB frame as OpenCV DIS's grey image (as training.holdout's private helper)."""
-    return cv2.cvtColor(frame.permute(1, 2, 0).numpy(), cv2.COLOR_RGB2GRAY)
 
 
 def main() -> None:
@@ -45,8 +39,8 @@ def main() -> None:
     motion = np.array([float(torch.quantile(fwd[0].norm(dim=0).flatten(), 0.95)) for fwd, _ in flows])
     pairs = []
     for tr in triplets:
-        m = _grey(tr.mid)
-        pairs += [(m, _grey(tr.one)), (m, _grey(tr.two))]
+        m = grey_frame(tr.mid)
+        pairs += [(m, grey_frame(tr.one)), (m, grey_frame(tr.two))]
     mids = [f.unsqueeze(0) for f in dis_flows(pairs, 8)]
     rows = {"middle-frame flow": [], "constant velocity": [], "+ acceleration smoothed": []}
     for k, tr in enumerate(triplets):
