@@ -1,5 +1,6 @@
 """run.py (pair mode) and benchmark_middlebury.py end to end on small generated images, on the CPU."""
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -365,7 +366,8 @@ def test_compile_needs_cuda(cpu_network):
 
 
 def test_model_names_the_two_shipped_networks():
-    """--model picks a file in weights/: the default network is the wider one, `fast` the original size."""
+    """--model picks a file in weights/: the default network is the wider one with two flow passes below the
+    coarsest level, `fast` the original size."""
     import run
     from model.network import NetworkConfig
     from model.weights import read_config
@@ -375,7 +377,8 @@ def test_model_names_the_two_shipped_networks():
     fast = run.interpolator_options(parser.parse_args(["--one", "a.png", "--two", "b.png", "--out", "m.png",
                                                        "--model", "fast"]))
     assert Path(default.weights).name == "network.safetensors" and Path(fast.weights).name == "fast.safetensors"
-    assert read_config(default.weights) == NetworkConfig().widened(2)
+    two_passes = dataclasses.replace(NetworkConfig().widened(2), flow_iterations=(1, 2, 2, 2))
+    assert read_config(default.weights) == two_passes
     assert read_config(fast.weights) == NetworkConfig()
     with pytest.raises(ValueError, match="--model nope: there is no weights/nope.safetensors; use one of fast, network"):
         run.interpolator_options(parser.parse_args(["--one", "a.png", "--two", "b.png", "--out", "m.png",

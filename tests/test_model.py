@@ -175,6 +175,8 @@ def test_export_of_a_training_state(tmp_path):
     passes = tmp_path / "passes.safetensors"
     assert main([str(state), "--out", str(passes), "--flow-iterations", "1", "2", "2", "2"]) == 0
     assert load_weights(passes).config == dataclasses.replace(config, flow_iterations=(1, 2, 2, 2))
+    # the log's figures scored the state's one-pass network, not this one
+    assert read_metadata(passes)["step"] == "1234" and "val_psnr" not in read_metadata(passes)
     again = tmp_path / "again.safetensors"
     assert main([str(tmp_path / "plain.safetensors"), "--out", str(again), "--flow-iterations", "2"]) == 0
     copied, plain_net = load_weights(again), load_weights(tmp_path / "plain.safetensors")
@@ -182,7 +184,10 @@ def test_export_of_a_training_state(tmp_path):
     for name, tensor in plain_net.state_dict().items():
         assert torch.equal(copied.state_dict()[name], tensor), name
     kept = read_metadata(again)
-    assert kept["step"] == "1234" and kept["val_psnr"] == "29.456" and "flow passes 2" in kept["exported_from"]
+    assert kept["step"] == "1234" and "flow passes 2" in kept["exported_from"] and "val_psnr" not in kept
+    same = tmp_path / "same.safetensors"  # passes unchanged: the same network, its figures kept
+    assert main([str(tmp_path / "plain.safetensors"), "--out", str(same), "--flow-iterations", "1"]) == 0
+    assert read_metadata(same)["val_psnr"] == "29.456"
     for args in ([], ["--flow-iterations", "1", "2"], ["--flow-iterations", "2", "--raw"]):
         assert main([str(tmp_path / "plain.safetensors"), "--out", str(tmp_path / "bad.safetensors"), *args]) == 2
     assert not (tmp_path / "bad.safetensors").exists()

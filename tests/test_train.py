@@ -42,13 +42,15 @@ def test_the_default_recipe_is_the_fast_weights_recipe():
 
 
 def test_the_default_weights_record_the_quality_recipe_at_width_2():
-    """weights/network.safetensors: recipe "quality" exactly, on the study's network at width 2, at its last step."""
+    """weights/network.safetensors: recipe "quality" exactly, on the study's network at width 2, at its last step,
+    exported with two flow passes below the coarsest level (training.export: the trained tensors unchanged)."""
     from model.network import NetworkConfig
     from model.weights import read_config, read_metadata
 
     metadata = read_metadata(DEFAULT)
     assert TrainConfig.from_dict(json.loads(metadata["train_config"])) == RECIPES["quality"]
-    assert read_config(DEFAULT) == NetworkConfig().widened(2)
+    assert read_config(DEFAULT) == dataclasses.replace(NetworkConfig().widened(2), flow_iterations=(1, 2, 2, 2))
+    assert metadata["exported_from"].endswith("(flow passes 1, 2, 2, 2)")
     assert int(metadata["step"]) == RECIPES["quality"].schedule_start + RECIPES["quality"].total_steps
 
 

@@ -41,8 +41,8 @@ def export_state(state: Union[str, Path], out: Union[str, Path], raw: bool = Fal
     if missing:
         raise ValueError(f"{state} is not a training state folder: {', '.join(missing)} missing (train.py writes "
                          "them to its --out folder; a device chunk's state is $OUT/train plus small.tar's t/)")
-    net = Network(_with_passes(NetworkConfig.from_dict(json.loads((state / "config.json").read_text())),
-                               flow_iterations))
+    trained = NetworkConfig.from_dict(json.loads((state / "config.json").read_text()))
+    net = Network(_with_passes(trained, flow_iterations))
     tensors = load_file(str(state / "state_model.safetensors"))
     which = "network"
     average_path = state / "state_ema.safetensors"
@@ -62,7 +62,8 @@ def export_state(state: Union[str, Path], out: Union[str, Path], raw: bool = Fal
         extra["step"] = str(json.loads(progress.read_text())["step"])
         # train.py validated the moving average where there is one, else the network: its figures at this step
         # describe the exported weights unless --raw passed the average over
-        if which == "moving average" or not average_path.is_file():
+        # (and only under the config it ran: other flow passes make another network)
+        if (which == "moving average" or not average_path.is_file()) and net.config == trained:
             extra.update(_validation_at(state / "log.jsonl", int(extra["step"])))
     train_config = state / "train_config.json"
     if train_config.is_file():
@@ -73,13 +74,19 @@ def export_state(state: Union[str, Path], out: Union[str, Path], raw: bool = Fal
 
 def export_weights(weights: Union[str, Path], out: Union[str, Path], flow_iterations: Sequence[int]) -> None:
     """Copy a weights file to ``out`` with ``flow_iterations`` in its network config (the same tensors; the
-    metadata kept, ``exported_from`` naming the source)."""
+    metadata kept, ``exported_from`` naming the source). The source's validation figures (``val_*``,
+    ``holdout_*``) go only where the passes are unchanged: they scored the source's network, not this one."""
     source = load_weights(weights)
     net = Network(_with_passes(source.config, flow_iterations))
     net.load_state_dict(source.state_dict(), strict=True)
-    extra = {k: v for k, v in read_metadata(weights).items() if k not in ("config", "format")}
+    same = net.config == source.config
+    extra = {k: v for k, v in read_metadata(weights).items()
+             if k not in ("config", "format") and (same or not k.startswith(_FIGURES))}
     extra["exported_from"] = f"{weights} (flow passes {', '.join(map(str, flow_iterations))})"
     save_weights(net, out, extra=extra)
+
+
+_FIGURES = ("val_", "holdout_")  # metadata keys of figures that scored one network config
 
 
 def _with_passes(config: NetworkConfig, flow_iterations: Optional[Sequence[int]]) -> NetworkConfig:
