@@ -10,9 +10,10 @@ import torch
 import train
 from media.video import ffmpeg_exe
 from model.network import Network, NetworkConfig, count_parameters
-from training.data import load_clips
+from training.data import clip_entries, load_clips
 from training.holdout import (baseline_scores, classical_interpolation, holdout_triplets, is_holdout, summary)
-from training.stage import check, pack, unpack
+from training.stage import check, pack, select_clips, unpack
+from training.stage import main as stage_main
 
 
 def _clip(folder, name, source, frames=12, size="96x80"):
@@ -92,6 +93,27 @@ def test_stage_bundles_round_trip(two_folders, tmp_path):
     decoded = load_clips(list(two_folders), None, torch.device("cpu"), 64)
     for a, b in zip(clips, decoded):
         assert a.name == b.name and torch.equal(a.frames, b.frames) and torch.equal(a.repeated, b.repeated)
+
+
+def test_stage_packs_a_selection_with_its_own_clip_lists(two_folders, tmp_path):
+    """--held-out-only packs the held-out clips alone; --min-short-side drops the training clips under it (every
+    clip here is 96 x 80) and keeps the held-out ones; each bundle's clips.jsonl lists only what it packed, so the
+    staged selection checks as complete."""
+    for i, (keep, files) in enumerate(((select_clips(held_out_only=True), {"held.mp4", "shard-01/v.mp4"}),
+                        (select_clips(min_short_side=81), {"held.mp4", "shard-01/v.mp4"}),
+                        (select_clips(min_short_side=80), {"a.mp4", "held.mp4", "shard-00/b.mp4", "shard-01/v.mp4"}))):
+        out = tmp_path / str(i)
+        bundles = pack(list(two_folders), out, max_mib=10, keep=keep)
+        folders = [folder for bundle in bundles for folder in bundle.iterdir()]
+        assert {str(f.relative_to(folder)) for folder in folders for f in folder.rglob("*.mp4")} == files
+        assert {e["file"] for folder in folders for e in clip_entries(folder)} == files
+        dest, cache = out / "dest", out / "cache"
+        for bundle in bundles:
+            unpack(bundle, dest, cache, workers=2)
+        assert not any(check(dest, cache).values())
+    cli = tmp_path / "cli"
+    assert stage_main(["pack", "--data", *map(str, two_folders), "--out", str(cli), "--held-out-only"]) == 0
+    assert sorted(p.name for p in cli.rglob("*.mp4")) == ["held.mp4", "v.mp4"]
 
 
 def test_train_two_folders_from_cache(two_folders, tmp_path):

@@ -5,6 +5,10 @@ every bundle that holds some of its clips):
 
     python -m training.stage pack --data ../shared/data/footage ../shared/data/footage2 --out .data/bundles
 
+``--min-short-side 512`` packs only the training clips a 512-px crop can use (the ``quality`` stages' recipes) and
+every held-out clip (they validate), in fewer bundles; ``--held-out-only`` the held-out clips alone (to score weights
+with ``training.holdout`` on the device). Each bundle's clips.jsonl then lists only the clips packed.
+
 There, one quick call per bundle while the machine stays warm, carrying ``.data/bundles/N``: copy it outside
 the work tree and decode its clips into the frame cache that ``train.py --frame-cache`` memory-maps:
 
@@ -19,24 +23,43 @@ comes bare; stage again then):
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 MIB = 2 ** 20
 
 
-def plan_bundles(folders: List[Path], max_bytes: int) -> List[List[Path]]:
+Selection = Callable[[dict], bool]  # which clips.jsonl entries to pack
+
+
+def select_clips(min_short_side: int = 0, held_out_only: bool = False) -> Selection:
+    """Held-out clips always; training clips unless ``held_out_only``, and only those at least ``min_short_side``
+    px on their short side (clips.jsonl's stored width and height)."""
+    from training.holdout import is_holdout
+
+    def keep(entry: dict) -> bool:
+        if is_holdout(entry):
+            return True
+        return not held_out_only and min(entry["width"], entry["height"]) >= min_short_side
+
+    return keep
+
+
+def plan_bundles(folders: List[Path], max_bytes: int, keep: Optional[Selection] = None) -> List[List[Path]]:
     """Clip files (relative to the folders' parent) grouped into bundles of at most ``max_bytes``, in
-    clips.jsonl order, each clip whole."""
+    clips.jsonl order, each clip whole (only the entries ``keep`` accepts, if given)."""
     from training.data import clip_entries
 
     bundles: List[List[Path]] = [[]]
     size = 0
     for folder in folders:
         for entry in clip_entries(folder):
+            if keep is not None and not keep(entry):
+                continue
             path = folder / entry["file"]
             nbytes = path.stat().st_size
             if nbytes > max_bytes:
@@ -49,20 +72,27 @@ def plan_bundles(folders: List[Path], max_bytes: int) -> List[List[Path]]:
     return bundles
 
 
-def pack(folders: List[Path], out: Path, max_mib: float) -> List[Path]:
-    """Write the bundles under ``out`` (0, 1, ...): copies of the clips and of their folders' clips.jsonl."""
+def pack(folders: List[Path], out: Path, max_mib: float, keep: Optional[Selection] = None) -> List[Path]:
+    """Write the bundles under ``out`` (0, 1, ...): copies of the clips and of their folders' clips.jsonl (with
+    ``keep``, only the clips it accepts, in the clips and in every clips.jsonl)."""
+    from training.data import clip_entries
+
     if out.exists():
         shutil.rmtree(out)
     sources = {folder.name: folder for folder in folders}
     written = []
-    for i, files in enumerate(plan_bundles(folders, int(max_mib * MIB))):
+    for i, files in enumerate(plan_bundles(folders, int(max_mib * MIB), keep)):
         bundle = out / str(i)
         for rel in files:
             target = bundle / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(sources[rel.parts[0]] / Path(*rel.parts[1:]), target)
         for name in {rel.parts[0] for rel in files}:
-            shutil.copyfile(sources[name] / "clips.jsonl", bundle / name / "clips.jsonl")
+            if keep is None:
+                shutil.copyfile(sources[name] / "clips.jsonl", bundle / name / "clips.jsonl")
+            else:
+                entries = [e for e in clip_entries(sources[name]) if keep(e)]
+                (bundle / name / "clips.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
         written.append(bundle)
     return written
 
@@ -104,7 +134,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     pk = sub.add_parser("pack", help="split footage folders into bundles that fit a device call")
     pk.add_argument("--data", type=Path, nargs="+", required=True)
     pk.add_argument("--out", type=Path, required=True)
-    pk.add_argument("--max-mib", type=float, default=44.0, help="largest bundle (a call carries 64 MiB in all, the work tree of about 19 MiB included)")
+    pk.add_argument("--max-mib", type=float, default=44.0,
+                    help="largest bundle (a call carries 64 MiB in all, the work tree of about 19 MiB included)")
+    pk.add_argument("--min-short-side", type=int, default=0, metavar="PX",
+                    help="only training clips at least PX on their short side (and every held-out clip)")
+    pk.add_argument("--held-out-only", action="store_true", help="only the held-out clips")
     up = sub.add_parser("unpack", help="on the device: copy a bundle outside the work tree and decode it")
     up.add_argument("bundle", type=Path)
     up.add_argument("--dest", type=Path, required=True)
@@ -114,7 +148,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     ck.add_argument("--cache", type=Path, required=True)
     args = p.parse_args(argv)
     if args.command == "pack":
-        for bundle in pack(args.data, args.out, args.max_mib):
+        keep = None
+        if args.min_short_side or args.held_out_only:
+            keep = select_clips(args.min_short_side, args.held_out_only)
+        for bundle in pack(args.data, args.out, args.max_mib, keep):
             size = sum(f.stat().st_size for f in bundle.rglob("*") if f.is_file())
             print(f"{bundle}: {size / MIB:.1f} MiB, {sum(1 for _ in bundle.rglob('*.mp4'))} clips")
         return 0
