@@ -28,6 +28,8 @@ from typing import Dict, List, Optional, Sequence, Union
 from model.network import Network, NetworkConfig
 from model.weights import load_weights, read_metadata, save_weights
 
+_FIGURES = ("val_", "holdout_")  # metadata keys of figures that scored one network config
+
 
 def export_state(state: Union[str, Path], out: Union[str, Path], raw: bool = False,
                  flow_iterations: Optional[Sequence[int]] = None) -> str:
@@ -84,9 +86,6 @@ def export_weights(weights: Union[str, Path], out: Union[str, Path], flow_iterat
              if k not in ("config", "format") and (same or not k.startswith(_FIGURES))}
     extra["exported_from"] = f"{weights} (flow passes {', '.join(map(str, flow_iterations))})"
     save_weights(net, out, extra=extra)
-
-
-_FIGURES = ("val_", "holdout_")  # metadata keys of figures that scored one network config
 
 
 def _with_passes(config: NetworkConfig, flow_iterations: Optional[Sequence[int]]) -> NetworkConfig:
