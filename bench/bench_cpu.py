@@ -16,7 +16,9 @@ from typing import List, Optional
 import numpy as np
 import torch
 
-SIZES = {"540p": (540, 960), "720p": (720, 1280), "1080p": (1080, 1920)}
+from bench.bench_network import SIZES as GPU_SIZES
+
+SIZES = {"540p": (540, 960), **GPU_SIZES}  # the GPU benchmark's sizes, and 960x540 for the CPU
 
 
 def time_pair(weights: str, height: int, width: int, repeats: int) -> List[float]:
