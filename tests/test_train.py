@@ -104,6 +104,8 @@ def test_every_recipe_field_has_one_generated_flag(tmp_path):
     ("--downscale-share", "1.5", "--downscale-share must lie in [0, 1]"),
     ("--max-nonlinearity", "-1", "--max-nonlinearity must be 0 or positive"),
     ("--ema-decay", "1.5", "--ema-decay must lie in [0, 1)"),
+    ("--reconstruction", "l2", "--reconstruction must be one of laplacian, psnr, got l2"),
+    ("--target-motion", "0", "--target-motion must be positive"),
 ])
 def test_recipe_values_are_checked_naming_the_flag(tmp_path, option, value, message):
     options, overrides = _options(tmp_path, "--recipe", "study", option, value)
@@ -204,6 +206,35 @@ def test_flow_loss_is_the_mean_over_levels_in_their_own_pixels():
     assert float(flow) == pytest.approx((0.25 + 2.0) / 2)
     assert float(loss) == pytest.approx(float(rec) + float(census) + 0.05 * float(flow))
     assert float(step_losses(pred, pyramid, mid, None, 2, 2, 1.0, 0.05)[3]) == 0.0  # no synthetic samples
+
+
+def test_psnr_reconstruction_is_the_mean_psnr_the_margin_averages():
+    from training.losses import psnr
+    from training.step import step_losses
+
+    mid = torch.rand(3, 3, 32, 32)
+    pred = (mid + torch.randn_like(mid) * torch.tensor([0.01, 0.03, 0.1]).view(3, 1, 1, 1)).clamp(0, 1)
+    pred.requires_grad_(True)
+    loss, rec, _, _ = step_losses(pred, [], mid, None, 3, 3, 0.0, 0.0, "psnr")
+    mse = (pred.detach() - mid).square().flatten(1).mean(1)
+    assert float(rec) == pytest.approx(float((10 * torch.log10(mse + 1e-5)).mean()), rel=1e-6)
+    # the floor (a squared error of 1e-5, 50 dB) moves a 40 dB sample's score by 0.4 dB, a 30 dB sample's by 0.04
+    assert float(rec) == pytest.approx(-float(psnr(pred.detach(), mid).mean()), abs=0.2)
+    loss.backward()
+    # each sample's gradient weighted by 1 / its squared error: the best-predicted sample pulls hardest per pixel
+    per_sample = pred.grad.abs().flatten(1).mean(1)
+    assert per_sample[0] > per_sample[1] > per_sample[2]
+    laplacian = step_losses(pred.detach(), [], mid, None, 3, 3, 0.0, 0.0)[1]
+    assert float(laplacian) > 0 > float(rec)
+
+
+def test_target_motion_widens_the_gaps_up_to_max_gap():
+    from training.data import Clip, gap_limits
+
+    clips = [Clip(f"c{m}", torch.zeros(1, 3, 1, 1, dtype=torch.uint8), m, (), torch.zeros(0, dtype=torch.bool))
+             for m in (0.5, 2.0, 3.0, 6.0)]
+    assert gap_limits(clips, 4) == [4, 3, 2, 1]
+    assert gap_limits(clips, 4, target_motion=12.0) == [4, 4, 4, 2]
 
 
 def test_weight_average_ramps_saves_and_swaps():
@@ -572,6 +603,23 @@ def test_a_run_saves_its_state_logs_and_kept_weights(trained):
         weights = load_file(str(trained / "weights.safetensors"))
         for name in weights:
             torch.testing.assert_close(weights[name], average[name], atol=1e-3, rtol=1e-3)
+
+
+def test_a_run_trains_on_the_psnr_loss_with_wider_gaps(footage, tmp_path):
+    from training.data import gap_limits
+    from training.trainer import Process, Trainer
+
+    argv = run_args(footage, tmp_path / "run", "--max-steps", "2", "--reconstruction", "psnr", "--target-motion", "12")
+    options, overrides = parse(argv)
+    trainer = Trainer(options, start_point(options, overrides), Process(torch.device("cpu")))
+    trainer.load_data()
+    trainer.build()
+    assert trainer.step_loss.reconstruction == "psnr"
+    clips = trainer.sampler.clips
+    assert trainer.sampler.max_k == gap_limits(clips, 4, 12.0) != gap_limits(clips, 4)
+    assert train.main(argv) == 0
+    config = TrainConfig.from_dict(json.loads((tmp_path / "run" / "train_config.json").read_text()))
+    assert config.reconstruction == "psnr" and config.target_motion == 12.0
 
 
 def test_a_resumed_run_continues_its_state(footage, trained, tmp_path, capsys):

@@ -30,6 +30,8 @@ VALIDATION_CLIPS: Tuple[str, ...] = (
     "vid2vid-cityscapes__train_B__seq0005.mp4",
     "rerender__pexels-koolshooters-7322716.mp4",
 )
+# the reconstruction losses --reconstruction chooses between (training/losses.py)
+RECONSTRUCTION_LOSSES: Tuple[str, ...] = ("laplacian", "psnr")
 # Validation crops are this size whatever the training crop (smaller only where the training crop is: tests), so
 # runs with different --crop compare on the same triplets.
 VALIDATION_CROP = 256
@@ -106,8 +108,16 @@ class TrainConfig:
                                            "32 px layers)", lambda v: v > 0, "must be positive", "SCALE")
     flow_loss_weight: float = _non_negative(0.05, "weight of the flow's end-point error against the synthetic "
                                                   "samples' ground truth (per pyramid level, in its own pixels)")
-    census_weight: float = _non_negative(1.0, "weight of the census loss beside the Laplacian reconstruction loss")
+    census_weight: float = _non_negative(1.0, "weight of the census loss beside the reconstruction loss")
+    reconstruction: str = _option("laplacian", "reconstruction loss: laplacian (Charbonnier distance of Laplacian "
+                                               "pyramid bands) or psnr (the batch's mean -PSNR in dB, the measure "
+                                               "validation averages: each sample weighted by 1 / its squared "
+                                               "error)", lambda v: v in RECONSTRUCTION_LOSSES,
+                                  f"must be one of {', '.join(RECONSTRUCTION_LOSSES)}", "LOSS")
     max_gap: int = _at_least_one(4, "largest frame gap k of a footage triplet (slow clips get wider gaps)")
+    target_motion: float = _option(6.0, "mean motion in px that a footage clip's largest gap aims at (k x the "
+                                        "clip's mean flow per frame, k at most --max-gap)", lambda v: v > 0,
+                                   "must be positive", "PX")
     native_share: float = _share(0.25, "fraction of footage triplets at the stored rate (k = 1)")
     downscale_share: float = _share(1.0, "fraction of footage crops taken up to 2x larger and shrunk")
     paste_share: float = _share(0.3, "fraction of footage triplets with a synthetic moving layer pasted over them")

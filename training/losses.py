@@ -1,4 +1,4 @@
-"""Reconstruction losses: Laplacian-pyramid Charbonnier and census (ternary)."""
+"""Reconstruction losses: Laplacian-pyramid Charbonnier, PSNR and census (ternary)."""
 
 from __future__ import annotations
 
@@ -38,6 +38,14 @@ def laplacian_loss(pred: torch.Tensor, target: torch.Tensor, levels: int = 5) ->
         loss = loss + charbonnier((a - ua) - (b - ub))
         a, b = da, db
     return loss + charbonnier(a - b)
+
+
+def psnr_loss(pred: torch.Tensor, target: torch.Tensor, floor: float = 1e-5) -> torch.Tensor:
+    """The batch's mean -PSNR in dB (images in [0, 1]): the per-sample measure the held-out margin averages, so
+    each sample's gradient is weighted by 1 / its squared error. ``floor``, added to each squared error, caps a
+    near-perfect sample's weight (at 50 dB)."""
+    mse = (pred - target).square().flatten(1).mean(1)
+    return (10.0 * torch.log10(mse + floor)).mean()
 
 
 def _census_transform(x: torch.Tensor, patch: int = 7) -> torch.Tensor:

@@ -9,7 +9,7 @@ from typing import Optional
 import torch
 
 from model.warp import resize_flow
-from training.losses import census_loss, laplacian_loss
+from training.losses import census_loss, laplacian_loss, psnr_loss
 
 
 class TrainStep(torch.nn.Module):
@@ -25,11 +25,11 @@ class TrainStep(torch.nn.Module):
 
 
 def step_losses(pred: torch.Tensor, pyramid, mid: torch.Tensor, gt: Optional[torch.Tensor], n_real: int,
-                batch: int, census_weight: float, flow_weight: float):
-    """The step's loss and its parts (reconstruction, census, flow end-point error against the synthetic samples'
+                batch: int, census_weight: float, flow_weight: float, reconstruction: str = "laplacian"):
+    """The step's loss and its parts (reconstruction: ``laplacian`` or ``psnr``, training.losses; census, flow end-point error against the synthetic samples'
     ground truth ``gt``: their forward flows, then their backward flows; None without synthetic samples). The
     flow error is the mean over the pyramid's levels, each in its own pixels."""
-    loss_rec = laplacian_loss(pred, mid)
+    loss_rec = psnr_loss(pred, mid) if reconstruction == "psnr" else laplacian_loss(pred, mid)
     loss_census = census_loss(pred, mid)
     loss = loss_rec + census_weight * loss_census
     loss_flow = torch.zeros((), device=pred.device)
@@ -49,9 +49,10 @@ class StepLoss(torch.nn.Module):
     included) once, and every step replays them."""
 
     def __init__(self, step: torch.nn.Module, n_real: int, batch: int, census_weight: float, flow_weight: float,
-                 bf16: bool) -> None:
+                 bf16: bool, reconstruction: str = "laplacian") -> None:
         super().__init__()
         self.step = step
+        self.reconstruction = reconstruction
         self.n_real, self.batch, self.bf16 = n_real, batch, bf16
         self.census_weight, self.flow_weight = census_weight, flow_weight
 
@@ -62,7 +63,7 @@ class StepLoss(torch.nn.Module):
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.bf16, cache_enabled=cache):
             pred, pyramid = self.step(one, two, t)
         return step_losses(pred.float(), pyramid, mid, gt, self.n_real, self.batch, self.census_weight,
-                           self.flow_weight)
+                           self.flow_weight, self.reconstruction)
 
 
 class WeightAverage:
