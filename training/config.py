@@ -3,9 +3,9 @@
 ``TrainConfig`` is the recipe: frozen, saved as JSON beside every checkpoint and in the weights' metadata. Each
 field is declared once, with its help text and its check; ``training.options`` makes the command-line flags from
 these declarations. Its defaults are the recipe of the fast weights (``weights/fast.safetensors``,
-``RECIPES["fast"]``); ``RECIPES`` names the others in use, among them the six stages of the default weights
+``RECIPES["fast"]``); ``RECIPES`` names the others in use, among them the seven stages of the default weights
 (``weights/network.safetensors``): ``study`` at width 2, then ``quality-384``, ``quality-512``,
-``quality-no-census``, ``quality-no-flow`` and ``quality``.
+``quality-no-census``, ``quality-no-flow``, ``quality`` and ``quality-psnr``.
 """
 
 from __future__ import annotations
@@ -115,9 +115,6 @@ class TrainConfig:
                                                "error)", lambda v: v in RECONSTRUCTION_LOSSES,
                                   f"must be one of {', '.join(RECONSTRUCTION_LOSSES)}", "LOSS")
     max_gap: int = _at_least_one(4, "largest frame gap k of a footage triplet (slow clips get wider gaps)")
-    target_motion: float = _option(6.0, "mean motion in px that a footage clip's largest gap aims at (k x the "
-                                        "clip's mean flow per frame, k at most --max-gap)", lambda v: v > 0,
-                                   "must be positive", "PX")
     native_share: float = _share(0.25, "fraction of footage triplets at the stored rate (k = 1)")
     downscale_share: float = _share(1.0, "fraction of footage crops taken up to 2x larger and shrunk")
     paste_share: float = _share(0.3, "fraction of footage triplets with a synthetic moving layer pasted over them")
@@ -164,7 +161,7 @@ class TrainConfig:
 REMOVED: Dict[str, Any] = {"synthetic_shapes": 0.0, "synthetic_warp": 0.0, "synthetic_texture_zoom": 1.0,
                            "flow_loss_full_res": 1.0, "flow_loss_units": "level", "photometric_share": 0.0,
                            "paste_layers": 1, "laplacian_levels": 5, "synthetic_stripe_share": 0.0,
-                           "max_upscale": 1.0}
+                           "max_upscale": 1.0, "target_motion": 6.0}
 
 # What a saved config without a field meant: the defaults of the code before the fast recipe became the
 # default (every config saved so far holds every other field).
@@ -202,6 +199,10 @@ RECIPES: Dict[str, TrainConfig] = {
     # the fifth stage: the step-55000 weights of "quality-no-census", the same again without the flow's end-point
     # error on the synthetic samples (the reconstruction loss alone supervises the flow too)
     "quality-no-flow": _NO_FLOW,
-    # the sixth and last stage: the step-60000 weights of "quality-no-flow", the same 5000 steps once more
+    # the sixth stage: the step-60000 weights of "quality-no-flow", the same 5000 steps once more
     "quality": dataclasses.replace(_NO_FLOW, schedule_start=60000),
+    # the seventh and last stage: the step-65000 weights of "quality", exported with two flow passes below the
+    # coarsest level (training.export --flow-iterations 1 2 2 2), trained 5000 steps on the PSNR loss at a third
+    # of the rate
+    "quality-psnr": dataclasses.replace(_NO_FLOW, schedule_start=65000, lr=3e-5, reconstruction="psnr"),
 }

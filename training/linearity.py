@@ -130,7 +130,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     clips = load_clips(args.data, None, torch.device("cpu"), config.crop, exclude=config.validation_clips)
     require_clips(clips)
     # the k range the sampler draws each clip's triplets from, so that train.py finds its tables complete
-    tables = nonlinearity_tables(clips, gap_limits(clips, config.max_gap, config.target_motion), args.out, args.workers)
+    tables = nonlinearity_tables(clips, gap_limits(clips, config.max_gap), args.out, args.workers)
     values = measured(tables)
     quantiles = torch.quantile(values, torch.tensor([0.25, 0.5, 0.75, 0.9])).tolist()
     print(f"{len(clips)} clips, {values.numel()} triplets: non-linearity quartiles "

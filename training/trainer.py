@@ -232,8 +232,7 @@ class Trainer:
         say(f"training on {', '.join(sorted({c.group for c in self.train_clips}))}"
             f"{' (shards ' + ', '.join(shards) + ')' if shards else ''}; validating on {len(self.val_clips)} "
             f"held-out clips from {len({c.source for c in self.val_clips})} source repositories", self.main)
-        self.sampler = FootageSampler(self.own_shard(), config.crop, config.max_gap, config.target_motion,
-                                      generator=self.gen,
+        self.sampler = FootageSampler(self.own_shard(), config.crop, config.max_gap, generator=self.gen,
                                       native_share=config.native_share, downscale_share=config.downscale_share,
                                       device=device)
         if config.max_nonlinearity > 0:
@@ -266,8 +265,8 @@ class Trainer:
                 shutil.copyfile(source, tables_file)
             # every training clip's table, whatever this process's shard: a run resumed on another number of
             # processes finds its shard's tables in the file
-            gaps = gap_limits(self.train_clips, self.config.max_gap, self.config.target_motion)
-            every = nonlinearity_tables(self.train_clips, gaps, tables_file, log=say)
+            every = nonlinearity_tables(self.train_clips, gap_limits(self.train_clips, self.config.max_gap),
+                                        tables_file, log=say)
             by_clip = {id(clip): table for clip, table in zip(self.train_clips, every)}
             tables = [by_clip[id(clip)] for clip in sampler.clips]
         if self.process.world > 1:
