@@ -33,12 +33,29 @@ def save_weights(net: Network, path: Union[str, Path], dtype: torch.dtype = torc
     tmp.replace(path)
 
 
+def _require_file(path: Path) -> None:
+    if not path.is_file():
+        raise WeightsError(f"weights file not found: {path} (train some with train.py, or pass --weights PATH)")
+
+
+def _unreadable(path: Path, exc: Exception) -> WeightsError:
+    return WeightsError(f"cannot read weights from {path}: not a safetensors weights file ({exc}); pass a file "
+                        f"written by train.py (weights/network.safetensors, weights/fast.safetensors) or a "
+                        f"published checkpoint ending in {', '.join(PUBLISHED_SUFFIXES)}")
+
+
 def read_metadata(path: Union[str, Path]) -> Dict[str, str]:
-    """The file's metadata (network config, step, training recipe, ...), without reading its tensors."""
+    """The file's metadata (network config, step, training recipe, ...), without reading its tensors. Raises
+    WeightsError where the file is missing or is not a safetensors file."""
     from safetensors import safe_open
 
-    with safe_open(str(path), framework="pt") as f:
-        return f.metadata() or {}
+    path = Path(path)
+    _require_file(path)
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            return f.metadata() or {}
+    except Exception as exc:  # corrupt or not a safetensors file
+        raise _unreadable(path, exc) from exc
 
 
 def read_config(path: Union[str, Path]) -> NetworkConfig:
@@ -59,17 +76,12 @@ def load_weights(path: Union[str, Path], device: Union[str, torch.device] = "cpu
     from safetensors.torch import load_file
 
     path = Path(path)
-    if not path.is_file():
-        raise WeightsError(f"weights file not found: {path} (train some with train.py, or pass --weights PATH)")
+    _require_file(path)
+    config = config or read_config(path)
     try:
-        config = config or read_config(path)
         state = load_file(str(path))
-    except WeightsError:
-        raise
     except Exception as exc:  # corrupt or not a safetensors file
-        raise WeightsError(f"cannot read weights from {path}: not a safetensors weights file ({exc}); pass a file "
-                           f"written by train.py (weights/network.safetensors, weights/fast.safetensors) or a "
-                           f"published checkpoint ending in {', '.join(PUBLISHED_SUFFIXES)}") from exc
+        raise _unreadable(path, exc) from exc
     net = Network(config)
     try:
         net.load_state_dict({k: v.float() for k, v in state.items()}, strict=True)

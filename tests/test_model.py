@@ -272,6 +272,17 @@ def test_weights_missing_and_corrupt(tmp_path):
     image.write_bytes((Path(__file__).resolve().parent.parent / "images" / "one.png").read_bytes())
     with pytest.raises(WeightsError, match="not a safetensors weights file .*weights/fast.safetensors"):
         load_weights(image)
+    # reading only the metadata or the config says the same, as do tools that start there (training.export)
+    from model.weights import read_config, read_metadata
+    from training.export import export_weights
+
+    for read in (read_metadata, read_config, lambda p: export_weights(p, tmp_path / "out.safetensors", [1])):
+        with pytest.raises(WeightsError, match="cannot read weights"):
+            read(bad)
+        with pytest.raises(WeightsError, match="not found"):
+            read(tmp_path / "nope.safetensors")
+    with pytest.raises(WeightsError, match="not found"):
+        load_weights(tmp_path / "nope.safetensors", config=NetworkConfig())
 
 
 def test_weights_that_do_not_fit(tmp_path):

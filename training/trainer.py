@@ -85,7 +85,7 @@ def start_point(options: RunOptions, overrides: dict, main_process: bool = True)
         try:
             net_config = read_config(options.init_weights)
             metadata = read_metadata(options.init_weights)
-        except (WeightsError, OSError) as exc:
+        except WeightsError as exc:
             raise TrainingError(f"--init-weights: {exc}") from None
         step = int(metadata.get("step", "0"))
         if options.recipe is None and "train_config" in metadata:
