@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Tuple
 
 from training.holdout import HOLDOUT_SOURCES
+from training.losses import RECONSTRUCTION_LOSSES
 
 # The held-out clips of the runs before source-disjoint validation (training.holdout), which share source
 # repositories with training clips; the fast weights were validated on them, and tools that score older
@@ -30,8 +31,6 @@ VALIDATION_CLIPS: Tuple[str, ...] = (
     "vid2vid-cityscapes__train_B__seq0005.mp4",
     "rerender__pexels-koolshooters-7322716.mp4",
 )
-# the reconstruction losses --reconstruction chooses between (training/losses.py)
-RECONSTRUCTION_LOSSES: Tuple[str, ...] = ("laplacian", "psnr")
 # Validation crops are this size whatever the training crop (smaller only where the training crop is: tests), so
 # runs with different --crop compare on the same triplets.
 VALIDATION_CROP = 256

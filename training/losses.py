@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from typing import Callable, Dict
 
 import torch
 import torch.nn.functional as F
@@ -46,6 +47,13 @@ def psnr_loss(pred: torch.Tensor, target: torch.Tensor, floor: float = 1e-5) -> 
     near-perfect sample's weight (at 50 dB)."""
     mse = (pred - target).square().flatten(1).mean(1)
     return (10.0 * torch.log10(mse + floor)).mean()
+
+
+# the reconstruction losses a recipe chooses between by name (train.py --reconstruction)
+RECONSTRUCTION_LOSSES: Dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    "laplacian": laplacian_loss,
+    "psnr": psnr_loss,
+}
 
 
 def _census_transform(x: torch.Tensor, patch: int = 7) -> torch.Tensor:

@@ -9,7 +9,7 @@ from typing import Optional
 import torch
 
 from model.warp import resize_flow
-from training.losses import census_loss, laplacian_loss, psnr_loss
+from training.losses import RECONSTRUCTION_LOSSES, census_loss
 
 
 class TrainStep(torch.nn.Module):
@@ -26,11 +26,11 @@ class TrainStep(torch.nn.Module):
 
 def step_losses(pred: torch.Tensor, pyramid, mid: torch.Tensor, gt: Optional[torch.Tensor], n_real: int,
                 batch: int, census_weight: float, flow_weight: float, reconstruction: str = "laplacian"):
-    """The step's loss and its parts (reconstruction, ``laplacian`` or ``psnr`` of training.losses; census; flow
+    """The step's loss and its parts (reconstruction, one of training.losses' RECONSTRUCTION_LOSSES; census; flow
     end-point error against the synthetic samples' ground truth ``gt``: their forward flows, then their backward
     flows; None without synthetic samples). The flow error is the mean over the pyramid's levels, each in its own
     pixels."""
-    loss_rec = psnr_loss(pred, mid) if reconstruction == "psnr" else laplacian_loss(pred, mid)
+    loss_rec = RECONSTRUCTION_LOSSES[reconstruction](pred, mid)
     loss_census = census_loss(pred, mid)
     loss = loss_rec + census_weight * loss_census
     loss_flow = torch.zeros((), device=pred.device)
