@@ -97,8 +97,8 @@ def test_stage_bundles_round_trip(two_folders, tmp_path):
 
 def test_stage_packs_a_selection_with_its_own_clip_lists(two_folders, tmp_path):
     """--held-out-only packs the held-out clips alone; --min-short-side drops the training clips under it (every
-    clip here is 96 x 80) and keeps the held-out ones; each bundle's clips.jsonl lists only what it packed, so the
-    staged selection checks as complete."""
+    clip here is 96 x 80) and keeps the held-out ones; each bundle's clips.jsonl lists only the selected clips, so
+    the staged selection checks as complete."""
     for i, (keep, files) in enumerate(((select_clips(held_out_only=True), {"held.mp4", "shard-01/v.mp4"}),
                         (select_clips(min_short_side=81), {"held.mp4", "shard-01/v.mp4"}),
                         (select_clips(min_short_side=80), {"a.mp4", "held.mp4", "shard-00/b.mp4", "shard-01/v.mp4"}))):

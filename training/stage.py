@@ -7,7 +7,8 @@ every bundle that holds some of its clips):
 
 ``--min-short-side 512`` packs only the training clips a 512-px crop can use (the ``quality`` stages' recipes) and
 every held-out clip (they validate), in fewer bundles; ``--held-out-only`` the held-out clips alone (to score weights
-with ``training.holdout`` on the device). Each bundle's clips.jsonl then lists only the clips packed.
+with ``training.holdout`` on the device). Each bundle's clips.jsonl then lists only the selected clips (of every
+bundle), so that ``check`` finds the selection complete once all its bundles are staged.
 
 There, one quick call per bundle while the machine stays warm, carrying ``.data/bundles/N``: copy it outside
 the work tree and decode its clips into the frame cache that ``train.py --frame-cache`` memory-maps:
