@@ -2,7 +2,7 @@
 
 A quality mode for when time matters less: 2 passes (the pair and its left-right mirror image) or 4
 (each also with the frames swapped and t replaced by 1 - t, which the network was trained to handle).
-With the fast weights on Middlebury (CPU), 2 and 4 passes both score 34.59 dB against 34.45 for one pass
+With the fast weights on Middlebury (CPU), 2 and 4 passes score 34.99 and 35.01 dB against 34.84 for one pass
 (docs/performance.md).
 """
 

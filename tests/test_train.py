@@ -29,16 +29,28 @@ def _options(tmp_path, *extra):
 
 # -- recipes and flags -----------------------------------------------------------------------------------------
 
-def test_the_default_recipe_is_the_fast_weights_recipe():
+def test_the_fast_weights_record_the_fast_psnr_recipe_from_their_third_stage():
+    """weights/fast.safetensors: recipe "fast-psnr" in its second run (the fourth stage), which started from the
+    third stage's kept step 36000 and kept step 40000; "fast-psnr" is "fast" on the PSNR loss at 3e-5 without
+    the filter, validated on the held-out source repositories."""
     from model.weights import read_metadata
 
-    recorded = json.loads(read_metadata(FAST)["train_config"])
-    assert TrainConfig.from_dict(recorded) == TrainConfig() == RECIPES["fast"]
-    # every field the weights record is the default's, exactly (nothing taken from LEGACY), or a removed option
+    metadata = read_metadata(FAST)
+    recorded = json.loads(metadata["train_config"])
+    stage = dataclasses.replace(RECIPES["fast-psnr"], schedule_start=36000)
+    assert TrainConfig.from_dict(recorded) == stage
+    assert stage.schedule_start < int(metadata["step"]) == 40000 < stage.schedule_start + stage.total_steps
+    assert float(metadata["holdout_margin"]) > 0.15
+    # every field the weights record is the recipe's, exactly (nothing taken from LEGACY), or a removed option
     # at the value every recipe kept
     for name, value in recorded.items():
-        default = getattr(TrainConfig(), name) if name not in REMOVED else REMOVED[name]
-        assert (list(default) if isinstance(default, tuple) else default) == value, name
+        expected = getattr(stage, name) if name not in REMOVED else REMOVED[name]
+        assert (list(expected) if isinstance(expected, tuple) else expected) == value, name
+    changed = {f.name for f in dataclasses.fields(TrainConfig)
+               if getattr(RECIPES["fast-psnr"], f.name) != getattr(RECIPES["fast"], f.name)}
+    assert changed == {"schedule_start", "total_steps", "lr", "reconstruction", "max_nonlinearity",
+                       "validation_clips"}
+    assert TrainConfig() == RECIPES["fast"]  # train.py's defaults: the fast weights' second stage
 
 
 def test_the_default_weights_record_the_quality_psnr_recipe_at_width_2():
@@ -175,18 +187,23 @@ def test_start_point_takes_the_named_recipe_and_checks_the_schedule(tmp_path):
     assert start.net_config.encoder_widths[0] == 2 * 24 and start.net_config.flow_finest_level == 1
     options, overrides = _options(tmp_path, "--recipe", "study", "--width", "2", "--flow-level", "0")
     assert start_point(options, overrides).net_config == dataclasses.replace(start.net_config, flow_finest_level=0)
-    # the fast weights continue their recorded recipe, which ended at their step
+    # the fast weights continue their recorded recipe where they stand in its schedule (steps 36000-41000)
     options, overrides = _options(tmp_path, "--init-weights", str(FAST))
-    with pytest.raises(TrainingError, match="step 32000 is at or past the end .* --schedule-start 32000"):
-        start_point(options, overrides)
-    options, overrides = _options(tmp_path, "--init-weights", str(FAST), "--schedule-start", "32000")
     start = start_point(options, overrides)
-    assert start.step == 32000 and start.config == dataclasses.replace(TrainConfig(), schedule_start=32000)
+    assert start.step == 40000 and start.config == dataclasses.replace(RECIPES["fast-psnr"], schedule_start=36000)
+    # a schedule that ended at the weights' step: nothing to train
+    options, overrides = _options(tmp_path, "--init-weights", str(FAST), "--schedule-start", "35000")
+    with pytest.raises(TrainingError, match="step 40000 is at or past the end .* --schedule-start 40000"):
+        start_point(options, overrides)
+    options, overrides = _options(tmp_path, "--init-weights", str(FAST), "--recipe", "fast", "--schedule-start",
+                                  "40000")
+    start = start_point(options, overrides)
+    assert start.step == 40000 and start.config == dataclasses.replace(TrainConfig(), schedule_start=40000)
     # more flow passes on trained weights: the same network and step, only the passes changed
-    options, overrides = _options(tmp_path, "--init-weights", str(FAST), "--schedule-start", "32000",
+    options, overrides = _options(tmp_path, "--init-weights", str(FAST), "--schedule-start", "40000",
                                   "--flow-iterations", "2")
     grown = start_point(options, overrides)
-    assert grown.net_config == dataclasses.replace(start.net_config, flow_iterations=(2,)) and grown.step == 32000
+    assert grown.net_config == dataclasses.replace(start.net_config, flow_iterations=(2,)) and grown.step == 40000
     options, overrides = _options(tmp_path, "--init-weights", str(tmp_path / "none.safetensors"))
     with pytest.raises(TrainingError, match="--init-weights"):
         start_point(options, overrides)

@@ -2,10 +2,11 @@
 
 ``TrainConfig`` is the recipe: frozen, saved as JSON beside every checkpoint and in the weights' metadata. Each
 field is declared once, with its help text and its check; ``training.options`` makes the command-line flags from
-these declarations. Its defaults are the recipe of the fast weights (``weights/fast.safetensors``,
-``RECIPES["fast"]``); ``RECIPES`` names the others in use, among them the seven stages of the default weights
-(``weights/network.safetensors``): ``study`` at width 2, then ``quality-384``, ``quality-512``,
-``quality-no-census``, ``quality-no-flow``, ``quality`` and ``quality-psnr``.
+these declarations. Its defaults are recipe ``fast`` (``RECIPES["fast"]``), the anneal of the fast weights' second
+stage; ``RECIPES`` names the others in use: the fast weights' (``weights/fast.safetensors``) ``fast-base``,
+``fast`` and ``fast-psnr``, and the seven stages of the default weights (``weights/network.safetensors``):
+``study`` at width 2, then ``quality-384``, ``quality-512``, ``quality-no-census``, ``quality-no-flow``,
+``quality`` and ``quality-psnr``.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from training.holdout import HOLDOUT_SOURCES
 from training.losses import RECONSTRUCTION_LOSSES
 
 # The held-out clips of the runs before source-disjoint validation (training.holdout), which share source
-# repositories with training clips; the fast weights were validated on them, and tools that score older
-# weights still use them. Middlebury is for evaluation only and plays no part in training or selection.
+# repositories with training clips; the fast weights' first two stages were validated on them, and tools that
+# score older weights still use them. Middlebury is for evaluation only and plays no part in training or selection.
 VALIDATION_CLIPS: Tuple[str, ...] = (
     "davis2016-val__480p__car-shadow.mp4",
     "tokenflow__woman-running.mp4",
@@ -79,7 +80,7 @@ def check_fields(obj: Any) -> None:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """The recipe. Defaults: the fast weights' recipe (session 17's chunk 60,
+    """The recipe. Defaults: recipe ``fast``, the fast weights' second stage (session 17's chunk 60,
     ``docs/journal/raw/train_config_chunk60.json``): a 7000-step anneal with the non-linearity filter from the
     step-25000 weights of a run from scratch."""
 
@@ -176,10 +177,17 @@ _QUALITY_512 = dataclasses.replace(_QUALITY_384, batch=8, crop=512, schedule_sta
 _NO_CENSUS = dataclasses.replace(_QUALITY_512, census_weight=0.0, schedule_start=50000)
 _NO_FLOW = dataclasses.replace(_NO_CENSUS, flow_loss_weight=0.0, schedule_start=55000)
 
+_FAST = TrainConfig()
+
 RECIPES: Dict[str, TrainConfig] = {
-    # the fast weights (weights/fast.safetensors): the anneal that made them, from the step-25000 weights of
+    # the second stage of the fast weights (weights/fast.safetensors): an anneal of the step-25000 weights of
     # session 14's run (docs/training.md)
-    "fast": TrainConfig(),
+    "fast": _FAST,
+    # the third and fourth stages of the fast weights: the step-32000 weights of "fast", then that stage's weights,
+    # each trained 5000 steps on the PSNR loss at 3e-5 on all the footage (no non-linearity filter, whole source
+    # repositories held out)
+    "fast-psnr": dataclasses.replace(_FAST, schedule_start=32000, total_steps=5000, lr=3e-5, reconstruction="psnr",
+                                     max_nonlinearity=0.0, validation_clips=()),
     # the scaling study (docs/journal/scaling-study.md): the fast recipe without the non-linearity filter, from
     # scratch on one 40000-step cosine, validated on the held-out source repositories
     "study": TrainConfig(seed=80, lr=3e-4, total_steps=40000, schedule_start=0, max_nonlinearity=0.0,

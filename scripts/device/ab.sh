@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Two training chunks side by side on a two-GPU machine (nvidia-h200-x2), one per GPU: an A/B test of two
-# recipes in one device command. Both start from what their options say (e.g. the fast weights, which end
-# their recipe's schedule at their step, 32000: a new warm-up and cosine from there needs --schedule-start).
+# recipes in one device command. Both start from what their options say (e.g. the fast weights at their step,
+# 40000: a new warm-up and cosine from there needs --schedule-start 40000).
 #
 #   carry: .data/footage (and .data/middlebury with MIDDLEBURY=.data/middlebury to score the kept weights)
 #   bash scripts/device/ab.sh MINUTES "OPTIONS A" "OPTIONS B"
-#   e.g. W="--init-weights weights/fast.safetensors --schedule-start 32000 --total-steps 7000"
+#   e.g. W="--init-weights weights/fast.safetensors --schedule-start 40000 --total-steps 7000"
 #        bash scripts/device/ab.sh 8.5 "$W" "$W --native-share 0"
 #
 # Results: $OUT/a and $OUT/b, each laid out as scripts/device/chunk.sh leaves $OUT (6 files in all, so 2 more of

@@ -17,7 +17,7 @@ tail -1 /tmp/op_tests.txt
 echo "of which on cuda:1: $(grep -c 'PASSED.*cuda:1' /tmp/op_tests.txt) passed, $(grep -c 'FAILED.*cuda:1' /tmp/op_tests.txt) failed"
 
 echo "== 2. DDP training, 2 GPUs then 1 (200 steps each)"
-common=(--data .data/ddp --init-weights weights/fast.safetensors --schedule-start 32000 --max-steps 200
+common=(--data .data/ddp --init-weights weights/fast.safetensors --schedule-start 40000 --max-steps 200
         --val-every 100 --validation-clips davis2016-val__480p__car-shadow.mp4 --minutes 3)
 torchrun --standalone --nproc_per_node 2 train.py "${common[@]}" --out /tmp/ddp2 2>&1 | grep -E "done|validation|error|Error" | tail -4
 python3 train.py "${common[@]}" --out /tmp/ddp1 2>&1 | grep -E "done|validation|error|Error" | tail -4
