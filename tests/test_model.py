@@ -119,8 +119,23 @@ def test_average_of_weights_files(tmp_path):
         assert torch.allclose(tensor, mean[name], atol=2e-3, rtol=1e-3), name  # stored in fp16
     with safe_open(str(out), framework="pt") as f:
         sources = json.loads(f.metadata()["averaged_from"])
-        assert sources == [{"path": str(p), "step": str(1000 * i)} for i, p in enumerate(paths)]
+        assert sources == [{"path": str(p), "step": str(1000 * i), "share": round(1 / 3, 6)}
+                           for i, p in enumerate(paths)]
         assert f.get_tensor(next(iter(f.keys()))).dtype == torch.float16
+    # weighted: shares scaled to sum to 1 (5 : 3 is 0.625 : 0.375), the same as the uniform mean of repeats
+    weighted = average_state(paths[:2], [5, 3])
+    repeated = average_state([paths[0]] * 5 + [paths[1]] * 3)
+    for name in nets[0].state_dict():
+        expected = 0.625 * nets[0].state_dict()[name] + 0.375 * nets[1].state_dict()[name]
+        assert torch.allclose(weighted[name], expected, atol=1e-6), name
+        assert torch.allclose(weighted[name], repeated[name], atol=1e-6), name
+    shared = tmp_path / "shared.safetensors"
+    assert main(["--out", str(shared), str(paths[0]), str(paths[1]), "--shares", "5", "3"]) == 0
+    with safe_open(str(shared), framework="pt") as f:
+        assert [s["share"] for s in json.loads(f.metadata()["averaged_from"])] == [0.625, 0.375]
+    for shares in (["1"], ["1", "-1"], ["0", "0"]):  # one per file, none negative, not all zero
+        assert main(["--out", str(tmp_path / "bad.safetensors"), str(paths[0]), str(paths[1]), "--shares",
+                     *shares]) == 2
     other = tmp_path / "other.safetensors"
     save_weights(Network(NetworkConfig(full_width=16)), other)
     assert main(["--out", str(tmp_path / "bad.safetensors"), str(paths[0]), str(other)]) == 2

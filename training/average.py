@@ -5,6 +5,7 @@ average of their parameters is itself a working network, which can match or beat
 (session 10: the average of three arms tied with the best of them; docs/journal/training-log.md).
 
     python -m training.average --out runs/soup.safetensors A.safetensors B.safetensors ...
+    python -m training.average --out runs/soup.safetensors A.safetensors B.safetensors --shares 0.625 0.375
 """
 
 from __future__ import annotations
@@ -21,13 +22,25 @@ from model.network import Network
 from model.weights import WeightsError, load_weights, read_config, read_metadata, save_weights
 
 
-def average_state(paths: Sequence[Union[str, Path]]) -> Dict[str, torch.Tensor]:
-    """The uniform fp32 average of the files' floating-point tensors (others taken from the first file)."""
+def _normalised(shares: Optional[Sequence[float]], count: int) -> List[float]:
+    if shares is None:
+        return [1.0 / count] * count
+    if len(shares) != count or min(shares) < 0 or sum(shares) <= 0:
+        raise ValueError(f"--shares takes one non-negative number per weights file ({count}), not all zero; "
+                         f"got {' '.join(map(str, shares))}")
+    return [share / sum(shares) for share in shares]
+
+
+def average_state(paths: Sequence[Union[str, Path]],
+                  shares: Optional[Sequence[float]] = None) -> Dict[str, torch.Tensor]:
+    """The fp32 average of the files' floating-point tensors (others taken from the first file), uniform or
+    weighted by ``shares`` (scaled to sum to 1)."""
     if len(paths) < 2:
         raise ValueError(f"averaging needs 2 or more weights files, got {len(paths)}")
+    weights = _normalised(shares, len(paths))
     config = None
     total: Dict[str, torch.Tensor] = {}
-    for path in paths:
+    for path, weight in zip(paths, weights):
         net = load_weights(path)  # a WeightsError names a missing, unreadable or ill-fitting file
         if config is None:
             config = net.config
@@ -38,18 +51,21 @@ def average_state(paths: Sequence[Union[str, Path]]) -> Dict[str, torch.Tensor]:
             if not tensor.is_floating_point():
                 total.setdefault(name, tensor.clone())
             elif name in total:
-                total[name] += tensor.float()
+                total[name] += weight * tensor.float()
             else:
-                total[name] = tensor.float().clone()
-    return {k: (v / len(paths) if v.is_floating_point() else v) for k, v in total.items()}
+                total[name] = weight * tensor.float()
+    return total
 
 
-def average_weights(paths: Sequence[Union[str, Path]], out: Union[str, Path]) -> None:
-    """Write the average of `paths` to `out` (fp16, like every committed weights file)."""
-    state = average_state(paths)
+def average_weights(paths: Sequence[Union[str, Path]], out: Union[str, Path],
+                    shares: Optional[Sequence[float]] = None) -> None:
+    """Write the average of `paths` (uniform, or weighted by `shares`) to `out` (fp16, like every committed
+    weights file), naming each source, its step and its share in the metadata."""
+    state = average_state(paths, shares)
     net = Network(read_config(paths[0]))
     net.load_state_dict(state, strict=True)
-    sources = [{"path": str(p), "step": read_metadata(p).get("step")} for p in paths]
+    sources = [{"path": str(p), "step": read_metadata(p).get("step"), "share": round(w, 6)}
+               for p, w in zip(paths, _normalised(shares, len(paths)))]
     save_weights(net, out, extra={"averaged_from": json.dumps(sources)})
 
 
@@ -57,9 +73,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, required=True, help="where to write the averaged weights")
     p.add_argument("weights", type=Path, nargs="+", help="two or more weights files of one architecture")
+    p.add_argument("--shares", type=float, nargs="+", metavar="W",
+                   help="one weight per file, scaled to sum to 1 (default: equal)")
     args = p.parse_args(argv)
     try:
-        average_weights(args.weights, args.out)
+        average_weights(args.weights, args.out, args.shares)
     except ValueError as exc:  # WeightsError is a ValueError
         print(f"error: {exc}", file=sys.stderr)
         return 2
