@@ -184,8 +184,8 @@ RECIPES: Dict[str, TrainConfig] = {
     # session 14's run (docs/training.md)
     "fast": _FAST,
     # the third and fourth stages of the fast weights: the step-32000 weights of "fast", then that stage's weights,
-    # each trained 5000 steps on the PSNR loss at 3e-5 on all the footage (no non-linearity filter, whole source
-    # repositories held out)
+    # each trained 5000 steps on the PSNR loss at 3e-5 on both footage folders (no non-linearity filter, whole
+    # source repositories held out)
     "fast-psnr": dataclasses.replace(_FAST, schedule_start=32000, total_steps=5000, lr=3e-5, reconstruction="psnr",
                                      max_nonlinearity=0.0, validation_clips=()),
     # the scaling study (docs/journal/scaling-study.md): the fast recipe without the non-linearity filter, from
