@@ -108,6 +108,8 @@ def test_average_of_weights_files(tmp_path):
     paths = [tmp_path / f"w{i}.safetensors" for i in range(3)]
     for i, (net, path) in enumerate(zip(nets, paths)):
         save_weights(net, path, dtype=torch.float32, extra={"step": str(1000 * i)})
+    recipe = {"seed": 7, "lr": 3e-5}  # a source's recorded recipe travels into the soup's metadata
+    save_weights(nets[2], paths[2], dtype=torch.float32, extra={"step": "2000", "train_config": json.dumps(recipe)})
     mean = average_state(paths)
     for name in nets[0].state_dict():
         expected = sum(n.state_dict()[name] for n in nets) / 3
@@ -120,7 +122,8 @@ def test_average_of_weights_files(tmp_path):
     with safe_open(str(out), framework="pt") as f:
         sources = json.loads(f.metadata()["averaged_from"])
         assert sources == [{"path": str(p), "step": str(1000 * i), "share": round(1 / 3, 6)}
-                           for i, p in enumerate(paths)]
+                           for i, p in enumerate(paths[:2])] + [{"path": str(paths[2]), "step": "2000",
+                                                                 "share": round(1 / 3, 6), "train_config": recipe}]
         assert f.get_tensor(next(iter(f.keys()))).dtype == torch.float16
     # weighted: shares scaled to sum to 1 (5 : 3 is 0.625 : 0.375), the same as the uniform mean of repeats
     weighted = average_state(paths[:2], [5, 3])

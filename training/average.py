@@ -60,12 +60,17 @@ def average_state(paths: Sequence[Union[str, Path]],
 def average_weights(paths: Sequence[Union[str, Path]], out: Union[str, Path],
                     shares: Optional[Sequence[float]] = None) -> None:
     """Write the average of `paths` (uniform, or weighted by `shares`) to `out` (fp16, like every committed
-    weights file), naming each source, its step and its share in the metadata."""
+    weights file), naming each source, its step, its share and the recipe it records (if any) in the metadata."""
     state = average_state(paths, shares)
     net = Network(read_config(paths[0]))
     net.load_state_dict(state, strict=True)
-    sources = [{"path": str(p), "step": read_metadata(p).get("step"), "share": round(w, 6)}
-               for p, w in zip(paths, _normalised(shares, len(paths)))]
+    sources = []
+    for path, share in zip(paths, _normalised(shares, len(paths))):
+        metadata = read_metadata(path)
+        source = {"path": str(path), "step": metadata.get("step"), "share": round(share, 6)}
+        if "train_config" in metadata:
+            source["train_config"] = json.loads(metadata["train_config"])
+        sources.append(source)
     save_weights(net, out, extra={"averaged_from": json.dumps(sources)})
 
 
