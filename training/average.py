@@ -25,10 +25,11 @@ from model.weights import WeightsError, load_weights, read_config, read_metadata
 def _normalised(shares: Optional[Sequence[float]], count: int) -> List[float]:
     if shares is None:
         return [1.0 / count] * count
-    if len(shares) != count or min(shares) < 0 or sum(shares) <= 0:
+    total = sum(shares)
+    if len(shares) != count or min(shares) < 0 or total <= 0:
         raise ValueError(f"--shares takes one non-negative number per weights file ({count}), not all zero; "
                          f"got {' '.join(map(str, shares))}")
-    return [share / sum(shares) for share in shares]
+    return [share / total for share in shares]
 
 
 def average_state(paths: Sequence[Union[str, Path]],
@@ -61,11 +62,12 @@ def average_weights(paths: Sequence[Union[str, Path]], out: Union[str, Path],
                     shares: Optional[Sequence[float]] = None) -> None:
     """Write the average of `paths` (uniform, or weighted by `shares`) to `out` (fp16, like every committed
     weights file), naming each source, its step, its share and the recipe it records (if any) in the metadata."""
-    state = average_state(paths, shares)
+    weights = _normalised(shares, len(paths))
+    state = average_state(paths, weights)  # already summing to 1: scaled again, unchanged
     net = Network(read_config(paths[0]))
     net.load_state_dict(state, strict=True)
     sources = []
-    for path, share in zip(paths, _normalised(shares, len(paths))):
+    for path, share in zip(paths, weights):
         metadata = read_metadata(path)
         source = {"path": str(path), "step": metadata.get("step"), "share": round(share, 6)}
         if "train_config" in metadata:
