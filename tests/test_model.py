@@ -136,6 +136,22 @@ def test_average_of_weights_files(tmp_path):
     assert main(["--out", str(shared), str(paths[0]), str(paths[1]), "--shares", "5", "3"]) == 0
     with safe_open(str(shared), framework="pt") as f:
         assert [s["share"] for s in json.loads(f.metadata()["averaged_from"])] == [0.625, 0.375]
+        assert "step" not in f.metadata() and "train_config" not in f.metadata()
+    # --recipe with --step: the soup records what train.py --init-weights continues, as a trained file does
+    from training.config import RECIPES, TrainConfig
+
+    named = tmp_path / "named.safetensors"
+    assert main(["--out", str(named), str(paths[0]), str(paths[1]), "--recipe", "quality-psnr", "--step", "69919"]) == 0
+    with safe_open(str(named), framework="pt") as f:
+        assert f.metadata()["step"] == "69919"
+        assert TrainConfig.from_dict(json.loads(f.metadata()["train_config"])) == RECIPES["quality-psnr"]
+    twice = tmp_path / "twice.safetensors"  # a soup of soups names its sources' sources
+    assert main(["--out", str(twice), str(named), str(paths[2])]) == 0
+    with safe_open(str(twice), framework="pt") as f:
+        first = json.loads(f.metadata()["averaged_from"])[0]
+        assert first["step"] == "69919" and [s["share"] for s in first["averaged_from"]] == [0.5, 0.5]
+    for flags in (["--recipe", "quality-psnr"], ["--step", "5"], ["--recipe", "quality-psnr", "--step", "-1"]):
+        assert main(["--out", str(tmp_path / "bad.safetensors"), str(paths[0]), str(paths[1]), *flags]) == 2
     for shares in (["1"], ["1", "-1"], ["0", "0"]):  # one per file, none negative, not all zero
         assert main(["--out", str(tmp_path / "bad.safetensors"), str(paths[0]), str(paths[1]), "--shares",
                      *shares]) == 2

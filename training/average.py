@@ -6,6 +6,10 @@ average of their parameters is itself a working network, which can match or beat
 
     python -m training.average --out runs/soup.safetensors A.safetensors B.safetensors ...
     python -m training.average --out runs/soup.safetensors A.safetensors B.safetensors --shares 0.625 0.375
+
+A soup has no training step or recipe of its own, so `train.py --init-weights` would start it at step 0 with the
+fast recipe. ``--recipe NAME --step N`` records the recipe and step a continuation takes, as a trained file does
+(the shipped default records "quality-psnr" at step 69919: its stages continue from there).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import torch
 
 from model.network import Network
 from model.weights import WeightsError, load_weights, read_config, read_metadata, save_weights
+from training.config import RECIPES
 
 
 def _normalised(shares: Optional[Sequence[float]], count: int) -> List[float]:
@@ -59,9 +64,19 @@ def average_state(paths: Sequence[Union[str, Path]],
 
 
 def average_weights(paths: Sequence[Union[str, Path]], out: Union[str, Path],
-                    shares: Optional[Sequence[float]] = None) -> None:
+                    shares: Optional[Sequence[float]] = None, recipe: Optional[str] = None,
+                    step: Optional[int] = None) -> None:
     """Write the average of `paths` (uniform, or weighted by `shares`) to `out` (fp16, like every committed
-    weights file), naming each source, its step, its share and the recipe it records (if any) in the metadata."""
+    weights file), naming each source, its step, its share, and the recipe and sources it records (if any) in the metadata.
+    `recipe` and `step`, given together, are recorded as the file's own ``train_config`` and ``step``: what
+    ``train.py --init-weights`` continues."""
+    if (recipe is None) != (step is None):
+        raise ValueError("--recipe and --step go together: the recipe a continuation takes and its step "
+                         "(for example --recipe quality-psnr --step 69919)")
+    if recipe is not None and recipe not in RECIPES:
+        raise ValueError(f"--recipe {recipe}: not a recipe; pick one of {', '.join(RECIPES)}")
+    if step is not None and step < 0:
+        raise ValueError(f"--step {step}: a training step is 0 or more")
     weights = _normalised(shares, len(paths))
     state = average_state(paths, weights)  # already summing to 1: scaled again, unchanged
     net = Network(read_config(paths[0]))
@@ -70,10 +85,14 @@ def average_weights(paths: Sequence[Union[str, Path]], out: Union[str, Path],
     for path, share in zip(paths, weights):
         metadata = read_metadata(path)
         source = {"path": str(path), "step": metadata.get("step"), "share": round(share, 6)}
-        if "train_config" in metadata:
-            source["train_config"] = json.loads(metadata["train_config"])
+        for key in ("train_config", "averaged_from"):  # a soup of soups keeps the whole tree of sources
+            if key in metadata:
+                source[key] = json.loads(metadata[key])
         sources.append(source)
-    save_weights(net, out, extra={"averaged_from": json.dumps(sources)})
+    extra = {"averaged_from": json.dumps(sources)}
+    if recipe is not None:
+        extra.update(train_config=RECIPES[recipe].to_json(), step=str(step))
+    save_weights(net, out, extra=extra)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -82,9 +101,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("weights", type=Path, nargs="+", help="two or more weights files of one architecture")
     p.add_argument("--shares", type=float, nargs="+", metavar="W",
                    help="one weight per file, scaled to sum to 1 (default: equal)")
+    p.add_argument("--recipe", choices=sorted(RECIPES), metavar="NAME",
+                   help="the recipe train.py --init-weights continues with (with --step; default: none recorded)")
+    p.add_argument("--step", type=int, metavar="N", help="the training step recorded with --recipe")
     args = p.parse_args(argv)
     try:
-        average_weights(args.weights, args.out, args.shares)
+        average_weights(args.weights, args.out, args.shares, args.recipe, args.step)
     except ValueError as exc:  # WeightsError is a ValueError
         print(f"error: {exc}", file=sys.stderr)
         return 2
