@@ -105,13 +105,16 @@ def test_patterns_have_exact_middle_frames_and_score_the_fast_weights(capsys):
     from scripts.diagnose.patterns import errors, main, patterns
 
     cases = patterns()
-    assert set(cases) == {"sine", "sine-6px", "shapes", "noise"}
+    assert set(cases) == {"sine", "sine-6px", "blinds", "shapes", "noise"}
     one, mid, two = cases["noise"]
     np.testing.assert_array_equal(mid[:, :-1], one[:, 1:])  # 1 px per half step: the middle frame is one moved 1 px
     np.testing.assert_array_equal(two[:, :-1], mid[:, 1:])
     one, mid, two = cases["sine"]
     assert errors(mid, mid) == {"mean": 0.0, "max": 0.0, "blotch_px": 0}
     assert errors((one + two) / 2, mid)["mean"] < errors(one, mid)["mean"]
+    one, mid, two = cases["blinds"]  # 1 px down per half step
+    np.testing.assert_allclose(mid[1:, :, :2], one[:-1, :, :2], atol=1e-6)
+    np.testing.assert_allclose(two[1:, :, :2], mid[:-1, :, :2], atol=1e-6)
     assert main(["--weights", str(Path(__file__).resolve().parent.parent / "weights" / "fast.safetensors")]) == 0
     row = capsys.readouterr().out.splitlines()[-1]
     sine = row.split("|")[2].split("/")

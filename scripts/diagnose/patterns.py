@@ -7,6 +7,8 @@ Each pattern moves rigidly by a whole number of pixels, so the middle frame is k
   and a ramp in blue; shifted 2 px. Its stripes repeat, so a flow one period off matches almost as well as the
   true one (the ambiguity of fences, tiles and gratings).
 - ``sine-6px``: the same shifted 6 px.
+- ``blinds``: fine horizontal stripes 8 px apart (window blinds, railings) moving 2 px down, a quarter period: one
+  motion explains them, yet a flow estimated on a coarse pyramid level, where the stripes alias, picks another.
 - ``shapes``: flat, saturated shapes (a disc, a box, a bar) over a flat background, moving 8 px apart: cartoon-like.
 - ``noise``: smooth random texture (blurred noise), shifted 2 px: the easy case.
 
@@ -36,6 +38,16 @@ def _sine(shift: int, height: int = 200, width: int = 300) -> Triple:
     return frame(0), frame(shift / 2), frame(shift)
 
 
+def _blinds(period: float = 8.0, shift: int = 2, height: int = 200, width: int = 300) -> Triple:
+    yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
+
+    def frame(dy: float) -> np.ndarray:
+        stripes = (np.sin(2 * np.pi * (yy - dy) / period) + 1) / 2 * 0.8 + 0.1
+        return np.stack([stripes, stripes * 0.9 + 0.05, stripes * 0.8 + 0.1 * xx / width], axis=2)
+
+    return frame(0), frame(shift / 2), frame(shift)
+
+
 def _shapes(height: int = 256, width: int = 384) -> Triple:
     yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
 
@@ -60,7 +72,7 @@ def _noise(height: int = 200, width: int = 300) -> Triple:
 
 def patterns() -> Dict[str, Triple]:
     """The patterns by name: (first frame, exact middle frame, second frame), H x W x 3 float32 in [0, 1]."""
-    return {"sine": _sine(2), "sine-6px": _sine(6), "shapes": _shapes(), "noise": _noise()}
+    return {"sine": _sine(2), "sine-6px": _sine(6), "blinds": _blinds(), "shapes": _shapes(), "noise": _noise()}
 
 
 def errors(out: np.ndarray, mid: np.ndarray, border: int = 8) -> Dict[str, float]:
