@@ -1,6 +1,6 @@
 """Synthetic pairs with an exact middle frame, where a flow network can fail in ways footage rarely shows.
 
-    python -m scripts.diagnose.patterns --weights weights/network.safetensors weights/fast.safetensors
+    python -m scripts.diagnose.patterns --weights weights/network.safetensors weights/fast.safetensors [--classical]
 
 Each pattern moves rigidly by a whole number of pixels, so the middle frame is known exactly:
 - ``sine``: a high-contrast stripe pattern, 56.5 px between stripes in red, over a vertical stripe pattern in green
@@ -81,24 +81,45 @@ def errors(out: np.ndarray, mid: np.ndarray, border: int = 8) -> Dict[str, float
     return {"mean": float(diff.mean()), "max": float(diff.max()), "blotch_px": int((diff.max(2) > 0.1).sum())}
 
 
+def classical(one: np.ndarray, two: np.ndarray) -> np.ndarray:
+    """The classical baseline's middle frame (training.holdout's: OpenCV DIS flow both ways, backward warping)."""
+    import torch
+
+    from training.data import dis_flows
+    from training.holdout import classical_interpolation, grey_frame
+
+    a, b = (torch.from_numpy(np.ascontiguousarray(f)).permute(2, 0, 1) for f in (one, two))
+    grey = [grey_frame((f * 255).round().to(torch.uint8)) for f in (a, b)]
+    fwd, bwd = (f.unsqueeze(0) for f in dis_flows([(grey[0], grey[1]), (grey[1], grey[0])]))
+    return classical_interpolation(a[None], b[None], 0.5, fwd, bwd)[0].permute(1, 2, 0).numpy()
+
+
+def _row(name: str, outputs: List[np.ndarray], mids: List[np.ndarray]) -> str:
+    cells = []
+    for out, mid in zip(outputs, mids):
+        e = errors(out, mid)
+        cells.append(f"{e['mean']:.4f} / {e['max']:.2f} / {e['blotch_px']}")
+    return f"| {name} | " + " | ".join(cells) + " |"
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--weights", type=Path, nargs="+", required=True)
     p.add_argument("--device", default="cpu")
+    p.add_argument("--classical", action="store_true", help="a row for the classical baseline (DIS flow + warping)")
     args = p.parse_args(argv)
     from model.inference import interpolate
     from model.weights import load_weights
 
     cases = patterns()
+    mids = [mid for _, mid, _ in cases.values()]
     print("| weights | " + " | ".join(f"{name}: mean / max / px > 0.1" for name in cases) + " |")
     print("|---" * (len(cases) + 1) + "|")
     for path in args.weights:
         net = load_weights(path, args.device).eval()
-        cells = []
-        for one, mid, two in cases.values():
-            e = errors(interpolate(net, one, two, [0.5])[0], mid)
-            cells.append(f"{e['mean']:.4f} / {e['max']:.2f} / {e['blotch_px']}")
-        print(f"| {path} | " + " | ".join(cells) + " |")
+        print(_row(str(path), [interpolate(net, one, two, [0.5])[0] for one, _, two in cases.values()], mids))
+    if args.classical:
+        print(_row("classical: DIS flow + warping", [classical(one, two) for one, _, two in cases.values()], mids))
     return 0
 
 
