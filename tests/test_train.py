@@ -57,13 +57,15 @@ def test_the_default_weights_are_soups_of_quality_psnr_stages_at_width_2():
     """weights/network.safetensors: the study's network at width 2 with two flow passes below the coarsest level,
     the 5 : 3 average of stage 9 and soup A, soup A the 5 : 3 average of stage 8 and stage 7 (docs/training.md).
     Stage 7 is recipe "quality-psnr" exactly, kept at step 69919 (its minutes ended it 81 steps before the schedule's
-    end); stages 8 and 9 are that recipe again from step 69919 with 20% synthetic samples, each kept near its end.
+    end); stages 8 and 9 are "quality-psnr-syn20": that recipe again from step 69919 with 20% synthetic samples,
+    each kept near its end.
     Both soups record "quality-psnr" at step 69919, what --init-weights continues."""
     from model.network import NetworkConfig
     from model.weights import read_config, read_metadata
 
     recipe = RECIPES["quality-psnr"]
-    stage = dataclasses.replace(recipe, schedule_start=69919, synthetic_share=0.2)
+    stage = RECIPES["quality-psnr-syn20"]
+    assert stage == dataclasses.replace(recipe, schedule_start=69919, synthetic_share=0.2)
     assert read_config(DEFAULT) == dataclasses.replace(NetworkConfig().widened(2), flow_iterations=(1, 2, 2, 2))
     metadata = read_metadata(DEFAULT)
     default = {key: json.loads(metadata[key]) for key in ("train_config", "averaged_from")}

@@ -4,9 +4,9 @@
 field is declared once, with its help text and its check; ``training.options`` makes the command-line flags from
 these declarations. Its defaults are recipe ``fast`` (``RECIPES["fast"]``), the anneal of the fast weights' second
 stage; ``RECIPES`` names the others in use: the fast weights' (``weights/fast.safetensors``) ``fast-base``,
-``fast`` and ``fast-psnr``, and the seven stages of the default weights (``weights/network.safetensors``):
+``fast`` and ``fast-psnr``, and the nine stages of the default weights (``weights/network.safetensors``):
 ``study`` at width 2, then ``quality-384``, ``quality-512``, ``quality-no-census``, ``quality-no-flow``,
-``quality`` and ``quality-psnr``.
+``quality``, ``quality-psnr`` and ``quality-psnr-syn20`` twice (the file averages stages 7-9: docs/training.md).
 """
 
 from __future__ import annotations
@@ -212,4 +212,9 @@ RECIPES: Dict[str, TrainConfig] = {
     # coarsest level (training.export --flow-iterations 1 2 2 2), trained 5000 steps on the PSNR loss at a third
     # of the rate
     "quality-psnr": dataclasses.replace(_NO_FLOW, schedule_start=65000, lr=3e-5, reconstruction="psnr"),
+    # the eighth and ninth stages: "quality-psnr" again with a new warm-up and cosine from stage 7's step (69919)
+    # and a fifth of each batch synthetic instead of half; stage 8 from stage 7's weights, stage 9 from soup A
+    # (training.average of stages 8 and 7); the default weights are the average of stage 9 and soup A
+    "quality-psnr-syn20": dataclasses.replace(_NO_FLOW, schedule_start=69919, lr=3e-5, reconstruction="psnr",
+                                              synthetic_share=0.2),
 }
