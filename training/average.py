@@ -67,7 +67,8 @@ def average_weights(paths: Sequence[Union[str, Path]], out: Union[str, Path],
                     shares: Optional[Sequence[float]] = None, recipe: Optional[str] = None,
                     step: Optional[int] = None) -> None:
     """Write the average of `paths` (uniform, or weighted by `shares`) to `out` (fp16, like every committed
-    weights file), naming each source, its step, its share, and the recipe and sources it records (if any) in the metadata.
+    weights file), naming each source, its step, its share, and the recipe and sources it records (if any) in the
+    metadata.
     `recipe` and `step`, given together, are recorded as the file's own ``train_config`` and ``step``: what
     ``train.py --init-weights`` continues."""
     if (recipe is None) != (step is None):
