@@ -114,15 +114,21 @@ def grey_frame(frame: torch.Tensor) -> np.ndarray:
     return cv2.cvtColor(frame.permute(1, 2, 0).numpy(), cv2.COLOR_RGB2GRAY)
 
 
-def triplet_flows(triplets: Sequence[Triplet], workers: int = 8) -> List[Tuple[torch.Tensor, torch.Tensor]]:
-    """The baseline's flows of every triplet: OpenCV DIS (medium) one -> two and two -> one, each 1 x 2 x H x W
-    (CPU, on ``workers`` threads)."""
-    pairs = []
-    for tr in triplets:
-        a, b = grey_frame(tr.one), grey_frame(tr.two)
-        pairs += [(a, b), (b, a)]
-    flows = [f.unsqueeze(0) for f in dis_flows(pairs, workers)]
+def pair_flows(pairs: Sequence[Tuple[torch.Tensor, torch.Tensor]],
+               workers: int = 8) -> List[Tuple[torch.Tensor, torch.Tensor]]:
+    """The baseline's flows of every (one, two) pair of 3 x H x W uint8 RGB frames: OpenCV DIS (medium) one -> two
+    and two -> one, each 1 x 2 x H x W (CPU, on ``workers`` threads)."""
+    greys = []
+    for one, two in pairs:
+        a, b = grey_frame(one), grey_frame(two)
+        greys += [(a, b), (b, a)]
+    flows = [f.unsqueeze(0) for f in dis_flows(greys, workers)]
     return list(zip(flows[0::2], flows[1::2]))
+
+
+def triplet_flows(triplets: Sequence[Triplet], workers: int = 8) -> List[Tuple[torch.Tensor, torch.Tensor]]:
+    """The baseline's flows of every triplet (``pair_flows`` of its outer frames)."""
+    return pair_flows([(tr.one, tr.two) for tr in triplets], workers)
 
 
 def baseline_scores(triplets: Sequence[Triplet], workers: int = 8,

@@ -86,12 +86,10 @@ def classical(one: np.ndarray, two: np.ndarray) -> np.ndarray:
     """The classical baseline's middle frame (training.holdout's: OpenCV DIS flow both ways, backward warping)."""
     import torch
 
-    from training.data import dis_flows
-    from training.holdout import classical_interpolation, grey_frame
+    from training.holdout import classical_interpolation, pair_flows
 
     a, b = (torch.from_numpy(np.ascontiguousarray(f)).permute(2, 0, 1) for f in (one, two))
-    grey = [grey_frame((f * 255).round().to(torch.uint8)) for f in (a, b)]
-    fwd, bwd = (f.unsqueeze(0) for f in dis_flows([(grey[0], grey[1]), (grey[1], grey[0])]))
+    (fwd, bwd), = pair_flows([((a * 255).round().to(torch.uint8), (b * 255).round().to(torch.uint8))], workers=1)
     return classical_interpolation(a[None], b[None], 0.5, fwd, bwd)[0].permute(1, 2, 0).numpy()
 
 
