@@ -59,7 +59,11 @@ def read_metadata(path: Union[str, Path]) -> Dict[str, str]:
 
 
 def read_config(path: Union[str, Path]) -> NetworkConfig:
-    meta = read_metadata(path)
+    return config_from_metadata(read_metadata(path), path)
+
+
+def config_from_metadata(meta: Dict[str, str], path: Union[str, Path]) -> NetworkConfig:
+    """The network config in metadata already read from ``path`` (``read_metadata``; named in errors)."""
     if "config" not in meta:
         raise WeightsError(f"{path} has no network config in its metadata: was it saved by save_weights()?")
     config = json.loads(meta["config"])

@@ -23,7 +23,7 @@ from typing import Dict, List, Optional, Sequence, Union
 import torch
 
 from model.network import Network
-from model.weights import WeightsError, load_weights, read_config, read_metadata, save_weights
+from model.weights import WeightsError, config_from_metadata, load_weights, read_metadata, save_weights
 from training.config import RECIPES
 
 
@@ -80,11 +80,11 @@ def average_weights(paths: Sequence[Union[str, Path]], out: Union[str, Path],
         raise ValueError(f"--step {step}: a training step is 0 or more")
     weights = _normalised(shares, len(paths))
     state = average_state(paths, weights)  # already summing to 1: scaled again, unchanged
-    net = Network(read_config(paths[0]))
+    metadatas = [read_metadata(path) for path in paths]
+    net = Network(config_from_metadata(metadatas[0], paths[0]))
     net.load_state_dict(state, strict=True)
     sources = []
-    for path, share in zip(paths, weights):
-        metadata = read_metadata(path)
+    for path, share, metadata in zip(paths, weights, metadatas):
         source = {"path": str(path), "step": metadata.get("step"), "share": round(share, 6)}
         for key in ("train_config", "averaged_from"):  # a soup of soups keeps the whole tree of sources
             if key in metadata:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Union
 
 from model.network import Network, NetworkConfig
-from model.weights import load_weights, read_config, read_metadata, save_weights
+from model.weights import config_from_metadata, load_weights, read_metadata, save_weights
 
 _FIGURES = ("val_", "holdout_")  # metadata keys of figures that scored one network config
 
@@ -78,10 +78,11 @@ def export_weights(weights: Union[str, Path], out: Union[str, Path], flow_iterat
     """Copy a weights file to ``out`` with ``flow_iterations`` in its network config (the same tensors; the
     metadata kept, ``exported_from`` naming the source). The source's validation figures (``val_*``,
     ``holdout_*``) go only where the passes are unchanged: they scored the source's network, not this one."""
-    source = read_config(weights)
+    metadata = read_metadata(weights)
+    source = config_from_metadata(metadata, weights)
     net = load_weights(weights, config=_with_passes(source, flow_iterations))
     same = net.config == source
-    extra = {k: v for k, v in read_metadata(weights).items()
+    extra = {k: v for k, v in metadata.items()
              if k not in ("config", "format") and (same or not k.startswith(_FIGURES))}
     extra["exported_from"] = f"{weights} (flow passes {', '.join(map(str, flow_iterations))})"
     save_weights(net, out, extra=extra)

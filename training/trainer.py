@@ -22,7 +22,7 @@ from typing import Dict, Iterator, Optional, Tuple
 import torch
 
 from model import Network, NetworkConfig
-from model.weights import WeightsError, load_weights, read_config, read_metadata, save_weights
+from model.weights import WeightsError, config_from_metadata, load_weights, read_metadata, save_weights
 from training.config import RECIPES, VALIDATION_CROP, TrainConfig, TrainingError
 from training.data import (BOUNDARY_SETS, FootageSampler, boundary_masks, frame_blend, gap_limits, load_clips,
                            missing_clips, paste_layers, shard, shard_ranks, synthetic_batch, synthetic_set,
@@ -83,8 +83,8 @@ def start_point(options: RunOptions, overrides: dict, main_process: bool = True)
     config, net_config, step = RECIPES[options.recipe or "fast"], NetworkConfig(), 0
     if options.init_weights is not None:
         try:
-            net_config = read_config(options.init_weights)
             metadata = read_metadata(options.init_weights)
+            net_config = config_from_metadata(metadata, options.init_weights)
         except WeightsError as exc:
             raise TrainingError(f"--init-weights: {exc}") from None
         step = int(metadata.get("step", "0"))
