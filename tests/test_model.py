@@ -638,6 +638,45 @@ def test_synthetic_edge_px_sharpens_layer_edges():
         data.synthetic_batch(data.FootageSampler([clip], 128), 2, 128, edge_px=1.0, edge_share=1.5)
 
 
+def test_synthetic_stripes_texture_layers_with_fine_gratings_and_keep_the_motion(monkeypatch):
+    """synthetic_batch(stripe_share=...): layers textured with straight gratings of 4-16 px period; drawn last, so
+    the motions (and the ground-truth flow) are those of the same scenes without stripes, and that flow still warps
+    the second frame onto the first."""
+    import training.data as data
+
+    flat = torch.full((2, 6, 3, 128, 128), 0.5)  # no detail: the gratings are pure stripes
+    gratings = data._gratings(flat, 1.0, torch.Generator().manual_seed(0))
+    periods = []
+    for grating in gratings.flatten(0, 1):
+        spectrum = torch.fft.rfft2(grating[0] - grating[0].mean()).abs()
+        ky, kx = divmod(int(spectrum.argmax()), spectrum.shape[1])
+        ky = min(ky, 128 - ky)
+        periods.append(128 / max((kx ** 2 + ky ** 2) ** 0.5, 1e-9))
+        assert float(grating.std()) > 0.01 or float((grating.amax() - grating.amin())) < 0.05  # (two close colours)
+    assert 3.8 <= min(periods) and max(periods) <= 17.0  # 4-16 px, within the FFT's bins
+    assert max(periods) / min(periods) > 1.5  # a spread of periods, not one
+    assert torch.equal(data._gratings(flat, 0.0, torch.Generator().manual_seed(0)), flat)
+
+    monkeypatch.setattr(data, "augment", lambda b, gen: b)
+    clip = _noise_clip()
+
+    def scenes(**kw):  # a fresh sampler each time: it draws the texture cuts from its own generator
+        sampler = data.FootageSampler([clip], 128, generator=torch.Generator().manual_seed(0))
+        return data.synthetic_batch(sampler, 8, 128, layers=2, gen=torch.Generator().manual_seed(1), **kw)
+
+    plain, none, striped = scenes(), scenes(stripe_share=0.0), scenes(stripe_share=1.0)
+    for key in ("one", "mid", "two", "t", "flow_fwd", "flow_bwd"):
+        assert torch.equal(plain[key], none[key])  # share 0 draws nothing: the random stream of every recipe
+    for key in ("t", "flow_fwd", "flow_bwd"):
+        assert torch.equal(plain[key], striped[key])
+    assert float((plain["one"] - striped["one"]).abs().mean()) > 0.05
+    warped = backwarp(striped["two"], striped["flow_fwd"])
+    inside = (warped.abs().sum(1, keepdim=True) > 0).float()
+    assert ((warped - striped["one"]).abs() * inside).mean() < 0.5 * (striped["two"] - striped["one"]).abs().mean()
+    with pytest.raises(ValueError, match="stripe_share"):
+        scenes(stripe_share=1.5)
+
+
 @pytest.mark.parametrize("dtype,scale", [(np.uint8, 255.0), (np.uint16, 65535.0)])
 def test_interpolate_integer_matches_float_path(dtype, scale):
     torch.manual_seed(0)

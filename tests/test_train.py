@@ -177,10 +177,9 @@ def test_saved_configs_of_older_code_load_or_fail_clearly():
     assert config.max_nonlinearity == 0 and config.ema_decay == 0 and config.native_share == 0
     with pytest.raises(ConfigError, match="--flow-loss-units quarter, an option removed"):
         TrainConfig.from_dict({**old, "flow_loss_units": "quarter"}, "runs/x's recipe")
-    # session 25's arms: L0b's recipe held the grating share at 0 and loads; SP's held 0.2
+    # session 25's arms: L0b's recipe held the grating share at 0, SP's at 0.2; the option is back and both load
     assert TrainConfig.from_dict({**old, "synthetic_stripe_share": 0.0}) == config
-    with pytest.raises(ConfigError, match="--synthetic-stripe-share 0.2, an option removed"):
-        TrainConfig.from_dict({**old, "synthetic_stripe_share": 0.2}, "runs/sp's recipe")
+    assert TrainConfig.from_dict({**old, "synthetic_stripe_share": 0.2}).synthetic_stripe_share == 0.2
     with open(ROOT / "docs" / "journal" / "removed-options.md") as f:
         journal = f.read()
     for name in REMOVED:
@@ -508,7 +507,7 @@ def test_scripts_and_docs_start_weights_at_their_own_step():
     assert sorted(found) == ["ab.sh", "multi_gpu.sh", "training.md"]
 
 
-def test_next_inputs_mix_footage_and_synthetic_samples_with_their_flow(footage, tmp_path):
+def test_next_inputs_mix_footage_and_synthetic_samples_with_their_flow(footage, tmp_path, monkeypatch):
     """The trainer's batch: the recipe's footage rows first (some with layers pasted), then synthetic rows, and
     the synthetic rows' true flows, forward then backward."""
     from training.trainer import Process, Trainer
@@ -523,6 +522,23 @@ def test_next_inputs_mix_footage_and_synthetic_samples_with_their_flow(footage, 
     assert trainer.n_real == 2 and trainer.val_crop == 64
     assert [c.name for c in trainer.val_clips] == ["val.mp4"]
     assert sorted(c.name for c in trainer.train_clips) == ["a.mp4", "b.mp4"]
+    # --synthetic-stripe-share reaches the synthetic samples (training.data._gratings), not the pasted layers
+    import training.data as data
+
+    shares, gratings = [], data._gratings
+
+    def recorded(textures, share, gen):
+        shares.append((textures.shape[1], share))
+        return gratings(textures, share, gen)
+
+    monkeypatch.setattr(data, "_gratings", recorded)
+    options, overrides = parse(run_args(footage, tmp_path / "s", "--synthetic-share", "0.5",
+                                        "--synthetic-stripe-share", "0.4", "--paste-share", "1"))
+    trainer = Trainer(options, start_point(options, overrides), Process(torch.device("cpu")))
+    trainer.load_data()
+    trainer.build()
+    trainer.next_inputs()
+    assert shares == [(2, 0.4)]  # one call, for the 2 synthetic samples
 
 
 def test_a_crop_larger_than_every_training_clip_is_a_clear_error(footage, tmp_path):

@@ -106,6 +106,8 @@ class TrainConfig:
     synthetic_layers: int = _at_least_one(4, "moving layers over the background in a synthetic sample", "N")
     synthetic_motion: float = _option(2.0, "factor on the synthetic layers' largest shifts (1: 12 px background, "
                                            "32 px layers)", lambda v: v > 0, "must be positive", "SCALE")
+    synthetic_stripe_share: float = _share(0.0, "fraction of the synthetic layers (the background included) "
+                                                "textured with straight stripes of 4-16 px period, such as blinds")
     flow_loss_weight: float = _non_negative(0.05, "weight of the flow's end-point error against the synthetic "
                                                   "samples' ground truth (per pyramid level, in its own pixels)")
     census_weight: float = _non_negative(1.0, "weight of the census loss beside the reconstruction loss")
@@ -160,7 +162,7 @@ class TrainConfig:
 # Removed options and the value every recipe kept them at; saved configs holding those values still load.
 REMOVED: Dict[str, Any] = {"synthetic_shapes": 0.0, "synthetic_warp": 0.0, "synthetic_texture_zoom": 1.0,
                            "flow_loss_full_res": 1.0, "flow_loss_units": "level", "photometric_share": 0.0,
-                           "paste_layers": 1, "laplacian_levels": 5, "synthetic_stripe_share": 0.0,
+                           "paste_layers": 1, "laplacian_levels": 5,
                            "max_upscale": 1.0, "target_motion": 6.0}
 
 # What a saved config without a field meant: the defaults of the code before the fast recipe became the

@@ -496,8 +496,8 @@ def _radial(src: torch.Tensor, centre: torch.Tensor, radius: torch.Tensor) -> to
 
 
 def _check_scene_options(small_share: float, edge_px: float, edge_share: float, layers: int,
-                         motion_scale: float) -> None:
-    for name, share in (("small_share", small_share), ("edge_share", edge_share)):
+                         motion_scale: float, stripe_share: float) -> None:
+    for name, share in (("small_share", small_share), ("edge_share", edge_share), ("stripe_share", stripe_share)):
         if not 0.0 <= share <= 1.0:
             raise ValueError(f"{name} must lie in [0, 1], got {share}")
     if edge_px < 0:
@@ -522,6 +522,31 @@ def _layer_textures(sampler: FootageSampler, size: int, crop: int, count: int,
             cuts.append(f[:, y:y + crop, x:x + crop])
         textures.append(to_device(torch.stack(cuts), sampler.device).float().div(255.0))
     return torch.stack(textures)
+
+
+def _gratings(textures: torch.Tensor, share: float, gen: Optional[torch.Generator]) -> torch.Tensor:
+    """``textures`` (layers x samples x 3 x crop x crop) with a ``share`` of them replaced by gratings: straight
+    stripes of one period (4-16 px, log-uniform), angle and phase between two random colours, with a profile from
+    sinusoidal to nearly square (slats, blinds, railings), and the footage texture's detail kept at a fifth of its
+    contrast so that a flow one period off does not match exactly."""
+    layers, size, _, crop, _ = textures.shape
+    device = textures.device
+
+    def draw(*shape: int) -> torch.Tensor:
+        return to_device(torch.rand(layers, size, *shape, generator=gen), device)
+
+    pick = draw() < share
+    period, angle, phase = 4.0 * 4.0 ** draw(1, 1), draw(1, 1) * math.pi, draw(1, 1) * (2 * math.pi)
+    hardness = 0.5 * 16.0 ** draw(1, 1)  # 0.5 (a sinusoid) to 8 (nearly square)
+    low, high = draw(3, 1, 1), draw(3, 1, 1)
+    ys, xs = torch.meshgrid(torch.arange(crop, device=device, dtype=torch.float32),
+                            torch.arange(crop, device=device, dtype=torch.float32), indexing="ij")
+    along = xs * torch.cos(angle) + ys * torch.sin(angle)  # layers x samples x crop x crop
+    wave = torch.tanh(hardness * torch.sin(along * (2 * math.pi) / period + phase)) / torch.tanh(hardness)
+    grating = low + (high - low) * ((wave + 1) / 2).unsqueeze(2)
+    detail = textures - textures.mean(dim=(3, 4), keepdim=True)
+    grating = (grating + 0.2 * detail).clamp(0.0, 1.0)
+    return torch.where(pick[..., None, None, None], grating, textures)
 
 
 def _render(motions, textures: torch.Tensor, times: Dict[str, torch.Tensor], grid: torch.Tensor, sharpness,
@@ -566,7 +591,7 @@ def _true_flows(motions, times: Dict[str, torch.Tensor], grid: torch.Tensor, sou
 def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int = 2,
                     gen: Optional[torch.Generator] = None, small_share: float = 0.0,
                     edge_px: float = 0.0, edge_share: float = 1.0,
-                    motion_scale: float = 1.0,
+                    motion_scale: float = 1.0, stripe_share: float = 0.0,
                     backgrounds: Optional[Dict[str, torch.Tensor]] = None) -> Dict[str, torch.Tensor]:
     """Layered affine motion over real textures, with ground-truth bidirectional flow: a background and
     ``layers`` elliptical layers over it, each with its own motion.
@@ -583,8 +608,10 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
     original soft edge), so that both kinds of boundary are trained.
     ``motion_scale``: multiplies the largest shift of every layer (12 px for the background, 32 px for the
     layers, between t = 0 and 1), for larger motions; rotations and scalings stay as they are.
+    ``stripe_share``: the fraction of layers (the background included) textured with gratings of 4-16 px period
+    instead (``_gratings``): fine repeating stripes such as blinds, which a flow one period off nearly matches.
     """
-    _check_scene_options(small_share, edge_px, edge_share, layers, motion_scale)
+    _check_scene_options(small_share, edge_px, edge_share, layers, motion_scale, stripe_share)
     device = sampler.device
     textures = _layer_textures(sampler, size, crop, layers + 1, gen)
     if backgrounds is not None:
@@ -622,6 +649,8 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
             # in pixels (layer space, near enough for these mild scalings): a 10-90% rise of edge_px
             crisp = 2.0 * math.log(9.0) / edge_px * radius.mean(-1).view(-1, 1, 1)
             sharpness[layer] = crisp if sharp is None else torch.where(sharp, crisp, torch.full_like(crisp, 12.0))
+    if stripe_share > 0:  # drawn last, so the scenes' motions are those of the same call without stripes
+        textures = _gratings(textures, stripe_share, gen)
     frames, sources = _render(motions, textures, times, grid, sharpness, backgrounds)
     if backgrounds is not None:  # the real background's motion is unknown: no flow to supervise
         return augment({"one": frames["one"], "mid": frames["mid"], "two": frames["two"], "t": t}, gen)

@@ -473,7 +473,7 @@ class Trainer:
         if self.n_syn:
             parts.append(synthetic_batch(self.sampler, self.n_syn, config.crop, gen=gen,
                                          layers=config.synthetic_layers, small_share=config.synthetic_small_share,
-                                         **layer_options))
+                                         stripe_share=config.synthetic_stripe_share, **layer_options))
         batch = {k: torch.cat([p[k] for p in parts], 0) for k in ("one", "mid", "two", "t")}
         batch = {k: v.contiguous(memory_format=torch.channels_last) if v.dim() == 4 else v for k, v in batch.items()}
         inputs = (batch["one"], batch["two"], batch["t"], batch["mid"])
