@@ -56,25 +56,31 @@ def test_the_fast_weights_record_the_fast_psnr_recipe_from_their_third_stage():
 
 def test_the_default_weights_are_soups_of_quality_psnr_stages_at_width_2():
     """weights/network.safetensors: the study's network at width 2 with two flow passes below the coarsest level,
-    the 5 : 3 average of stage 9 and soup A, soup A the 5 : 3 average of stage 8 and stage 7 (docs/training.md).
-    Stage 7 is recipe "quality-psnr" exactly, kept at step 69919 (its minutes ended it 81 steps before the schedule's
-    end); stages 8 and 9 are "quality-psnr-syn20": that recipe again from step 69919 with 20% synthetic samples,
-    each kept near its end.
-    Both soups record "quality-psnr" at step 69919, what --init-weights continues."""
+    the 1 : 1 average of stage 10 and soup B; soup B the 5 : 3 average of stage 9 and soup A; soup A the 5 : 3
+    average of stage 8 and stage 7 (docs/training.md). Stage 7 is recipe "quality-psnr" exactly, kept at step 69919
+    (its minutes ended it 81 steps before the schedule's end); stages 8 and 9 are "quality-psnr-syn20": that recipe
+    again from step 69919 with 20% synthetic samples; stage 10 is "quality-psnr-stripes": stage 9's with a tenth of
+    the synthetic layers striped. Each stage is kept near its end. Every soup records "quality-psnr" at step 69919,
+    what --init-weights continues."""
     from model.network import NetworkConfig
     from model.weights import read_config, read_metadata
 
     recipe = RECIPES["quality-psnr"]
     stage = RECIPES["quality-psnr-syn20"]
     assert stage == dataclasses.replace(recipe, schedule_start=69919, synthetic_share=0.2)
+    assert RECIPES["quality-psnr-stripes"] == dataclasses.replace(stage, synthetic_stripe_share=0.1)
     assert read_config(DEFAULT) == dataclasses.replace(NetworkConfig().widened(2), flow_iterations=(1, 2, 2, 2))
     metadata = read_metadata(DEFAULT)
     default = {key: json.loads(metadata[key]) for key in ("train_config", "averaged_from")}
     default["step"] = metadata["step"]
-    for soup in (default, default["averaged_from"][1]):  # the file, then soup A (its sources as recorded)
+    soup_b = default["averaged_from"][1]
+    soups = ((default, "quality-psnr-stripes", [0.5, 0.5]), (soup_b, "quality-psnr-syn20", [0.625, 0.375]),
+             (soup_b["averaged_from"][1], "quality-psnr-syn20", [0.625, 0.375]))  # the file, soup B, soup A
+    for soup, stage_recipe, shares in soups:
         assert TrainConfig.from_dict(soup["train_config"]) == recipe and int(soup["step"]) == 69919
         trained, started_from = soup["averaged_from"]
-        assert [trained["share"], started_from["share"]] == [0.625, 0.375]
+        assert [trained["share"], started_from["share"]] == shares
+        stage = RECIPES[stage_recipe]
         assert TrainConfig.from_dict(trained["train_config"]) == stage
         assert 69919 + 0.9 * stage.total_steps < int(trained["step"]) <= 69919 + stage.total_steps
     assert TrainConfig.from_dict(started_from["train_config"]) == recipe and started_from["step"] == "69919"

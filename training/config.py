@@ -216,7 +216,10 @@ RECIPES: Dict[str, TrainConfig] = {
     "quality-psnr": dataclasses.replace(_NO_FLOW, schedule_start=65000, lr=3e-5, reconstruction="psnr"),
     # the eighth and ninth stages: "quality-psnr" again with a new warm-up and cosine from stage 7's step (69919)
     # and a fifth of each batch synthetic instead of half; stage 8 from stage 7's weights, stage 9 from soup A
-    # (training.average of stages 8 and 7); the default weights are the average of stage 9 and soup A
+    # (training.average of stages 8 and 7); soup B is the average of stage 9 and soup A
     "quality-psnr-syn20": dataclasses.replace(_NO_FLOW, schedule_start=69919, lr=3e-5, reconstruction="psnr",
                                               synthetic_share=0.2),
 }
+# the tenth stage, from soup B: "quality-psnr-syn20" with a tenth of the synthetic layers textured with fine stripes
+# (blinds); the default weights are the average of stage 10 and soup B
+RECIPES["quality-psnr-stripes"] = dataclasses.replace(RECIPES["quality-psnr-syn20"], synthetic_stripe_share=0.1)
