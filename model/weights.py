@@ -6,7 +6,6 @@ so a file always rebuilds the architecture it was trained with.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 from typing import Dict, Optional, Union
@@ -92,47 +91,6 @@ def load_weights(path: Union[str, Path], device: Union[str, torch.device] = "cpu
         net.load_state_dict({k: v.float() for k, v in state.items()}, strict=True)
     except RuntimeError as exc:
         raise WeightsError(f"{path} does not fit the network: {str(exc).splitlines()[0]}") from exc
-    return net.to(device).eval()
-
-
-def load_with_finer_flow(path: Union[str, Path], config: NetworkConfig,
-                         device: Union[str, torch.device] = "cpu") -> Network:
-    """The file's network grown to ``config``: the same except a finer ``flow_finest_level`` (and its
-    ``flow_iterations``). Every tensor of the file keeps its place (the flow decoders renumbered, finest first);
-    each added level's decoder starts with its output layer at zero, so it passes the coarser estimate through
-    unchanged and the grown network interpolates as the file's does until trained."""
-    from safetensors.torch import load_file
-
-    path = Path(path)
-    saved = read_config(path)
-    added = saved.flow_finest_level - config.flow_finest_level
-    same = dataclasses.replace(config, flow_finest_level=saved.flow_finest_level,
-                               flow_iterations=saved.flow_iterations)
-    if added < 1 or same != saved:
-        raise WeightsError(f"{path} has its finest flow at level {saved.flow_finest_level}: growing it takes the "
-                           f"same config with a finer level (0 <= level < {saved.flow_finest_level})")
-    try:
-        state = load_file(str(path))
-    except Exception as exc:  # corrupt or not a safetensors file
-        raise _unreadable(path, exc) from exc
-    prefix = "flow.decoders."
-    renamed = {}
-    for key, value in state.items():
-        if key.startswith(prefix):
-            index, rest = key[len(prefix):].split(".", 1)
-            key = f"{prefix}{int(index) + added}.{rest}"
-        renamed[key] = value.float()
-    net = Network(config)
-    missing, unexpected = net.load_state_dict(renamed, strict=False)
-    new = {f"{prefix}{i}." for i in range(added)}
-    if unexpected or any(key[:key.index(".", len(prefix)) + 1] not in new for key in missing):
-        raise WeightsError(f"{path} does not fit the grown network: missing {missing[:3]}, unexpected "
-                           f"{unexpected[:3]}")
-    with torch.no_grad():
-        for i in range(added):
-            last = net.flow.decoders[i].net[-1][0]  # the residual's output layer
-            last.weight.zero_()
-            last.bias.zero_()
     return net.to(device).eval()
 
 

@@ -260,35 +260,6 @@ def test_flow_iterations_reapply_the_same_decoders():
     assert NetworkConfig().with_overrides(["flow_iterations=1,2,2,2"]).flow_iterations == (1, 2, 2, 2)
 
 
-def test_a_grown_finer_flow_level_starts_as_the_saved_network(tmp_path):
-    """load_with_finer_flow: the file's tensors in their places (flow decoders renumbered, finest first) and a new
-    finest decoder whose zero output layer passes the coarser flow through: the same frames, up to the flow's
-    resampling (2x, then to full size, against 4x at once)."""
-    from model.weights import load_with_finer_flow
-
-    torch.manual_seed(0)
-    net = Network(dataclasses.replace(NetworkConfig(), flow_iterations=(1, 2, 2, 2))).eval()
-    path = tmp_path / "w.safetensors"
-    save_weights(net, path, dtype=torch.float32)
-    config = dataclasses.replace(net.config, flow_finest_level=0, flow_iterations=(1, 2, 2, 2, 1))
-    grown = load_with_finer_flow(path, config)
-    assert grown.config == config and len(grown.flow.decoders) == len(net.flow.decoders) + 1
-    for i, decoder in enumerate(net.flow.decoders):
-        for a, b in zip(decoder.parameters(), grown.flow.decoders[i + 1].parameters()):
-            assert torch.equal(a, b)
-    assert float(grown.flow.decoders[0].net[-1][0].weight.detach().abs().sum()) == 0.0
-    assert torch.equal(net.encoder.levels[0][0][0].weight, grown.encoder.levels[0][0][0].weight)
-    one, two = torch.rand(1, 3, 64, 96), torch.rand(1, 3, 64, 96)
-    with torch.no_grad():
-        before, after = net(one, two)[0], grown(one, two)[0]
-        flows = net.estimate_flow(one, two).flow_fwd, grown.estimate_flow(one, two).flow_fwd
-    assert float((flows[0] - flows[1]).abs().max()) < 0.05  # px (0.009 here, of flows up to 1 px)
-    assert float((before - after).abs().mean()) < 0.005  # (3e-4 here; another random network: 0.14)
-    for bad in (net.config, dataclasses.replace(config, full_width=8)):
-        with pytest.raises(WeightsError, match="same config with a finer level"):
-            load_with_finer_flow(path, bad)
-
-
 def test_config_overrides_name_the_fix():
     config = NetworkConfig().with_overrides(["flow_finest_level=0", "flow_hidden=64,32"])
     assert config.flow_finest_level == 0 and config.flow_hidden == (64, 32)

@@ -15,7 +15,6 @@ from tests.training_fixtures import footage, run_args, torchrun  # noqa: F401  (
 from training.config import LEGACY, RECIPES, REMOVED, ConfigError, TrainConfig, TrainingError, flag
 from training.options import RunOptions, build_parser, parse
 from training.trainer import start_point
-from model.weights import read_config
 
 ROOT = Path(__file__).resolve().parent.parent
 FAST = ROOT / "weights" / "fast.safetensors"
@@ -151,7 +150,7 @@ def test_recipe_values_are_checked_naming_the_flag(tmp_path, option, value, mess
     (["--rewarm", "-1"], "--rewarm must be 0 or positive"),
     (["--val-every", "0"], "--val-every must be at least 1"),
     (["--width", "2", "--init-weights", "w.safetensors"], "--width builds a fresh network"),
-    (["--flow-level", "0", "--resume", "runs/x"], "--flow-level changes the network a run starts from"),
+    (["--flow-level", "0", "--resume", "runs/x"], "--flow-level builds a fresh network"),
     (["--flow-level", "2"], "--flow-level must be 0 or 1"),
     (["--flow-iterations", "0"], "--flow-iterations must be at least 1"),
     (["--flow-iterations", "2", "--resume", "runs/x"], "a resumed run keeps its own"),
@@ -225,21 +224,6 @@ def test_start_point_takes_the_named_recipe_and_checks_the_schedule(tmp_path):
     options, overrides = _options(tmp_path, "--init-weights", str(tmp_path / "none.safetensors"))
     with pytest.raises(TrainingError, match="--init-weights"):
         start_point(options, overrides)
-    # a finer flow level on trained weights: the same network and step with one more flow level, whose passes
-    # (per level in the default weights) need a count for every level
-    options, overrides = _options(tmp_path, "--init-weights", str(DEFAULT), "--flow-level", "0",
-                                  "--recipe", "quality-psnr-syn20", "--flow-iterations", "1", "2", "2", "2", "1")
-    default = read_config(DEFAULT)
-    grown = start_point(options, overrides)
-    assert grown.net_config == dataclasses.replace(default, flow_finest_level=0, flow_iterations=(1, 2, 2, 2, 1))
-    assert grown.step == 69919
-    options, overrides = _options(tmp_path, "--init-weights", str(DEFAULT), "--flow-level", "0",
-                                  "--recipe", "quality-psnr-syn20")
-    with pytest.raises(TrainingError, match="5 flow levels .* pass --flow-iterations with 5 counts"):
-        start_point(options, overrides)
-    options, overrides = _options(tmp_path, "--init-weights", str(DEFAULT), "--flow-level", "1",
-                                  "--recipe", "quality-psnr-syn20")
-    assert start_point(options, overrides).net_config == default  # the level it has: nothing grown
 
 
 # -- the step's pieces -----------------------------------------------------------------------------------------

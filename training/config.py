@@ -178,6 +178,7 @@ _QUALITY_384 = TrainConfig(seed=80, batch=14, crop=384, lr=1e-4, warmup=300, tot
 _QUALITY_512 = dataclasses.replace(_QUALITY_384, batch=8, crop=512, schedule_start=45000)
 _NO_CENSUS = dataclasses.replace(_QUALITY_512, census_weight=0.0, schedule_start=50000)
 _NO_FLOW = dataclasses.replace(_NO_CENSUS, flow_loss_weight=0.0, schedule_start=55000)
+_PSNR_SYN20 = dataclasses.replace(_NO_FLOW, schedule_start=69919, lr=3e-5, reconstruction="psnr", synthetic_share=0.2)
 
 _FAST = TrainConfig()
 
@@ -217,9 +218,8 @@ RECIPES: Dict[str, TrainConfig] = {
     # the eighth and ninth stages: "quality-psnr" again with a new warm-up and cosine from stage 7's step (69919)
     # and a fifth of each batch synthetic instead of half; stage 8 from stage 7's weights, stage 9 from soup A
     # (training.average of stages 8 and 7); soup B is the average of stage 9 and soup A
-    "quality-psnr-syn20": dataclasses.replace(_NO_FLOW, schedule_start=69919, lr=3e-5, reconstruction="psnr",
-                                              synthetic_share=0.2),
+    "quality-psnr-syn20": _PSNR_SYN20,
+    # the tenth stage, from soup B: "quality-psnr-syn20" with a tenth of the synthetic layers textured with fine
+    # stripes (blinds); the default weights are the average of stage 10 and soup B
+    "quality-psnr-stripes": dataclasses.replace(_PSNR_SYN20, synthetic_stripe_share=0.1),
 }
-# the tenth stage, from soup B: "quality-psnr-syn20" with a tenth of the synthetic layers textured with fine stripes
-# (blinds); the default weights are the average of stage 10 and soup B
-RECIPES["quality-psnr-stripes"] = dataclasses.replace(RECIPES["quality-psnr-syn20"], synthetic_stripe_share=0.1)

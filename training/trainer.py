@@ -22,8 +22,7 @@ from typing import Dict, Iterator, Optional, Tuple
 import torch
 
 from model import Network, NetworkConfig
-from model.weights import (WeightsError, config_from_metadata, load_weights, load_with_finer_flow, read_config,
-                           read_metadata, save_weights)
+from model.weights import WeightsError, config_from_metadata, load_weights, read_metadata, save_weights
 from training.config import RECIPES, VALIDATION_CROP, TrainConfig, TrainingError
 from training.data import (BOUNDARY_SETS, FootageSampler, boundary_masks, frame_blend, gap_limits, load_clips,
                            missing_clips, paste_layers, shard, shard_ranks, synthetic_batch, synthetic_set,
@@ -94,8 +93,6 @@ def start_point(options: RunOptions, overrides: dict, main_process: bool = True)
         elif options.recipe is None:
             say(f"note: {options.init_weights} does not record its training recipe; the fast recipe applies "
                 f"(--recipe names another)", main_process, err=True)
-        if options.flow_level is not None and options.flow_level != net_config.flow_finest_level:
-            net_config = _finer_flow(net_config, options)
     else:
         net_config = net_config.sized(options.width, options.flow_level)
     if options.flow_iterations is not None:
@@ -111,23 +108,6 @@ def start_point(options: RunOptions, overrides: dict, main_process: bool = True)
                             f"nothing to train; for a new warm-up and cosine from here pass --schedule-start {step} "
                             f"--total-steps N")
     return Start(config, net_config, step, {})
-
-
-def _finer_flow(net_config: NetworkConfig, options: RunOptions) -> NetworkConfig:
-    """The --init-weights network's config grown by --flow-level to a finer flow level; per-level flow passes then
-    need --flow-iterations with a count for every level."""
-    finest = net_config.flow_finest_level
-    if options.flow_level > finest:
-        raise TrainingError(f"--flow-level {options.flow_level}: {options.init_weights} estimates flow down to "
-                            f"level {finest}; a run can add a finer level, not remove one")
-    levels = len(net_config.encoder_widths) - options.flow_level
-    if len(net_config.flow_iterations) > 1 and (options.flow_iterations is None
-                                                or len(options.flow_iterations) not in (1, levels)):
-        raise TrainingError(f"--flow-level {options.flow_level} gives {levels} flow levels and "
-                            f"{options.init_weights} sets passes per level "
-                            f"({', '.join(map(str, net_config.flow_iterations))}): pass --flow-iterations with "
-                            f"{levels} counts, coarsest first")
-    return dataclasses.replace(net_config, flow_finest_level=options.flow_level)
 
 
 def check_data(options: RunOptions) -> None:
@@ -337,11 +317,9 @@ class Trainer:
 
         options, config, device = self.options, self.config, self.device
         if options.resume is None and options.init_weights is not None:
-            # the file's weights in the network start_point described: the file's config, with --flow-iterations
-            # applied (no new weights, strict), or grown by --flow-level (a finer level's decoder added)
-            grown = self.net_config.flow_finest_level != read_config(options.init_weights).flow_finest_level
-            net = (load_with_finer_flow(options.init_weights, self.net_config, device) if grown
-                   else load_weights(options.init_weights, device, self.net_config))
+            # the file's weights in the network start_point described (the file's config, with --flow-iterations
+            # applied, which adds no weights), strict
+            net = load_weights(options.init_weights, device, self.net_config)
         else:
             net = Network(self.net_config).to(device)
             if options.resume is not None:
