@@ -173,10 +173,15 @@ def require_clips(clips: Sequence[Clip]) -> None:
         raise ValueError("no clips to sample from: check --data and the crop size")
 
 
-def gap_limits(clips: Sequence[Clip], max_gap: int, target_motion: float = 6.0) -> List[int]:
+# the mean motion (px) a slow clip's widest frame gap aims at (--target-motion 12 was tried and removed:
+# docs/journal/removed-options.md)
+TARGET_MOTION_PX = 6.0
+
+
+def gap_limits(clips: Sequence[Clip], max_gap: int) -> List[int]:
     """The largest frame gap k of each clip's triplets: widened for slow clips (k x the clip's motion about
-    ``target_motion`` pixels, k at most ``max_gap``), so every clip contributes motion."""
-    return [max(1, min(max_gap, round(target_motion / max(c.motion, 0.25)))) for c in clips]
+    ``TARGET_MOTION_PX``, k at most ``max_gap``), so every clip contributes motion."""
+    return [max(1, min(max_gap, round(TARGET_MOTION_PX / max(c.motion, 0.25)))) for c in clips]
 
 
 def shard_ranks(clips: Sequence[Clip], world: int) -> List[int]:
@@ -208,7 +213,7 @@ def shard(clips: Sequence[Clip], world: int, rank: int) -> List[Clip]:
 class FootageSampler:
     """Draws augmented triplet batches from decoded clips."""
 
-    def __init__(self, clips: List[Clip], crop: int, max_gap: int = 4, target_motion: float = 6.0,
+    def __init__(self, clips: List[Clip], crop: int, max_gap: int = 4,
                  generator: Optional[torch.Generator] = None, native_share: float = 0.0,
                  downscale_share: float = 0.0, device: Optional[torch.device] = None) -> None:
         """``native_share``: fraction of triplets taken as consecutive stored frames (k1 = k2 = 1) from
@@ -232,7 +237,7 @@ class FootageSampler:
         self.gen = generator
         self.native_share = native_share
         self.lengths = torch.tensor([float(c.frames.shape[0]) for c in clips], dtype=torch.float64)
-        self.max_k = gap_limits(clips, max_gap, target_motion)
+        self.max_k = gap_limits(clips, max_gap)
         weights = [c.frames.shape[0] * math.sqrt(min(max(c.motion * k, 1.0), 16.0))
                    for c, k in zip(clips, self.max_k)]
         self.weights = torch.tensor(weights, dtype=torch.float64)
