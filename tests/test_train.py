@@ -533,9 +533,9 @@ def test_next_inputs_mix_footage_and_synthetic_samples_with_their_flow(footage, 
 
     shares, gratings = [], data._gratings
 
-    def recorded(textures, share, gen):
+    def recorded(textures, share, gen, grid):
         shares.append((textures.shape[1], share))
-        return gratings(textures, share, gen)
+        return gratings(textures, share, gen, grid)
 
     monkeypatch.setattr(data, "_gratings", recorded)
     options, overrides = parse(run_args(footage, tmp_path / "s", "--synthetic-share", "0.5",

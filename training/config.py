@@ -4,9 +4,10 @@
 field is declared once, with its help text and its check; ``training.options`` makes the command-line flags from
 these declarations. Its defaults are recipe ``fast`` (``RECIPES["fast"]``), the anneal of the fast weights' second
 stage; ``RECIPES`` names the others in use: the fast weights' (``weights/fast.safetensors``) ``fast-base``,
-``fast`` and ``fast-psnr``, and the nine stages of the default weights (``weights/network.safetensors``):
+``fast`` and ``fast-psnr``, and the ten stages of the default weights (``weights/network.safetensors``):
 ``study`` at width 2, then ``quality-384``, ``quality-512``, ``quality-no-census``, ``quality-no-flow``,
-``quality``, ``quality-psnr`` and ``quality-psnr-syn20`` twice (the file averages stages 7-9: docs/training.md).
+``quality``, ``quality-psnr``, ``quality-psnr-syn20`` twice and ``quality-psnr-stripes`` (the file averages stages
+7-10: docs/training.md).
 """
 
 from __future__ import annotations

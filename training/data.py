@@ -529,12 +529,13 @@ def _layer_textures(sampler: FootageSampler, size: int, crop: int, count: int,
     return torch.stack(textures)
 
 
-def _gratings(textures: torch.Tensor, share: float, gen: Optional[torch.Generator]) -> torch.Tensor:
+def _gratings(textures: torch.Tensor, share: float, gen: Optional[torch.Generator],
+              grid: torch.Tensor) -> torch.Tensor:
     """``textures`` (layers x samples x 3 x crop x crop) with a ``share`` of them replaced by gratings: straight
     stripes of one period (4-16 px, log-uniform), angle and phase between two random colours, with a profile from
     sinusoidal to nearly square (slats, blinds, railings), and the footage texture's detail kept at a fifth of its
-    contrast so that a flow one period off does not match exactly."""
-    layers, size, _, crop, _ = textures.shape
+    contrast so that a flow one period off does not match exactly. ``grid``: each pixel's (x, y), crop x crop x 2."""
+    layers, size = textures.shape[:2]
     device = textures.device
 
     def draw(*shape: int) -> torch.Tensor:
@@ -544,9 +545,7 @@ def _gratings(textures: torch.Tensor, share: float, gen: Optional[torch.Generato
     period, angle, phase = 4.0 * 4.0 ** draw(1, 1), draw(1, 1) * math.pi, draw(1, 1) * (2 * math.pi)
     hardness = 0.5 * 16.0 ** draw(1, 1)  # 0.5 (a sinusoid) to 8 (nearly square)
     low, high = draw(3, 1, 1), draw(3, 1, 1)
-    ys, xs = torch.meshgrid(torch.arange(crop, device=device, dtype=torch.float32),
-                            torch.arange(crop, device=device, dtype=torch.float32), indexing="ij")
-    along = xs * torch.cos(angle) + ys * torch.sin(angle)  # layers x samples x crop x crop
+    along = grid[..., 0] * torch.cos(angle) + grid[..., 1] * torch.sin(angle)  # layers x samples x crop x crop
     wave = torch.tanh(hardness * torch.sin(along * (2 * math.pi) / period + phase)) / torch.tanh(hardness)
     grating = low + (high - low) * ((wave + 1) / 2).unsqueeze(2)
     detail = textures - textures.mean(dim=(3, 4), keepdim=True)
@@ -655,7 +654,7 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
             crisp = 2.0 * math.log(9.0) / edge_px * radius.mean(-1).view(-1, 1, 1)
             sharpness[layer] = crisp if sharp is None else torch.where(sharp, crisp, torch.full_like(crisp, 12.0))
     if stripe_share > 0:  # drawn last, so the scenes' motions are those of the same call without stripes
-        textures = _gratings(textures, stripe_share, gen)
+        textures = _gratings(textures, stripe_share, gen, grid[0])
     frames, sources = _render(motions, textures, times, grid, sharpness, backgrounds)
     if backgrounds is not None:  # the real background's motion is unknown: no flow to supervise
         return augment({"one": frames["one"], "mid": frames["mid"], "two": frames["two"], "t": t}, gen)
