@@ -121,6 +121,8 @@ class TrainConfig:
     native_share: float = _share(0.25, "fraction of footage triplets at the stored rate (k = 1)")
     downscale_share: float = _share(1.0, "fraction of footage crops taken up to 2x larger and shrunk")
     paste_share: float = _share(0.3, "fraction of footage triplets with a synthetic moving layer pasted over them")
+    paste_stripe_share: float = _share(0.0, "fraction of the layers pasted over footage textured with straight "
+                                            "stripes of 4-16 px period, such as blinds")
     max_nonlinearity: float = _non_negative(2.0, "leave out footage triplets whose middle frame strays more than "
                                                  "PX from constant velocity (training/linearity.py; 0: off)", "PX")
     ema_decay: float = _option(0.999, "validate and save a moving average of the weights with this decay (0: off)",
