@@ -545,17 +545,6 @@ def test_next_inputs_mix_footage_and_synthetic_samples_with_their_flow(footage, 
     trainer.build()
     trainer.next_inputs()
     assert shares == [(2, 0.4)]  # one call, for the 2 synthetic samples
-    # --paste-stripe-share reaches the pasted layers (2 footage triplets, all pasted), alone or beside the other
-    for flags, expected in ((("--paste-stripe-share", "0.3"), [(2, 0.3)]),
-                            (("--paste-stripe-share", "0.3", "--synthetic-stripe-share", "0.4"), [(2, 0.3), (2, 0.4)])):
-        shares.clear()
-        options, overrides = parse(run_args(footage, tmp_path / "p", "--synthetic-share", "0.5", "--paste-share", "1",
-                                            *flags))
-        trainer = Trainer(options, start_point(options, overrides), Process(torch.device("cpu")))
-        trainer.load_data()
-        trainer.build()
-        trainer.next_inputs()
-        assert shares == expected
 
 
 def test_a_crop_larger_than_every_training_clip_is_a_clear_error(footage, tmp_path):

@@ -121,8 +121,6 @@ class TrainConfig:
     native_share: float = _share(0.25, "fraction of footage triplets at the stored rate (k = 1)")
     downscale_share: float = _share(1.0, "fraction of footage crops taken up to 2x larger and shrunk")
     paste_share: float = _share(0.3, "fraction of footage triplets with a synthetic moving layer pasted over them")
-    paste_stripe_share: float = _share(0.0, "fraction of the layers pasted over footage textured with straight "
-                                            "stripes of 4-16 px period, such as blinds")
     max_nonlinearity: float = _non_negative(2.0, "leave out footage triplets whose middle frame strays more than "
                                                  "PX from constant velocity (training/linearity.py; 0: off)", "PX")
     ema_decay: float = _option(0.999, "validate and save a moving average of the weights with this decay (0: off)",
@@ -166,7 +164,7 @@ class TrainConfig:
 REMOVED: Dict[str, Any] = {"synthetic_shapes": 0.0, "synthetic_warp": 0.0, "synthetic_texture_zoom": 1.0,
                            "flow_loss_full_res": 1.0, "flow_loss_units": "level", "photometric_share": 0.0,
                            "paste_layers": 1, "laplacian_levels": 5,
-                           "max_upscale": 1.0, "target_motion": 6.0}
+                           "max_upscale": 1.0, "target_motion": 6.0, "paste_stripe_share": 0.0}
 
 # What a saved config without a field meant: the defaults of the code before the fast recipe became the
 # default (every config saved so far holds every other field).

@@ -468,8 +468,7 @@ class Trainer:
                              motion_scale=config.synthetic_motion)
         real = self.sampler.batch(self.n_real)
         if config.paste_share > 0:  # (no draw unless enabled: the random stream of earlier recipes stays the same)
-            real = paste_layers(real, self.sampler, config.paste_share, config.crop, gen=gen,
-                                stripe_share=config.paste_stripe_share, **layer_options)
+            real = paste_layers(real, self.sampler, config.paste_share, config.crop, gen=gen, **layer_options)
         parts = [real]
         if self.n_syn:
             parts.append(synthetic_batch(self.sampler, self.n_syn, config.crop, gen=gen,
