@@ -671,7 +671,8 @@ def test_a_resumed_run_continues_its_state(footage, trained, tmp_path, capsys):
     progress = json.loads((out / "progress.json").read_text())
     assert progress["step"] == 5 and progress["val_batches"] == 1  # the resumed run's, not the default 4
     assert int(load_file(str(out / "state_ema.safetensors"))["_updates"][0]) == 5
-    assert json.loads((out / "train_config.json").read_text()) == json.loads((trained / "train_config.json").read_text())
+    saved = (out / "train_config.json", trained / "train_config.json")
+    assert json.loads(saved[0].read_text()) == json.loads(saved[1].read_text())
     assert train.main(run_args(footage, tmp_path / "x", "--resume", str(trained), "--recipe", "study")) == 2
     assert "a resumed run continues its own recipe" in capsys.readouterr().err
 

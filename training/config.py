@@ -168,7 +168,8 @@ REMOVED: Dict[str, Any] = {"synthetic_shapes": 0.0, "synthetic_warp": 0.0, "synt
 
 # What a saved config without a field meant: the defaults of the code before the fast recipe became the
 # default (every config saved so far holds every other field).
-LEGACY: Dict[str, Any] = {"seed": 0, "lr": 3e-4, "total_steps": 60000, "schedule_start": 0, "synthetic_share": 0.3, "synthetic_small_share": 0.0, "synthetic_edge_px": 0.0,
+LEGACY: Dict[str, Any] = {"seed": 0, "lr": 3e-4, "total_steps": 60000, "schedule_start": 0, "synthetic_share": 0.3,
+                          "synthetic_small_share": 0.0, "synthetic_edge_px": 0.0,
                           "synthetic_edge_share": 1.0, "synthetic_layers": 2, "synthetic_motion": 1.0,
                           "native_share": 0.0, "downscale_share": 0.0, "paste_share": 0.0, "max_nonlinearity": 0.0,
                           "ema_decay": 0.0, "validation_clips": ()}

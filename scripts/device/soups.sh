@@ -5,9 +5,9 @@
 #
 #   HOLDOUT=.data/bundles_holdout/0 bash scripts/device/soups.sh ARM.safetensors BASE.safetensors A:B [A:B ...]
 #
-# A:B is the arm's share against the base's (5:3 is α = 0.625). The arm is usually ~/vfi/runs/NAME/weights.safetensors
-# from study.sh in the same lease. The soups stay under ~/vfi/soups (rebuild the chosen one locally with the same
-# command); the stripe table and the margins (holdout_bf16.json) come back under $OUT.
+# A:B is the arm's share against the base's (5:3 is α = 0.625). The arm is usually ~/vfi/runs/NAME/last.safetensors
+# (the last step) from study.sh in the same lease. The soups stay under ~/vfi/soups (rebuild the chosen one locally
+# with the same command); the stripe table and the margins (holdout_bf16.json) come back under $OUT.
 set -euo pipefail
 export PYTHONUNBUFFERED=1
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"  # NVLink multicast off in every process started here

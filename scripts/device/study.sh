@@ -9,8 +9,8 @@
 #     python3 -m training.stage unpack .data/bundles/N --dest ~/vfi/data --cache /dev/shm/vfi-cache
 # BUNDLE names the last one, unpacked by this call. The frame cache lives in /dev/shm (RAM): memory-mapped from
 # the disk, random crops page-faulted and a step took 4-5 s (session 19); from RAM a batch of 16 takes 8 ms. The
-# arm's state stays under ~/vfi/runs/NAME for a `resume` call in the same lease; the log and the kept weights
-# (fp16, split into 15 MiB parts, joined with cat) come back under $OUT.
+# arm's state stays under ~/vfi/runs/NAME for a `resume` call in the same lease; the log, the kept weights and the
+# last step's (fp16, split into 15 MiB parts, joined with cat) come back under $OUT.
 set -euo pipefail
 name=${1:?arm name}
 width=${2:?width factor}
@@ -60,6 +60,11 @@ for f in log.jsonl stdout.txt config.json train_config.json; do
 done
 if [ -f "$run/weights.safetensors" ]; then
     split -b 15M -d -a 1 "$run/weights.safetensors" "$out/$name.weights.safetensors.part"
+fi
+# the last step's moving average as well: soups (soups.sh ~/vfi/runs/NAME/last.safetensors ...) start from it
+# whichever step validated best, and the kept file above is the start when no later step beat it
+if python3 -m training.export "$run" --out "$run/last.safetensors" >/dev/null; then
+    split -b 15M -d -a 1 "$run/last.safetensors" "$out/$name.last.safetensors.part"
 fi
 tar cf "$out/study.tar" -C "$out" study
 rm -r "$out/study"
