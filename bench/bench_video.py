@@ -1,6 +1,6 @@
 """Video throughput on the GPU: the whole pipeline (decode, interpolate, encode, mux) and the model alone.
 
-    python -m bench.bench_video --video in.mp4 [--factor 2] [--bf16] [--preset veryfast] [--stages] [--json out.json]
+    python -m bench.bench_video --video in.mp4 [--factor 2] [--bf16] [--eager] [--preset veryfast] [--stages] [--json out.json]
     python -m bench.bench_video --memory 3840x2160 7680x4320 [--flow-scale 0.5] [--tile 2048]
 
 Pipeline frames per second count output frames (a x2 job writes two per input frame)
@@ -58,10 +58,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--tile", type=int, default=0)
     p.add_argument("--memory", nargs="*", default=[], help="sizes WxH: peak GPU memory of one pair each")
     p.add_argument("--preset", default="medium", help="x264/x265 preset of the pipeline's encoder")
-    p.add_argument("--cuda-graphs", action="store_true", help="replay the network in the pipeline as CUDA graphs "
-                   "(model.runtime.GraphedPairs; whole frames), as run.py does by default since session 12; without it "
-                   "op by op, as run.py --eager (the default here, for comparison with earlier tables); the "
-                   "model-alone figure is eager either way")
+    p.add_argument("--eager", action="store_true", help="run the network in the pipeline op by op, as run.py "
+                   "--eager, instead of replaying it as CUDA graphs (model.runtime.GraphedPairs; whole frames) as "
+                   "run.py does by default; the model-alone figure is eager either way")
     p.add_argument("--stages", action="store_true", help="also time decoding alone and the pipeline without "
                    "the network")
     p.add_argument("--json", type=Path, default=None)
@@ -71,10 +70,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     torch.backends.cudnn.benchmark = True
     net = load_weights(args.weights, device) if args.weights.is_file() else Network().to(device).eval()
-    # the engine run.py uses, with CUDA graphs only where asked (the model-alone figure is eager either way)
+    # the engine run.py uses, with its CUDA graphs unless --eager (the model-alone figure is eager either way)
     interpolator = Interpolator(InterpolatorOptions(precision="bf16" if args.bf16 else "fp32",
                                                     flow_scale=args.flow_scale, tile=args.tile,
-                                                    cuda_graphs=args.cuda_graphs), network=net)
+                                                    cuda_graphs=not args.eager), network=net)
     rows = []
     if args.video is not None:
         info = probe(args.video)
