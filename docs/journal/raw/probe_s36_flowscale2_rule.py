@@ -1,3 +1,8 @@
+"""The flow-scale-2 probe's rule (session 36): margin gain of "scale 2 where the own p95 < T" overall, on t±1 and
+t±2, the worst clip, and T chosen on each half of the source repositories and scored on the other.
+
+    python docs/journal/raw/probe_s36_flowscale2_rule.py docs/journal/raw/flowscale2_s36_default_cpu.json
+"""
 import json, sys
 from collections import defaultdict
 rows = json.load(open(sys.argv[1]))
