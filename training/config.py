@@ -180,7 +180,8 @@ _QUALITY_384 = TrainConfig(seed=80, batch=14, crop=384, lr=1e-4, warmup=300, tot
 _QUALITY_512 = dataclasses.replace(_QUALITY_384, batch=8, crop=512, schedule_start=45000)
 _NO_CENSUS = dataclasses.replace(_QUALITY_512, census_weight=0.0, schedule_start=50000)
 _NO_FLOW = dataclasses.replace(_NO_CENSUS, flow_loss_weight=0.0, schedule_start=55000)
-_PSNR_SYN20 = dataclasses.replace(_NO_FLOW, schedule_start=69919, lr=3e-5, reconstruction="psnr", synthetic_share=0.2)
+_PSNR = dataclasses.replace(_NO_FLOW, schedule_start=65000, lr=3e-5, reconstruction="psnr")
+_PSNR_SYN20 = dataclasses.replace(_PSNR, schedule_start=69919, synthetic_share=0.2)
 
 _FAST = TrainConfig()
 
@@ -216,7 +217,7 @@ RECIPES: Dict[str, TrainConfig] = {
     # the seventh and last stage: the step-65000 weights of "quality", exported with two flow passes below the
     # coarsest level (training.export --flow-iterations 1 2 2 2), trained 5000 steps on the PSNR loss at a third
     # of the rate
-    "quality-psnr": dataclasses.replace(_NO_FLOW, schedule_start=65000, lr=3e-5, reconstruction="psnr"),
+    "quality-psnr": _PSNR,
     # the eighth and ninth stages: "quality-psnr" again with a new warm-up and cosine from stage 7's step (69919)
     # and a fifth of each batch synthetic instead of half; stage 8 from stage 7's weights, stage 9 from soup A
     # (training.average of stages 8 and 7); soup B is the average of stage 9 and soup A
