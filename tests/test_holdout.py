@@ -169,3 +169,29 @@ def test_flow_source_probe_scores_the_network_with_its_own_and_with_dis_flow(tmp
         assert report[name]["baseline_psnr"] == pytest.approx(float(baseline_scores(triplets).mean()), abs=1e-4)
         assert report[name]["margin"] == pytest.approx(report[name]["holdout_psnr"] - report[name]["baseline_psnr"],
                                                        abs=1e-4)
+
+
+def test_holdout_cli_passes_the_flow_scale_to_the_network(tmp_path, capsys):
+    """training.holdout --flow-scale: the scores change with it, the report records it, and 0 is refused."""
+    from training.holdout import main as holdout_main
+
+    folder = tmp_path / "footage"
+    _clip(folder, "held.mp4", "testsrc2", frames=8, size="256x256")
+    row = {"file": "held.mp4", "frames": 8, "width": 256, "height": 256, "frame_step": 1, "orig_size": "256x256",
+           "flow_mean_px_per_orig_frame": 2.0, "cuts_before_frame": [], "source": "STVIR/pysot @ 1"}
+    (folder / "clips.jsonl").write_text(json.dumps(row) + "\n")
+    weights = Path(__file__).resolve().parent.parent / "weights" / "fast.safetensors"
+    reports = {}
+    for scale in (1.0, 0.5):
+        out = tmp_path / f"scale{scale}.json"
+        assert holdout_main(["--data", str(folder), "--weights", str(weights), "--flow-scale", str(scale),
+                             "--json", str(out)]) == 0
+        reports[scale] = json.loads(out.read_text())
+        assert reports[scale]["flow_scale"] == scale
+    full, half = (reports[s]["weights"][str(weights)]["scores"] for s in (1.0, 0.5))
+    assert len(full) == len(half) > 0
+    assert full != half
+    assert reports[1.0]["baseline"] == reports[0.5]["baseline"]
+    with pytest.raises(SystemExit):
+        holdout_main(["--data", str(folder), "--weights", str(weights), "--flow-scale", "0"])
+    assert "--flow-scale 0.0: give a factor above 0" in capsys.readouterr().err

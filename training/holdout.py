@@ -145,14 +145,15 @@ def baseline_scores(triplets: Sequence[Triplet], workers: int = 8,
 
 
 def network_scores(net, triplets: Sequence[Triplet], device: torch.device,
-                   autocast_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
-    """The network's PSNR on every triplet, whole frames at t = 0.5 (callers set eval mode; runs under no_grad)."""
+                   autocast_dtype: Optional[torch.dtype] = None, flow_scale: float = 1.0) -> torch.Tensor:
+    """The network's PSNR on every triplet, whole frames at t = 0.5 (callers set eval mode; runs under no_grad),
+    with flow estimated at ``flow_scale`` times the frames' size (run.py's --flow-scale)."""
     scores = []
     with torch.no_grad(), torch.autocast(device.type, dtype=autocast_dtype or torch.bfloat16,
                                          enabled=autocast_dtype is not None):
         for tr in triplets:
             one, two, mid = (x.to(device).float().div(255).unsqueeze(0) for x in (tr.one, tr.two, tr.mid))
-            out = net(one, two, (0.5,))[0].float()
+            out = net(one, two, (0.5,), flow_scale)[0].float()
             scores.append(psnr(out.clamp(0, 1), mid).cpu())
     return torch.cat(scores)
 
@@ -210,6 +211,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--bf16", action="store_true", help="bfloat16 autocast (GPU)")
     p.add_argument("--ensemble", type=int, default=1, choices=PASSES,
                    help="average this many mirrored / time-reversed passes (model/ensemble.py)")
+    p.add_argument("--flow-scale", type=float, default=1.0,
+                   help="estimate flow at this factor of the frames' size, as run.py --flow-scale")
     p.add_argument("--json", type=Path, default=None, help="write the figures (and per-triplet scores) here")
     p.add_argument("--middlebury", type=Path, default=None, help="instead: the baseline's Middlebury PSNR")
     args = p.parse_args(argv)
@@ -218,16 +221,19 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
     if not args.data:
         p.error("--data is required (the footage folders)")
+    if not args.flow_scale > 0:
+        p.error(f"--flow-scale {args.flow_scale}: give a factor above 0, such as 0.5 (half the frames' size)")
     from model.weights import load_weights
 
     device = torch.device(args.device)
     clips, triplets = load_holdout(args.data)
     base = baseline_scores(triplets)
-    report = {"clips": sorted({c.name for c in clips}), "baseline": base.tolist(), "weights": {}}
+    report = {"clips": sorted({c.name for c in clips}), "baseline": base.tolist(), "weights": {},
+              "flow_scale": args.flow_scale, "ensemble": args.ensemble}
     print(f"{len(clips)} held-out clips, {len(triplets)} triplets; baseline {float(base.mean()):.3f} dB")
     for path in args.weights:
         net = with_ensemble(load_weights(path, device).eval(), args.ensemble)
-        scores = network_scores(net, triplets, device, torch.bfloat16 if args.bf16 else None)
+        scores = network_scores(net, triplets, device, torch.bfloat16 if args.bf16 else None, args.flow_scale)
         figures = summary(scores, base, triplets)
         report["weights"][str(path)] = {"figures": figures, "scores": scores.tolist()}
         print(f"{path}: {describe(figures)}")
