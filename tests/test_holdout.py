@@ -22,6 +22,16 @@ def _clip(folder, name, source, frames=12, size="96x80"):
                     "-frames:v", str(frames), "-c:v", "libx264", "-pix_fmt", "yuv444p", str(folder / name)], check=True)
 
 
+def _held_out_folder(tmp_path):
+    """A 'footage' folder of one 256 x 256 clip from a held-out source repository (whole-frame held-out scoring)."""
+    folder = tmp_path / "footage"
+    _clip(folder, "held.mp4", "testsrc2", frames=8, size="256x256")
+    row = {"file": "held.mp4", "frames": 8, "width": 256, "height": 256, "frame_step": 1, "orig_size": "256x256",
+           "flow_mean_px_per_orig_frame": 2.0, "cuts_before_frame": [], "source": "STVIR/pysot @ 1"}
+    (folder / "clips.jsonl").write_text(json.dumps(row) + "\n")
+    return folder
+
+
 @pytest.fixture(scope="module")
 def two_folders(tmp_path_factory):
     """A 'footage' folder (old layout: motion per source frame) and a 'footage2' folder (shards, a val split)."""
@@ -153,11 +163,7 @@ def test_flow_source_probe_scores_the_network_with_its_own_and_with_dis_flow(tmp
     """bench/probe_flow_source.py: the same triplets and baseline as training.holdout, and two network rows."""
     from bench import probe_flow_source
 
-    folder = tmp_path / "footage"
-    _clip(folder, "held.mp4", "testsrc2", frames=8, size="256x256")
-    row = {"file": "held.mp4", "frames": 8, "width": 256, "height": 256, "frame_step": 1, "orig_size": "256x256",
-           "flow_mean_px_per_orig_frame": 2.0, "cuts_before_frame": [], "source": "STVIR/pysot @ 1"}
-    (folder / "clips.jsonl").write_text(json.dumps(row) + "\n")
+    folder = _held_out_folder(tmp_path)
     out = tmp_path / "probe.json"
     weights = Path(__file__).resolve().parent.parent / "weights" / "fast.safetensors"
     assert probe_flow_source.main(["--data", str(folder), "--weights", str(weights), "--json", str(out)]) == 0
@@ -175,11 +181,7 @@ def test_holdout_cli_passes_the_flow_scale_to_the_network(tmp_path, capsys):
     """training.holdout --flow-scale: the scores change with it, the report records it, and 0 is refused."""
     from training.holdout import main as holdout_main
 
-    folder = tmp_path / "footage"
-    _clip(folder, "held.mp4", "testsrc2", frames=8, size="256x256")
-    row = {"file": "held.mp4", "frames": 8, "width": 256, "height": 256, "frame_step": 1, "orig_size": "256x256",
-           "flow_mean_px_per_orig_frame": 2.0, "cuts_before_frame": [], "source": "STVIR/pysot @ 1"}
-    (folder / "clips.jsonl").write_text(json.dumps(row) + "\n")
+    folder = _held_out_folder(tmp_path)
     weights = Path(__file__).resolve().parent.parent / "weights" / "fast.safetensors"
     reports = {}
     for scale in (1.0, 0.5):
