@@ -15,6 +15,8 @@ from training.holdout import (baseline_scores, classical_interpolation, holdout_
 from training.stage import check, pack, select_clips, unpack
 from training.stage import main as stage_main
 
+FAST = Path(__file__).resolve().parent.parent / "weights" / "fast.safetensors"
+
 
 def _clip(folder, name, source, frames=12, size="96x80"):
     (folder / name).parent.mkdir(parents=True, exist_ok=True)
@@ -165,7 +167,7 @@ def test_flow_source_probe_scores_the_network_with_its_own_and_with_dis_flow(tmp
 
     folder = _held_out_folder(tmp_path)
     out = tmp_path / "probe.json"
-    weights = Path(__file__).resolve().parent.parent / "weights" / "fast.safetensors"
+    weights = FAST
     assert probe_flow_source.main(["--data", str(folder), "--weights", str(weights), "--json", str(out)]) == 0
     report = json.loads(out.read_text())
     triplets = holdout_triplets(load_clips([folder], None, torch.device("cpu"), 256, keep=lambda r, e: is_holdout(e)))
@@ -182,7 +184,7 @@ def test_holdout_cli_passes_the_flow_scale_to_the_network(tmp_path, capsys):
     from training.holdout import main as holdout_main
 
     folder = _held_out_folder(tmp_path)
-    weights = Path(__file__).resolve().parent.parent / "weights" / "fast.safetensors"
+    weights = FAST
     reports = {}
     for scale in (1.0, 0.5):
         out = tmp_path / f"scale{scale}.json"
