@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .flow import Encoder, FlowEstimator
+from .motion import linear_flows, quadratic_flows
 from .synthesis import Decoder, Metric, splat_pyramid
 from .warp import InputPadder, resize_flow
 
@@ -158,12 +159,21 @@ class Network(nn.Module):
         return FlowState(one, two, feats_one[:levels], feats_two[:levels], flow_fwd, flow_bwd,
                          metric_one, metric_two, pyramid)
 
-    def synthesize(self, state: FlowState, t: Union[float, torch.Tensor]) -> torch.Tensor:
-        """The frame at time t: a float, or a tensor of N times (one per sample)."""
+    def synthesize(self, state: FlowState, t: Union[float, torch.Tensor],
+                   neighbour_flows: Optional[Tuple[torch.Tensor, torch.Tensor]] = None) -> torch.Tensor:
+        """The frame at time t: a float, or a tensor of N times (one per sample).
+
+        ``neighbour_flows`` (one -> the frame before one, two -> the frame after two, as far apart in time as the
+        pair): frames and features move along quadratic paths (model/motion.py); None: constant velocity.
+        """
         if isinstance(t, torch.Tensor):
             t = t.to(state.flow_fwd.device, state.flow_fwd.dtype).view(-1, 1, 1, 1)
-        warped_one = splat_pyramid(state.one, state.feats_one, state.flow_fwd * t, state.metric_one)
-        warped_two = splat_pyramid(state.two, state.feats_two, state.flow_bwd * (1.0 - t), state.metric_two)
+        if neighbour_flows is None:
+            to_t_one, to_t_two = linear_flows(state.flow_fwd, state.flow_bwd, t)
+        else:
+            to_t_one, to_t_two = quadratic_flows(state.flow_fwd, state.flow_bwd, *neighbour_flows, t)
+        warped_one = splat_pyramid(state.one, state.feats_one, to_t_one, state.metric_one)
+        warped_two = splat_pyramid(state.two, state.feats_two, to_t_two, state.metric_two)
         return self.decoder(warped_one, warped_two, t)
 
     def forward(self, one: torch.Tensor, two: torch.Tensor, times: Sequence[float] = (0.5,),

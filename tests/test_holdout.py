@@ -10,7 +10,7 @@ import torch
 import train
 from media.video import ffmpeg_exe
 from model.network import Network, NetworkConfig, count_parameters
-from training.data import clip_entries, load_clips
+from training.data import Clip, clean_span, clip_entries, load_clips
 from training.holdout import (baseline_scores, classical_interpolation, holdout_triplets, is_holdout, summary)
 from training.stage import check, pack, select_clips, unpack
 from training.stage import main as stage_main
@@ -199,3 +199,14 @@ def test_holdout_cli_passes_the_flow_scale_to_the_network(tmp_path, capsys):
     with pytest.raises(SystemExit):
         holdout_main(["--data", str(folder), "--weights", str(weights), "--flow-scale", "0"])
     assert "--flow-scale 0.0: give a factor above 0" in capsys.readouterr().err
+
+
+def test_clean_span_needs_the_frames_one_shot_and_no_repeats():
+    repeated = torch.zeros(9, dtype=torch.bool)
+    repeated[6] = True  # frame 7 repeats frame 6
+    clip = Clip("c", torch.zeros(10, 3, 4, 4, dtype=torch.uint8), 1.0, (4,), repeated)  # a cut before frame 4
+    assert clean_span(clip, 0, 3) and clean_span(clip, 4, 6)
+    assert not clean_span(clip, -1, 2) and not clean_span(clip, 5, 10)  # frames outside the clip
+    assert not clean_span(clip, 2, 5)  # across the cut
+    assert not clean_span(clip, 5, 8)  # over the repeated frame
+    assert clean_span(clip, 7, 9)

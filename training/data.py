@@ -55,6 +55,16 @@ def clip_entries(root: Path) -> List[dict]:
     return [json.loads(line) for line in (root / "clips.jsonl").read_text().splitlines() if line.strip()]
 
 
+def clean_span(clip: Clip, start: int, end: int) -> bool:
+    """Whether stored frames ``start`` to ``end`` of ``clip`` exist and show one continuous shot: no cut after
+    ``start`` up to ``end`` and no repeated frame among them."""
+    if start < 0 or end >= clip.frames.shape[0]:
+        return False
+    if any(start < c <= end for c in clip.cuts):
+        return False
+    return not bool(clip.repeated[start:end].any())
+
+
 def source_repository(entry: dict) -> str:
     """The repository a clip was cut from ("owner/name"), without the commit."""
     return str(entry.get("source", "")).split("@")[0].strip()
@@ -262,11 +272,6 @@ class FootageSampler:
     def _rand(self, high: int) -> int:
         return int(torch.randint(high, (1,), generator=self.gen))
 
-    def _valid(self, clip: Clip, start: int, end: int) -> bool:
-        if any(start < c <= end for c in clip.cuts):
-            return False
-        return not bool(clip.repeated[start:end].any())
-
     def triplet(self) -> Tuple[Clip, int, int, int]:
         for _ in range(1000):
             native = self.native_share > 0 and float(torch.rand(1, generator=self.gen)) < self.native_share
@@ -279,7 +284,7 @@ class FootageSampler:
             if k1 + k2 >= length:
                 continue
             start = self._rand(length - k1 - k2)
-            if not self._valid(clip, start, start + k1 + k2):
+            if not clean_span(clip, start, start + k1 + k2):
                 continue
             if self.nonlinearity is not None and self.nonlinearity[idx][start, k1 - 1, k2 - 1] > self.max_nonlinearity:
                 continue

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 
 from model.ensemble import PASSES, with_ensemble
-from training.data import Clip, dis_flows
+from training.data import Clip, clean_span, dis_flows
 from training.losses import psnr
 
 # Repositories of the first footage folder held out whole (about a fifth of its frames): street and car
@@ -63,20 +63,12 @@ class Triplet:
     two: torch.Tensor
 
 
-def _valid(clip: Clip, start: int, end: int) -> bool:
-    if start < 0 or end >= clip.frames.shape[0]:
-        return False
-    if any(start < c <= end for c in clip.cuts):
-        return False
-    return not bool(clip.repeated[start:end].any())
-
-
 def holdout_triplets(clips: Sequence[Clip], per_clip: int = PER_CLIP, gaps: Sequence[int] = GAPS) -> List[Triplet]:
     """``per_clip`` evenly spaced centres per clip and gap (the same on every call), whole frames."""
     triplets = []
     for clip in clips:
         for gap in gaps:
-            centres = [i for i in range(gap, clip.frames.shape[0] - gap) if _valid(clip, i - gap, i + gap)]
+            centres = [i for i in range(gap, clip.frames.shape[0] - gap) if clean_span(clip, i - gap, i + gap)]
             if not centres:
                 continue
             picks = sorted({centres[int(j)] for j in np.linspace(0, len(centres) - 1, per_clip).round()})

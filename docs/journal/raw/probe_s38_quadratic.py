@@ -19,7 +19,8 @@ import torch.nn.functional as F
 from model.synthesis import splat_pyramid
 from model.warp import InputPadder
 from model.weights import load_weights
-from training.holdout import _valid, load_holdout
+from training.data import clean_span
+from training.holdout import load_holdout
 from training.losses import psnr
 
 torch.set_grad_enabled(False)
@@ -27,7 +28,7 @@ limit = int(sys.argv[1]) if len(sys.argv) > 1 and int(sys.argv[1]) > 0 else None
 out = sys.argv[2] if len(sys.argv) > 2 else "/tmp/quadratic.json"
 clips, triplets = load_holdout([Path("../shared/data/footage"), Path("../shared/data/footage2")])
 by_name = {(c.group, c.name): c for c in clips}
-chosen = [tr for tr in triplets if _valid(by_name[(tr.group, tr.clip)], tr.centre - 3 * tr.gap, tr.centre + 3 * tr.gap)]
+chosen = [tr for tr in triplets if clean_span(by_name[(tr.group, tr.clip)], tr.centre - 3 * tr.gap, tr.centre + 3 * tr.gap)]
 print(f"{len(chosen)} of {len(triplets)} triplets have both outer neighbours", flush=True)
 chosen = chosen[:limit] if limit else chosen
 net = load_weights(Path("weights/network.safetensors"), torch.device("cpu")).eval()

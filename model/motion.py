@@ -1,0 +1,39 @@
+"""Where each input pixel is at time t: constant velocity from two frames, or constant acceleration from four.
+
+The quadratic model is QVI's (Xu et al., "Quadratic Video Interpolation", NeurIPS 2019): with frames at times -1,
+0, 1 and 2, a pixel of frame 0 at x(s) = x0 + v s + a s^2 / 2 has f(0->1) = v + a/2 and f(0->-1) = -v + a/2, so
+a = f(0->1) + f(0->-1), v = (f(0->1) - f(0->-1)) / 2 and f(0->t) = v t + a t^2 / 2; frame 1 mirrors it with 1 - t.
+Under constant velocity (f(0->-1) = -f(0->1)) both give the linear flows exactly.
+"""
+
+from __future__ import annotations
+
+from typing import Tuple, Union
+
+import torch
+
+Time = Union[float, torch.Tensor]
+
+
+def linear_flows(flow_fwd: torch.Tensor, flow_bwd: torch.Tensor, t: Time) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Flows from frame one and from frame two to time t (0 at one, 1 at two) under constant velocity."""
+    return flow_fwd * t, flow_bwd * (1.0 - t)
+
+
+def quadratic_flows(flow_fwd: torch.Tensor, flow_bwd: torch.Tensor, flow_before: torch.Tensor,
+                    flow_after: torch.Tensor, t: Time) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Flows from frame one and from frame two to time t under constant acceleration.
+
+    ``flow_fwd``: one -> two; ``flow_bwd``: two -> one; ``flow_before``: one -> the frame before one, and
+    ``flow_after``: two -> the frame after two, both neighbours as far in time from their frame as one is from two.
+    """
+    for name, flow in (("flow_before", flow_before), ("flow_after", flow_after)):
+        if flow.shape != flow_fwd.shape:
+            raise ValueError(f"{name} is {tuple(flow.shape)}, the pair's flow {tuple(flow_fwd.shape)}: estimate the "
+                             f"neighbours' flows at the pair's size")
+    s = 1.0 - t
+    accel_one = flow_fwd + flow_before
+    accel_two = flow_bwd + flow_after
+    to_t_one = (flow_fwd - accel_one * 0.5) * t + accel_one * (t * t * 0.5)
+    to_t_two = (flow_bwd - accel_two * 0.5) * s + accel_two * (s * s * 0.5)
+    return to_t_one, to_t_two

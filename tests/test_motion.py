@@ -1,0 +1,53 @@
+"""Constant-velocity and quadratic paths to time t (model/motion.py), alone and inside Network.synthesize."""
+
+import pytest
+import torch
+
+from model import Network, NetworkConfig
+from model.motion import linear_flows, quadratic_flows
+
+
+def _fields(seed, n=2, h=5, w=7):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(n, 2, h, w, generator=g, dtype=torch.float64) * 4 for _ in range(2)]
+
+
+@pytest.mark.parametrize("t", [0.25, 0.5, torch.tensor([0.3, 0.8], dtype=torch.float64).view(-1, 1, 1, 1)])
+def test_constant_velocity_neighbours_give_the_linear_flows(t):
+    fwd, bwd = _fields(0)
+    got = quadratic_flows(fwd, bwd, -fwd, -bwd, t)
+    for a, b in zip(got, linear_flows(fwd, bwd, t)):
+        torch.testing.assert_close(a, b)
+
+
+@pytest.mark.parametrize("t", [0.2, 0.5, 0.9])
+def test_quadratic_flows_follow_a_parabola(t):
+    # frame one at time 0: x(s) = v s + a s^2 / 2; frame two at time 1: y(r) = w r + b r^2 / 2, r = s - 1
+    v, a = _fields(1)
+    w, b = _fields(2)
+    fwd, before = v + a / 2, -v + a / 2
+    after, bwd = w + b / 2, -w + b / 2
+    to_t_one, to_t_two = quadratic_flows(fwd, bwd, before, after, t)
+    torch.testing.assert_close(to_t_one, v * t + a * t * t / 2)
+    torch.testing.assert_close(to_t_two, w * (t - 1) + b * (t - 1) ** 2 / 2)
+
+
+def test_quadratic_flows_name_a_size_mismatch():
+    fwd, bwd = _fields(3)
+    with pytest.raises(ValueError, match="flow_after .*estimate the neighbours' flows at the pair's size"):
+        quadratic_flows(fwd, bwd, -fwd, -bwd[..., :3], 0.5)
+
+
+def test_synthesize_with_neighbours():
+    torch.manual_seed(0)
+    net = Network(NetworkConfig()).eval()
+    one, two = torch.rand(2, 1, 3, 64, 64)
+    with torch.no_grad():
+        state = net.estimate_flow(one, two)
+        linear = net.synthesize(state, 0.5)
+        steady = net.synthesize(state, 0.5, (-state.flow_fwd, -state.flow_bwd))
+        shift = torch.zeros_like(state.flow_fwd)
+        shift[:, 0] = 6.0
+        turning = net.synthesize(state, 0.5, (-state.flow_fwd + shift, -state.flow_bwd + shift))
+    torch.testing.assert_close(steady, linear)
+    assert (turning - linear).abs().max() > 1e-3
