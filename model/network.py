@@ -180,26 +180,47 @@ class Network(nn.Module):
                 flow_scale: float = 1.0) -> List[torch.Tensor]:
         """Interpolate frames at each t in ``times`` (0 < t < 1); any H and W."""
         _check_pair(one, two)
-        for t in times:
-            if not 0.0 < float(t) < 1.0:
-                raise ValueError(f"times must lie strictly between 0 and 1, got {t}")
+        _check_times(times)
         padder = InputPadder(one.shape, 2 ** len(self.config.encoder_widths))
         one_p, two_p = padder.pad(one, two)
         state = self.estimate_flow(one_p, two_p, flow_scale)
         return [padder.unpad(self.synthesize(state, float(t))) for t in times]
 
+    def forward_four(self, before: torch.Tensor, one: torch.Tensor, two: torch.Tensor, after: torch.Tensor,
+                     times: Sequence[float] = (0.5,), flow_scale: float = 1.0) -> List[torch.Tensor]:
+        """Interpolate between ``one`` and ``two`` along quadratic paths (model/motion.py), given the frame
+        ``before`` one and the frame ``after`` two, each as far in time from its neighbour as one is from two.
+        Three flow estimates (the pair, one -> before, two -> after); a video stream can reuse its neighbouring
+        pairs' flows instead."""
+        _check_pair(one, two)
+        _check_pair(before, after, ("before", "after"))
+        _check_pair(one, before, ("one", "before"))
+        _check_times(times)
+        padder = InputPadder(one.shape, 2 ** len(self.config.encoder_widths))
+        before_p, one_p, two_p, after_p = padder.pad(before, one, two, after)
+        state = self.estimate_flow(one_p, two_p, flow_scale)
+        neighbours = (self.estimate_flow(one_p, before_p, flow_scale).flow_fwd,
+                      self.estimate_flow(two_p, after_p, flow_scale).flow_fwd)
+        return [padder.unpad(self.synthesize(state, float(t), neighbours)) for t in times]
 
-def _check_pair(one: torch.Tensor, two: torch.Tensor) -> None:
-    for name, x in (("one", one), ("two", two)):
+
+def _check_times(times: Sequence[float]) -> None:
+    for t in times:
+        if not 0.0 < float(t) < 1.0:
+            raise ValueError(f"times must lie strictly between 0 and 1, got {t}")
+
+
+def _check_pair(one: torch.Tensor, two: torch.Tensor, names: Tuple[str, str] = ("one", "two")) -> None:
+    for name, x in zip(names, (one, two)):
         if not isinstance(x, torch.Tensor) or x.dim() != 4 or x.shape[1] != 3:
             shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
             raise ValueError(f"{name} must be an N x 3 x H x W tensor, got {shape}")
         if x.shape[2] == 0 or x.shape[3] == 0:
             raise ValueError(f"{name} is empty: {tuple(x.shape)}")
     if one.shape != two.shape:
-        raise ValueError(f"frames differ in size: one is {tuple(one.shape)}, two is {tuple(two.shape)}")
+        raise ValueError(f"frames differ in size: {names[0]} is {tuple(one.shape)}, {names[1]} is {tuple(two.shape)}")
     if one.device != two.device:
-        raise ValueError(f"one is on {one.device}, two on {two.device}: put both on one device")
+        raise ValueError(f"{names[0]} is on {one.device}, {names[1]} on {two.device}: put both on one device")
 
 
 def count_parameters(net: nn.Module) -> int:

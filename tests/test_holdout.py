@@ -201,6 +201,30 @@ def test_holdout_cli_passes_the_flow_scale_to_the_network(tmp_path, capsys):
     assert "--flow-scale 0.0: give a factor above 0" in capsys.readouterr().err
 
 
+def test_holdout_cli_moves_pixels_along_quadratic_paths_where_the_shot_allows(tmp_path, capsys):
+    """training.holdout --motion quadratic: triplets whose frames centre +- 3 gaps exist take Network.forward_four,
+    the others score as with --motion linear; the report says which."""
+    from training.holdout import main as holdout_main
+
+    folder = _held_out_folder(tmp_path)
+    reports = {}
+    for motion in ("linear", "quadratic"):
+        out = tmp_path / f"{motion}.json"
+        assert holdout_main(["--data", str(folder), "--weights", str(FAST), "--motion", motion,
+                             "--json", str(out)]) == 0
+        reports[motion] = json.loads(out.read_text())
+        assert reports[motion]["motion"] == motion
+    linear, quadratic = (reports[m]["weights"][str(FAST)]["scores"] for m in ("linear", "quadratic"))
+    moved = [t["quadratic"] for t in reports["quadratic"]["triplets"]]
+    assert not any(t["quadratic"] for t in reports["linear"]["triplets"])
+    assert 0 < sum(moved) < len(moved)  # the 8-frame clip has neighbours for some gap-1 triplets, none at gap 2
+    assert all(t["gap"] == 1 for t, m in zip(reports["quadratic"]["triplets"], moved) if m)
+    assert [a for a, m in zip(linear, moved) if not m] == [b for b, m in zip(quadratic, moved) if not m]
+    assert [a for a, m in zip(linear, moved) if m] != [b for b, m in zip(quadratic, moved) if m]
+    assert "with outer neighbours: quadratic paths" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        holdout_main(["--data", str(folder), "--weights", str(FAST), "--motion", "quadratic", "--ensemble", "2"])
+
 def test_clean_span_needs_the_frames_one_shot_and_no_repeats():
     repeated = torch.zeros(9, dtype=torch.bool)
     repeated[6] = True  # frame 7 repeats frame 6

@@ -51,3 +51,16 @@ def test_synthesize_with_neighbours():
         turning = net.synthesize(state, 0.5, (-state.flow_fwd + shift, -state.flow_bwd + shift))
     torch.testing.assert_close(steady, linear)
     assert (turning - linear).abs().max() > 1e-3
+
+
+def test_forward_four_checks_its_frames_and_keeps_the_pair_size():
+    torch.manual_seed(0)
+    net = Network(NetworkConfig()).eval()
+    before, one, two, after = torch.rand(4, 1, 3, 40, 50)
+    with torch.no_grad():
+        out = net.forward_four(before, one, two, after, (0.25, 0.5))
+    assert [tuple(x.shape) for x in out] == [(1, 3, 40, 50)] * 2
+    with pytest.raises(ValueError, match="before is .*after is"):
+        net.forward_four(before[..., :32], one, two, after)
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        net.forward_four(before, one, two, after, (1.0,))

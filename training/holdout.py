@@ -61,10 +61,15 @@ class Triplet:
     one: torch.Tensor  # 3 x H x W uint8 RGB, CPU
     mid: torch.Tensor
     two: torch.Tensor
+    before: Optional[torch.Tensor] = None  # frame centre - 3 gap (as far before one as two is after it), if kept
+    after: Optional[torch.Tensor] = None  # frame centre + 3 gap
 
 
-def holdout_triplets(clips: Sequence[Clip], per_clip: int = PER_CLIP, gaps: Sequence[int] = GAPS) -> List[Triplet]:
-    """``per_clip`` evenly spaced centres per clip and gap (the same on every call), whole frames."""
+def holdout_triplets(clips: Sequence[Clip], per_clip: int = PER_CLIP, gaps: Sequence[int] = GAPS,
+                     neighbours: bool = False) -> List[Triplet]:
+    """``per_clip`` evenly spaced centres per clip and gap (the same on every call), whole frames; with
+    ``neighbours``, each triplet also keeps its outer neighbours where they lie in the same shot with no repeated
+    frame (for quadratic motion; the triplets chosen do not change)."""
     triplets = []
     for clip in clips:
         for gap in gaps:
@@ -74,19 +79,22 @@ def holdout_triplets(clips: Sequence[Clip], per_clip: int = PER_CLIP, gaps: Sequ
             picks = sorted({centres[int(j)] for j in np.linspace(0, len(centres) - 1, per_clip).round()})
             for i in picks:
                 one, mid, two = (clip.frames[j].clone() for j in (i - gap, i, i + gap))
-                triplets.append(Triplet(clip.group, clip.name, i, gap, one.cpu(), mid.cpu(), two.cpu()))
+                outer = (None, None)
+                if neighbours and clean_span(clip, i - 3 * gap, i + 3 * gap):
+                    outer = tuple(clip.frames[j].clone().cpu() for j in (i - 3 * gap, i + 3 * gap))
+                triplets.append(Triplet(clip.group, clip.name, i, gap, one.cpu(), mid.cpu(), two.cpu(), *outer))
     return triplets
 
 
-def load_holdout(folders: Sequence[Path]) -> Tuple[List[Clip], List[Triplet]]:
+def load_holdout(folders: Sequence[Path], neighbours: bool = False) -> Tuple[List[Clip], List[Triplet]]:
     """The held-out clips of the footage ``folders`` that train.py validates on (those at least its validation crop
-    in size), decoded on the CPU, and their triplets."""
+    in size), decoded on the CPU, and their triplets (with their outer neighbours: ``holdout_triplets``)."""
     from training.config import VALIDATION_CROP  # training.config imports this module
     from training.data import load_clips
 
     clips = load_clips(list(folders), None, torch.device("cpu"), VALIDATION_CROP,
                        keep=lambda root, entry: is_holdout(entry))
-    return clips, holdout_triplets(clips)
+    return clips, holdout_triplets(clips, neighbours=neighbours)
 
 
 def classical_interpolation(one: torch.Tensor, two: torch.Tensor, t: float, flow_fwd: torch.Tensor,
@@ -139,13 +147,18 @@ def baseline_scores(triplets: Sequence[Triplet], workers: int = 8,
 def network_scores(net, triplets: Sequence[Triplet], device: torch.device,
                    autocast_dtype: Optional[torch.dtype] = None, flow_scale: float = 1.0) -> torch.Tensor:
     """The network's PSNR on every triplet, whole frames at t = 0.5 (callers set eval mode; runs under no_grad),
-    with flow estimated at ``flow_scale`` times the frames' size (run.py's --flow-scale)."""
+    with flow estimated at ``flow_scale`` times the frames' size (run.py's --flow-scale); along quadratic paths
+    (``Network.forward_four``) where a triplet kept its outer neighbours, constant velocity elsewhere."""
     scores = []
     with torch.no_grad(), torch.autocast(device.type, dtype=autocast_dtype or torch.bfloat16,
                                          enabled=autocast_dtype is not None):
         for tr in triplets:
             one, two, mid = (x.to(device).float().div(255).unsqueeze(0) for x in (tr.one, tr.two, tr.mid))
-            out = net(one, two, (0.5,), flow_scale)[0].float()
+            if tr.before is not None and tr.after is not None:
+                before, after = (x.to(device).float().div(255).unsqueeze(0) for x in (tr.before, tr.after))
+                out = net.forward_four(before, one, two, after, (0.5,), flow_scale)[0].float()
+            else:
+                out = net(one, two, (0.5,), flow_scale)[0].float()
             scores.append(psnr(out.clamp(0, 1), mid).cpu())
     return torch.cat(scores)
 
@@ -205,6 +218,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="average this many mirrored / time-reversed passes (model/ensemble.py)")
     p.add_argument("--flow-scale", type=float, default=1.0,
                    help="estimate flow at this factor of the frames' size, as run.py --flow-scale")
+    p.add_argument("--motion", choices=("linear", "quadratic"), default="linear",
+                   help="quadratic: move pixels along paths through the frames 3 gaps from the centre (model/motion.py) "
+                        "where the shot has them, constant velocity elsewhere")
     p.add_argument("--json", type=Path, default=None, help="write the figures (and per-triplet scores) here")
     p.add_argument("--middlebury", type=Path, default=None, help="instead: the baseline's Middlebury PSNR")
     args = p.parse_args(argv)
@@ -215,14 +231,19 @@ def main(argv: Optional[List[str]] = None) -> int:
         p.error("--data is required (the footage folders)")
     if not args.flow_scale > 0:
         p.error(f"--flow-scale {args.flow_scale}: give a factor above 0, such as 0.5 (half the frames' size)")
+    if args.motion == "quadratic" and args.ensemble != 1:
+        p.error("--motion quadratic runs one pass: leave out --ensemble")
     from model.weights import load_weights
 
     device = torch.device(args.device)
-    clips, triplets = load_holdout(args.data)
+    clips, triplets = load_holdout(args.data, neighbours=args.motion == "quadratic")
     base = baseline_scores(triplets)
     report = {"clips": sorted({c.name for c in clips}), "baseline": base.tolist(), "weights": {},
-              "flow_scale": args.flow_scale, "ensemble": args.ensemble}
-    print(f"{len(clips)} held-out clips, {len(triplets)} triplets; baseline {float(base.mean()):.3f} dB")
+              "flow_scale": args.flow_scale, "ensemble": args.ensemble, "motion": args.motion}
+    moved = ""
+    if args.motion == "quadratic":
+        moved = f" ({sum(tr.before is not None for tr in triplets)} with outer neighbours: quadratic paths)"
+    print(f"{len(clips)} held-out clips, {len(triplets)} triplets{moved}; baseline {float(base.mean()):.3f} dB")
     for path in args.weights:
         net = with_ensemble(load_weights(path, device).eval(), args.ensemble)
         scores = network_scores(net, triplets, device, torch.bfloat16 if args.bf16 else None, args.flow_scale)
@@ -231,7 +252,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"{path}: {describe(figures)}")
         print("  " + ", ".join(f"{k} {v:+.3f}" for k, v in figures.items() if k.startswith("margin_")))
     if args.json:
-        report["triplets"] = [{"group": t.group, "clip": t.clip, "centre": t.centre, "gap": t.gap} for t in triplets]
+        report["triplets"] = [{"group": t.group, "clip": t.clip, "centre": t.centre, "gap": t.gap,
+                               "quadratic": t.before is not None} for t in triplets]
         args.json.write_text(json.dumps(report) + "\n")
     return 0
 
