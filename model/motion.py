@@ -21,19 +21,27 @@ def linear_flows(flow_fwd: torch.Tensor, flow_bwd: torch.Tensor, t: Time) -> Tup
 
 
 def quadratic_flows(flow_fwd: torch.Tensor, flow_bwd: torch.Tensor, flow_before: torch.Tensor,
-                    flow_after: torch.Tensor, t: Time) -> Tuple[torch.Tensor, torch.Tensor]:
+                    flow_after: torch.Tensor, t: Time, before: float = 1.0,
+                    after: float = 1.0) -> Tuple[torch.Tensor, torch.Tensor]:
     """Flows from frame one and from frame two to time t under constant acceleration.
 
-    ``flow_fwd``: one -> two; ``flow_bwd``: two -> one; ``flow_before``: one -> the frame before one, and
-    ``flow_after``: two -> the frame after two, both neighbours as far in time from their frame as one is from two.
+    ``flow_fwd``: one -> two; ``flow_bwd``: two -> one; ``flow_before``: one -> the frame ``before`` earlier than
+    one, and ``flow_after``: two -> the frame ``after`` later than two, both in units of the time from one to two
+    (1: as far apart as the pair; a video with dropped or uneven frames gives other values).
     """
     for name, flow in (("flow_before", flow_before), ("flow_after", flow_after)):
         if flow.shape != flow_fwd.shape:
             raise ValueError(f"{name} is {tuple(flow.shape)}, the pair's flow {tuple(flow_fwd.shape)}: estimate the "
                              f"neighbours' flows at the pair's size")
-    s = 1.0 - t
-    accel_one = flow_fwd + flow_before
-    accel_two = flow_bwd + flow_after
+    for name, gap in (("before", before), ("after", after)):
+        if not gap > 0:
+            raise ValueError(f"{name} = {gap}: give the neighbour's distance in time from its frame, above 0, in "
+                             f"units of the pair's interval")
+    # frame one: x(s) = v s + a s^2 / 2 through x(1) = flow_fwd and x(-before) = flow_before
+    accel_one = (flow_fwd * before + flow_before) * (2.0 / (before * (1.0 + before)))
     to_t_one = (flow_fwd - accel_one * 0.5) * t + accel_one * (t * t * 0.5)
+    # frame two: y(r) = w r + b r^2 / 2, r = s - 1, through y(-1) = flow_bwd and y(after) = flow_after
+    accel_two = (flow_bwd * after + flow_after) * (2.0 / (after * (1.0 + after)))
+    s = 1.0 - t
     to_t_two = (flow_bwd - accel_two * 0.5) * s + accel_two * (s * s * 0.5)
     return to_t_one, to_t_two

@@ -32,6 +32,22 @@ def test_quadratic_flows_follow_a_parabola(t):
     torch.testing.assert_close(to_t_two, w * (t - 1) + b * (t - 1) ** 2 / 2)
 
 
+@pytest.mark.parametrize("before,after", [(0.5, 2.0), (3.0, 1.5)])
+def test_quadratic_flows_follow_a_parabola_with_uneven_neighbours(before, after):
+    v, a = _fields(4)
+    w, b = _fields(5)
+    path_one = lambda s: v * s + a * s * s / 2  # noqa: E731 (frame one at time 0)
+    path_two = lambda r: w * r + b * r * r / 2  # noqa: E731 (frame two at time 1, r = s - 1)
+    got = quadratic_flows(path_one(1.0), path_two(-1.0), path_one(-before), path_two(after), 0.3, before, after)
+    torch.testing.assert_close(got[0], path_one(0.3))
+    torch.testing.assert_close(got[1], path_two(-0.7))
+    # constant velocity: one moves by v per interval, so does two (flow_bwd = -v, after the gap it is at after * v)
+    steady = quadratic_flows(v, -v, -before * v, after * v, 0.3, before, after)
+    for x, y in zip(steady, linear_flows(v, -v, 0.3)):
+        torch.testing.assert_close(x, y)
+    with pytest.raises(ValueError, match="before = 0: give the neighbour's distance"):
+        quadratic_flows(v, -v, -v, v, 0.5, before=0)
+
 def test_quadratic_flows_name_a_size_mismatch():
     fwd, bwd = _fields(3)
     with pytest.raises(ValueError, match="flow_after .*estimate the neighbours' flows at the pair's size"):
