@@ -221,9 +221,23 @@ def test_holdout_cli_moves_pixels_along_quadratic_paths_where_the_shot_allows(tm
     assert all(t["gap"] == 1 for t, m in zip(reports["quadratic"]["triplets"], moved) if m)
     assert [a for a, m in zip(linear, moved) if not m] == [b for b, m in zip(quadratic, moved) if not m]
     assert [a for a, m in zip(linear, moved) if m] != [b for b, m in zip(quadratic, moved) if m]
-    assert "with outer neighbours: quadratic paths" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "with outer neighbours: quadratic paths" in printed and "over the four-frame baseline" in printed
+    two_frame, four_frame = reports["quadratic"]["baseline"], reports["quadratic"]["baseline_four_frames"]
+    assert two_frame == reports["linear"]["baseline"] and "baseline_four_frames" not in reports["linear"]
+    assert [a for a, m in zip(two_frame, moved) if not m] == [b for b, m in zip(four_frame, moved) if not m]
+    assert [a for a, m in zip(two_frame, moved) if m] != [b for b, m in zip(four_frame, moved) if m]
     with pytest.raises(SystemExit):
         holdout_main(["--data", str(folder), "--weights", str(FAST), "--motion", "quadratic", "--ensemble", "2"])
+
+def test_four_frame_baseline_equals_the_two_frame_one_under_constant_velocity():
+    g = torch.Generator().manual_seed(0)
+    one, two = torch.rand(2, 1, 3, 12, 16, generator=g)
+    fwd = torch.randn(1, 2, 12, 16, generator=g)
+    bwd = -fwd + 0.3 * torch.randn(1, 2, 12, 16, generator=g)
+    for t in (0.3, 0.5):
+        torch.testing.assert_close(classical_interpolation(one, two, t, fwd, bwd, (-fwd, -bwd)),
+                                   classical_interpolation(one, two, t, fwd, bwd))
 
 def test_clean_span_needs_the_frames_one_shot_and_no_repeats():
     repeated = torch.zeros(9, dtype=torch.bool)

@@ -98,12 +98,24 @@ def load_holdout(folders: Sequence[Path], neighbours: bool = False) -> Tuple[Lis
 
 
 def classical_interpolation(one: torch.Tensor, two: torch.Tensor, t: float, flow_fwd: torch.Tensor,
-                            flow_bwd: torch.Tensor) -> torch.Tensor:
-    """The baseline frame at t from N x 3 x H x W frames and their flows one->two and two->one (pixels)."""
+                            flow_bwd: torch.Tensor,
+                            neighbour_flows: Optional[Tuple[torch.Tensor, torch.Tensor]] = None) -> torch.Tensor:
+    """The baseline frame at t from N x 3 x H x W frames and their flows one->two and two->one (pixels).
+
+    With ``neighbour_flows`` (one -> the frame before one, two -> the frame after two), the four-frame baseline:
+    Super SloMo's approximation taken of the quadratic paths (model/motion.py), the flow from t back to one
+    (1 - t) x -(one -> t) + t x (two -> one - two -> t), and to two likewise; it equals the two-frame baseline
+    under constant velocity."""
+    from model.motion import quadratic_flows
     from model.warp import backwarp
 
-    flow_t0 = -(1 - t) * t * flow_fwd + t * t * flow_bwd
-    flow_t1 = (1 - t) * (1 - t) * flow_fwd - t * (1 - t) * flow_bwd
+    if neighbour_flows is None:
+        flow_t0 = -(1 - t) * t * flow_fwd + t * t * flow_bwd
+        flow_t1 = (1 - t) * (1 - t) * flow_fwd - t * (1 - t) * flow_bwd
+    else:
+        one_to_t, two_to_t = quadratic_flows(flow_fwd, flow_bwd, *neighbour_flows, t)
+        flow_t0 = -(1 - t) * one_to_t + t * (flow_bwd - two_to_t)
+        flow_t1 = (1 - t) * (flow_fwd - one_to_t) - t * two_to_t
     return (1 - t) * backwarp(one, flow_t0, "border") + t * backwarp(two, flow_t1, "border")
 
 
@@ -132,14 +144,25 @@ def triplet_flows(triplets: Sequence[Triplet], workers: int = 8) -> List[Tuple[t
 
 
 def baseline_scores(triplets: Sequence[Triplet], workers: int = 8,
-                    flows: Optional[Sequence[Tuple[torch.Tensor, torch.Tensor]]] = None) -> torch.Tensor:
-    """The classical baseline's PSNR on every triplet, from ``flows`` (triplet_flows') or computed here."""
+                    flows: Optional[Sequence[Tuple[torch.Tensor, torch.Tensor]]] = None,
+                    four_frames: bool = False) -> torch.Tensor:
+    """The classical baseline's PSNR on every triplet, from ``flows`` (triplet_flows') or computed here; with
+    ``four_frames``, the four-frame baseline where a triplet kept its outer neighbours (DIS one -> before and two ->
+    after as well)."""
     if flows is None:
         flows = triplet_flows(triplets, workers)
+    outer: List[Optional[Tuple[torch.Tensor, torch.Tensor]]] = [None] * len(triplets)
+    if four_frames:
+        kept = [k for k, tr in enumerate(triplets) if tr.before is not None and tr.after is not None]
+        greys = [pair for k in kept for pair in ((grey_frame(triplets[k].one), grey_frame(triplets[k].before)),
+                                                 (grey_frame(triplets[k].two), grey_frame(triplets[k].after)))]
+        found = [f.unsqueeze(0) for f in dis_flows(greys, workers)]
+        for n, k in enumerate(kept):
+            outer[k] = (found[2 * n], found[2 * n + 1])
     scores = []
-    for tr, (fwd, bwd) in zip(triplets, flows):
+    for tr, (fwd, bwd), neighbours in zip(triplets, flows, outer):
         one, two, mid = (x.float().div(255).unsqueeze(0) for x in (tr.one, tr.two, tr.mid))
-        out = classical_interpolation(one, two, 0.5, fwd, bwd)
+        out = classical_interpolation(one, two, 0.5, fwd, bwd, neighbours)
         scores.append(psnr(out.clamp(0, 1), mid))
     return torch.cat(scores)
 
@@ -237,13 +260,19 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     device = torch.device(args.device)
     clips, triplets = load_holdout(args.data, neighbours=args.motion == "quadratic")
-    base = baseline_scores(triplets)
+    flows = triplet_flows(triplets)
+    base = baseline_scores(triplets, flows=flows)
     report = {"clips": sorted({c.name for c in clips}), "baseline": base.tolist(), "weights": {},
               "flow_scale": args.flow_scale, "ensemble": args.ensemble, "motion": args.motion}
     moved = ""
     if args.motion == "quadratic":
         moved = f" ({sum(tr.before is not None for tr in triplets)} with outer neighbours: quadratic paths)"
     print(f"{len(clips)} held-out clips, {len(triplets)} triplets{moved}; baseline {float(base.mean()):.3f} dB")
+    base4 = None
+    if args.motion == "quadratic":  # a baseline that sees the same four frames, reported beside the two-frame one
+        base4 = baseline_scores(triplets, flows=flows, four_frames=True)
+        report["baseline_four_frames"] = base4.tolist()
+        print(f"four-frame classical baseline {float(base4.mean()):.3f} dB")
     for path in args.weights:
         net = with_ensemble(load_weights(path, device).eval(), args.ensemble)
         scores = network_scores(net, triplets, device, torch.bfloat16 if args.bf16 else None, args.flow_scale)
@@ -251,6 +280,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         report["weights"][str(path)] = {"figures": figures, "scores": scores.tolist()}
         print(f"{path}: {describe(figures)}")
         print("  " + ", ".join(f"{k} {v:+.3f}" for k, v in figures.items() if k.startswith("margin_")))
+        if base4 is not None:
+            report["weights"][str(path)]["figures_four_frames"] = figures4 = summary(scores, base4, triplets)
+            print(f"  over the four-frame baseline: {describe(figures4)}")
     if args.json:
         report["triplets"] = [{"group": t.group, "clip": t.clip, "centre": t.centre, "gap": t.gap,
                                "quadratic": t.before is not None} for t in triplets]
