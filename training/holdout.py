@@ -64,6 +64,11 @@ class Triplet:
     before: Optional[torch.Tensor] = None  # frame centre - 3 gap (as far before one as two is after it), if kept
     after: Optional[torch.Tensor] = None  # frame centre + 3 gap
 
+    @property
+    def has_neighbours(self) -> bool:
+        """Whether the triplet kept its outer neighbours (``holdout_triplets(..., neighbours=True)``)."""
+        return self.before is not None and self.after is not None
+
 
 def holdout_triplets(clips: Sequence[Clip], per_clip: int = PER_CLIP, gaps: Sequence[int] = GAPS,
                      neighbours: bool = False) -> List[Triplet]:
@@ -153,7 +158,7 @@ def baseline_scores(triplets: Sequence[Triplet], workers: int = 8,
         flows = triplet_flows(triplets, workers)
     outer: List[Optional[Tuple[torch.Tensor, torch.Tensor]]] = [None] * len(triplets)
     if four_frames:
-        kept = [k for k, tr in enumerate(triplets) if tr.before is not None and tr.after is not None]
+        kept = [k for k, tr in enumerate(triplets) if tr.has_neighbours]
         greys = [pair for k in kept for pair in ((grey_frame(triplets[k].one), grey_frame(triplets[k].before)),
                                                  (grey_frame(triplets[k].two), grey_frame(triplets[k].after)))]
         found = [f.unsqueeze(0) for f in dis_flows(greys, workers)]
@@ -177,7 +182,7 @@ def network_scores(net, triplets: Sequence[Triplet], device: torch.device,
                                          enabled=autocast_dtype is not None):
         for tr in triplets:
             one, two, mid = (x.to(device).float().div(255).unsqueeze(0) for x in (tr.one, tr.two, tr.mid))
-            if tr.before is not None and tr.after is not None:
+            if tr.has_neighbours:
                 before, after = (x.to(device).float().div(255).unsqueeze(0) for x in (tr.before, tr.after))
                 out = net.forward_four(before, one, two, after, (0.5,), flow_scale)[0].float()
             else:
@@ -264,14 +269,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     base = baseline_scores(triplets, flows=flows)
     report = {"clips": sorted({c.name for c in clips}), "baseline": base.tolist(), "weights": {},
               "flow_scale": args.flow_scale, "ensemble": args.ensemble, "motion": args.motion}
-    moved = ""
-    if args.motion == "quadratic":
-        moved = f" ({sum(tr.before is not None for tr in triplets)} with outer neighbours: quadratic paths)"
-    print(f"{len(clips)} held-out clips, {len(triplets)} triplets{moved}; baseline {float(base.mean()):.3f} dB")
-    base4 = None
-    if args.motion == "quadratic":  # a baseline that sees the same four frames, reported beside the two-frame one
+    moved, base4 = "", None
+    if args.motion == "quadratic":  # and a baseline that sees the same four frames, reported beside the two-frame one
+        moved = f" ({sum(tr.has_neighbours for tr in triplets)} with outer neighbours: quadratic paths)"
         base4 = baseline_scores(triplets, flows=flows, four_frames=True)
         report["baseline_four_frames"] = base4.tolist()
+    print(f"{len(clips)} held-out clips, {len(triplets)} triplets{moved}; baseline {float(base.mean()):.3f} dB")
+    if base4 is not None:
         print(f"four-frame classical baseline {float(base4.mean()):.3f} dB")
     for path in args.weights:
         net = with_ensemble(load_weights(path, device).eval(), args.ensemble)
@@ -285,7 +289,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"  over the four-frame baseline: {describe(figures4)}")
     if args.json:
         report["triplets"] = [{"group": t.group, "clip": t.clip, "centre": t.centre, "gap": t.gap,
-                               "quadratic": t.before is not None} for t in triplets]
+                               "quadratic": t.has_neighbours} for t in triplets]
         args.json.write_text(json.dumps(report) + "\n")
     return 0
 
