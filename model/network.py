@@ -137,6 +137,24 @@ class Network(nn.Module):
         ``flow_scale`` < 1 estimates flow on downscaled frames (for 4K and up) and
         upsamples it; the synthesis features stay at full resolution.
         """
+        feats_one, feats_two, flow_fwd, flow_bwd, pyramid = self._flows(one, two, flow_scale)
+        metric_one = self.metric(one, two, flow_fwd)
+        metric_two = self.metric(two, one, flow_bwd)
+        levels = self.config.synthesis_levels
+        return FlowState(one, two, feats_one[:levels], feats_two[:levels], flow_fwd, flow_bwd,
+                         metric_one, metric_two, pyramid)
+
+    def outer_flows(self, one: torch.Tensor, two: torch.Tensor, before: torch.Tensor, after: torch.Tensor,
+                    flow_scale: float = 1.0) -> Tuple[torch.Tensor, torch.Tensor]:
+        """The flows one -> ``before`` and two -> ``after`` (``synthesize``'s ``neighbour_flows``) of padded frames,
+        in one batched pass of the encoder and the flow estimator (no metrics, no synthesis)."""
+        n = one.shape[0]
+        flow = self._flows(torch.cat([one, two]), torch.cat([before, after]), flow_scale)[2]
+        return flow[:n], flow[n:]
+
+    def _flows(self, one: torch.Tensor, two: torch.Tensor, flow_scale: float):
+        """Both frames' encoder features, the flows one -> two and two -> one at full resolution, and the flow
+        pyramid (``estimate_flow``)."""
         size = one.shape[2:]
         feats_one = self.encoder(one)
         feats_two = self.encoder(two)
@@ -153,25 +171,24 @@ class Network(nn.Module):
         if flow_scale != 1.0:
             flow_fwd = resize_flow(padder.unpad(flow_fwd), size)
             flow_bwd = resize_flow(padder.unpad(flow_bwd), size)
-        metric_one = self.metric(one, two, flow_fwd)
-        metric_two = self.metric(two, one, flow_bwd)
-        levels = self.config.synthesis_levels
-        return FlowState(one, two, feats_one[:levels], feats_two[:levels], flow_fwd, flow_bwd,
-                         metric_one, metric_two, pyramid)
+        return feats_one, feats_two, flow_fwd, flow_bwd, pyramid
 
     def synthesize(self, state: FlowState, t: Union[float, torch.Tensor],
-                   neighbour_flows: Optional[Tuple[torch.Tensor, torch.Tensor]] = None) -> torch.Tensor:
+                   neighbour_flows: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
+                   neighbour_times: Tuple[float, float] = (1.0, 1.0)) -> torch.Tensor:
         """The frame at time t: a float, or a tensor of N times (one per sample).
 
-        ``neighbour_flows`` (one -> the frame before one, two -> the frame after two, as far apart in time as the
-        pair): frames and features move along quadratic paths (model/motion.py); None: constant velocity.
+        ``neighbour_flows`` (one -> the frame before one, two -> the frame after two; ``outer_flows``): frames and
+        features move along quadratic paths (model/motion.py); None: constant velocity. ``neighbour_times``: how
+        far the frame before is from one and the frame after from two, in units of the pair's interval.
         """
         if isinstance(t, torch.Tensor):
             t = t.to(state.flow_fwd.device, state.flow_fwd.dtype).view(-1, 1, 1, 1)
         if neighbour_flows is None:
             to_t_one, to_t_two = linear_flows(state.flow_fwd, state.flow_bwd, t)
         else:
-            to_t_one, to_t_two = quadratic_flows(state.flow_fwd, state.flow_bwd, *neighbour_flows, t)
+            to_t_one, to_t_two = quadratic_flows(state.flow_fwd, state.flow_bwd, *neighbour_flows, t,
+                                                 *neighbour_times)
         warped_one = splat_pyramid(state.one, state.feats_one, to_t_one, state.metric_one)
         warped_two = splat_pyramid(state.two, state.feats_two, to_t_two, state.metric_two)
         return self.decoder(warped_one, warped_two, t)
@@ -190,8 +207,8 @@ class Network(nn.Module):
                      times: Sequence[float] = (0.5,), flow_scale: float = 1.0) -> List[torch.Tensor]:
         """Interpolate between ``one`` and ``two`` along quadratic paths (model/motion.py), given the frame
         ``before`` one and the frame ``after`` two, each as far in time from its neighbour as one is from two.
-        Three flow estimates (the pair, one -> before, two -> after); a video stream can reuse its neighbouring
-        pairs' flows instead."""
+        Two flow estimates (the pair; one -> before and two -> after in one batch); a video stream reuses its
+        neighbouring pairs' flows instead."""
         _check_pair(one, two)
         _check_pair(before, after, ("before", "after"))
         _check_pair(one, before, ("one", "before"))
@@ -199,8 +216,7 @@ class Network(nn.Module):
         padder = InputPadder(one.shape, 2 ** len(self.config.encoder_widths))
         before_p, one_p, two_p, after_p = padder.pad(before, one, two, after)
         state = self.estimate_flow(one_p, two_p, flow_scale)
-        neighbours = (self.estimate_flow(one_p, before_p, flow_scale).flow_fwd,
-                      self.estimate_flow(two_p, after_p, flow_scale).flow_fwd)
+        neighbours = self.outer_flows(one_p, two_p, before_p, after_p, flow_scale)
         return [padder.unpad(self.synthesize(state, float(t), neighbours)) for t in times]
 
 

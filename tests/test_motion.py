@@ -80,3 +80,49 @@ def test_forward_four_checks_its_frames_and_keeps_the_pair_size():
         net.forward_four(before[..., :32], one, two, after)
     with pytest.raises(ValueError, match="between 0 and 1"):
         net.forward_four(before, one, two, after, (1.0,))
+
+
+def test_outer_flows_are_each_pairs_own_forward_flow():
+    """``Network.outer_flows`` batches one -> before and two -> after: each equals the pair's own estimate."""
+    torch.manual_seed(0)
+    net = Network(NetworkConfig()).eval()
+    before, one, two, after = torch.rand(4, 2, 3, 64, 64)
+    with torch.no_grad():
+        to_before, to_after = net.outer_flows(one, two, before, after)
+        torch.testing.assert_close(to_before, net.estimate_flow(one, before).flow_fwd, atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(to_after, net.estimate_flow(two, after).flow_fwd, atol=1e-4, rtol=1e-4)
+
+
+def test_synthesize_passes_uneven_neighbour_times():
+    """``neighbour_times`` reach model/motion.py: a neighbour twice as far away with twice the displacement is
+    constant velocity again, so the frame is the linear one."""
+    torch.manual_seed(0)
+    net = Network(NetworkConfig()).eval()
+    one, two = torch.rand(2, 1, 3, 64, 64)
+    with torch.no_grad():
+        state = net.estimate_flow(one, two)
+        linear = net.synthesize(state, 0.3)
+        uneven = net.synthesize(state, 0.3, (-2 * state.flow_fwd, -0.5 * state.flow_bwd), (2.0, 0.5))
+        even = net.synthesize(state, 0.3, (-2 * state.flow_fwd, -0.5 * state.flow_bwd))
+    torch.testing.assert_close(uneven, linear)
+    assert (even - linear).abs().max() > 1e-3
+
+
+def test_train_step_is_linear_where_a_sample_has_no_neighbours():
+    """training.step.TrainStep: rows flagged 0 in ``quad`` take the linear path exactly whatever their outer flows;
+    rows flagged 1 move along the quadratic paths their outer flows give."""
+    from training.step import TrainStep
+
+    torch.manual_seed(0)
+    net = Network(NetworkConfig())
+    step = TrainStep(net)
+    one, two = torch.rand(2, 2, 3, 64, 64)
+    t = torch.tensor([0.5, 0.25])
+    junk = torch.randn(2, 2, 64, 64) * 5
+    with torch.no_grad():
+        linear, _ = step(one, two, t)
+        none, _ = step(one, two, t, junk, junk, torch.zeros(2))
+        mixed, _ = step(one, two, t, junk, junk, torch.tensor([1.0, 0.0]))
+    torch.testing.assert_close(none, linear)
+    torch.testing.assert_close(mixed[1], linear[1])
+    assert (mixed[0] - linear[0]).abs().max() > 1e-3

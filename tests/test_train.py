@@ -358,6 +358,45 @@ def test_sampler_downscale_share_shrinks_larger_crops():
         FootageSampler([clip], 64, downscale_share=-0.1)
 
 
+def test_sampler_neighbours_keep_the_triplets_and_add_the_outer_frames():
+    """FootageSampler(neighbours=True): the same triplets, crops and augmentation as without, plus the frames a pair
+    interval before one and after two where the shot has them (quad 1; copies of one and two otherwise, quad 0),
+    reversed with the triplet; pasted layers (constant velocity) turn quad off for their rows."""
+    from training.data import Clip, FootageSampler, paste_layers
+
+    # frame i holds the value 4 i in every pixel: the frames tell which indices were taken, whatever the flips
+    frames = (torch.arange(60, dtype=torch.uint8) * 4).view(60, 1, 1, 1).expand(60, 3, 70, 70).contiguous()
+    clip = Clip("c", frames, 0.3, (30,), torch.zeros(59, dtype=torch.bool))  # a cut before frame 30
+
+    def sampled(neighbours):
+        sampler = FootageSampler([clip], 64, 4, generator=torch.Generator().manual_seed(1), native_share=0.3,
+                                 neighbours=neighbours)
+        return sampler, [sampler.batch(8) for _ in range(6)]
+
+    _, plain = sampled(False)
+    sampler, four = sampled(True)
+    quads = []
+    for a, b in zip(plain, four):
+        assert set(b) == set(a) | {"before", "after", "quad"}
+        for key in a:
+            assert torch.equal(a[key], b[key]), key
+        index = {k: (b[k][:, 0, 0, 0] * 255 / 4).round() for k in ("before", "one", "two", "after")}
+        span = index["two"] - index["one"]  # negative where the batch was reversed in time
+        for i, quad in enumerate(b["quad"].tolist()):
+            quads.append(quad)
+            if quad:
+                assert index["before"][i] == index["one"][i] - span[i]
+                assert index["after"][i] == index["two"][i] + span[i]
+                lo, hi = sorted((float(index["before"][i]), float(index["after"][i])))
+                assert hi < 30 or lo >= 30  # one shot
+            else:
+                assert torch.equal(b["before"][i], b["one"][i]) and torch.equal(b["after"][i], b["two"][i])
+    assert 0 < sum(quads) < len(quads)
+    batch = four[0]
+    pasted = paste_layers(batch, sampler, 1.0, 64, gen=torch.Generator().manual_seed(4))
+    assert pasted["quad"].sum() == 0 and batch["quad"].sum() > 0
+
+
 def test_paste_layers_puts_moving_layers_over_real_triplets():
     """--paste-share: synthetic layers pasted over footage triplets, rendered at each frame's own time (the
     triplet's t), leave the real frames visible around them, add no flow, and touch only the chosen triplets."""
@@ -545,6 +584,29 @@ def test_next_inputs_mix_footage_and_synthetic_samples_with_their_flow(footage, 
     trainer.build()
     trainer.next_inputs()
     assert shares == [(2, 0.4)]  # one call, for the 2 synthetic samples
+
+
+def test_next_inputs_of_a_quadratic_recipe_carry_the_outer_flows(footage, tmp_path):
+    """--motion quadratic: after the synthetic rows' true flows, the outer flows of every row and its quad flag
+    (synthetic rows 0); the held-out triplets keep their neighbours, and two steps train."""
+    from training.trainer import Process, Trainer
+
+    argv = run_args(footage, tmp_path / "o", "--synthetic-share", "0.5", "--motion", "quadratic", "--max-steps", "2")
+    options, overrides = parse(argv)
+    trainer = Trainer(options, start_point(options, overrides), Process(torch.device("cpu")))
+    trainer.load_data()
+    trainer.load_validation()
+    trainer.build()
+    one, two, t, mid, gt, to_before, to_after, quad = trainer.next_inputs()
+    assert to_before.shape == to_after.shape == gt.shape == (4, 2, 64, 64)
+    assert quad.shape == (4,) and quad[2:].sum() == 0
+    assert trainer.step_loss.quadratic and trainer.step_loss.synthetic
+    assert any(tr.has_neighbours for tr in trainer.holdout)
+    losses = trainer.step_loss(one, two, t, mid, gt, to_before, to_after, quad)
+    assert torch.isfinite(losses[0])
+    assert train.main(argv) == 0
+    config = TrainConfig.from_dict(json.loads((tmp_path / "o" / "train_config.json").read_text()))
+    assert config.motion == "quadratic"
 
 
 def test_a_crop_larger_than_every_training_clip_is_a_clear_error(footage, tmp_path):
@@ -788,7 +850,8 @@ def test_cuda_graph_step_matches_the_eager_step():
     net = Network().cuda().to(memory_format=torch.channels_last)
 
     def step_loss():
-        return StepLoss(TrainStep(net), n_real=3, batch=4, census_weight=1.0, flow_weight=0.05, bf16=True)
+        return StepLoss(TrainStep(net), n_real=3, batch=4, census_weight=1.0, flow_weight=0.05, bf16=True,
+                        synthetic=True)
 
     def batch(seed):
         g = torch.Generator().manual_seed(seed)

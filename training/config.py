@@ -36,6 +36,8 @@ VALIDATION_CLIPS: Tuple[str, ...] = (
 # Validation crops are this size whatever the training crop (smaller only where the training crop is: tests), so
 # runs with different --crop compare on the same triplets.
 VALIDATION_CROP = 256
+# the paths to t that --motion names (model/motion.py)
+MOTIONS = ("linear", "quadratic")
 
 
 class TrainingError(Exception):
@@ -125,6 +127,12 @@ class TrainConfig:
                                                  "PX from constant velocity (training/linearity.py; 0: off)", "PX")
     ema_decay: float = _option(0.999, "validate and save a moving average of the weights with this decay (0: off)",
                                lambda v: 0.0 <= v < 1.0, "must lie in [0, 1) (0 turns the average off)", "DECAY")
+    motion: str = _option("linear", "paths to t: linear (constant velocity from the pair) or quadratic (footage "
+                                    "triplets also take the frames as far before and after the pair as its "
+                                    "frames are apart, where the shot has them, and pixels move along quadratic "
+                                    "paths through them, model/motion.py; the held-out margin is scored the "
+                                    "same way)", lambda v: v in MOTIONS, f"must be one of {', '.join(MOTIONS)}",
+                          "MOTION")
     bf16: bool = _option(True, "bfloat16 autocast on CUDA")
     # held-out clips: empty holds out whole source repositories (training.holdout: footage2's val split and the
     # repositories of HOLDOUT_SOURCES); clip names hold out those clips instead (the fast weights' runs, tests)
@@ -172,7 +180,7 @@ LEGACY: Dict[str, Any] = {"seed": 0, "lr": 3e-4, "total_steps": 60000, "schedule
                           "synthetic_small_share": 0.0, "synthetic_edge_px": 0.0,
                           "synthetic_edge_share": 1.0, "synthetic_layers": 2, "synthetic_motion": 1.0,
                           "native_share": 0.0, "downscale_share": 0.0, "paste_share": 0.0, "max_nonlinearity": 0.0,
-                          "ema_decay": 0.0, "validation_clips": ()}
+                          "ema_decay": 0.0, "validation_clips": (), "motion": "linear"}
 
 _QUALITY_384 = TrainConfig(seed=80, batch=14, crop=384, lr=1e-4, warmup=300, total_steps=5000, schedule_start=40000,
                            synthetic_motion=3.0, downscale_share=0.5, max_nonlinearity=0.0, validation_clips=())
@@ -225,4 +233,7 @@ RECIPES: Dict[str, TrainConfig] = {
     # the tenth stage, from soup B: "quality-psnr-syn20" with a tenth of the synthetic layers textured with fine
     # stripes (blinds); the default weights are the average of stage 10 and soup B
     "quality-psnr-stripes": dataclasses.replace(_PSNR_SYN20, synthetic_stripe_share=0.1),
+    # a stage on quadratic paths from the default weights (step 69919): "quality-psnr-stripes" with four-frame
+    # footage samples (--motion quadratic)
+    "quality-psnr-quadratic": dataclasses.replace(_PSNR_SYN20, synthetic_stripe_share=0.1, motion="quadratic"),
 }

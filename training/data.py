@@ -225,11 +225,16 @@ class FootageSampler:
 
     def __init__(self, clips: List[Clip], crop: int, max_gap: int = 4,
                  generator: Optional[torch.Generator] = None, native_share: float = 0.0,
-                 downscale_share: float = 0.0, device: Optional[torch.device] = None) -> None:
+                 downscale_share: float = 0.0, device: Optional[torch.device] = None,
+                 neighbours: bool = False) -> None:
         """``native_share``: fraction of triplets taken as consecutive stored frames (k1 = k2 = 1) from
         clips drawn by length alone, i.e. the small motions of ordinary x2 interpolation.
         ``downscale_share``: fraction of crops cut 1-2x larger (log-uniform, as the frame allows) and
         shrunk to ``crop`` with antialiasing: finer detail per pixel, less coding noise, less motion.
+        ``neighbours``: batches also hold each triplet's outer neighbours (``before``, ``after``: the frames as far
+        before one and after two as one is from two, for quadratic motion) and ``quad``, 1 where the shot has
+        them, 0 where it does not (``before`` and ``after`` are then copies of ``one`` and ``two``); the
+        triplets drawn do not change.
         Every clip must be at least ``crop`` on its short side."""
         require_clips(clips)
         for name, share in (("native_share", native_share), ("downscale_share", downscale_share)):
@@ -246,6 +251,7 @@ class FootageSampler:
         self.crop = crop
         self.gen = generator
         self.native_share = native_share
+        self.neighbours = neighbours
         self.lengths = torch.tensor([float(c.frames.shape[0]) for c in clips], dtype=torch.float64)
         self.max_k = gap_limits(clips, max_gap)
         weights = [c.frames.shape[0] * math.sqrt(min(max(c.motion * k, 1.0), 16.0))
@@ -294,9 +300,15 @@ class FootageSampler:
         raise RuntimeError(f"could not find a valid triplet{limit} in 1000 draws")
 
     def batch(self, size: int) -> Dict[str, torch.Tensor]:
-        ones, mids, twos, times = [], [], [], []
+        ones, mids, twos, times, befores, afters, quads = [], [], [], [], [], [], []
         for _ in range(size):
             clip, a, b, c = self.triplet()
+            indices = (a, b, c)
+            if self.neighbours:  # (no draw: the batches' triplets and crops stay those drawn without neighbours)
+                span = c - a
+                quad = clean_span(clip, a - span, c + span)
+                indices = (a, b, c, a - span, c + span) if quad else (a, b, c, a, c)
+                quads.append(float(quad))
             h, w = clip.frames.shape[2:]
             side = self.crop
             # (no draw unless enabled: the random stream of earlier recipes stays the same)
@@ -306,7 +318,7 @@ class FootageSampler:
             y = self._rand(h - side + 1)
             x = self._rand(w - side + 1)
             window = (slice(None), slice(y, y + side), slice(x, x + side))
-            frames = [clip.frames[i][window] for i in (a, b, c)]  # views: one copy in the stack below
+            frames = [clip.frames[i][window] for i in indices]  # views: one copy in the stack below
             if clip.frames.device != self.device:  # memory-mapped frames: the crops go to the GPU as uint8
                 frames = list(to_device(torch.stack(frames), self.device))
             if side != self.crop:
@@ -315,12 +327,19 @@ class FootageSampler:
             mids.append(frames[1])
             twos.append(frames[2])
             times.append((b - a) / (c - a))
+            if self.neighbours:
+                befores.append(frames[3])
+                afters.append(frames[4])
         out = {
             "one": torch.stack(ones).float() / 255.0,
             "mid": torch.stack(mids).float() / 255.0,
             "two": torch.stack(twos).float() / 255.0,
             "t": to_device(torch.tensor(times, dtype=torch.float32), ones[0].device),
         }
+        if self.neighbours:
+            out["before"] = torch.stack(befores).float() / 255.0
+            out["after"] = torch.stack(afters).float() / 255.0
+            out["quad"] = to_device(torch.tensor(quads, dtype=torch.float32), ones[0].device)
         return augment(out, self.gen)
 
 
@@ -425,12 +444,13 @@ def synthetic_set(clips: List[Clip], crop: int, batches: int, small_share: float
 def augment(batch: Dict[str, torch.Tensor], gen: Optional[torch.Generator]) -> Dict[str, torch.Tensor]:
     """Flips, rot90, channel order and temporal reversal, one choice per batch.
 
-    Ground-truth flows, when present, are transformed along with the frames.
+    Ground-truth flows, when present, are transformed along with the frames, and so are the outer neighbours
+    (``before``, ``after``; swapped by the temporal reversal).
     """
     def coin() -> bool:
         return bool(torch.randint(2, (1,), generator=gen))
 
-    keys = ("one", "mid", "two")
+    keys = tuple(k for k in ("one", "mid", "two", "before", "after") if k in batch)
     flows = [k for k in ("flow_fwd", "flow_bwd") if k in batch]
 
     def apply(frame_op, flow_op) -> None:
@@ -454,6 +474,8 @@ def augment(batch: Dict[str, torch.Tensor], gen: Optional[torch.Generator]) -> D
             batch[k] = torch.cat([batch[k][:, i:i + 1] for i in perm], 1)
     if coin():  # temporal reversal
         batch["one"], batch["two"] = batch["two"], batch["one"]
+        if "before" in batch:
+            batch["before"], batch["after"] = batch["after"], batch["before"]
         batch["t"] = 1.0 - batch["t"]
         if "flow_fwd" in batch:
             batch["flow_fwd"], batch["flow_bwd"] = batch["flow_bwd"], batch["flow_fwd"]
@@ -687,4 +709,7 @@ def paste_layers(batch: Dict[str, torch.Tensor], sampler: FootageSampler, share:
     for k in keys:
         out[k] = batch[k].clone()
         out[k][index] = pasted[k]
+    if "quad" in batch:  # the pasted layer moves at constant velocity between one and two, not in the neighbours
+        out["quad"] = batch["quad"].clone()
+        out["quad"][index] = 0.0
     return out

@@ -19,9 +19,19 @@ class TrainStep(torch.nn.Module):
         super().__init__()
         self.net = net
 
-    def forward(self, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor):
+    def forward(self, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor, flow_before: Optional[torch.Tensor] = None,
+                flow_after: Optional[torch.Tensor] = None, quad: Optional[torch.Tensor] = None):
+        """The frames at ``t`` and the flow pyramid; with the outer flows (one -> before, two -> after:
+        ``Network.outer_flows``, computed without gradients), along quadratic paths where ``quad`` (one per sample)
+        is 1 and at constant velocity where it is 0."""
         state = self.net.estimate_flow(one, two)
-        return self.net.synthesize(state, t), state.flow_pyramid
+        neighbours = None
+        if flow_before is not None:
+            # where a sample has no neighbours, the flows that make its acceleration zero: the linear path exactly
+            keep = quad.view(-1, 1, 1, 1) > 0
+            neighbours = (torch.where(keep, flow_before.to(state.flow_fwd.dtype), -state.flow_fwd),
+                          torch.where(keep, flow_after.to(state.flow_bwd.dtype), -state.flow_bwd))
+        return self.net.synthesize(state, t, neighbours), state.flow_pyramid
 
 
 def step_losses(pred: torch.Tensor, pyramid, mid: torch.Tensor, gt: Optional[torch.Tensor], n_real: int,
@@ -50,19 +60,26 @@ class StepLoss(torch.nn.Module):
     included) once, and every step replays them."""
 
     def __init__(self, step: torch.nn.Module, n_real: int, batch: int, census_weight: float, flow_weight: float,
-                 bf16: bool, reconstruction: str = "laplacian") -> None:
+                 bf16: bool, reconstruction: str = "laplacian", synthetic: bool = False,
+                 quadratic: bool = False) -> None:
+        """``synthetic``: the inputs hold the synthetic samples' ground-truth flows; ``quadratic``: they hold the
+        outer flows and the samples' ``quad`` flags (``TrainStep``)."""
         super().__init__()
         self.step = step
+        self.synthetic, self.quadratic = synthetic, quadratic
         self.reconstruction = reconstruction
         self.n_real, self.batch, self.bf16 = n_real, batch, bf16
         self.census_weight, self.flow_weight = census_weight, flow_weight
 
-    def forward(self, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor, mid: torch.Tensor,
-                gt: Optional[torch.Tensor] = None):
+    def forward(self, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor, mid: torch.Tensor, *extra: torch.Tensor):
+        """``extra``: the ground-truth flows (with ``synthetic``), then flow_before, flow_after and quad (with
+        ``quadratic``): positional tensors, as a recorded CUDA graph takes them."""
+        gt = extra[0] if self.synthetic else None
+        outer = extra[1 if self.synthetic else 0:] if self.quadratic else ()
         # a graph being recorded cannot hold autocast's cast cache; eager steps keep it
         cache = self.bf16 and not torch.cuda.is_current_stream_capturing()
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.bf16, cache_enabled=cache):
-            pred, pyramid = self.step(one, two, t)
+            pred, pyramid = self.step(one, two, t, *outer)
         return step_losses(pred.float(), pyramid, mid, gt, self.n_real, self.batch, self.census_weight,
                            self.flow_weight, self.reconstruction)
 

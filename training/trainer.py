@@ -234,7 +234,7 @@ class Trainer:
             f"held-out clips from {len({c.source for c in self.val_clips})} source repositories", self.main)
         self.sampler = FootageSampler(self.own_shard(), config.crop, config.max_gap, generator=self.gen,
                                       native_share=config.native_share, downscale_share=config.downscale_share,
-                                      device=device)
+                                      device=device, neighbours=config.motion == "quadratic")
         if config.max_nonlinearity > 0:
             self.limit_nonlinearity()
 
@@ -293,7 +293,9 @@ class Trainer:
         # synthetic motion with 1-px layer edges over the validation textures, where crisp boundaries show
         self.val_sets["synthetic edges"] = synthetic_set(clips, crop, batches, edge_px=1.0, device=device)
         # the masks and the baseline are computed on the CPU
-        self.holdout = holdout_triplets(clips)
+        # with quadratic motion, the held-out triplets keep their outer neighbours and are scored along quadratic
+        # paths where they have them (the baseline stays the two-frame one)
+        self.holdout = holdout_triplets(clips, neighbours=self.config.motion == "quadratic")
         self.holdout_base = baseline_scores(self.holdout) if self.holdout else None
         self.boundaries = boundary_masks(self.val_sets)
         self.near_linear = near_linear_subsets(self.val_sets, BOUNDARY_SETS)
@@ -356,7 +358,8 @@ class Trainer:
         n_syn = int(round(config.batch * config.synthetic_share))
         self.n_syn, self.n_real = n_syn, config.batch - n_syn
         self.step_loss = StepLoss(self.model, self.n_real, config.batch, config.census_weight,
-                                  config.flow_loss_weight, self.bf16, config.reconstruction)
+                                  config.flow_loss_weight, self.bf16, config.reconstruction,
+                                  synthetic=n_syn > 0, quadratic=config.motion == "quadratic")
         self.graphed = None
         self.say_scaling()
 
@@ -474,12 +477,27 @@ class Trainer:
             parts.append(synthetic_batch(self.sampler, self.n_syn, config.crop, gen=gen,
                                          layers=config.synthetic_layers, small_share=config.synthetic_small_share,
                                          stripe_share=config.synthetic_stripe_share, **layer_options))
-        batch = {k: torch.cat([p[k] for p in parts], 0) for k in ("one", "mid", "two", "t")}
+        keys = ("one", "mid", "two", "t")
+        if config.motion == "quadratic":  # synthetic samples have no neighbours: constant velocity
+            keys += ("before", "after", "quad")
+            for part in parts[1:]:
+                part.update(before=part["one"], after=part["two"], quad=torch.zeros_like(part["t"]))
+        batch = {k: torch.cat([p[k] for p in parts], 0) for k in keys}
         batch = {k: v.contiguous(memory_format=torch.channels_last) if v.dim() == 4 else v for k, v in batch.items()}
         inputs = (batch["one"], batch["two"], batch["t"], batch["mid"])
         if self.n_syn:
             inputs += (torch.cat([parts[1]["flow_fwd"], parts[1]["flow_bwd"]], 0),)
+        if config.motion == "quadratic":
+            inputs += (*self.outer_flows(batch), batch["quad"])
         return inputs
+
+    @torch.no_grad()
+    def outer_flows(self, batch: Dict[str, torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor]:
+        """The flows one -> before and two -> after of a quadratic batch from the network as it stands, without
+        gradients (the step trains the pair's flows; inference estimates the neighbours' flows with the same
+        network)."""
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.bf16):
+            return self.net.outer_flows(batch["one"], batch["two"], batch["before"], batch["after"])
 
     def learning_rate(self) -> float:
         """The rate of this step: the schedule from the peak for this many processes (``peak_learning_rate``)."""
