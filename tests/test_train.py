@@ -840,9 +840,11 @@ def test_two_processes_with_torchrun_resume_across_process_counts(footage, train
 
 
 @pytest.mark.cuda
-def test_cuda_graph_step_matches_the_eager_step():
+@pytest.mark.parametrize("quadratic", [False, True])
+def test_cuda_graph_step_matches_the_eager_step(quadratic):
     """--cuda-graph replays a recorded forward and backward: on a new batch its losses and the parameters'
-    gradients must match the eager step's (same kernels; only atomic-add order differs)."""
+    gradients must match the eager step's (same kernels; only atomic-add order differs); with --motion quadratic
+    the outer flows and quad flags are inputs of the graph too."""
     from model import Network
     from training.step import StepLoss, TrainStep
 
@@ -851,7 +853,7 @@ def test_cuda_graph_step_matches_the_eager_step():
 
     def step_loss():
         return StepLoss(TrainStep(net), n_real=3, batch=4, census_weight=1.0, flow_weight=0.05, bf16=True,
-                        synthetic=True)
+                        synthetic=True, quadratic=quadratic)
 
     def batch(seed):
         g = torch.Generator().manual_seed(seed)
@@ -859,7 +861,11 @@ def test_cuda_graph_step_matches_the_eager_step():
                   for _ in range(3)]
         t = torch.rand(4, generator=g).cuda()
         gt = (torch.randn(2, 2, 64, 64, generator=g) * 2).cuda()
-        return frames[0], frames[2], t, frames[1], gt
+        outer = ()
+        if quadratic:
+            outer = ((torch.randn(4, 2, 64, 64, generator=g) * 2).cuda(),
+                     (torch.randn(4, 2, 64, 64, generator=g) * 2).cuda(), torch.tensor([1.0, 0.0, 1.0, 0.0]).cuda())
+        return (frames[0], frames[2], t, frames[1], gt) + outer
 
     # make_graphed_callables replaces the forward of the module it records: the eager reference is another one
     graphed = torch.cuda.make_graphed_callables(step_loss(), batch(1))
