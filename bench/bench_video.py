@@ -1,11 +1,13 @@
 """Video throughput on the GPU: the whole pipeline (decode, interpolate, encode, mux) and the model alone.
 
-    python -m bench.bench_video --video in.mp4 [--factor 2] [--bf16] [--eager] [--preset veryfast] [--stages] [--json out.json]
+    python -m bench.bench_video --video in.mp4 [--factor 2] [--bf16] [--eager] [--preset veryfast]
+        [--motion quadratic linear] [--stages] [--json out.json]
     python -m bench.bench_video --memory 3840x2160 7680x4320 [--flow-scale 0.5] [--tile 2048]
 
 Pipeline frames per second count output frames (a x2 job writes two per input frame)
 over the wall-clock time of ``pipeline.video.interpolate_video`` after a warm-up pair.
 The model alone is one interpolated frame per call on frames already in GPU memory.
+``--motion`` times the pipeline once per motion named (run.py --motion), in one process, side by side.
 ``--stages`` adds where the pipeline's time goes: decoding alone (input frames per second, as the
 pipeline reads them) and the pipeline with an interpolator that copies the nearer input frame
 (decode, encode and mux without the network), in the same output frames per second.
@@ -61,6 +63,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--eager", action="store_true", help="run the network in the pipeline op by op, as run.py "
                    "--eager, instead of replaying it as CUDA graphs (model.runtime.GraphedPairs; whole frames) as "
                    "run.py does by default; the model-alone figure is eager either way")
+    p.add_argument("--motion", nargs="+", default=["quadratic"], choices=["quadratic", "linear"],
+                   help="the pipeline's paths between frames (run.py --motion); several: one row each, in order")
     p.add_argument("--stages", action="store_true", help="also time decoding alone and the pipeline without "
                    "the network")
     p.add_argument("--json", type=Path, default=None)
@@ -80,28 +84,35 @@ def main(argv: Optional[List[str]] = None) -> int:
         frames = read_frames(info)
         one, two = next(frames), next(frames)
         frames.close()
-        interpolator.interpolate_integer(one, two, [0.5])  # warm-up (and the graphs' capture)
+        # warm-up (and the capture of the graphs each motion replays)
+        interpolator.interpolate_integer(one, two, [0.5])
+        interpolator.interpolate_integer_with_neighbours(one, two, [0.5], None, None)
         a = torch.from_numpy(one.copy()).to(device).permute(2, 0, 1)[None].float() / 255.0
         b = torch.from_numpy(two.copy()).to(device).permute(2, 0, 1)[None].float() / 255.0
         model_ms = cuda_time_ms(lambda: interpolator(a, b, [0.5]), repeats=20)
         graphed = interpolator.cuda_graphs_for(info.height, info.width)
-        options = VideoOptions(factor=args.factor, preset=args.preset)
-        seconds, frames_out, stats = time_pipeline(args.video, interpolator, options)
-        row = {"video": args.video.name, "size": f"{info.width}x{info.height}", "frames_in": info.frames,
-               "frames_out": frames_out, "factor": args.factor, "bf16": args.bf16, "preset": args.preset,
-               "network_in_pipeline": "eager" if graphed is None else "CUDA graphs",
-               "pipeline_seconds": round(seconds, 2), "pipeline_fps": round(frames_out / seconds, 1),
-               "model_ms_per_frame": round(model_ms, 2), "model_fps": round(1000.0 / model_ms, 1),
-               "interpolated": stats["interpolated"], "audio": stats["audio"]}
+        for motion in args.motion:
+            options = VideoOptions(factor=args.factor, preset=args.preset, motion=motion)
+            seconds, frames_out, stats = time_pipeline(args.video, interpolator, options)
+            row = {"video": args.video.name, "size": f"{info.width}x{info.height}", "frames_in": info.frames,
+                   "frames_out": frames_out, "factor": args.factor, "bf16": args.bf16, "preset": args.preset,
+                   "motion": motion, "network_in_pipeline": "eager" if graphed is None else "CUDA graphs",
+                   "pipeline_seconds": round(seconds, 2), "pipeline_fps": round(frames_out / seconds, 1),
+                   "model_ms_per_frame": round(model_ms, 2), "model_fps": round(1000.0 / model_ms, 1),
+                   "interpolated": stats["interpolated"], "audio": stats["audio"]}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
         if args.stages:
             start = time.perf_counter()
             decoded = sum(1 for _ in read_frames(info))
-            row["decode_fps"] = round(decoded / (time.perf_counter() - start), 1)
+            decode_fps = round(decoded / (time.perf_counter() - start), 1)
             copy = lambda x, y, ts: [(x if t < 0.5 else y).copy() for t in ts]  # noqa: E731
-            seconds, frames_out, _ = time_pipeline(args.video, copy, options)
-            row["pipeline_without_network_fps"] = round(frames_out / seconds, 1)
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+            seconds, frames_out, _ = time_pipeline(args.video, copy, VideoOptions(factor=args.factor,
+                                                                                  preset=args.preset))
+            row = {"video": args.video.name, "decode_fps": decode_fps,
+                   "pipeline_without_network_fps": round(frames_out / seconds, 1)}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
     for size in args.memory:
         h, w = parse_size(size)
         rng = np.random.default_rng(0)

@@ -92,7 +92,10 @@ class Interpolator:
         # and it can be replayed as CUDA graphs
         self._plain = isinstance(self._runner, Network)
         self._tiles: Dict[Tuple[int, int], int] = {}  # frame size -> tile size, decided once per size
-        self._graphs: Dict[Tuple[int, int], object] = {}  # frame size -> GraphedPairs, or None where capture failed
+        # (frame size, neighbours) -> GraphedPairs, or None where capture failed
+        self._graphs: Dict[Tuple[int, int, bool], object] = {}
+        self._states = None  # model.inference.PairStates of the stream in progress (quadratic motion)
+        self._noted_linear = False
 
     @property
     def job_id(self) -> str:
@@ -170,21 +173,49 @@ class Interpolator:
         return interpolate_integer(self._runner, one, two, times, self._settings(self.tile_for(height, width)),
                                    graphed=self.cuda_graphs_for(height, width))
 
+    def interpolate_integer_with_neighbours(self, one: np.ndarray, two: np.ndarray, times: Sequence[float],
+                                            before: Optional[Tuple[np.ndarray, float]] = None,
+                                            after: Optional[Tuple[np.ndarray, float]] = None) -> List[np.ndarray]:
+        """``interpolate_integer`` along quadratic paths (model/motion.py) through the frame ``before`` one and the
+        frame ``after`` two (each with its distance in time from its end of the pair, in units of the pair's
+        interval; None: constant velocity on that side). Calls for consecutive pairs of a stream share their flows,
+        so a video costs about what it costs with linear motion. RGB frames of a plain network on whole frames;
+        frames with alpha, tiles, ensembles and compiled or published networks move at constant velocity (said once
+        on stderr)."""
+        from model.inference import PairStates, interpolate_integer_quadratic
+
+        times = check_times(times)
+        height, width = one.shape[:2]
+        if one.ndim != 3 or one.shape[2] != 3 or not self._plain or self.tile_for(height, width):
+            if not self._noted_linear and (before is not None or after is not None):
+                self._noted_linear = True
+                reason = ("frames with alpha" if one.ndim == 3 and one.shape[2] == 4 else
+                          "tiles" if self._plain else "an ensemble or a compiled or published network")
+                print(f"note: quadratic motion runs RGB frames, whole, on a plain network; here ({reason}) frames "
+                      f"move at constant velocity", file=sys.stderr)
+            return self.interpolate_integer(one, two, times)
+        if self._states is None:
+            self._states = PairStates()
+        return interpolate_integer_quadratic(self._runner, one, two, times, before, after, self._states,
+                                             self._settings(0), graphed=self.cuda_graphs_for(height, width, True))
+
     def _settings(self, tile: int):
         """model.inference's settings for one call: this interpolator's precision, flow scale and overlap."""
         from model.inference import RunSettings
 
         return RunSettings(self.options.autocast_dtype, self.options.flow_scale, tile, self.options.overlap_for(tile))
 
-    def cuda_graphs_for(self, height: int, width: int):
-        """The CUDA graphs (``model.runtime.GraphedPairs``) that replay whole frames of this size, captured on first
-        use; None where they do not apply (CPU, ``cuda_graphs`` off, compiled or ensemble, tiles) or capture failed."""
+    def cuda_graphs_for(self, height: int, width: int, neighbours: bool = False):
+        """The CUDA graphs (``model.runtime.GraphedPairs``) that replay whole frames of this size (with
+        ``neighbours``: also along quadratic paths), captured on first use; None where they do not apply (CPU,
+        ``cuda_graphs`` off, compiled or ensemble, tiles) or capture failed."""
         replayable = self.options.cuda_graphs and self._plain and self.device.type == "cuda"
         if not replayable or self.tile_for(height, width):
             return None
-        if (height, width) not in self._graphs:
+        key = (height, width, neighbours)
+        if key not in self._graphs:
             from model.runtime import graphed_pairs
 
-            self._graphs[(height, width)] = graphed_pairs(self._runner, (1, 3, height, width),
-                                                          self.options.autocast_dtype, self.options.flow_scale)
-        return self._graphs[(height, width)]
+            self._graphs[key] = graphed_pairs(self._runner, (1, 3, height, width), self.options.autocast_dtype,
+                                              self.options.flow_scale, neighbours)
+        return self._graphs[key]

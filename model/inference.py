@@ -18,6 +18,7 @@ import torch
 from .network import Network
 
 if TYPE_CHECKING:
+    from .network import FlowState
     from .runtime import GraphedPairs
 
 Image = Union[np.ndarray, torch.Tensor]
@@ -219,6 +220,77 @@ def interpolate_integer(net: Network, one: np.ndarray, two: np.ndarray, times: S
         outs = graphed(a, b, times)
     else:
         outs = _run(net, a, b, times, settings)
+    return [_download_integer(out, one.dtype, scale) for out in outs]
+
+
+# a frame beside the pair and its distance in time from the pair's nearer frame, in units of the pair's interval
+Neighbour = Tuple[np.ndarray, float]
+
+
+class PairStates:
+    """The flow states of a stream's last few pairs (``Network.estimate_flow`` on padded frames), so that quadratic
+    motion (``interpolate_integer_quadratic``) reuses the neighbouring pairs' flows: in a video each pair's state
+    is estimated once, as the look-ahead of the pair before it. Pairs are the frame arrays themselves (compared by
+    identity, held while cached)."""
+
+    def __init__(self, size: int = 3) -> None:
+        self.size = size
+        self._entries: List[Tuple[np.ndarray, np.ndarray, object]] = []
+
+    def get(self, one: np.ndarray, two: np.ndarray, estimate) -> "FlowState":
+        """The cached state of (one, two), or ``estimate(one, two)``'s, cached (the oldest dropped)."""
+        for entry in self._entries:
+            if entry[0] is one and entry[1] is two:
+                return entry[2]
+        state = estimate(one, two)
+        self._entries = (self._entries + [(one, two, state)])[-self.size:]
+        return state
+
+    def clear(self) -> None:
+        self._entries = []
+
+
+@torch.no_grad()
+def interpolate_integer_quadratic(net: Network, one: np.ndarray, two: np.ndarray, times: Sequence[float],
+                                  before: Optional[Neighbour], after: Optional[Neighbour], states: PairStates,
+                                  settings: RunSettings = WHOLE_FRAMES,
+                                  graphed: Optional[GraphedPairs] = None) -> List[np.ndarray]:
+    """``interpolate_integer`` along quadratic paths (model/motion.py) through the frame ``before`` one and the frame
+    ``after`` two, each with its distance in time; a side without one moves at constant velocity. The flows one ->
+    before and two -> after are the neighbouring pairs' (``states``: estimated once, shared with those pairs' own
+    calls). Whole frames only; ``graphed``: GraphedPairs captured with ``neighbours=True``."""
+    from .warp import InputPadder
+
+    device, scale = _check_integer_pair(net, one, two, 3)
+    for name, side in (("before", before), ("after", after)):
+        if side is not None:
+            _check_integer_pair(net, one, side[0], 3)
+            if not side[1] > 0:
+                raise ValueError(f"{name}'s distance in time must be above 0, got {side[1]}")
+    if settings.tile and max(one.shape[:2]) > settings.tile:
+        raise ValueError(f"quadratic motion runs whole frames: pass tile=0, not tiles of {settings.tile} px")
+    padder = InputPadder((1, 3, *one.shape[:2]), 2 ** len(net.config.encoder_widths))
+
+    def estimate(x: np.ndarray, y: np.ndarray):
+        a, b = _upload_integer(x, device, scale), _upload_integer(y, device, scale)
+        if graphed is not None:
+            return graphed.flow_state(a, b)
+        with settings.autocast(device):
+            state = net.estimate_flow(*padder.pad(a, b), settings.flow_scale)
+        state.flow_pyramid = []  # (only training reads it)
+        return state
+
+    state = states.get(one, two, estimate)
+    # a side without a neighbour: the flow that makes its acceleration zero (constant velocity exactly)
+    flow_before = states.get(before[0], one, estimate).flow_bwd if before is not None else -state.flow_fwd
+    flow_after = states.get(two, after[0], estimate).flow_fwd if after is not None else -state.flow_bwd
+    gaps = (before[1] if before is not None else 1.0, after[1] if after is not None else 1.0)
+    if graphed is not None:
+        outs = graphed.synthesize(state, times, (flow_before, flow_after), gaps)
+    else:
+        with settings.autocast(device):
+            outs = [padder.unpad(net.synthesize(state, float(t), (flow_before, flow_after), gaps)).float().clamp(0, 1)
+                    for t in times]
     return [_download_integer(out, one.dtype, scale) for out in outs]
 
 

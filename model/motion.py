@@ -21,8 +21,8 @@ def linear_flows(flow_fwd: torch.Tensor, flow_bwd: torch.Tensor, t: Time) -> Tup
 
 
 def quadratic_flows(flow_fwd: torch.Tensor, flow_bwd: torch.Tensor, flow_before: torch.Tensor,
-                    flow_after: torch.Tensor, t: Time, before: float = 1.0,
-                    after: float = 1.0) -> Tuple[torch.Tensor, torch.Tensor]:
+                    flow_after: torch.Tensor, t: Time, before: Time = 1.0,
+                    after: Time = 1.0) -> Tuple[torch.Tensor, torch.Tensor]:
     """Flows from frame one and from frame two to time t under constant acceleration.
 
     ``flow_fwd``: one -> two; ``flow_bwd``: two -> one; ``flow_before``: one -> the frame ``before`` earlier than
@@ -34,7 +34,8 @@ def quadratic_flows(flow_fwd: torch.Tensor, flow_bwd: torch.Tensor, flow_before:
             raise ValueError(f"{name} is {tuple(flow.shape)}, the pair's flow {tuple(flow_fwd.shape)}: estimate the "
                              f"neighbours' flows at the pair's size")
     for name, gap in (("before", before), ("after", after)):
-        if not gap > 0:
+        # (a tensor gap is not read here: a CUDA graph being captured changes it between replays)
+        if not isinstance(gap, torch.Tensor) and not gap > 0:
             raise ValueError(f"{name} = {gap}: give the neighbour's distance in time from its frame, above 0, in "
                              f"units of the pair's interval")
     # frame one: x(s) = v s + a s^2 / 2 through x(1) = flow_fwd and x(-before) = flow_before

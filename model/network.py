@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .flow import Encoder, FlowEstimator
-from .motion import linear_flows, quadratic_flows
+from .motion import Time, linear_flows, quadratic_flows
 from .synthesis import Decoder, Metric, splat_pyramid
 from .warp import InputPadder, resize_flow
 
@@ -175,7 +175,7 @@ class Network(nn.Module):
 
     def synthesize(self, state: FlowState, t: Union[float, torch.Tensor],
                    neighbour_flows: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
-                   neighbour_times: Tuple[float, float] = (1.0, 1.0)) -> torch.Tensor:
+                   neighbour_times: Tuple[Time, Time] = (1.0, 1.0)) -> torch.Tensor:
         """The frame at time t: a float, or a tensor of N times (one per sample).
 
         ``neighbour_flows`` (one -> the frame before one, two -> the frame after two; ``outer_flows``): frames and

@@ -12,7 +12,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 import torch
 
-from .network import Network
+from .network import FlowState, Network
 from .warp import InputPadder
 
 
@@ -57,10 +57,14 @@ class GraphedPairs:
     ``pairs(one, two, times)`` takes N x 3 x H x W float tensors in [0, 1] on the network's device and returns one
     frame per t, clamped to [0, 1], as ``model.inference`` does. The graphs keep their buffers between calls
     (about the memory of one eager pair).
+
+    With ``neighbours``, a third graph synthesizes along quadratic paths (model/motion.py): ``flow_state`` gives a
+    pair's flow state (a copy the caller keeps, so neighbouring pairs share their flows) and ``synthesize`` takes
+    one with the neighbours' flows and distances in time.
     """
 
     def __init__(self, net: Network, shape: torch.Size, autocast_dtype: Optional[torch.dtype] = None,
-                 flow_scale: float = 1.0, warmup: int = 3) -> None:
+                 flow_scale: float = 1.0, warmup: int = 3, neighbours: bool = False) -> None:
         device = next(net.parameters()).device
         if device.type != "cuda":
             raise ValueError("GraphedPairs needs the network on a CUDA device")
@@ -82,16 +86,62 @@ class GraphedPairs:
                 return padder.unpad(net.synthesize(state, self.t)).float().clamp(0.0, 1.0)
 
         self.device = device
-        (self.flow_graph, self.synthesis_graph), (self.state, self.out) = _capture(
-            device, [lambda _: flow(), synthesize], warmup)
+        self.neighbours = neighbours
+        if not neighbours:
+            (self.flow_graph, self.synthesis_graph), (self.state, self.out) = _capture(
+                device, [lambda _: flow(), synthesize], warmup)
+            return
+        flow_shape = (self.shape[0], 2, *padder.pad(self.one)[0].shape[2:])
+        self.flow_before = torch.zeros(flow_shape, device=device)
+        self.flow_after = torch.zeros(flow_shape, device=device)
+        self.gaps = torch.ones(2, device=device)
 
-    def __call__(self, one: torch.Tensor, two: torch.Tensor, times: Sequence[float]) -> List[torch.Tensor]:
+        def along_paths(state):
+            with torch.autocast(**autocast):
+                out = net.synthesize(state, self.t, (self.flow_before, self.flow_after), (self.gaps[0], self.gaps[1]))
+                return padder.unpad(out).float().clamp(0.0, 1.0)
+
+        (self.flow_graph, self.synthesis_graph, self.quadratic_graph), (self.state, pair, self.quadratic_out) = \
+            _capture(device, [lambda _: flow(), lambda state: (state, synthesize(state)),
+                              lambda pair: along_paths(pair[0])], warmup)
+        self.out = pair[1]
+
+    def flow_state(self, one: torch.Tensor, two: torch.Tensor) -> FlowState:
+        """The flow state of a pair (a copy: the graph's own is overwritten by the next pair)."""
+        self._check(one, two)
+        with torch.cuda.device(self.device):
+            self.one.copy_(one)
+            self.two.copy_(two)
+            self.flow_graph.replay()
+            return _copied(self.state)
+
+    def synthesize(self, state: FlowState, times: Sequence[float], neighbour_flows: Tuple[torch.Tensor, torch.Tensor],
+                   neighbour_times: Tuple[float, float] = (1.0, 1.0)) -> List[torch.Tensor]:
+        """Frames at each t along quadratic paths from a ``flow_state`` and the neighbours' flows (as
+        ``Network.synthesize``), clamped to [0, 1] and unpadded. Needs ``neighbours``."""
+        if not self.neighbours:
+            raise ValueError("these graphs were captured without neighbours: GraphedPairs(..., neighbours=True)")
+        _check_times(times)
+        outs = []
+        with torch.cuda.device(self.device):
+            _copy_into(self.state, state)
+            self.flow_before.copy_(neighbour_flows[0])
+            self.flow_after.copy_(neighbour_flows[1])
+            self.gaps.copy_(torch.tensor([float(g) for g in neighbour_times]))
+            for t in times:
+                self.t.fill_(float(t))
+                self.quadratic_graph.replay()
+                outs.append(self.quadratic_out.clone())
+        return outs
+
+    def _check(self, one: torch.Tensor, two: torch.Tensor) -> None:
         if one.shape != self.shape or two.shape != self.shape:
             raise ValueError(f"these graphs were captured for {tuple(self.shape)}, got {tuple(one.shape)} and "
                              f"{tuple(two.shape)}")
-        for t in times:
-            if not 0.0 < float(t) < 1.0:
-                raise ValueError(f"times must lie strictly between 0 and 1, got {t}")
+
+    def __call__(self, one: torch.Tensor, two: torch.Tensor, times: Sequence[float]) -> List[torch.Tensor]:
+        self._check(one, two)
+        _check_times(times)
         outs = []
         with torch.cuda.device(self.device):
             self.one.copy_(one)
@@ -102,6 +152,30 @@ class GraphedPairs:
                 self.synthesis_graph.replay()
                 outs.append(self.out.clone())
         return outs
+
+
+def _check_times(times: Sequence[float]) -> None:
+    for t in times:
+        if not 0.0 < float(t) < 1.0:
+            raise ValueError(f"times must lie strictly between 0 and 1, got {t}")
+
+
+def _copied(state: FlowState) -> FlowState:
+    """A copy of what synthesis reads from a flow state (not the flow pyramid, which only training reads)."""
+    return FlowState(state.one.clone(), state.two.clone(), [f.clone() for f in state.feats_one],
+                     [f.clone() for f in state.feats_two], state.flow_fwd.clone(), state.flow_bwd.clone(),
+                     state.metric_one.clone(), state.metric_two.clone(), [])
+
+
+def _copy_into(target: FlowState, state: FlowState) -> None:
+    """``state``'s tensors into ``target``'s (a graph's static buffers), where they are not the same already."""
+    pairs = [(target.one, state.one), (target.two, state.two), (target.flow_fwd, state.flow_fwd),
+             (target.flow_bwd, state.flow_bwd), (target.metric_one, state.metric_one),
+             (target.metric_two, state.metric_two), *zip(target.feats_one, state.feats_one),
+             *zip(target.feats_two, state.feats_two)]
+    for dst, src in pairs:
+        if dst.data_ptr() != src.data_ptr():
+            dst.copy_(src)
 
 
 def _capture(device: torch.device, steps: Sequence[Callable], warmup: int) -> Tuple[list, list]:
@@ -135,11 +209,11 @@ def _capture(device: torch.device, steps: Sequence[Callable], warmup: int) -> Tu
 
 
 def graphed_pairs(net: Network, shape: torch.Size, autocast_dtype: Optional[torch.dtype] = None,
-                  flow_scale: float = 1.0) -> Optional[GraphedPairs]:
+                  flow_scale: float = 1.0, neighbours: bool = False) -> Optional[GraphedPairs]:
     """``GraphedPairs`` for this size, or None (with a note on stderr) where capturing fails, e.g. out of GPU
     memory: the caller then runs the network eagerly, which gives the same frames, only slower."""
     try:
-        return GraphedPairs(net, shape, autocast_dtype, flow_scale)
+        return GraphedPairs(net, shape, autocast_dtype, flow_scale, neighbours=neighbours)
     except (RuntimeError, torch.cuda.OutOfMemoryError) as exc:
         torch.cuda.empty_cache()
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -45,6 +45,9 @@ from .prefetch import prefetch
 from .schedule import Plan, is_cut, make_plan, source_between, thumb_change, thumbnail
 
 
+MOTIONS = ("quadratic", "linear")
+
+
 @dataclass(frozen=True)
 class VideoOptions:
     factor: Optional[int] = None
@@ -68,8 +71,13 @@ class VideoOptions:
     # (for a container the original does not fit; in slow motion slowed with it, pitch kept)
     audio_codec: str = "copy"
     audio_bitrate: str = ""  # for a re-encode, e.g. "192k"; "" leaves the encoder's default
+    # paths between two frames: "quadratic" through the frames on either side where the shot has them (an
+    # interpolator with interpolate_integer_with_neighbours: NeighbourInterpolator), "linear" from the pair alone
+    motion: str = "quadratic"
 
     def __post_init__(self) -> None:
+        if self.motion not in MOTIONS:
+            raise ValueError(f"--motion {self.motion!r}: use {' or '.join(MOTIONS)}")
         for name in ("segment_seconds", "segment_work_seconds"):
             if not getattr(self, name) > 0:
                 flag = "--segment-seconds" if name == "segment_seconds" else name
@@ -90,6 +98,19 @@ class FrameInterpolator(Protocol):
     def interpolate_integer(self, one: np.ndarray, two: np.ndarray, times: Sequence[float]) -> List[np.ndarray]:
         """H x W x 3 (RGB) or H x W x 4 (RGB + alpha) uint8/uint16 frames in, one of the same shape and dtype per t
         out; it decides itself how alpha is interpolated."""
+
+
+@runtime_checkable
+class NeighbourInterpolator(Protocol):
+    """An interpolator that also moves pixels along quadratic paths through the frames beside the pair;
+    ``engine.Interpolator`` is one."""
+
+    def interpolate_integer_with_neighbours(self, one: np.ndarray, two: np.ndarray, times: Sequence[float],
+                                            before: Optional[Tuple[np.ndarray, float]],
+                                            after: Optional[Tuple[np.ndarray, float]]) -> List[np.ndarray]:
+        """As ``FrameInterpolator.interpolate_integer``, with the frame before ``one`` and the frame after ``two``,
+        each with its distance in time from its end of the pair in units of the pair's interval (None: no such
+        frame in the shot)."""
 
 
 # what the pipeline takes
@@ -124,15 +145,16 @@ def _anchors(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], dedup: fl
         yield previous
 
 
-def _output_frames(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpolator, threshold: float,
-                   skip: Callable[[int], bool], stats: dict) -> Iterator[Tuple[int, Optional[np.ndarray]]]:
-    """(j, frame) for every output frame in order; frame is None where ``skip(j)`` (already done)."""
-    interpolate = with_linear_alpha(interpolate)
-    j = 0
+def _intervals(anchors: Iterator[_Anchor], threshold: float,
+               stats: dict) -> Iterator[Tuple[_Anchor, _Anchor, bool]]:
+    """(current, next, cut) for every pair of consecutive anchors; a lone anchor gives (it, it, False)."""
     current = next(anchors, None)
     if current is None:
         return
     nxt = next(anchors, None)
+    if nxt is None:
+        yield current, current, False
+        return
     # the thumbnail changes between the last four anchors, for cuts within a scene (is_cut)
     changes: Deque[float] = collections.deque(maxlen=4)
     after = None
@@ -143,6 +165,31 @@ def _output_frames(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpol
         cut = is_cut(changes, change, after, threshold)
         changes.append(change)
         stats["cuts"] += int(cut)
+        yield current, nxt, cut
+        current, nxt = nxt, following
+
+
+def _output_frames(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpolator, threshold: float,
+                   skip: Callable[[int], bool], stats: dict,
+                   motion: str = "linear") -> Iterator[Tuple[int, Optional[np.ndarray]]]:
+    """(j, frame) for every output frame in order; frame is None where ``skip(j)`` (already done). With ``motion``
+    "quadratic" and a NeighbourInterpolator, each pair also gets the anchors on either side of it, where no cut
+    lies between (the choice depends on the anchors alone, so a resumed or split job makes the same frames)."""
+    step = with_linear_alpha(interpolate)
+    quadratic = motion == "quadratic" and isinstance(interpolate, NeighbourInterpolator)
+    j = 0
+    intervals = _intervals(anchors, threshold, stats)
+    interval = next(intervals, None)
+    if interval is None:
+        return
+    previous = None  # the interval before, for the anchor before the pair
+    last = interval[0]
+    while interval is not None:
+        current, nxt, cut = interval
+        following = next(intervals, None)  # the interval after, for the anchor after the pair
+        last = nxt
+        if current is nxt:  # a lone anchor: held below
+            break
         pending = []
         while j < plan.count and plan.time(j) < nxt.time:
             pending.append((j, source_between(plan.time(j), current.time, nxt.time, cut)))
@@ -150,7 +197,15 @@ def _output_frames(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpol
         ts = sorted({s.t for k, s in pending if s.kind == "interpolate" and not skip(k)})
         made = {}
         if ts:
-            outs = interpolate(current.frame, nxt.frame, ts)
+            if quadratic:
+                span = nxt.time - current.time
+                before = (previous[0].frame, float((current.time - previous[0].time) / span)) \
+                    if previous is not None and not previous[2] else None
+                after = (following[1].frame, float((following[1].time - nxt.time) / span)) \
+                    if following is not None and not following[2] else None
+                outs = interpolate.interpolate_integer_with_neighbours(current.frame, nxt.frame, ts, before, after)
+            else:
+                outs = step(current.frame, nxt.frame, ts)
             made = {t: as_dtype(o, current.frame.dtype) for t, o in zip(ts, outs)}
             stats["interpolated"] += len(ts)
         for k, source in pending:
@@ -160,9 +215,9 @@ def _output_frames(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpol
                 yield k, made[source.t]
             else:
                 yield k, (nxt.frame if source.take_second else current.frame)
-        current, nxt = nxt, following
+        previous, interval = interval, following
     while j < plan.count:  # after the last frame: hold it
-        yield j, None if skip(j) else current.frame
+        yield j, None if skip(j) else last.frame
         j += 1
 
 
@@ -439,7 +494,8 @@ def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_f
         # decoding runs ahead in a thread while the GPU works (bounded: a few frames)
         anchors = prefetch(_anchors(read_frames(info), info.pts, options.dedup_threshold), depth=4)
         skip = lambda k: done[k] or k not in mine  # noqa: E731
-        for j, frame in _output_frames(anchors, plan, interpolate, options.scene_threshold, skip, stats):
+        for j, frame in _output_frames(anchors, plan, interpolate, options.scene_threshold, skip, stats,
+                                       options.motion):
             if writer is not None and (frame is None or j - start >= most_frames
                                        or time.monotonic() - opened >= options.segment_work_seconds):
                 close(j)
@@ -528,7 +584,7 @@ def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_
     anchors = prefetch(_anchors(frames, stamps, options.dedup_threshold), depth=4)
     with tqdm(total=plan.count, unit="frame", disable=not progress, file=sys.stderr) as bar:
         for j, frame in _output_frames(anchors, plan, interpolate, options.scene_threshold,
-                                       lambda k: outs[k].exists(), stats):
+                                       lambda k: outs[k].exists(), stats, options.motion):
             if frame is not None:
                 values = _to_float(frame)
                 has_alpha = has_alpha or frame.shape[2] == 4

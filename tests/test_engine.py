@@ -170,3 +170,66 @@ def test_pair_files_with_an_interpolator(tmp_path, cpu_interpolator):
     for path in paths:
         image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
         assert image.shape == (24, 40, 4) and image.dtype == np.uint16
+
+
+def _moving_frames(count, seed=0):
+    """``count`` 48 x 64 uint8 frames of one texture moving along a curve (a few px per frame)."""
+    texture = cv2.GaussianBlur(np.random.default_rng(seed).integers(0, 256, (96, 128, 3)).astype(np.uint8), (5, 5), 0)
+    return [np.ascontiguousarray(texture[10 + i * i // 2:58 + i * i // 2, 20 + 3 * i:84 + 3 * i]) for i in range(count)]
+
+
+def test_quadratic_stream_estimates_each_pair_once(cpu_network, monkeypatch):
+    """interpolate_integer_with_neighbours on consecutive pairs of a stream: one flow estimate per pair (the
+    neighbours' flows are the neighbouring pairs'), the same frames as a fresh interpolator's for any one pair, and
+    with no neighbour on either side the linear frames exactly."""
+    frames = _moving_frames(5)
+    counted = []
+    estimate = cpu_network.estimate_flow
+    monkeypatch.setattr(cpu_network, "estimate_flow", lambda *a, **k: counted.append(1) or estimate(*a, **k))
+    stream = Interpolator(InterpolatorOptions(tile=0), network=cpu_network)
+    outs = []
+    for i in range(4):
+        before = (frames[i - 1], 1.0) if i > 0 else None
+        after = (frames[i + 2], 1.0) if i < 3 else None
+        outs.append(stream.interpolate_integer_with_neighbours(frames[i], frames[i + 1], [0.5], before, after)[0])
+    assert len(counted) == 4
+    fresh = Interpolator(InterpolatorOptions(tile=0), network=cpu_network)
+    again = fresh.interpolate_integer_with_neighbours(frames[1], frames[2], [0.5], (frames[0], 1.0), (frames[3], 1.0))
+    np.testing.assert_array_equal(again[0], outs[1])
+    alone = fresh.interpolate_integer_with_neighbours(frames[1], frames[2], [0.25, 0.5], None, None)
+    for a, b in zip(alone, fresh.interpolate_integer(frames[1], frames[2], [0.25, 0.5])):
+        np.testing.assert_array_equal(a, b)
+    assert np.abs(outs[1].astype(int) - alone[1].astype(int)).max() > 0  # the neighbours moved pixels
+
+
+def test_quadratic_motion_falls_back_to_linear_where_it_cannot_run(cpu_network, capsys):
+    """Frames with alpha, tiles and ensembles move at constant velocity, said once on stderr."""
+    frames = _moving_frames(4)
+    with_alpha = [np.dstack([f, np.full(f.shape[:2], 255, np.uint8)]) for f in frames]
+    interpolator = Interpolator(InterpolatorOptions(tile=0), network=cpu_network)
+    out = interpolator.interpolate_integer_with_neighbours(with_alpha[1], with_alpha[2], [0.5], (with_alpha[0], 1.0),
+                                                           (with_alpha[3], 1.0))
+    np.testing.assert_array_equal(out[0], interpolator.interpolate_integer(with_alpha[1], with_alpha[2], [0.5])[0])
+    interpolator.interpolate_integer_with_neighbours(with_alpha[1], with_alpha[2], [0.5], (with_alpha[0], 1.0), None)
+    assert capsys.readouterr().err.count("here (frames with alpha) frames move at constant velocity") == 1
+    ensemble = Interpolator(InterpolatorOptions(tile=0, ensemble=2), network=cpu_network)
+    out = ensemble.interpolate_integer_with_neighbours(frames[1], frames[2], [0.5], (frames[0], 1.0), None)
+    np.testing.assert_array_equal(out[0], ensemble.interpolate_integer(frames[1], frames[2], [0.5])[0])
+    assert "an ensemble or a compiled or published network" in capsys.readouterr().err
+
+
+@pytest.mark.cuda
+def test_quadratic_cuda_graphs_match_the_eager_network():
+    """GraphedPairs(neighbours=True) replays the quadratic synthesis: the same frames as eager (bf16 rounding)."""
+    from engine.interpolator import load_network
+    from engine.options import DEFAULT_WEIGHTS
+
+    net = load_network(DEFAULT_WEIGHTS, torch.device("cuda"))
+    frames = _moving_frames(4)
+    results = []
+    for graphs in (True, False):
+        interpolator = Interpolator(InterpolatorOptions(tile=0, precision="bf16", cuda_graphs=graphs), network=net)
+        results.append(interpolator.interpolate_integer_with_neighbours(frames[1], frames[2], [0.3, 0.5],
+                                                                        (frames[0], 0.5), (frames[3], 2.0)))
+    for a, b in zip(*results):
+        assert np.abs(a.astype(int) - b.astype(int)).mean() < 0.5

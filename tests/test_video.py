@@ -982,3 +982,71 @@ def test_ffmpeg_failures_name_the_cause_not_its_effects(tmp_path):
     with pytest.raises(VideoError, match=r"encoding a test failed: .*Unknown encoder 'nosuchcodec'"):
         _run(["-y", "-loglevel", "error", "-f", "lavfi", "-i", "color=gray:s=64x64", "-frames:v", "1",
               "-c:v", "nosuchcodec", str(tmp_path / "x.mp4")], "encoding a test")
+
+
+class NeighbourRecorder:
+    """A NeighbourInterpolator stand-in: blends the pair, records which anchors it was given beside it."""
+
+    def __init__(self) -> None:
+        self.calls = []
+
+    def interpolate_integer(self, one, two, times):
+        raise AssertionError("linear motion: quadratic motion asks for interpolate_integer_with_neighbours")
+
+    def interpolate_integer_with_neighbours(self, one, two, times, before, after):
+        def name(side):
+            return None if side is None else (int(side[0][0, 0, 0]), side[1])
+        self.calls.append((int(one[0, 0, 0]), int(two[0, 0, 0]), name(before), name(after)))
+        return [np.rint((1 - t) * one.astype(np.float64) + t * two).astype(one.dtype) for t in times]
+
+
+def _stream(values, stamps):
+    from pipeline.schedule import thumbnail
+    from pipeline.video import _Anchor
+
+    frames = [np.full((16, 24, 3), v, np.uint8) for v in values]
+    return [_Anchor(Fraction(s), f, thumbnail(f)) for f, s in zip(frames, stamps)]
+
+
+def test_quadratic_motion_gives_each_pair_the_anchors_beside_it_within_the_shot(blend_interpolator):
+    """Each pair gets the anchor before and after it with their distances in units of its own interval (uneven
+    where a frame is missing), none across a cut or past the ends; a resumed job asks for the same."""
+    from pipeline.schedule import make_plan
+    from pipeline.video import _output_frames
+
+    # frame values name the anchors; time 3 is missing (a dropped frame); a cut lies between 103 (t 5) and 200 (t 6)
+    anchors = _stream([100, 101, 102, 103, 104, 200, 201, 202], [0, 1, 2, 4, 5, 6, 7, 8])
+    plan = make_plan(Fraction(9), Fraction(1), 2)
+
+    def calls(skip):
+        recorder = NeighbourRecorder()
+        stats = {"cuts": 0, "interpolated": 0}
+        list(_output_frames(iter(anchors), plan, recorder, 0.12, skip, stats, "quadratic"))
+        return recorder.calls, stats
+
+    made, stats = calls(lambda k: False)
+    assert stats["cuts"] == 1
+    assert made == [(100, 101, None, (102, 1.0)),
+                    (101, 102, (100, 1.0), (103, 2.0)),
+                    (102, 103, (101, 0.5), (104, 0.5)),
+                    (103, 104, (102, 2.0), None),  # the next interval is the cut
+                    (200, 201, None, (202, 1.0)),
+                    (201, 202, (200, 1.0), None)]
+    resumed, _ = calls(lambda k: k < 7)  # output frames 0-6 done: the pairs from time 3.5 on
+    assert resumed == made[2:]
+    # linear motion, or an interpolator without neighbours: pairs alone
+    list(_output_frames(iter(anchors), plan, blend_interpolator, 0.12, lambda k: False, {"cuts": 0,
+                                                                                          "interpolated": 0},
+                        "quadratic"))
+    assert len(blend_interpolator.calls) == 6
+    with pytest.raises(AssertionError, match="asks for interpolate_integer_with_neighbours"):
+        list(_output_frames(iter(anchors), plan, NeighbourRecorder(), 0.12, lambda k: False,
+                            {"cuts": 0, "interpolated": 0}, "linear"))
+
+
+def test_motion_option_is_checked():
+    from pipeline.video import VideoOptions
+
+    assert VideoOptions().motion == "quadratic"
+    with pytest.raises(ValueError, match="--motion 'cubic': use quadratic or linear"):
+        VideoOptions(motion="cubic")
