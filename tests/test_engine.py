@@ -233,3 +233,17 @@ def test_quadratic_cuda_graphs_match_the_eager_network():
                                                                         (frames[0], 0.5), (frames[3], 2.0)))
     for a, b in zip(*results):
         assert np.abs(a.astype(int) - b.astype(int)).mean() < 0.5
+
+
+def test_the_video_tools_quadratic_frames_are_those_the_held_out_margin_scores(cpu_network):
+    """The video tool's flows to the neighbours are the neighbouring pairs' backward and forward flows; the held-out
+    evaluation (``Network.forward_four``) estimates one -> before and two -> after directly. The flow estimator runs
+    both directions with one function, so the frames agree to the rounding of uint8."""
+    frames = _moving_frames(4, seed=3)
+    ours = Interpolator(InterpolatorOptions(tile=0), network=cpu_network).interpolate_integer_with_neighbours(
+        frames[1], frames[2], [0.5], (frames[0], 1.0), (frames[3], 1.0))[0]
+    tensors = [torch.from_numpy(f).permute(2, 0, 1)[None].float() / 255.0 for f in frames]
+    with torch.no_grad():
+        reference = cpu_network.forward_four(*tensors, (0.5,))[0].clamp(0, 1)
+    reference = (reference[0].permute(1, 2, 0) * 255).round().to(torch.uint8).numpy()
+    assert np.abs(ours.astype(int) - reference.astype(int)).max() <= 1
