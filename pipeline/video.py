@@ -31,7 +31,8 @@ import time
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Callable, Deque, Iterator, List, Optional, Protocol, Sequence, Tuple, Union, runtime_checkable
+from typing import (Callable, Deque, Iterator, List, NamedTuple, Optional, Protocol, Sequence, Tuple, Union,
+                    runtime_checkable)
 
 import numpy as np
 
@@ -100,14 +101,18 @@ class FrameInterpolator(Protocol):
         out; it decides itself how alpha is interpolated."""
 
 
+# a frame beside a pair and its distance in time from the pair's nearer frame, in units of the pair's interval
+Neighbour = Tuple[np.ndarray, float]
+
+
 @runtime_checkable
 class NeighbourInterpolator(Protocol):
     """An interpolator that also moves pixels along quadratic paths through the frames beside the pair;
     ``engine.Interpolator`` is one."""
 
     def interpolate_integer_with_neighbours(self, one: np.ndarray, two: np.ndarray, times: Sequence[float],
-                                            before: Optional[Tuple[np.ndarray, float]],
-                                            after: Optional[Tuple[np.ndarray, float]]) -> List[np.ndarray]:
+                                            before: Optional[Neighbour],
+                                            after: Optional[Neighbour]) -> List[np.ndarray]:
         """As ``FrameInterpolator.interpolate_integer``, with the frame before ``one`` and the frame after ``two``,
         each with its distance in time from its end of the pair in units of the pair's interval (None: no such
         frame in the shot)."""
@@ -145,15 +150,22 @@ def _anchors(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], dedup: fl
         yield previous
 
 
-def _intervals(anchors: Iterator[_Anchor], threshold: float,
-               stats: dict) -> Iterator[Tuple[_Anchor, _Anchor, bool]]:
-    """(current, next, cut) for every pair of consecutive anchors; a lone anchor gives (it, it, False)."""
+class _Interval(NamedTuple):
+    """Two consecutive anchors and whether a cut lies between them."""
+
+    start: _Anchor
+    end: _Anchor
+    cut: bool
+
+
+def _intervals(anchors: Iterator[_Anchor], threshold: float, stats: dict) -> Iterator[_Interval]:
+    """Every pair of consecutive anchors; a lone anchor gives one interval from it to itself."""
     current = next(anchors, None)
     if current is None:
         return
     nxt = next(anchors, None)
     if nxt is None:
-        yield current, current, False
+        yield _Interval(current, current, False)
         return
     # the thumbnail changes between the last four anchors, for cuts within a scene (is_cut)
     changes: Deque[float] = collections.deque(maxlen=4)
@@ -165,16 +177,30 @@ def _intervals(anchors: Iterator[_Anchor], threshold: float,
         cut = is_cut(changes, change, after, threshold)
         changes.append(change)
         stats["cuts"] += int(cut)
-        yield current, nxt, cut
+        yield _Interval(current, nxt, cut)
         current, nxt = nxt, following
+
+
+def _neighbours(previous: Optional[_Interval], interval: _Interval,
+                following: Optional[_Interval]) -> Tuple[Optional[Neighbour], Optional[Neighbour]]:
+    """The anchor before the interval and the anchor after it, each with its distance in time in units of the
+    interval's, where no cut separates it (None where one does, or at the ends)."""
+    span = interval.end.time - interval.start.time
+    before = after = None
+    if previous is not None and not previous.cut:
+        before = (previous.start.frame, float((interval.start.time - previous.start.time) / span))
+    if following is not None and not following.cut:
+        after = (following.end.frame, float((following.end.time - interval.end.time) / span))
+    return before, after
 
 
 def _output_frames(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpolator, threshold: float,
                    skip: Callable[[int], bool], stats: dict,
                    motion: str = "linear") -> Iterator[Tuple[int, Optional[np.ndarray]]]:
     """(j, frame) for every output frame in order; frame is None where ``skip(j)`` (already done). With ``motion``
-    "quadratic" and a NeighbourInterpolator, each pair also gets the anchors on either side of it, where no cut
-    lies between (the choice depends on the anchors alone, so a resumed or split job makes the same frames)."""
+    "quadratic" and a NeighbourInterpolator, each pair also gets the anchors on either side of it where no cut lies
+    between (``_neighbours``: the choice depends on the anchors alone, so a resumed or split job gives each pair the
+    same neighbours)."""
     step = with_linear_alpha(interpolate)
     quadratic = motion == "quadratic" and isinstance(interpolate, NeighbourInterpolator)
     j = 0
@@ -182,11 +208,11 @@ def _output_frames(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpol
     interval = next(intervals, None)
     if interval is None:
         return
-    previous = None  # the interval before, for the anchor before the pair
-    last = interval[0]
+    previous = None
+    last = interval.start
     while interval is not None:
         current, nxt, cut = interval
-        following = next(intervals, None)  # the interval after, for the anchor after the pair
+        following = next(intervals, None)  # one interval ahead, for the anchor after the pair
         last = nxt
         if current is nxt:  # a lone anchor: held below
             break
@@ -198,11 +224,7 @@ def _output_frames(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpol
         made = {}
         if ts:
             if quadratic:
-                span = nxt.time - current.time
-                before = (previous[0].frame, float((current.time - previous[0].time) / span)) \
-                    if previous is not None and not previous[2] else None
-                after = (following[1].frame, float((following[1].time - nxt.time) / span)) \
-                    if following is not None and not following[2] else None
+                before, after = _neighbours(previous, interval, following)
                 outs = interpolate.interpolate_integer_with_neighbours(current.frame, nxt.frame, ts, before, after)
             else:
                 outs = step(current.frame, nxt.frame, ts)
