@@ -55,18 +55,23 @@ def test_quadratic_flows_name_a_size_mismatch():
 
 
 def test_synthesize_with_neighbours():
+    """Neighbours at constant velocity give the linear frame, a turn moves pixels, and ``neighbour_times`` reach
+    model/motion.py: a neighbour twice as far away with twice the displacement is constant velocity again."""
     torch.manual_seed(0)
     net = Network(NetworkConfig()).eval()
     one, two = torch.rand(2, 1, 3, 64, 64)
     with torch.no_grad():
         state = net.estimate_flow(one, two)
-        linear = net.synthesize(state, 0.5)
-        steady = net.synthesize(state, 0.5, (-state.flow_fwd, -state.flow_bwd))
+        linear = net.synthesize(state, 0.3)
+        steady = net.synthesize(state, 0.3, (-state.flow_fwd, -state.flow_bwd))
         shift = torch.zeros_like(state.flow_fwd)
         shift[:, 0] = 6.0
-        turning = net.synthesize(state, 0.5, (-state.flow_fwd + shift, -state.flow_bwd + shift))
+        turning = net.synthesize(state, 0.3, (-state.flow_fwd + shift, -state.flow_bwd + shift))
+        far = (-2 * state.flow_fwd, -0.5 * state.flow_bwd)
+        uneven, even = net.synthesize(state, 0.3, far, (2.0, 0.5)), net.synthesize(state, 0.3, far)
     torch.testing.assert_close(steady, linear)
-    assert (turning - linear).abs().max() > 1e-3
+    torch.testing.assert_close(uneven, linear)
+    assert (turning - linear).abs().max() > 1e-3 and (even - linear).abs().max() > 1e-3
 
 
 def test_forward_four_checks_its_frames_and_keeps_the_pair_size():
@@ -91,21 +96,6 @@ def test_outer_flows_are_each_pairs_own_forward_flow():
         to_before, to_after = net.outer_flows(one, two, before, after)
         torch.testing.assert_close(to_before, net.estimate_flow(one, before).flow_fwd, atol=1e-4, rtol=1e-4)
         torch.testing.assert_close(to_after, net.estimate_flow(two, after).flow_fwd, atol=1e-4, rtol=1e-4)
-
-
-def test_synthesize_passes_uneven_neighbour_times():
-    """``neighbour_times`` reach model/motion.py: a neighbour twice as far away with twice the displacement is
-    constant velocity again, so the frame is the linear one."""
-    torch.manual_seed(0)
-    net = Network(NetworkConfig()).eval()
-    one, two = torch.rand(2, 1, 3, 64, 64)
-    with torch.no_grad():
-        state = net.estimate_flow(one, two)
-        linear = net.synthesize(state, 0.3)
-        uneven = net.synthesize(state, 0.3, (-2 * state.flow_fwd, -0.5 * state.flow_bwd), (2.0, 0.5))
-        even = net.synthesize(state, 0.3, (-2 * state.flow_fwd, -0.5 * state.flow_bwd))
-    torch.testing.assert_close(uneven, linear)
-    assert (even - linear).abs().max() > 1e-3
 
 
 def test_train_step_is_linear_where_a_sample_has_no_neighbours():
