@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -237,7 +237,8 @@ class PairStates:
         self.size = size
         self._entries: List[Tuple[np.ndarray, np.ndarray, object]] = []
 
-    def get(self, one: np.ndarray, two: np.ndarray, estimate) -> "FlowState":
+    def get(self, one: np.ndarray, two: np.ndarray,
+            estimate: Callable[[np.ndarray, np.ndarray], "FlowState"]) -> "FlowState":
         """The cached state of (one, two), or ``estimate(one, two)``'s, cached (the oldest dropped)."""
         for entry in self._entries:
             if entry[0] is one and entry[1] is two:
@@ -245,9 +246,6 @@ class PairStates:
         state = estimate(one, two)
         self._entries = (self._entries + [(one, two, state)])[-self.size:]
         return state
-
-    def clear(self) -> None:
-        self._entries = []
 
 
 @torch.no_grad()
