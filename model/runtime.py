@@ -12,7 +12,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 import torch
 
-from .network import FlowState, Network, _check_times
+from .network import FlowState, Network
 from .warp import InputPadder
 
 
@@ -152,6 +152,12 @@ class GraphedPairs:
                 self.synthesis_graph.replay()
                 outs.append(self.out.clone())
         return outs
+
+
+def _check_times(times: Sequence[float]) -> None:
+    for t in times:
+        if not 0.0 < float(t) < 1.0:
+            raise ValueError(f"times must lie strictly between 0 and 1, got {t}")
 
 
 def _copied(state: FlowState) -> FlowState:
