@@ -40,6 +40,7 @@ class _Defaults(argparse.ArgumentDefaultsHelpFormatter):
 
 def build_parser() -> argparse.ArgumentParser:
     from media.video import PRESETS
+    from pipeline.video import MOTIONS
 
     p = _Parser(description="Video frame interpolation with softmax splatting.", formatter_class=_Defaults)
     p.add_argument("--one", type=Path, help="first frame (png/jpg/bmp/tif/webp; 8/16-bit; gray, RGB or RGBA)")
@@ -83,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cut detection: mean grey difference (0-1) above which frames are not interpolated; 0 = off")
     v.add_argument("--dedup", type=float, default=0.0, nargs="?", const=0.002,
                    help="drop (near-)repeated input frames and interpolate across them; optional threshold")
-    v.add_argument("--motion", default="quadratic", choices=["quadratic", "linear"],
+    v.add_argument("--motion", default="quadratic", choices=MOTIONS,
                    help="paths between two frames: quadratic (through the frames on either side of the pair, where "
                         "the shot has them: accelerating and turning motion lands where it was; held-out footage "
                         "+0.63 dB, docs/performance.md) or linear (constant velocity from the pair alone)")

@@ -31,7 +31,7 @@ from engine import Interpolator, InterpolatorOptions
 from media.video import probe, read_frames
 from model import Network, load_weights
 from pipeline.video import Interpolator as PipelineInterpolator
-from pipeline.video import VideoOptions, interpolate_video
+from pipeline.video import MOTIONS, VideoOptions, interpolate_video
 
 
 def parse_size(text: str) -> tuple:
@@ -63,7 +63,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--eager", action="store_true", help="run the network in the pipeline op by op, as run.py "
                    "--eager, instead of replaying it as CUDA graphs (model.runtime.GraphedPairs; whole frames) as "
                    "run.py does by default; the model-alone figure is eager either way")
-    p.add_argument("--motion", nargs="+", default=["quadratic"], choices=["quadratic", "linear"],
+    p.add_argument("--motion", nargs="+", default=["quadratic"], choices=MOTIONS,
                    help="the pipeline's paths between frames (run.py --motion); several: one row each, in order")
     p.add_argument("--stages", action="store_true", help="also time decoding alone and the pipeline without "
                    "the network")
@@ -84,9 +84,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         frames = read_frames(info)
         one, two = next(frames), next(frames)
         frames.close()
-        # warm-up (and the capture of the graphs each motion replays)
+        # warm-up (and the capture of the graphs each motion timed replays)
         interpolator.interpolate_integer(one, two, [0.5])
-        interpolator.interpolate_integer_with_neighbours(one, two, [0.5], None, None)
+        if "quadratic" in args.motion:
+            interpolator.interpolate_integer_with_neighbours(one, two, [0.5], None, None)
         a = torch.from_numpy(one.copy()).to(device).permute(2, 0, 1)[None].float() / 255.0
         b = torch.from_numpy(two.copy()).to(device).permute(2, 0, 1)[None].float() / 255.0
         model_ms = cuda_time_ms(lambda: interpolator(a, b, [0.5]), repeats=20)

@@ -236,6 +236,8 @@ def middlebury_baseline(data: Path) -> float:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    from training.config import MOTIONS  # training.config imports this module
+
     p = argparse.ArgumentParser(description="Margin over the classical baseline on held-out footage.",
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--data", type=Path, nargs="+", help="footage folders (footage, footage2)")
@@ -246,7 +248,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="average this many mirrored / time-reversed passes (model/ensemble.py)")
     p.add_argument("--flow-scale", type=float, default=1.0,
                    help="estimate flow at this factor of the frames' size, as run.py --flow-scale")
-    p.add_argument("--motion", choices=("linear", "quadratic"), default="linear",
+    p.add_argument("--motion", choices=MOTIONS, default="linear",
                    help="quadratic: move pixels along paths through the frames 3 gaps from the centre (model/motion.py) "
                         "where the shot has them, constant velocity elsewhere")
     p.add_argument("--json", type=Path, default=None, help="write the figures (and per-triplet scores) here")
