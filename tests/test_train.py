@@ -397,6 +397,30 @@ def test_sampler_neighbours_keep_the_triplets_and_add_the_outer_frames():
     assert pasted["quad"].sum() == 0 and batch["quad"].sum() > 0
 
 
+def test_sampler_quadratic_share_keeps_the_outer_frames_of_some_triplets():
+    """quadratic_share < 1: only that fraction of the triplets whose shot has the outer frames keeps them (quad 1);
+    the others train at constant velocity (quad 0, before and after copies of one and two)."""
+    from training.data import Clip, FootageSampler
+
+    frames = (torch.arange(60, dtype=torch.uint8) * 4).view(60, 1, 1, 1).expand(60, 3, 70, 70).contiguous()
+    clip = Clip("c", frames, 0.3, (), torch.zeros(59, dtype=torch.bool))
+
+    def quad_share(share):
+        sampler = FootageSampler([clip], 64, 2, generator=torch.Generator().manual_seed(2), neighbours=True,
+                                 quadratic_share=share)
+        batches = [sampler.batch(16) for _ in range(8)]
+        for b in batches:
+            off = b["quad"] == 0
+            assert torch.equal(b["before"][off], b["one"][off]) and torch.equal(b["after"][off], b["two"][off])
+        return float(torch.cat([b["quad"] for b in batches]).mean())
+
+    everything, half, none = quad_share(1.0), quad_share(0.5), quad_share(0.0)
+    assert everything > 0.8 and none == 0.0
+    assert 0.25 * everything < half < 0.75 * everything
+    with pytest.raises(ValueError, match="quadratic_share"):
+        FootageSampler([clip], 64, neighbours=True, quadratic_share=1.5)
+
+
 def test_paste_layers_puts_moving_layers_over_real_triplets():
     """--paste-share: synthetic layers pasted over footage triplets, rendered at each frame's own time (the
     triplet's t), leave the real frames visible around them, add no flow, and touch only the chosen triplets."""

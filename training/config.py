@@ -133,6 +133,9 @@ class TrainConfig:
                                     "paths through them, model/motion.py; the held-out margin is scored the "
                                     "same way)", lambda v: v in MOTIONS, f"must be one of {', '.join(MOTIONS)}",
                           "MOTION")
+    quadratic_share: float = _share(1.0, "with --motion quadratic: fraction of footage triplets trained along "
+                                         "quadratic paths where the shot has the outer frames (the others at "
+                                         "constant velocity, as image pairs and clip ends run)")
     bf16: bool = _option(True, "bfloat16 autocast on CUDA")
     # held-out clips: empty holds out whole source repositories (training.holdout: footage2's val split and the
     # repositories of HOLDOUT_SOURCES); clip names hold out those clips instead (the fast weights' runs, tests)

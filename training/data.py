@@ -226,7 +226,7 @@ class FootageSampler:
     def __init__(self, clips: List[Clip], crop: int, max_gap: int = 4,
                  generator: Optional[torch.Generator] = None, native_share: float = 0.0,
                  downscale_share: float = 0.0, device: Optional[torch.device] = None,
-                 neighbours: bool = False) -> None:
+                 neighbours: bool = False, quadratic_share: float = 1.0) -> None:
         """``native_share``: fraction of triplets taken as consecutive stored frames (k1 = k2 = 1) from
         clips drawn by length alone, i.e. the small motions of ordinary x2 interpolation.
         ``downscale_share``: fraction of crops cut 1-2x larger (log-uniform, as the frame allows) and
@@ -234,10 +234,12 @@ class FootageSampler:
         ``neighbours``: batches also hold each triplet's outer neighbours (``before``, ``after``: the frames as far
         before one and after two as one is from two, for quadratic motion) and ``quad``, 1 where the shot has
         them, 0 where it does not (``before`` and ``after`` are then copies of ``one`` and ``two``); the
-        triplets drawn do not change.
+        triplets drawn do not change. ``quadratic_share``: with ``neighbours``, the fraction of triplets that keep
+        them where the shot has them (the others get 0, constant velocity, as image pairs and clip ends run).
         Every clip must be at least ``crop`` on its short side."""
         require_clips(clips)
-        for name, share in (("native_share", native_share), ("downscale_share", downscale_share)):
+        for name, share in (("native_share", native_share), ("downscale_share", downscale_share),
+                            ("quadratic_share", quadratic_share)):
             if not 0.0 <= share <= 1.0:
                 raise ValueError(f"{name} must lie in [0, 1], got {share}")
         small = [c.name for c in clips if min(c.frames.shape[2:]) < crop]
@@ -252,6 +254,7 @@ class FootageSampler:
         self.gen = generator
         self.native_share = native_share
         self.neighbours = neighbours
+        self.quadratic_share = quadratic_share
         self.lengths = torch.tensor([float(c.frames.shape[0]) for c in clips], dtype=torch.float64)
         self.max_k = gap_limits(clips, max_gap)
         weights = [c.frames.shape[0] * math.sqrt(min(max(c.motion * k, 1.0), 16.0))
@@ -307,6 +310,8 @@ class FootageSampler:
             if self.neighbours:  # (no draw: the batches' triplets and crops stay those drawn without neighbours)
                 span = c - a
                 quad = clean_span(clip, a - span, c + span)
+                if self.quadratic_share < 1.0:  # (no draw at 1: the stream of the all-quadratic stages stays)
+                    quad = float(torch.rand(1, generator=self.gen)) < self.quadratic_share and quad
                 indices = (a, b, c, a - span, c + span) if quad else (a, b, c, a, c)
                 quads.append(float(quad))
             h, w = clip.frames.shape[2:]

@@ -234,7 +234,8 @@ class Trainer:
             f"held-out clips from {len({c.source for c in self.val_clips})} source repositories", self.main)
         self.sampler = FootageSampler(self.own_shard(), config.crop, config.max_gap, generator=self.gen,
                                       native_share=config.native_share, downscale_share=config.downscale_share,
-                                      device=device, neighbours=config.motion == "quadratic")
+                                      device=device, neighbours=config.motion == "quadratic",
+                                      quadratic_share=config.quadratic_share)
         if config.max_nonlinearity > 0:
             self.limit_nonlinearity()
 
