@@ -179,25 +179,29 @@ class Interpolator:
         """``interpolate_integer`` along quadratic paths (model/motion.py) through the frame ``before`` one and the
         frame ``after`` two (each with its distance in time from its end of the pair, in units of the pair's
         interval; None: constant velocity on that side). Calls for consecutive pairs of a stream share their flows,
-        so a video costs about what it costs with linear motion. RGB frames of a plain network on whole frames;
-        frames with alpha, tiles, ensembles and compiled or published networks move at constant velocity (said once
-        on stderr)."""
+        so a video costs about what it costs with linear motion (an ensemble: its passes' worth). RGB frames on
+        whole frames; frames with alpha, tiles and compiled or published networks move at constant velocity (said
+        once on stderr)."""
+        from model.ensemble import EnsembleNetwork
         from model.inference import PairStates, interpolate_integer_quadratic
 
         times = check_times(times)
         height, width = one.shape[:2]
-        if one.ndim != 3 or one.shape[2] != 3 or not self._plain or self.tile_for(height, width):
+        ensemble = isinstance(self._runner, EnsembleNetwork)
+        net, passes = (self._runner.net, self._runner.passes) if ensemble else (self._runner, 1)
+        if one.ndim != 3 or one.shape[2] != 3 or not (self._plain or ensemble) or self.tile_for(height, width):
             if not self._noted_linear and (before is not None or after is not None):
                 self._noted_linear = True
                 reason = ("frames with alpha" if one.ndim == 3 and one.shape[2] == 4 else
-                          "tiles" if self._plain else "an ensemble or a compiled or published network")
-                print(f"note: quadratic motion runs RGB frames, whole, on a plain network; here ({reason}) frames "
-                      f"move at constant velocity", file=sys.stderr)
+                          "tiles" if self._plain or ensemble else "a compiled or published network")
+                print(f"note: quadratic motion runs RGB frames, whole, on a network that is not compiled; here "
+                      f"({reason}) frames move at constant velocity", file=sys.stderr)
             return self.interpolate_integer(one, two, times)
         if self._states is None:
-            self._states = PairStates()
-        return interpolate_integer_quadratic(self._runner, one, two, times, before, after, self._states,
-                                             self._settings(0), graphed=self.cuda_graphs_for(height, width, True))
+            self._states = PairStates(3 * passes)
+        graphed = None if ensemble else self.cuda_graphs_for(height, width, True)
+        return interpolate_integer_quadratic(net, one, two, times, before, after, self._states, self._settings(0),
+                                             graphed=graphed, passes=passes)
 
     def _settings(self, tile: int):
         """model.inference's settings for one call: this interpolator's precision, flow scale and overlap."""

@@ -231,20 +231,20 @@ class PairStates:
     """The flow states of a stream's last few pairs (``Network.estimate_flow`` on padded frames), so that quadratic
     motion (``interpolate_integer_quadratic``) reuses the neighbouring pairs' flows: in a video each pair's state
     is estimated once, as the look-ahead of the pair before it. Pairs are the frame arrays themselves (compared by
-    identity, held while cached)."""
+    identity, held while cached), with a tag where one pair has several states (an ensemble's passes)."""
 
     def __init__(self, size: int = 3) -> None:
         self.size = size
-        self._entries: List[Tuple[np.ndarray, np.ndarray, object]] = []
+        self._entries: List[Tuple[object, np.ndarray, np.ndarray, object]] = []
 
-    def get(self, one: np.ndarray, two: np.ndarray,
-            estimate: Callable[[np.ndarray, np.ndarray], "FlowState"]) -> "FlowState":
-        """The cached state of (one, two), or ``estimate(one, two)``'s, cached (the oldest dropped)."""
+    def get(self, one: np.ndarray, two: np.ndarray, estimate: Callable[[np.ndarray, np.ndarray], "FlowState"],
+            tag: object = None) -> "FlowState":
+        """The cached state of (one, two) under ``tag``, or ``estimate(one, two)``'s, cached (the oldest dropped)."""
         for entry in self._entries:
-            if entry[0] is one and entry[1] is two:
-                return entry[2]
+            if entry[0] == tag and entry[1] is one and entry[2] is two:
+                return entry[3]
         state = estimate(one, two)
-        self._entries = (self._entries + [(one, two, state)])[-self.size:]
+        self._entries = (self._entries + [(tag, one, two, state)])[-self.size:]
         return state
 
 
@@ -252,11 +252,14 @@ class PairStates:
 def interpolate_integer_quadratic(net: Network, one: np.ndarray, two: np.ndarray, times: Sequence[float],
                                   before: Optional[Neighbour], after: Optional[Neighbour], states: PairStates,
                                   settings: RunSettings = WHOLE_FRAMES,
-                                  graphed: Optional[GraphedPairs] = None) -> List[np.ndarray]:
+                                  graphed: Optional[GraphedPairs] = None, passes: int = 1) -> List[np.ndarray]:
     """``interpolate_integer`` along quadratic paths (model/motion.py) through the frame ``before`` one and the frame
     ``after`` two, each with its distance in time; a side without one moves at constant velocity. The flows one ->
     before and two -> after are the neighbouring pairs' (``states``: estimated once, shared with those pairs' own
-    calls). Whole frames only; ``graphed``: GraphedPairs captured with ``neighbours=True``."""
+    calls). Whole frames only; ``graphed``: GraphedPairs captured with ``neighbours=True`` (one pass).
+    ``passes`` 2 or 4: the mean of an ensemble's mirrored and time-reversed passes (model/ensemble.py), each with
+    its own flows, estimated once per pair as well (``states`` then needs 3 x ``passes`` entries)."""
+    from .ensemble import pass_variants
     from .warp import InputPadder
 
     device, scale = _check_integer_pair(net, one, two, 3)
@@ -267,10 +270,31 @@ def interpolate_integer_quadratic(net: Network, one: np.ndarray, two: np.ndarray
                 raise ValueError(f"{name}'s distance in time must be above 0, got {side[1]}")
     if settings.tile and max(one.shape[:2]) > settings.tile:
         raise ValueError(f"quadratic motion runs whole frames: pass tile=0, not tiles of {settings.tile} px")
+    if passes != 1 and graphed is not None:
+        raise ValueError("an ensemble runs eagerly: pass graphed=None with passes > 1")
     padder = InputPadder((1, 3, *one.shape[:2]), 2 ** len(net.config.encoder_widths))
+    total: List[torch.Tensor] = []
+    for mirror, reverse in pass_variants(passes):
+        pair, sides, ts = (((two, one), (after, before), [1.0 - float(t) for t in times]) if reverse else
+                           ((one, two), (before, after), [float(t) for t in times]))
+        outs = _quadratic_pass(net, pair, sides, ts, states, settings, graphed, padder, mirror, (mirror, reverse))
+        outs = [o.flip(3) if mirror else o for o in outs]
+        total = outs if not total else [acc + o for acc, o in zip(total, outs)]
+    return [_download_integer((acc / passes).clamp(0, 1), one.dtype, scale) for acc in total]
+
+
+def _quadratic_pass(net: Network, pair: Tuple[np.ndarray, np.ndarray],
+                    sides: Tuple[Optional[Neighbour], Optional[Neighbour]], times: Sequence[float],
+                    states: PairStates, settings: RunSettings, graphed: Optional[GraphedPairs], padder,
+                    mirror: bool, tag: object) -> List[torch.Tensor]:
+    """One pass of ``interpolate_integer_quadratic``: float frames (unpadded, mirrored with ``mirror``) at each t."""
+    (one, two), (before, after) = pair, sides
+    device, scale = next(net.parameters()).device, 65535.0 if one.dtype == np.uint16 else 255.0
 
     def estimate(x: np.ndarray, y: np.ndarray):
-        a, b = _upload_integer(x, device, scale), _upload_integer(y, device, scale)
+        a, b = (_upload_integer(z, device, scale) for z in (x, y))
+        if mirror:
+            a, b = a.flip(3), b.flip(3)
         if graphed is not None:
             return graphed.flow_state(a, b)
         with settings.autocast(device):
@@ -278,18 +302,16 @@ def interpolate_integer_quadratic(net: Network, one: np.ndarray, two: np.ndarray
         state.flow_pyramid = []  # (only training reads it)
         return state
 
-    state = states.get(one, two, estimate)
+    state = states.get(one, two, estimate, tag)
     # a side without a neighbour: the flow that makes its acceleration zero (constant velocity exactly)
-    flow_before = states.get(before[0], one, estimate).flow_bwd if before is not None else -state.flow_fwd
-    flow_after = states.get(two, after[0], estimate).flow_fwd if after is not None else -state.flow_bwd
+    flow_before = states.get(before[0], one, estimate, tag).flow_bwd if before is not None else -state.flow_fwd
+    flow_after = states.get(two, after[0], estimate, tag).flow_fwd if after is not None else -state.flow_bwd
     gaps = (before[1] if before is not None else 1.0, after[1] if after is not None else 1.0)
     if graphed is not None:
-        outs = graphed.synthesize(state, times, (flow_before, flow_after), gaps)
-    else:
-        with settings.autocast(device):
-            outs = [padder.unpad(net.synthesize(state, float(t), (flow_before, flow_after), gaps)).float().clamp(0, 1)
-                    for t in times]
-    return [_download_integer(out, one.dtype, scale) for out in outs]
+        return graphed.synthesize(state, times, (flow_before, flow_after), gaps)
+    with settings.autocast(device):
+        return [padder.unpad(net.synthesize(state, float(t), (flow_before, flow_after), gaps)).float()
+                for t in times]
 
 
 def _check_integer_pair(net: Network, one: np.ndarray, two: np.ndarray, channels: int) -> Tuple[torch.device, float]:

@@ -203,7 +203,7 @@ def test_quadratic_stream_estimates_each_pair_once(cpu_network, monkeypatch):
 
 
 def test_quadratic_motion_falls_back_to_linear_where_it_cannot_run(cpu_network, capsys):
-    """Frames with alpha, tiles and ensembles move at constant velocity, said once on stderr."""
+    """Frames with alpha and tiles move at constant velocity, said once on stderr."""
     frames = _moving_frames(4)
     with_alpha = [np.dstack([f, np.full(f.shape[:2], 255, np.uint8)]) for f in frames]
     interpolator = Interpolator(InterpolatorOptions(tile=0), network=cpu_network)
@@ -212,10 +212,42 @@ def test_quadratic_motion_falls_back_to_linear_where_it_cannot_run(cpu_network, 
     np.testing.assert_array_equal(out[0], interpolator.interpolate_integer(with_alpha[1], with_alpha[2], [0.5])[0])
     interpolator.interpolate_integer_with_neighbours(with_alpha[1], with_alpha[2], [0.5], (with_alpha[0], 1.0), None)
     assert capsys.readouterr().err.count("here (frames with alpha) frames move at constant velocity") == 1
-    ensemble = Interpolator(InterpolatorOptions(tile=0, ensemble=2), network=cpu_network)
-    out = ensemble.interpolate_integer_with_neighbours(frames[1], frames[2], [0.5], (frames[0], 1.0), None)
-    np.testing.assert_array_equal(out[0], ensemble.interpolate_integer(frames[1], frames[2], [0.5])[0])
-    assert "an ensemble or a compiled or published network" in capsys.readouterr().err
+    tiled = Interpolator(InterpolatorOptions(tile=32, tile_overlap=8), network=cpu_network)
+    out = tiled.interpolate_integer_with_neighbours(frames[1], frames[2], [0.5], (frames[0], 1.0), None)
+    np.testing.assert_array_equal(out[0], tiled.interpolate_integer(frames[1], frames[2], [0.5])[0])
+    assert "here (tiles) frames move at constant velocity" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("passes", [2, 4])
+def test_quadratic_ensemble_stream_estimates_each_pair_once_per_pass(cpu_network, monkeypatch, passes):
+    """--ensemble along quadratic paths: each pass's flows are estimated once per pair of the stream (a pass's
+    neighbours' flows are its neighbouring pairs'), any one pair gives the frames a fresh interpolator gives, and
+    they are the ensemble's four-frame frames (``EnsembleNetwork.forward_four``, as the held-out margin scores
+    them) to the rounding of uint8."""
+    from model.ensemble import with_ensemble
+
+    frames = _moving_frames(5, seed=2)
+    counted = []
+    estimate = cpu_network.estimate_flow
+    monkeypatch.setattr(cpu_network, "estimate_flow", lambda *a, **k: counted.append(1) or estimate(*a, **k))
+    stream = Interpolator(InterpolatorOptions(tile=0, ensemble=passes), network=cpu_network)
+    outs = []
+    for i in range(4):
+        before = (frames[i - 1], 1.0) if i > 0 else None
+        after = (frames[i + 2], 1.0) if i < 3 else None
+        outs.append(stream.interpolate_integer_with_neighbours(frames[i], frames[i + 1], [0.5], before, after)[0])
+    assert len(counted) == 4 * passes
+    fresh = Interpolator(InterpolatorOptions(tile=0, ensemble=passes), network=cpu_network)
+    again = fresh.interpolate_integer_with_neighbours(frames[1], frames[2], [0.5], (frames[0], 1.0), (frames[3], 1.0))
+    np.testing.assert_array_equal(again[0], outs[1])
+    tensors = [torch.from_numpy(f).permute(2, 0, 1)[None].float() / 255.0 for f in frames[:4]]
+    with torch.no_grad():
+        reference = with_ensemble(cpu_network, passes).forward_four(*tensors, (0.5,))[0].clamp(0, 1)
+    reference = (reference[0].permute(1, 2, 0) * 255).round().to(torch.uint8).numpy()
+    assert np.abs(outs[1].astype(int) - reference.astype(int)).max() <= 1
+    single = Interpolator(InterpolatorOptions(tile=0), network=cpu_network).interpolate_integer_with_neighbours(
+        frames[1], frames[2], [0.5], (frames[0], 1.0), (frames[3], 1.0))[0]
+    assert np.abs(outs[1].astype(int) - single.astype(int)).max() > 0  # the other passes changed pixels
 
 
 @pytest.mark.cuda

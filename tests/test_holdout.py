@@ -227,8 +227,17 @@ def test_holdout_cli_moves_pixels_along_quadratic_paths_where_the_shot_allows(tm
     assert two_frame == reports["linear"]["baseline"] and "baseline_four_frames" not in reports["linear"]
     assert [a for a, m in zip(two_frame, moved) if not m] == [b for b, m in zip(four_frame, moved) if not m]
     assert [a for a, m in zip(two_frame, moved) if m] != [b for b, m in zip(four_frame, moved) if m]
-    with pytest.raises(SystemExit):
-        holdout_main(["--data", str(folder), "--weights", str(FAST), "--motion", "quadratic", "--ensemble", "2"])
+    # --ensemble along quadratic paths: the ensemble's four-frame passes where the triplet moved, its two-frame
+    # passes elsewhere
+    for motion in ("linear", "quadratic"):
+        out = tmp_path / f"{motion}_ensemble.json"
+        assert holdout_main(["--data", str(folder), "--weights", str(FAST), "--motion", motion, "--ensemble", "2",
+                             "--json", str(out)]) == 0
+        reports[motion] = json.loads(out.read_text())["weights"][str(FAST)]["scores"]
+    assert [a for a, m in zip(reports["linear"], moved) if not m] == [b for b, m in zip(reports["quadratic"], moved)
+                                                                       if not m]
+    assert [a for a, m in zip(quadratic, moved) if m] != [b for b, m in zip(reports["quadratic"], moved) if m]
+
 
 def test_four_frame_baseline_equals_the_two_frame_one_under_constant_velocity():
     g = torch.Generator().manual_seed(0)

@@ -724,6 +724,24 @@ def test_ensemble_averages_mirrored_and_reversed_passes():
         EnsembleNetwork(net, 1)
 
 
+def test_ensemble_along_quadratic_paths_mirrors_all_four_frames_and_reverses_the_pair_with_its_neighbours():
+    from model.ensemble import with_ensemble
+
+    torch.manual_seed(1)
+    net = Network(NetworkConfig(full_width=8)).eval()
+    before, one, two, after = (torch.rand(1, 3, 40, 56) for _ in range(4))
+    with torch.no_grad():
+        plain = net.forward_four(before, one, two, after, [0.3])[0]
+        mirrored = net.forward_four(*(x.flip(3) for x in (before, one, two, after)), [0.3])[0].flip(3)
+        reversed_ = net.forward_four(after, two, one, before, [0.7])[0]
+        both = net.forward_four(*(x.flip(3) for x in (after, two, one, before)), [0.7])[0].flip(3)
+        two_pass = with_ensemble(net, 2).forward_four(before, one, two, after, [0.3])[0]
+        four_pass = with_ensemble(net, 4).forward_four(before, one, two, after, [0.3])[0]
+    torch.testing.assert_close(two_pass, (plain + mirrored) / 2)
+    torch.testing.assert_close(four_pass, (plain + mirrored + reversed_ + both) / 4)
+    assert (two_pass - plain).abs().max() > 1e-4
+
+
 def test_motion_boundaries_mark_the_edges_of_a_moving_square():
     import training.data as data
 

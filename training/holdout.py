@@ -261,8 +261,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         p.error("--data is required (the footage folders)")
     if not args.flow_scale > 0:
         p.error(f"--flow-scale {args.flow_scale}: give a factor above 0, such as 0.5 (half the frames' size)")
-    if args.motion == "quadratic" and args.ensemble != 1:
-        p.error("--motion quadratic runs one pass: leave out --ensemble")
     from model.weights import load_weights
 
     device = torch.device(args.device)
