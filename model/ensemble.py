@@ -45,7 +45,8 @@ class EnsembleNetwork(nn.Module):
         total: List[torch.Tensor] = []
         for mirror, reverse in pass_variants(self.passes):
             inputs = list(frames[::-1]) if reverse else list(frames)
-            outs = run([x.flip(3) for x in inputs] if mirror else inputs, [1.0 - t for t in times] if reverse else times)
+            inputs = [x.flip(3) for x in inputs] if mirror else inputs
+            outs = run(inputs, [1.0 - t for t in times] if reverse else times)
             outs = [(o.flip(3) if mirror else o).float() for o in outs]
             total = outs if not total else [acc + o for acc, o in zip(total, outs)]
         return [acc / self.passes for acc in total]

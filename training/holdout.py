@@ -249,8 +249,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--flow-scale", type=float, default=1.0,
                    help="estimate flow at this factor of the frames' size, as run.py --flow-scale")
     p.add_argument("--motion", choices=MOTIONS, default="linear",
-                   help="quadratic: move pixels along paths through the frames 3 gaps from the centre (model/motion.py) "
-                        "where the shot has them, constant velocity elsewhere")
+                   help="quadratic: move pixels along paths through the frames 3 gaps from the centre "
+                        "(model/motion.py) where the shot has them, constant velocity elsewhere")
     p.add_argument("--json", type=Path, default=None, help="write the figures (and per-triplet scores) here")
     p.add_argument("--middlebury", type=Path, default=None, help="instead: the baseline's Middlebury PSNR")
     args = p.parse_args(argv)
