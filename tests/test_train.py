@@ -88,8 +88,8 @@ def test_the_default_weights_are_soups_of_quality_psnr_stages_at_width_2():
 
 
 def test_the_default_weights_stages_follow_on():
-    """study → quality-384 → quality-512 → quality-no-census → quality-no-flow → quality → quality-psnr: each stage's
-    schedule starts at the step where the one before it ends."""
+    """study → quality-384 → quality-512 → quality-no-census → quality-no-flow → quality → quality-psnr:
+    each stage's schedule starts at the step where the one before it ends."""
     stages = [RECIPES[name] for name in ("study", "quality-384", "quality-512", "quality-no-census",
                                          "quality-no-flow", "quality", "quality-psnr")]
     for before, after in zip(stages, stages[1:]):
