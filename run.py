@@ -70,7 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "the two frames' alpha mixed linearly in time (a still matte over moving content)")
     p.add_argument("--ensemble", type=int, default=1, choices=[1, 2, 4],
                    help="average 2 passes (the frames and their mirror image) or 4 (also time-reversed): 2x or 4x "
-                        "the time (Middlebury: 34.83 / 34.81 dB against 34.64 one pass; docs/performance.md)")
+                        "the time (Middlebury: 35.32 / 35.33 dB against 35.26 one pass; videos along quadratic "
+                        "paths in every pass; docs/performance.md)")
     v = p.add_argument_group("video and frame sequences")
     v.add_argument("--video", type=Path, help="input video; --out is a video file (mp4/mkv/mov) or DIR/%%06d.png")
     v.add_argument("--frames", type=Path, help="input folder of frames (sorted by name); --out DIR/%%06d.png")
@@ -87,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--motion", default="quadratic", choices=MOTIONS,
                    help="paths between two frames: quadratic (through the frames on either side of the pair, where "
                         "the shot has them: accelerating and turning motion lands where it was; held-out footage "
-                        "+0.63 dB, docs/performance.md) or linear (constant velocity from the pair alone)")
+                        "+0.67 dB, docs/performance.md) or linear (constant velocity from the pair alone)")
     v.add_argument("--fields", action="store_true",
                    help="interlaced --video (DV, broadcast): deinterlace to one frame per field, twice the frame rate "
                         "(25i gives 50 frames/s, every moment the camera took), before --factor / --fps apply "

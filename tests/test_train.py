@@ -53,38 +53,28 @@ def test_the_fast_weights_record_the_fast_psnr_recipe_from_their_third_stage():
     assert TrainConfig() == RECIPES["fast"]  # train.py's defaults: the fast weights' second stage
 
 
-def test_the_default_weights_are_soups_of_quality_psnr_stages_at_width_2():
+def test_the_default_weights_are_the_last_stage_on_mixed_paths_at_width_2():
     """weights/network.safetensors: the study's network at width 2 with two flow passes below the coarsest level,
-    the 1 : 1 average of stage 10 and soup B; soup B the 5 : 3 average of stage 9 and soup A; soup A the 5 : 3
-    average of stage 8 and stage 7 (docs/training.md). Stage 7 is recipe "quality-psnr" exactly, kept at step 69919
-    (its minutes ended it 81 steps before the schedule's end); stages 8 and 9 are "quality-psnr-syn20": that recipe
-    again from step 69919 with 20% synthetic samples; stage 10 is "quality-psnr-stripes": stage 9's with a tenth of
-    the synthetic layers striped. Each stage is kept near its end. Every soup records "quality-psnr" at step 69919,
-    what --init-weights continues."""
+    as trained by its thirteenth stage, recipe "quality-psnr-mixed", to the end of its schedule: stages 11 and 12
+    ("quality-psnr-quadratic": "quality-psnr-stripes" along quadratic paths) again with half the footage triplets at
+    constant velocity, from stage 12's end (docs/training.md). Stages 8-10 are "quality-psnr" again from step 69919
+    with 20% synthetic samples, stage 10 with a tenth of the synthetic layers striped."""
     from model.network import NetworkConfig
     from model.weights import read_config, read_metadata
 
-    recipe = RECIPES["quality-psnr"]
     stage = RECIPES["quality-psnr-syn20"]
-    assert stage == dataclasses.replace(recipe, schedule_start=69919, synthetic_share=0.2)
+    assert stage == dataclasses.replace(RECIPES["quality-psnr"], schedule_start=69919, synthetic_share=0.2)
     assert RECIPES["quality-psnr-stripes"] == dataclasses.replace(stage, synthetic_stripe_share=0.1)
+    quadratic = RECIPES["quality-psnr-quadratic"]
+    assert quadratic == dataclasses.replace(RECIPES["quality-psnr-stripes"], motion="quadratic")
+    recipe = RECIPES["quality-psnr-mixed"]
+    assert recipe == dataclasses.replace(quadratic, schedule_start=quadratic.schedule_start + 2 * quadratic.total_steps,
+                                         quadratic_share=0.5)
     assert read_config(DEFAULT) == dataclasses.replace(NetworkConfig().widened(2), flow_iterations=(1, 2, 2, 2))
     metadata = read_metadata(DEFAULT)
-    default = {key: json.loads(metadata[key]) for key in ("train_config", "averaged_from")}
-    default["step"] = metadata["step"]
-    soup_b = default["averaged_from"][1]
-    soups = ((default, "quality-psnr-stripes", [0.5, 0.5]), (soup_b, "quality-psnr-syn20", [0.625, 0.375]),
-             (soup_b["averaged_from"][1], "quality-psnr-syn20", [0.625, 0.375]))  # the file, soup B, soup A
-    for soup, stage_recipe, shares in soups:
-        assert TrainConfig.from_dict(soup["train_config"]) == recipe and int(soup["step"]) == 69919
-        trained, started_from = soup["averaged_from"]
-        assert [trained["share"], started_from["share"]] == shares
-        stage = RECIPES[stage_recipe]
-        assert TrainConfig.from_dict(trained["train_config"]) == stage
-        assert 69919 + 0.9 * stage.total_steps < int(trained["step"]) <= 69919 + stage.total_steps
-    assert TrainConfig.from_dict(started_from["train_config"]) == recipe and started_from["step"] == "69919"
-    end = recipe.schedule_start + recipe.total_steps
-    assert end - 0.02 * recipe.total_steps < int(started_from["step"]) <= end
+    assert TrainConfig.from_dict(json.loads(metadata["train_config"])) == recipe
+    assert int(metadata["step"]) == recipe.schedule_start + recipe.total_steps == 84919
+    assert "averaged_from" not in metadata
 
 
 def test_the_default_weights_stages_follow_on():

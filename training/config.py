@@ -4,10 +4,10 @@
 field is declared once, with its help text and its check; ``training.options`` makes the command-line flags from
 these declarations. Its defaults are recipe ``fast`` (``RECIPES["fast"]``), the anneal of the fast weights' second
 stage; ``RECIPES`` names the others in use: the fast weights' (``weights/fast.safetensors``) ``fast-base``,
-``fast`` and ``fast-psnr``, and the ten stages of the default weights (``weights/network.safetensors``):
+``fast`` and ``fast-psnr``, and the thirteen stages of the default weights (``weights/network.safetensors``):
 ``study`` at width 2, then ``quality-384``, ``quality-512``, ``quality-no-census``, ``quality-no-flow``,
-``quality``, ``quality-psnr``, ``quality-psnr-syn20`` twice and ``quality-psnr-stripes`` (the file averages stages
-7-10: docs/training.md).
+``quality``, ``quality-psnr``, ``quality-psnr-syn20`` twice and ``quality-psnr-stripes`` (averaged with stages
+7-9), ``quality-psnr-quadratic`` twice and ``quality-psnr-mixed`` (docs/training.md).
 """
 
 from __future__ import annotations
@@ -193,6 +193,8 @@ _NO_CENSUS = dataclasses.replace(_QUALITY_512, census_weight=0.0, schedule_start
 _NO_FLOW = dataclasses.replace(_NO_CENSUS, flow_loss_weight=0.0, schedule_start=55000)
 _PSNR = dataclasses.replace(_NO_FLOW, schedule_start=65000, lr=3e-5, reconstruction="psnr")
 _PSNR_SYN20 = dataclasses.replace(_PSNR, schedule_start=69919, synthetic_share=0.2)
+_STRIPES = dataclasses.replace(_PSNR_SYN20, synthetic_stripe_share=0.1)
+_QUADRATIC = dataclasses.replace(_STRIPES, motion="quadratic")
 
 _FAST = TrainConfig()
 
@@ -234,9 +236,12 @@ RECIPES: Dict[str, TrainConfig] = {
     # (training.average of stages 8 and 7); soup B is the average of stage 9 and soup A
     "quality-psnr-syn20": _PSNR_SYN20,
     # the tenth stage, from soup B: "quality-psnr-syn20" with a tenth of the synthetic layers textured with fine
-    # stripes (blinds); the default weights are the average of stage 10 and soup B
-    "quality-psnr-stripes": dataclasses.replace(_PSNR_SYN20, synthetic_stripe_share=0.1),
-    # a stage on quadratic paths from the default weights (step 69919): "quality-psnr-stripes" with four-frame
-    # footage samples (--motion quadratic)
-    "quality-psnr-quadratic": dataclasses.replace(_PSNR_SYN20, synthetic_stripe_share=0.1, motion="quadratic"),
+    # stripes (blinds); soup C is the average of stage 10 and soup B
+    "quality-psnr-stripes": _STRIPES,
+    # the eleventh and twelfth stages, from soup C (step 69919), then from stage 11's end (--schedule-start 74919):
+    # "quality-psnr-stripes" with four-frame footage samples, along quadratic paths (--motion quadratic)
+    "quality-psnr-quadratic": _QUADRATIC,
+    # the thirteenth and last stage, from stage 12's end (step 79919): half the footage triplets along quadratic
+    # paths, the other half at constant velocity
+    "quality-psnr-mixed": dataclasses.replace(_QUADRATIC, schedule_start=79919, quadratic_share=0.5),
 }
