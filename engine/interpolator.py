@@ -22,6 +22,7 @@ Conventions
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import sys
 from pathlib import Path
@@ -58,6 +59,16 @@ def resolve_device(name: str) -> torch.device:
     elif device.type != "cpu":
         raise ValueError(f"--device {name!r}: use auto, cpu, cuda or cuda:N")
     return device
+
+
+@functools.lru_cache(maxsize=8)
+def _file_digest(path: str, size: int, mtime_ns: int) -> str:
+    """The first 16 hex digits of the file's SHA-256 (cached per size and modification time)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:16]
 
 
 @functools.lru_cache(maxsize=4)
@@ -99,9 +110,15 @@ class Interpolator:
 
     @property
     def job_id(self) -> str:
-        """What makes this interpolator's frames what they are: a resumed video job never mixes two settings."""
-        return (f"{self.options.weights} ensemble={self.options.ensemble} flow_scale={self.options.flow_scale} "
-                f"autocast={self.options.autocast_dtype}")
+        """What makes this interpolator's frames what they are: a resumed video job never mixes two settings, nor
+        two weights files at one path (the file's content is part of it)."""
+        weights = Path(self.options.weights)
+        content = ""
+        if weights.is_file():
+            stat = weights.stat()
+            content = f" sha256={_file_digest(str(weights.resolve()), stat.st_size, stat.st_mtime_ns)}"
+        return (f"{self.options.weights}{content} ensemble={self.options.ensemble} "
+                f"flow_scale={self.options.flow_scale} autocast={self.options.autocast_dtype}")
 
     def tile_for(self, height: int, width: int) -> int:
         """The tile size for frames of this size (0: whole frames); for "auto" what fits in free memory, said once

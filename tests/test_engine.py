@@ -37,11 +37,18 @@ def test_options_are_frozen_and_say_their_autocast():
         options.tile = 0
 
 
-def test_job_id_is_what_resumed_video_jobs_were_keyed_by(cpu_network):
-    """The resume key of a video job: unchanged from run.py's before the engine, so old jobs resume."""
+def test_job_id_is_what_resumed_video_jobs_are_keyed_by(cpu_network, tmp_path):
+    """The resume key of a video job: the settings, and the weights file's content, so that a job resumed after the
+    file at that path changed (an update of the repository's weights) starts afresh instead of mixing networks."""
     options = InterpolatorOptions(weights="w.safetensors", precision="fp16", flow_scale=0.5, ensemble=2)
     interpolator = Interpolator(options, network=cpu_network)
     assert interpolator.job_id == "w.safetensors ensemble=2 flow_scale=0.5 autocast=torch.float16"
+    weights = tmp_path / "w.safetensors"
+    ids = []
+    for content in (b"one", b"three", b"three"):
+        weights.write_bytes(content)
+        ids.append(Interpolator(InterpolatorOptions(weights=str(weights)), network=cpu_network).job_id)
+    assert ids[0] != ids[1] == ids[2] and ids[1].startswith(f"{weights} sha256=")
 
 
 def test_integer_frames_are_the_networks_own(cpu_network, cpu_interpolator):
