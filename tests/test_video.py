@@ -305,7 +305,8 @@ def test_frame_folder_keeps_alpha(tmp_path, capsys, depth):
 @pytest.mark.slow
 def test_two_processes_split_a_video_seamlessly(tmp_path, cpu_interpolator):
     """torchrun with two processes: each encodes half the segments, rank 0 joins them (the same frames as one
-    process makes with the same weights)."""
+    process makes with the same weights, to float rounding: compared as images, since x264 can turn one rounding
+    step into a visible drift across a group of pictures)."""
     import sys
 
     root = Path(__file__).resolve().parent.parent
@@ -320,10 +321,17 @@ def test_two_processes_split_a_video_seamlessly(tmp_path, cpu_interpolator):
     a, b = probe(single), probe(split)
     assert b.frames == a.frames == 48 and b.pts == a.pts
     assert _audio_md5(split) == _audio_md5(clip)
-    frames_a = list(read_frames(a))
-    frames_b = list(read_frames(b))
-    # the same encoder settings on the same frames: the split run decodes to the same pictures
-    assert max(float(np.abs(x.astype(np.int16) - y.astype(np.int16)).mean()) for x, y in zip(frames_a, frames_b)) < 1.0
+    pictures = {}
+    for name, command in (("single", [sys.executable]), ("split", [sys.executable, "-m", "torch.distributed.run",
+                                                                   "--nproc_per_node", "2", "--master_port", "29519"])):
+        folder = tmp_path / name
+        folder.mkdir()
+        proc = subprocess.run([*command, str(root / "run.py"), *common, "--out", str(folder / "%04d.png")],
+                              capture_output=True, text=True, cwd=root, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        pictures[name] = [cv2.imread(str(f)).astype(np.int16) for f in sorted(folder.glob("*.png"))]
+    assert len(pictures["single"]) == len(pictures["split"]) == 48
+    assert max(int(np.abs(x - y).max()) for x, y in zip(pictures["single"], pictures["split"])) <= 1
 
 
 def test_variable_frame_rate_input_follows_timestamps(tmp_path, blend_interpolator):
