@@ -63,6 +63,5 @@ class EnsembleNetwork(nn.Module):
 
 def with_ensemble(net: nn.Module, passes: int) -> nn.Module:
     """``net`` itself for 1 pass, else the ensemble of ``passes`` passes."""
-    if passes not in PASSES:
-        raise ValueError(f"--ensemble {passes}: use 1, 2 or 4 passes")
+    pass_variants(passes)  # (the check of ``passes``)
     return net if passes == 1 else EnsembleNetwork(net, passes)

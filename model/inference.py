@@ -20,6 +20,7 @@ from .network import Network
 if TYPE_CHECKING:
     from .network import FlowState
     from .runtime import GraphedPairs
+    from .warp import InputPadder
 
 Image = Union[np.ndarray, torch.Tensor]
 
@@ -262,7 +263,7 @@ def interpolate_integer_quadratic(net: Network, one: np.ndarray, two: np.ndarray
     from .ensemble import pass_variants
     from .warp import InputPadder
 
-    device, scale = _check_integer_pair(net, one, two, 3)
+    scale = _check_integer_pair(net, one, two, 3)[1]
     for name, side in (("before", before), ("after", after)):
         if side is not None:
             _check_integer_pair(net, one, side[0], 3)
@@ -277,7 +278,8 @@ def interpolate_integer_quadratic(net: Network, one: np.ndarray, two: np.ndarray
     for mirror, reverse in pass_variants(passes):
         pair, sides, ts = (((two, one), (after, before), [1.0 - float(t) for t in times]) if reverse else
                            ((one, two), (before, after), [float(t) for t in times]))
-        outs = _quadratic_pass(net, pair, sides, ts, states, settings, graphed, padder, mirror, (mirror, reverse))
+        outs = _quadratic_pass(net, pair, sides, ts, states, settings, graphed, padder, scale, mirror,
+                               (mirror, reverse))
         outs = [o.flip(3) if mirror else o for o in outs]
         total = outs if not total else [acc + o for acc, o in zip(total, outs)]
     return [_download_integer((acc / passes).clamp(0, 1), one.dtype, scale) for acc in total]
@@ -285,11 +287,12 @@ def interpolate_integer_quadratic(net: Network, one: np.ndarray, two: np.ndarray
 
 def _quadratic_pass(net: Network, pair: Tuple[np.ndarray, np.ndarray],
                     sides: Tuple[Optional[Neighbour], Optional[Neighbour]], times: Sequence[float],
-                    states: PairStates, settings: RunSettings, graphed: Optional[GraphedPairs], padder,
-                    mirror: bool, tag: object) -> List[torch.Tensor]:
-    """One pass of ``interpolate_integer_quadratic``: float frames (unpadded, mirrored with ``mirror``) at each t."""
+                    states: PairStates, settings: RunSettings, graphed: Optional[GraphedPairs],
+                    padder: "InputPadder", scale: float, mirror: bool, tag: object) -> List[torch.Tensor]:
+    """One pass of ``interpolate_integer_quadratic``: float frames (unpadded, mirrored with ``mirror``) at each t;
+    the frames' states are cached in ``states`` under ``tag``."""
     (one, two), (before, after) = pair, sides
-    device, scale = next(net.parameters()).device, 65535.0 if one.dtype == np.uint16 else 255.0
+    device = next(net.parameters()).device
 
     def estimate(x: np.ndarray, y: np.ndarray):
         a, b = (_upload_integer(z, device, scale) for z in (x, y))
