@@ -197,7 +197,7 @@ class Network(nn.Module):
                 flow_scale: float = 1.0) -> List[torch.Tensor]:
         """Interpolate frames at each t in ``times`` (0 < t < 1); any H and W."""
         _check_pair(one, two)
-        _check_times(times)
+        check_times(times)
         padder = InputPadder(one.shape, 2 ** len(self.config.encoder_widths))
         one_p, two_p = padder.pad(one, two)
         state = self.estimate_flow(one_p, two_p, flow_scale)
@@ -212,7 +212,7 @@ class Network(nn.Module):
         _check_pair(one, two)
         _check_pair(before, after, ("before", "after"))
         _check_pair(one, before, ("one", "before"))
-        _check_times(times)
+        check_times(times)
         padder = InputPadder(one.shape, 2 ** len(self.config.encoder_widths))
         before_p, one_p, two_p, after_p = padder.pad(before, one, two, after)
         state = self.estimate_flow(one_p, two_p, flow_scale)
@@ -220,7 +220,8 @@ class Network(nn.Module):
         return [padder.unpad(self.synthesize(state, float(t), neighbours)) for t in times]
 
 
-def _check_times(times: Sequence[float]) -> None:
+def check_times(times: Sequence[float]) -> None:
+    """Each t strictly between 0 and 1 (ValueError otherwise)."""
     for t in times:
         if not 0.0 < float(t) < 1.0:
             raise ValueError(f"times must lie strictly between 0 and 1, got {t}")

@@ -12,7 +12,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 import torch
 
-from .network import FlowState, Network
+from .network import FlowState, Network, check_times
 from .warp import InputPadder
 
 
@@ -121,7 +121,7 @@ class GraphedPairs:
         ``Network.synthesize``), clamped to [0, 1] and unpadded. Needs ``neighbours``."""
         if not self.neighbours:
             raise ValueError("these graphs were captured without neighbours: GraphedPairs(..., neighbours=True)")
-        _check_times(times)
+        check_times(times)
         outs = []
         with torch.cuda.device(self.device):
             _copy_into(self.state, state)
@@ -141,7 +141,7 @@ class GraphedPairs:
 
     def __call__(self, one: torch.Tensor, two: torch.Tensor, times: Sequence[float]) -> List[torch.Tensor]:
         self._check(one, two)
-        _check_times(times)
+        check_times(times)
         outs = []
         with torch.cuda.device(self.device):
             self.one.copy_(one)
@@ -152,12 +152,6 @@ class GraphedPairs:
                 self.synthesis_graph.replay()
                 outs.append(self.out.clone())
         return outs
-
-
-def _check_times(times: Sequence[float]) -> None:
-    for t in times:
-        if not 0.0 < float(t) < 1.0:
-            raise ValueError(f"times must lie strictly between 0 and 1, got {t}")
 
 
 def _copied(state: FlowState) -> FlowState:

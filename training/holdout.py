@@ -111,16 +111,15 @@ def classical_interpolation(one: torch.Tensor, two: torch.Tensor, t: float, flow
     Super SloMo's approximation taken of the quadratic paths (model/motion.py), the flow from t back to one
     (1 - t) x -(one -> t) + t x (two -> one - two -> t), and to two likewise; it equals the two-frame baseline
     under constant velocity."""
-    from model.motion import quadratic_flows
+    from model.motion import linear_flows, quadratic_flows
     from model.warp import backwarp
 
-    if neighbour_flows is None:
-        flow_t0 = -(1 - t) * t * flow_fwd + t * t * flow_bwd
-        flow_t1 = (1 - t) * (1 - t) * flow_fwd - t * (1 - t) * flow_bwd
+    if neighbour_flows is None:  # constant velocity: one -> t = t x flow_fwd, two -> t = (1 - t) x flow_bwd
+        one_to_t, two_to_t = linear_flows(flow_fwd, flow_bwd, t)
     else:
         one_to_t, two_to_t = quadratic_flows(flow_fwd, flow_bwd, *neighbour_flows, t)
-        flow_t0 = -(1 - t) * one_to_t + t * (flow_bwd - two_to_t)
-        flow_t1 = (1 - t) * (flow_fwd - one_to_t) - t * two_to_t
+    flow_t0 = -(1 - t) * one_to_t + t * (flow_bwd - two_to_t)
+    flow_t1 = (1 - t) * (flow_fwd - one_to_t) - t * two_to_t
     return (1 - t) * backwarp(one, flow_t0, "border") + t * backwarp(two, flow_t1, "border")
 
 
