@@ -1,13 +1,14 @@
 """Video throughput on the GPU: the whole pipeline (decode, interpolate, encode, mux) and the model alone.
 
     python -m bench.bench_video --video in.mp4 [--factor 2] [--bf16] [--eager] [--preset veryfast]
-        [--motion quadratic linear] [--stages] [--json out.json]
+        [--motion quadratic linear] [--ensemble 1 2 4] [--stages] [--json out.json]
     python -m bench.bench_video --memory 3840x2160 7680x4320 [--flow-scale 0.5] [--tile 2048]
 
 Pipeline frames per second count output frames (a x2 job writes two per input frame)
 over the wall-clock time of ``pipeline.video.interpolate_video`` after a warm-up pair.
 The model alone is one interpolated frame per call on frames already in GPU memory.
-``--motion`` times the pipeline once per motion named (run.py --motion), in one process, side by side.
+``--motion`` times the pipeline once per motion named (run.py --motion), and ``--ensemble`` once per number of
+passes named (run.py --ensemble), in one process, side by side.
 ``--stages`` adds where the pipeline's time goes: decoding alone (input frames per second, as the
 pipeline reads them) and the pipeline with an interpolator that copies the nearer input frame
 (decode, encode and mux without the network), in the same output frames per second.
@@ -30,6 +31,7 @@ from bench.timing import cuda_time_ms, require_cuda
 from engine import Interpolator, InterpolatorOptions
 from media.video import probe, read_frames
 from model import Network, load_weights
+from model.ensemble import PASSES
 from pipeline.video import Interpolator as PipelineInterpolator
 from pipeline.video import MOTIONS, VideoOptions, interpolate_video
 
@@ -50,6 +52,42 @@ def time_pipeline(video: Path, step: PipelineInterpolator, options: VideoOptions
         return seconds, probe(out).frames, stats
 
 
+def engine_for(args: argparse.Namespace, net: Network, passes: int) -> Interpolator:
+    """The engine run.py uses, with its CUDA graphs unless --eager (an ensemble runs eagerly)."""
+    return Interpolator(InterpolatorOptions(precision="bf16" if args.bf16 else "fp32", flow_scale=args.flow_scale,
+                                            tile=args.tile, cuda_graphs=not args.eager, ensemble=passes),
+                        network=net)
+
+
+def time_video(args: argparse.Namespace, net: Network, device: torch.device, info, one: np.ndarray,
+               two: np.ndarray, passes: int) -> List[dict]:
+    """One row per motion of ``args.motion``: the pipeline's frames per second with ``passes`` per frame, beside the
+    model alone (one interpolated frame per call, eager)."""
+    interpolator = engine_for(args, net, passes)
+    # warm-up (and the capture of the graphs each motion timed replays)
+    interpolator.interpolate_integer(one, two, [0.5])
+    if "quadratic" in args.motion:
+        interpolator.interpolate_integer_with_neighbours(one, two, [0.5], None, None)
+    a = torch.from_numpy(one.copy()).to(device).permute(2, 0, 1)[None].float() / 255.0
+    b = torch.from_numpy(two.copy()).to(device).permute(2, 0, 1)[None].float() / 255.0
+    model_ms = cuda_time_ms(lambda: interpolator(a, b, [0.5]), repeats=20)
+    graphed = interpolator.cuda_graphs_for(info.height, info.width)
+    rows = []
+    for motion in args.motion:
+        options = VideoOptions(factor=args.factor, preset=args.preset, motion=motion)
+        seconds, frames_out, stats = time_pipeline(args.video, interpolator, options)
+        row = {"video": args.video.name, "size": f"{info.width}x{info.height}", "frames_in": info.frames,
+               "frames_out": frames_out, "factor": args.factor, "bf16": args.bf16, "preset": args.preset,
+               "motion": motion, "ensemble": passes,
+               "network_in_pipeline": "eager" if graphed is None else "CUDA graphs",
+               "pipeline_seconds": round(seconds, 2), "pipeline_fps": round(frames_out / seconds, 1),
+               "model_ms_per_frame": round(model_ms, 2), "model_fps": round(1000.0 / model_ms, 1),
+               "interpolated": stats["interpolated"], "audio": stats["audio"]}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--video", type=Path, help="input clip for the pipeline and model timings")
@@ -65,6 +103,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                    "run.py does by default; the model-alone figure is eager either way")
     p.add_argument("--motion", nargs="+", default=["quadratic"], choices=MOTIONS,
                    help="the pipeline's paths between frames (run.py --motion); several: one row each, in order")
+    p.add_argument("--ensemble", type=int, nargs="+", default=[1], choices=PASSES,
+                   help="passes per frame to time (run.py --ensemble), each beside the others")
     p.add_argument("--stages", action="store_true", help="also time decoding alone and the pipeline without "
                    "the network")
     p.add_argument("--json", type=Path, default=None)
@@ -74,35 +114,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     torch.backends.cudnn.benchmark = True
     net = load_weights(args.weights, device) if args.weights.is_file() else Network().to(device).eval()
-    # the engine run.py uses, with its CUDA graphs unless --eager (the model-alone figure is eager either way)
-    interpolator = Interpolator(InterpolatorOptions(precision="bf16" if args.bf16 else "fp32",
-                                                    flow_scale=args.flow_scale, tile=args.tile,
-                                                    cuda_graphs=not args.eager), network=net)
     rows = []
     if args.video is not None:
         info = probe(args.video)
         frames = read_frames(info)
         one, two = next(frames), next(frames)
         frames.close()
-        # warm-up (and the capture of the graphs each motion timed replays)
-        interpolator.interpolate_integer(one, two, [0.5])
-        if "quadratic" in args.motion:
-            interpolator.interpolate_integer_with_neighbours(one, two, [0.5], None, None)
-        a = torch.from_numpy(one.copy()).to(device).permute(2, 0, 1)[None].float() / 255.0
-        b = torch.from_numpy(two.copy()).to(device).permute(2, 0, 1)[None].float() / 255.0
-        model_ms = cuda_time_ms(lambda: interpolator(a, b, [0.5]), repeats=20)
-        graphed = interpolator.cuda_graphs_for(info.height, info.width)
-        for motion in args.motion:
-            options = VideoOptions(factor=args.factor, preset=args.preset, motion=motion)
-            seconds, frames_out, stats = time_pipeline(args.video, interpolator, options)
-            row = {"video": args.video.name, "size": f"{info.width}x{info.height}", "frames_in": info.frames,
-                   "frames_out": frames_out, "factor": args.factor, "bf16": args.bf16, "preset": args.preset,
-                   "motion": motion, "network_in_pipeline": "eager" if graphed is None else "CUDA graphs",
-                   "pipeline_seconds": round(seconds, 2), "pipeline_fps": round(frames_out / seconds, 1),
-                   "model_ms_per_frame": round(model_ms, 2), "model_fps": round(1000.0 / model_ms, 1),
-                   "interpolated": stats["interpolated"], "audio": stats["audio"]}
-            rows.append(row)
-            print(json.dumps(row), flush=True)
+        for passes in args.ensemble:
+            rows += time_video(args, net, device, info, one, two, passes)
         if args.stages:
             start = time.perf_counter()
             decoded = sum(1 for _ in read_frames(info))
@@ -114,6 +133,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                    "pipeline_without_network_fps": round(frames_out / seconds, 1)}
             rows.append(row)
             print(json.dumps(row), flush=True)
+    interpolator = engine_for(args, net, 1)
     for size in args.memory:
         h, w = parse_size(size)
         rng = np.random.default_rng(0)
