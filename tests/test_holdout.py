@@ -91,6 +91,20 @@ def test_triplets_skip_cuts_and_summary_splits_gaps(two_folders):
     assert set(figures) >= {"margin_t1", "margin_footage", "margin_footage2", "baseline_psnr"}
 
 
+def test_fresh_triplets_lie_between_the_standard_ones(two_folders):
+    clips = load_clips(list(two_folders), None, torch.device("cpu"), 64, keep=lambda r, e: is_holdout(e))
+    standard = holdout_triplets(clips, per_clip=3)
+    fresh = holdout_triplets(clips, per_clip=3, fresh=True)
+    assert fresh and not {(t.clip, t.gap, t.centre) for t in fresh} & {(t.clip, t.gap, t.centre) for t in standard}
+    for clip in {t.clip for t in standard}:
+        for gap in (1, 2):
+            outer = [t.centre for t in standard if (t.clip, t.gap) == (clip, gap)]
+            inner = [t.centre for t in fresh if (t.clip, t.gap) == (clip, gap)]
+            assert len(inner) <= len(outer) - 1
+            assert all(any(a < c < b for a, b in zip(outer, outer[1:])) for c in inner)
+            assert all(not (t.centre - t.gap < 5 <= t.centre + t.gap) for t in fresh if t.clip == "shard-01/v.mp4")
+
+
 def test_stage_bundles_round_trip(two_folders, tmp_path):
     bundles = pack(list(two_folders), tmp_path / "bundles", max_mib=0.05)
     assert len(bundles) >= 2

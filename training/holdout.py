@@ -3,7 +3,9 @@
 A clip is held out when its source repository is: footage2's ``val`` split (chosen by repository) and, in
 the first footage folder, the repositories of ``HOLDOUT_SOURCES``; no held-out repository has a clip in
 training. From every held-out clip, ``PER_CLIP`` centre frames i give the triplets (i - k, i, i + k) for
-each gap k of ``GAPS`` (stored frames; t = 0.5), whole frames, never across a cut or a repeated frame.
+each gap k of ``GAPS`` (stored frames; t = 0.5), whole frames, never across a cut or a repeated frame. Weights are
+chosen on those triplets; ``--set fresh`` scores the centres halfway between them instead (about 7 per clip and gap),
+a confirmation set that chose no weights.
 
 The baseline is classical: OpenCV DIS (medium preset) flow both ways, Super SloMo's approximation of the flows
 from t back to the two frames, both frames backward-warped (edge pixels repeated outside) and blended by t.
@@ -71,17 +73,20 @@ class Triplet:
 
 
 def holdout_triplets(clips: Sequence[Clip], per_clip: int = PER_CLIP, gaps: Sequence[int] = GAPS,
-                     neighbours: bool = False) -> List[Triplet]:
+                     neighbours: bool = False, fresh: bool = False) -> List[Triplet]:
     """``per_clip`` evenly spaced centres per clip and gap (the same on every call), whole frames; with
     ``neighbours``, each triplet also keeps its outer neighbours where they lie in the same shot with no repeated
-    frame (for quadratic motion; the triplets chosen do not change)."""
+    frame (for quadratic motion; the triplets chosen do not change). ``fresh``: instead, the centres halfway between
+    those (the odd ones of 2 x ``per_clip`` - 1 evenly spaced), none of them one of the ``per_clip``."""
     triplets = []
     for clip in clips:
         for gap in gaps:
             centres = [i for i in range(gap, clip.frames.shape[0] - gap) if clean_span(clip, i - gap, i + gap)]
             if not centres:
                 continue
-            picks = sorted({centres[int(j)] for j in np.linspace(0, len(centres) - 1, per_clip).round()})
+            picks = _spaced(centres, per_clip)
+            if fresh:
+                picks = sorted(set(_spaced(centres, 2 * per_clip - 1)) - set(picks))
             for i in picks:
                 one, mid, two = (clip.frames[j].clone() for j in (i - gap, i, i + gap))
                 outer = (None, None)
@@ -91,15 +96,22 @@ def holdout_triplets(clips: Sequence[Clip], per_clip: int = PER_CLIP, gaps: Sequ
     return triplets
 
 
-def load_holdout(folders: Sequence[Path], neighbours: bool = False) -> Tuple[List[Clip], List[Triplet]]:
+def _spaced(centres: List[int], count: int) -> List[int]:
+    """``count`` evenly spaced entries of ``centres`` (fewer where they coincide), in order."""
+    return sorted({centres[int(j)] for j in np.linspace(0, len(centres) - 1, count).round()})
+
+
+def load_holdout(folders: Sequence[Path], neighbours: bool = False,
+                 fresh: bool = False) -> Tuple[List[Clip], List[Triplet]]:
     """The held-out clips of the footage ``folders`` that train.py validates on (those at least its validation crop
-    in size), decoded on the CPU, and their triplets (with their outer neighbours: ``holdout_triplets``)."""
+    in size), decoded on the CPU, and their triplets (with their outer neighbours, or the fresh set:
+    ``holdout_triplets``)."""
     from training.config import VALIDATION_CROP  # training.config imports this module
     from training.data import load_clips
 
     clips = load_clips(list(folders), None, torch.device("cpu"), VALIDATION_CROP,
                        keep=lambda root, entry: is_holdout(entry))
-    return clips, holdout_triplets(clips, neighbours=neighbours)
+    return clips, holdout_triplets(clips, neighbours=neighbours, fresh=fresh)
 
 
 def classical_interpolation(one: torch.Tensor, two: torch.Tensor, t: float, flow_fwd: torch.Tensor,
@@ -250,6 +262,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--motion", choices=MOTIONS, default="linear",
                    help="quadratic: move pixels along paths through the frames 3 gaps from the centre "
                         "(model/motion.py) where the shot has them, constant velocity elsewhere")
+    p.add_argument("--set", choices=("standard", "fresh"), default="standard",
+                   help="the triplets that choose weights, or the centres halfway between them (confirmation)")
     p.add_argument("--json", type=Path, default=None, help="write the figures (and per-triplet scores) here")
     p.add_argument("--middlebury", type=Path, default=None, help="instead: the baseline's Middlebury PSNR")
     args = p.parse_args(argv)
@@ -263,17 +277,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     from model.weights import load_weights
 
     device = torch.device(args.device)
-    clips, triplets = load_holdout(args.data, neighbours=args.motion == "quadratic")
+    clips, triplets = load_holdout(args.data, neighbours=args.motion == "quadratic", fresh=args.set == "fresh")
     flows = triplet_flows(triplets)
     base = baseline_scores(triplets, flows=flows)
     report = {"clips": sorted({c.name for c in clips}), "baseline": base.tolist(), "weights": {},
-              "flow_scale": args.flow_scale, "ensemble": args.ensemble, "motion": args.motion}
+              "flow_scale": args.flow_scale, "ensemble": args.ensemble, "motion": args.motion, "set": args.set}
     moved, base4 = "", None
     if args.motion == "quadratic":  # and a baseline that sees the same four frames, reported beside the two-frame one
         moved = f" ({sum(tr.has_neighbours for tr in triplets)} with outer neighbours: quadratic paths)"
         base4 = baseline_scores(triplets, flows=flows, four_frames=True)
         report["baseline_four_frames"] = base4.tolist()
-    print(f"{len(clips)} held-out clips, {len(triplets)} triplets{moved}; baseline {float(base.mean()):.3f} dB")
+    print(f"{len(clips)} held-out clips, {len(triplets)} {args.set} triplets{moved}; baseline {float(base.mean()):.3f} dB")
     if base4 is not None:
         print(f"four-frame classical baseline {float(base4.mean()):.3f} dB")
     for path in args.weights:
