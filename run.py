@@ -39,6 +39,7 @@ class _Defaults(argparse.ArgumentDefaultsHelpFormatter):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from engine.options import flow_scale_value
     from media.video import PRESETS
     from pipeline.video import MOTIONS
 
@@ -56,8 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
     precision = p.add_mutually_exclusive_group()
     precision.add_argument("--fp16", action="store_true", help="float16 autocast (CUDA)")
     precision.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
-    p.add_argument("--flow-scale", "--scale", type=float, default=1.0,
-                   help="estimate flow at this fraction of the resolution (e.g. 0.5 for 4K)")
+    p.add_argument("--flow-scale", "--scale", type=flow_scale_value, default=None,
+                   help="estimate flow at this fraction of the resolution (e.g. 0.5 for 4K), or auto: full "
+                        "resolution, and half for a pair whose motion exceeds 32 px where warping by that flow matches "
+                        "the frames better. Default: auto for --one/--two, 1 for --video and --frames (docs/video.md)")
     p.add_argument("--tile", type=tile_value, default="auto",
                    help="process frames larger than TILE x TILE in overlapping tiles (bounded memory); 0 = whole "
                         "frames; auto = whole frames when they fit in the device's free memory, else the largest "
@@ -145,9 +148,17 @@ def interpolator_options(args: argparse.Namespace):
                          f"{', '.join(names) or '(none found)'}, or --weights PATH")
     return InterpolatorOptions(weights=weights, device=args.device,
                                precision="fp16" if args.fp16 else "bf16" if args.bf16 else "fp32",
-                               flow_scale=args.flow_scale, tile=args.tile, tile_overlap=args.tile_overlap,
+                               flow_scale=flow_scale_for(args), tile=args.tile, tile_overlap=args.tile_overlap,
                                ensemble=args.ensemble, alpha=args.alpha, compile=args.compile,
                                cuda_graphs=not args.eager)
+
+
+def flow_scale_for(args: argparse.Namespace) -> Union[float, str]:
+    """--flow-scale, or its default: auto for an image pair (it gained on held-out pairs of large motion), 1 for
+    videos and frame sequences (where it did not pass its rule along quadratic paths; docs/performance.md)."""
+    if args.flow_scale is not None:
+        return args.flow_scale
+    return 1.0 if args.video is not None or args.frames is not None else "auto"
 
 
 def video_options(args: argparse.Namespace):

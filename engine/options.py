@@ -15,10 +15,28 @@ PRECISION_NAMES = ("fp32", "fp16", "bf16")
 ALPHA_MODES = ("flow", "linear")
 
 
+def flow_scale_value(text: str) -> Union[float, str]:
+    """A ``--flow-scale`` argument: auto, or a factor above 0 (argparse.ArgumentTypeError otherwise; the engine
+    then asks for at most 1)."""
+    import argparse
+
+    try:
+        value: Union[float, str] = text if text == "auto" else float(text)
+    except ValueError:
+        value = -1.0
+    if value != "auto" and not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: use auto or a factor above 0, such as 0.5 (half the frames' "
+                                         f"size)")
+    return value
+
+
 @dataclass(frozen=True)
 class InterpolatorOptions:
     """How to run the network. Every field is checked when the options are made (ValueError naming it).
 
+    ``flow_scale``: estimate flow at this fraction of the resolution; "auto": at full resolution, and for a pair
+    whose motion is large (over 32 px) also at half, kept where warping the frames by it matches them better
+    (``model.network.AUTO``; eager, no CUDA graphs).
     ``tile``: "auto" processes whole frames when they fit in the device's free memory, else the largest tiles
     that do; 0 always whole frames; N > 0 frames larger than N x N in overlapping N-pixel tiles.
     ``tile_overlap``: pixels shared by neighbouring tiles, cross-faded; None: 128, or a quarter of a smaller tile
@@ -34,7 +52,7 @@ class InterpolatorOptions:
     weights: Path = DEFAULT_WEIGHTS
     device: str = "auto"
     precision: str = "fp32"
-    flow_scale: float = 1.0
+    flow_scale: Union[float, str] = 1.0
     tile: Union[int, str] = "auto"
     tile_overlap: Optional[int] = None
     ensemble: int = 1
@@ -45,8 +63,8 @@ class InterpolatorOptions:
     def __post_init__(self) -> None:
         if self.precision not in PRECISION_NAMES:
             raise ValueError(f"precision {self.precision!r}: use one of {', '.join(PRECISION_NAMES)}")
-        if not 0.0 < self.flow_scale <= 1.0:
-            raise ValueError(f"--flow-scale {self.flow_scale}: use a value in (0, 1]")
+        if self.flow_scale != "auto" and (isinstance(self.flow_scale, (str, bool)) or not 0.0 < self.flow_scale <= 1.0):
+            raise ValueError(f"--flow-scale {self.flow_scale}: use auto or a value in (0, 1]")
         if self.tile != "auto" and (isinstance(self.tile, bool) or not isinstance(self.tile, int) or self.tile < 0):
             raise ValueError(f"--tile {self.tile!r}: use auto, 0 (whole frames) or a tile size in pixels")
         if self.tile_overlap is not None and self.tile_overlap < 1:

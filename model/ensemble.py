@@ -14,6 +14,8 @@ from typing import Callable, List, Sequence, Tuple
 import torch
 from torch import nn
 
+from .network import FlowScale
+
 PASSES = (1, 2, 4)
 
 
@@ -52,11 +54,11 @@ class EnsembleNetwork(nn.Module):
         return [acc / self.passes for acc in total]
 
     def forward(self, one: torch.Tensor, two: torch.Tensor, times: Sequence[float] = (0.5,),
-                flow_scale: float = 1.0) -> List[torch.Tensor]:
+                flow_scale: FlowScale = 1.0) -> List[torch.Tensor]:
         return self._average(lambda f, ts: self.net(*f, ts, flow_scale), (one, two), times)
 
     def forward_four(self, before: torch.Tensor, one: torch.Tensor, two: torch.Tensor, after: torch.Tensor,
-                     times: Sequence[float] = (0.5,), flow_scale: float = 1.0) -> List[torch.Tensor]:
+                     times: Sequence[float] = (0.5,), flow_scale: FlowScale = 1.0) -> List[torch.Tensor]:
         return self._average(lambda f, ts: self.net.forward_four(*f, ts, flow_scale), (before, one, two, after),
                              times)
 

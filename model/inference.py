@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple, Uni
 import numpy as np
 import torch
 
-from .network import Network
+from .network import FlowScale, Network
 
 if TYPE_CHECKING:
     from .network import FlowState
@@ -30,12 +30,12 @@ class RunSettings:
     """How the functions below run the network (``engine.InterpolatorOptions`` decides them for a whole job).
 
     ``autocast_dtype``: float16 or bfloat16 autocast, None for float32. ``flow_scale``: estimate flow at this fraction
-    of the resolution. ``tile`` > 0: frames larger than tile x tile in overlapping tiles (bounded memory), their
+    of the resolution, or "auto" (``model.network.AUTO``). ``tile`` > 0: frames larger than tile x tile in overlapping tiles (bounded memory), their
     overlaps ``overlap`` pixels wide and cross-faded; 0: whole frames.
     """
 
     autocast_dtype: Optional[torch.dtype] = None
-    flow_scale: float = 1.0
+    flow_scale: FlowScale = 1.0
     tile: int = 0
     overlap: int = 128
 
@@ -146,7 +146,7 @@ def tile_layout(size: int, tile: int, overlap: int) -> Tuple[int, List[int]]:
     return length, [round(i * (size - length) / (count - 1)) for i in range(count)]
 
 
-def _tiled(net: Network, a: torch.Tensor, b: torch.Tensor, times: List[float], flow_scale: float,
+def _tiled(net: Network, a: torch.Tensor, b: torch.Tensor, times: List[float], flow_scale: FlowScale,
            tile: int, overlap: int) -> List[torch.Tensor]:
     """Run tile by tile with overlapping borders, cross-fading the overlaps so no seam shows.
 

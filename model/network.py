@@ -18,7 +18,15 @@ from torch import nn
 from .flow import Encoder, FlowEstimator
 from .motion import Time, linear_flows, quadratic_flows
 from .synthesis import Decoder, Metric, splat_pyramid
-from .warp import InputPadder, resize_flow
+from .warp import InputPadder, resize_flow, warp_error
+
+# ``flow_scale="auto"``: flow at full scale, and for a pair whose motion exceeds AUTO_MOTION_PX (the 95th percentile
+# of its forward flow's length) also at AUTO_SCALE, kept where it explains the pair better (``warp_error``). Chosen on
+# held-out footage with the rule written before the measurement (docs/journal/scaling-study.md, session 41, rule C).
+AUTO = "auto"
+AUTO_MOTION_PX = 32.0
+AUTO_SCALE = 0.5
+FlowScale = Union[float, str]
 
 
 @dataclass(frozen=True)
@@ -131,11 +139,12 @@ class Network(nn.Module):
         self.decoder = Decoder(config.encoder_widths[:config.synthesis_levels], config.decoder_widths,
                                config.full_width)
 
-    def estimate_flow(self, one: torch.Tensor, two: torch.Tensor, flow_scale: float = 1.0) -> FlowState:
+    def estimate_flow(self, one: torch.Tensor, two: torch.Tensor, flow_scale: FlowScale = 1.0) -> FlowState:
         """Features, bidirectional flow and metrics for a padded pair (H, W multiples of 32).
 
         ``flow_scale`` < 1 estimates flow on downscaled frames (for 4K and up) and
-        upsamples it; the synthesis features stay at full resolution.
+        upsamples it; the synthesis features stay at full resolution. ``"auto"``: full scale, and half scale for the
+        pairs of large motion whose frames it explains better (``AUTO``; per sample).
         """
         feats_one, feats_two, flow_fwd, flow_bwd, pyramid = self._flows(one, two, flow_scale)
         metric_one = self.metric(one, two, flow_fwd)
@@ -145,33 +154,45 @@ class Network(nn.Module):
                          metric_one, metric_two, pyramid)
 
     def outer_flows(self, one: torch.Tensor, two: torch.Tensor, before: torch.Tensor, after: torch.Tensor,
-                    flow_scale: float = 1.0) -> Tuple[torch.Tensor, torch.Tensor]:
+                    flow_scale: FlowScale = 1.0) -> Tuple[torch.Tensor, torch.Tensor]:
         """The flows one -> ``before`` and two -> ``after`` (``synthesize``'s ``neighbour_flows``) of padded frames,
         in one batched pass of the encoder and the flow estimator (no metrics, no synthesis)."""
         n = one.shape[0]
         flow = self._flows(torch.cat([one, two]), torch.cat([before, after]), flow_scale)[2]
         return flow[:n], flow[n:]
 
-    def _flows(self, one: torch.Tensor, two: torch.Tensor, flow_scale: float):
+    def _flows(self, one: torch.Tensor, two: torch.Tensor, flow_scale: FlowScale):
         """Both frames' encoder features, the flows one -> two and two -> one at full resolution, and the flow
-        pyramid (``estimate_flow``)."""
-        size = one.shape[2:]
+        pyramid (``estimate_flow``; with ``"auto"``, the full-scale estimate's pyramid)."""
+        check_flow_scale(flow_scale)
         feats_one = self.encoder(one)
         feats_two = self.encoder(two)
-        if flow_scale == 1.0:
-            flow_feats_one, flow_feats_two = feats_one, feats_two
-        else:
-            small = [F.interpolate(x, scale_factor=flow_scale, mode="bilinear", align_corners=False,
-                                   antialias=True) for x in (one, two)]
-            padder = InputPadder(small[0].shape, 2 ** len(self.config.encoder_widths))
-            small = padder.pad(*small)
-            flow_feats_one, flow_feats_two = self.encoder(small[0]), self.encoder(small[1])
-        flow_fwd, flow_bwd, pyramid = self.flow(flow_feats_one, flow_feats_two,
-                                                size if flow_scale == 1.0 else small[0].shape[2:])
-        if flow_scale != 1.0:
-            flow_fwd = resize_flow(padder.unpad(flow_fwd), size)
-            flow_bwd = resize_flow(padder.unpad(flow_bwd), size)
+        scale = 1.0 if flow_scale == AUTO else float(flow_scale)
+        flow_fwd, flow_bwd, pyramid = self._flows_at(one, two, feats_one, feats_two, scale)
+        if flow_scale == AUTO:
+            length = flow_fwd.float().norm(dim=1).flatten(1)
+            p95 = length.kthvalue(max(1, round(0.95 * length.shape[1])), dim=1).values
+            large = p95 > AUTO_MOTION_PX
+            if bool(large.any()):
+                half_fwd, half_bwd, _ = self._flows_at(one, two, feats_one, feats_two, AUTO_SCALE)
+                better = large & (warp_error(one, two, half_fwd, half_bwd) < warp_error(one, two, flow_fwd, flow_bwd))
+                pick = better.view(-1, 1, 1, 1)
+                flow_fwd = torch.where(pick, half_fwd, flow_fwd)
+                flow_bwd = torch.where(pick, half_bwd, flow_bwd)
         return feats_one, feats_two, flow_fwd, flow_bwd, pyramid
+
+    def _flows_at(self, one: torch.Tensor, two: torch.Tensor, feats_one: List[torch.Tensor],
+                  feats_two: List[torch.Tensor], flow_scale: float):
+        """The flows one -> two and two -> one at full resolution, estimated at ``flow_scale``, and their pyramid."""
+        size = one.shape[2:]
+        if flow_scale == 1.0:
+            return self.flow(feats_one, feats_two, size)
+        small = [F.interpolate(x, scale_factor=flow_scale, mode="bilinear", align_corners=False,
+                               antialias=True) for x in (one, two)]
+        padder = InputPadder(small[0].shape, 2 ** len(self.config.encoder_widths))
+        small = padder.pad(*small)
+        flow_fwd, flow_bwd, pyramid = self.flow(self.encoder(small[0]), self.encoder(small[1]), small[0].shape[2:])
+        return resize_flow(padder.unpad(flow_fwd), size), resize_flow(padder.unpad(flow_bwd), size), pyramid
 
     def synthesize(self, state: FlowState, t: Union[float, torch.Tensor],
                    neighbour_flows: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
@@ -194,7 +215,7 @@ class Network(nn.Module):
         return self.decoder(warped_one, warped_two, t)
 
     def forward(self, one: torch.Tensor, two: torch.Tensor, times: Sequence[float] = (0.5,),
-                flow_scale: float = 1.0) -> List[torch.Tensor]:
+                flow_scale: FlowScale = 1.0) -> List[torch.Tensor]:
         """Interpolate frames at each t in ``times`` (0 < t < 1); any H and W."""
         _check_pair(one, two)
         check_times(times)
@@ -204,7 +225,7 @@ class Network(nn.Module):
         return [padder.unpad(self.synthesize(state, float(t))) for t in times]
 
     def forward_four(self, before: torch.Tensor, one: torch.Tensor, two: torch.Tensor, after: torch.Tensor,
-                     times: Sequence[float] = (0.5,), flow_scale: float = 1.0) -> List[torch.Tensor]:
+                     times: Sequence[float] = (0.5,), flow_scale: FlowScale = 1.0) -> List[torch.Tensor]:
         """Interpolate between ``one`` and ``two`` along quadratic paths (model/motion.py), given the frame
         ``before`` one and the frame ``after`` two, each as far in time from its neighbour as one is from two.
         Two flow estimates (the pair; one -> before and two -> after in one batch); a video stream reuses its
@@ -218,6 +239,14 @@ class Network(nn.Module):
         state = self.estimate_flow(one_p, two_p, flow_scale)
         neighbours = self.outer_flows(one_p, two_p, before_p, after_p, flow_scale)
         return [padder.unpad(self.synthesize(state, float(t), neighbours)) for t in times]
+
+
+def check_flow_scale(flow_scale: FlowScale) -> None:
+    """A positive factor, or ``"auto"`` (ValueError otherwise)."""
+    if flow_scale == AUTO:
+        return
+    if isinstance(flow_scale, str) or not float(flow_scale) > 0.0:
+        raise ValueError(f"flow scale {flow_scale!r}: use auto or a factor above 0, such as 0.5 for 4K")
 
 
 def check_times(times: Sequence[float]) -> None:

@@ -255,8 +255,8 @@ class PublishedNetwork(nn.Module):
         self.netSynthesis = PublishedSynthesis()
 
     def forward(self, one: torch.Tensor, two: torch.Tensor, times: Sequence[float] = (0.5,),
-                flow_scale: float = 1.0) -> List[torch.Tensor]:
-        if flow_scale != 1.0:
+                flow_scale: Union[float, str] = 1.0) -> List[torch.Tensor]:
+        if flow_scale not in (1.0, "auto"):  # auto: its flow has one scale, the full one
             raise ValueError("the published network has no --flow-scale: use 1.0")
         padder = InputPadder(one.shape, 2)
         a, b = padder.pad(one.flip(1), two.flip(1))  # RGB -> BGR

@@ -24,6 +24,15 @@ def backwarp(x: torch.Tensor, flow: torch.Tensor, padding: str = "zeros") -> tor
     return F.grid_sample(x, grid, mode="bilinear", padding_mode=padding, align_corners=True)
 
 
+def warp_error(one: torch.Tensor, two: torch.Tensor, flow_fwd: torch.Tensor, flow_bwd: torch.Tensor) -> torch.Tensor:
+    """How badly a pair's flows explain it, per sample (N): the mean absolute difference between each frame and the
+    other frame backward-warped to it by its flow (edge pixels repeated), averaged over both directions, in float32."""
+    one, two, flow_fwd, flow_bwd = (x.float() for x in (one, two, flow_fwd, flow_bwd))
+    forward = (one - backwarp(two, flow_fwd, "border")).abs().mean(dim=(1, 2, 3))
+    backward = (two - backwarp(one, flow_bwd, "border")).abs().mean(dim=(1, 2, 3))
+    return (forward + backward) / 2
+
+
 def resize_flow(flow: torch.Tensor, size: Tuple[int, int]) -> torch.Tensor:
     """Resize a flow field to ``size`` (H, W), rescaling the vectors to the new pixel units."""
     h, w = flow.shape[-2:]

@@ -383,3 +383,19 @@ def test_model_names_the_two_shipped_networks():
     with pytest.raises(ValueError, match="--model nope: there is no weights/nope.safetensors; use one of fast, network"):
         run.interpolator_options(parser.parse_args(["--one", "a.png", "--two", "b.png", "--out", "m.png",
                                                     "--model", "nope"]))
+
+
+def test_flow_scale_defaults_to_auto_for_pairs_and_full_scale_for_videos():
+    """Pairs take --flow-scale auto unless told (it passed its held-out rule for two frames), videos and frame
+    sequences full scale (it did not along quadratic paths); a number or auto given is kept for both."""
+    import run
+
+    parser = run.build_parser()
+    pair = ["--one", "a.png", "--two", "b.png", "--out", "m.png"]
+    video = ["--video", "in.mp4", "--out", "out.mp4"]
+    frames = ["--frames", "dir", "--out", "out-%04d.png"]
+    assert run.interpolator_options(parser.parse_args(pair)).flow_scale == "auto"
+    assert run.interpolator_options(parser.parse_args(video)).flow_scale == 1.0
+    assert run.interpolator_options(parser.parse_args(frames)).flow_scale == 1.0
+    assert run.interpolator_options(parser.parse_args(pair + ["--flow-scale", "0.5"])).flow_scale == 0.5
+    assert run.interpolator_options(parser.parse_args(video + ["--flow-scale", "auto"])).flow_scale == "auto"

@@ -23,6 +23,7 @@ def _frames(h=24, w=40, channels=3, dtype=np.uint8, seed=0):
 
 @pytest.mark.parametrize("field, value, words", [
     ("precision", "fp8", "precision"), ("flow_scale", 0.0, "--flow-scale"), ("flow_scale", 1.5, "--flow-scale"),
+    ("flow_scale", "half", "--flow-scale"),
     ("tile", -1, "--tile"), ("tile", "big", "--tile"), ("tile_overlap", 0, "--tile-overlap"),
     ("ensemble", 3, "--ensemble"), ("alpha", "both", "--alpha")])
 def test_options_name_what_is_wrong(field, value, words):

@@ -212,7 +212,7 @@ def test_holdout_cli_passes_the_flow_scale_to_the_network(tmp_path, capsys):
     assert reports[1.0]["baseline"] == reports[0.5]["baseline"]
     with pytest.raises(SystemExit):
         holdout_main(["--data", str(folder), "--weights", str(weights), "--flow-scale", "0"])
-    assert "--flow-scale 0.0: give a factor above 0" in capsys.readouterr().err
+    assert "'0': use auto or a factor above 0" in capsys.readouterr().err
 
 
 def test_holdout_cli_moves_pixels_along_quadratic_paths_where_the_shot_allows(tmp_path, capsys):

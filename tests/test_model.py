@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from model import Network, NetworkConfig, load_weights, save_weights
 from model.correlation import correlation, correlation_torch
 from model.inference import interpolate, interpolate_integer
-from model.warp import InputPadder, backwarp, resize_flow
+from model.warp import InputPadder, backwarp, resize_flow, warp_error
 from model.weights import WeightsError, read_metadata
 
 
@@ -59,6 +59,66 @@ def test_resize_flow_scales_vectors():
     out = resize_flow(flow, (16, 32))
     torch.testing.assert_close(out[:, 0], torch.full((1, 16, 32), 4.0))
     torch.testing.assert_close(out[:, 1], torch.full((1, 16, 32), 2.0))
+
+
+def test_warp_error_is_small_for_flows_that_explain_the_pair():
+    canvas = torch.rand(2, 3, 16, 30)
+    one, two = canvas[..., 4:24], canvas[..., :20]  # content moves 4 px right from one to two
+    right = torch.zeros(2, 2, 16, 20)
+    right[:, 0] = 4.0
+    good, bad = warp_error(one, two, right, -right), warp_error(one, two, -right, right)
+    assert good.shape == bad.shape == (2,)
+    assert float(good.max()) < 0.3 * float(bad.min())  # (good: wrong only in the 4 px that leave the frame)
+    assert float(warp_error(one, one, right * 0, right * 0).max()) < 1e-6
+
+
+def test_auto_flow_scale_is_full_scale_for_small_motion():
+    torch.manual_seed(0)
+    net = Network().eval()
+    one = torch.rand(1, 3, 64, 96)
+    two = torch.roll(one, 2, dims=3)
+    with torch.no_grad():
+        assert torch.equal(net(one, two, [0.5], "auto")[0], net(one, two, [0.5], 1.0)[0])
+    with pytest.raises(ValueError, match="use auto or a factor above 0"):
+        net(one, two, [0.5], "half")
+
+
+def test_auto_flow_scale_takes_half_scale_per_pair_where_it_explains_large_motion_better(monkeypatch):
+    """Rule C (docs/journal/scaling-study.md, session 41): a pair whose forward flow's p95 exceeds 32 px takes the
+    half-scale flows where their warp error is lower; every other pair keeps the full-scale flows."""
+    torch.manual_seed(0)
+    net = Network().eval()
+    canvas = torch.rand(3, 3, 64, 160)
+    one, two = canvas[..., 40:136], canvas[..., :96]  # content moves 40 px right in every sample
+
+    def flows(shift_px):
+        fwd = torch.zeros(3, 2, 64, 96)
+        fwd[:, 0] = shift_px
+        return fwd, -fwd, []
+
+    # full scale: sample 0 right but only 20 px (p95 under 32: kept), samples 1 and 2 wrong at 50 px (p95 over 32);
+    # half scale: right (40 px) for samples 0 and 1, wrong (-40 px) for sample 2
+    full_fwd, full_bwd, _ = flows(50.0)
+    full_fwd[0, 0], full_bwd[0, 0] = 20.0, -20.0
+    half_fwd, half_bwd, _ = flows(40.0)
+    half_fwd[2, 0], half_bwd[2, 0] = -40.0, 40.0
+    asked = []
+
+    def flows_at(self, a, b, feats_a, feats_b, scale):
+        asked.append(scale)
+        return (full_fwd, full_bwd, []) if scale == 1.0 else (half_fwd, half_bwd, [])
+
+    monkeypatch.setattr(Network, "_flows_at", flows_at)
+    with torch.no_grad():
+        _, _, fwd, bwd, _ = net._flows(one, two, "auto")
+    assert asked == [1.0, 0.5]
+    assert torch.equal(fwd[0], full_fwd[0]) and torch.equal(fwd[1], half_fwd[1]) and torch.equal(fwd[2], full_fwd[2])
+    assert torch.equal(bwd[1], half_bwd[1]) and torch.equal(bwd[0], full_bwd[0])
+    asked.clear()
+    full_fwd[1:, 0], full_bwd[1:, 0] = 10.0, -10.0  # no pair of large motion: no half-scale estimate at all
+    with torch.no_grad():
+        net._flows(one, two, "auto")
+    assert asked == [1.0]
 
 
 def test_network_any_size_and_several_times():

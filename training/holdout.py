@@ -24,7 +24,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -184,7 +184,8 @@ def baseline_scores(triplets: Sequence[Triplet], workers: int = 8,
 
 
 def network_scores(net, triplets: Sequence[Triplet], device: torch.device,
-                   autocast_dtype: Optional[torch.dtype] = None, flow_scale: float = 1.0) -> torch.Tensor:
+                   autocast_dtype: Optional[torch.dtype] = None,
+                   flow_scale: Union[float, str] = 1.0) -> torch.Tensor:
     """The network's PSNR on every triplet, whole frames at t = 0.5 (callers set eval mode; runs under no_grad),
     with flow estimated at ``flow_scale`` times the frames' size (run.py's --flow-scale); along quadratic paths
     (``Network.forward_four``) where a triplet kept its outer neighbours, constant velocity elsewhere."""
@@ -247,6 +248,7 @@ def middlebury_baseline(data: Path) -> float:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    from engine.options import flow_scale_value
     from training.config import MOTIONS  # training.config imports this module
 
     p = argparse.ArgumentParser(description="Margin over the classical baseline on held-out footage.",
@@ -257,8 +259,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--bf16", action="store_true", help="bfloat16 autocast (GPU)")
     p.add_argument("--ensemble", type=int, default=1, choices=PASSES,
                    help="average this many mirrored / time-reversed passes (model/ensemble.py)")
-    p.add_argument("--flow-scale", type=float, default=1.0,
-                   help="estimate flow at this factor of the frames' size, as run.py --flow-scale")
+    p.add_argument("--flow-scale", type=flow_scale_value, default=1.0,
+                   help="estimate flow at this factor of the frames' size, or auto, as run.py --flow-scale")
     p.add_argument("--motion", choices=MOTIONS, default="linear",
                    help="quadratic: move pixels along paths through the frames 3 gaps from the centre "
                         "(model/motion.py) where the shot has them, constant velocity elsewhere")
@@ -272,8 +274,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
     if not args.data:
         p.error("--data is required (the footage folders)")
-    if not args.flow_scale > 0:
-        p.error(f"--flow-scale {args.flow_scale}: give a factor above 0, such as 0.5 (half the frames' size)")
     from model.weights import load_weights
 
     device = torch.device(args.device)
