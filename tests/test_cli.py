@@ -386,8 +386,8 @@ def test_model_names_the_two_shipped_networks():
 
 
 def test_flow_scale_defaults_to_auto_for_pairs_and_full_scale_for_videos():
-    """Pairs take --flow-scale auto unless told (it passed its held-out rule for two frames), videos and frame
-    sequences full scale (it did not along quadratic paths); a number or auto given is kept for both."""
+    """Pairs with the default network take --flow-scale auto unless told (it passed its held-out rule for two
+    frames), videos, frame sequences and other weights full scale; a number or auto given is kept for all."""
     import run
 
     parser = run.build_parser()
@@ -399,3 +399,6 @@ def test_flow_scale_defaults_to_auto_for_pairs_and_full_scale_for_videos():
     assert run.interpolator_options(parser.parse_args(frames)).flow_scale == 1.0
     assert run.interpolator_options(parser.parse_args(pair + ["--flow-scale", "0.5"])).flow_scale == 0.5
     assert run.interpolator_options(parser.parse_args(video + ["--flow-scale", "auto"])).flow_scale == "auto"
+    assert run.interpolator_options(parser.parse_args(pair + ["--model", "fast"])).flow_scale == 1.0
+    fast = ["--weights", "weights/fast.safetensors", "--flow-scale", "auto"]
+    assert run.interpolator_options(parser.parse_args(pair + fast)).flow_scale == "auto"
