@@ -18,7 +18,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from engine.options import DEFAULT_WEIGHTS
+from engine.options import DEFAULT_WEIGHTS, flow_scale_value
 
 
 def evaluate(interpolator, data: Path, progress: bool = True) -> Dict:
@@ -58,6 +58,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
     p.add_argument("--ensemble", type=int, default=1, choices=[1, 2, 4],
                    help="score run.py's --ensemble mode: the average of 2 or 4 passes (mirrored, time-reversed)")
+    p.add_argument("--flow-scale", type=flow_scale_value, default=1.0,
+                   help="score run.py's --flow-scale: auto (run.py's default for image pairs with the default "
+                        "network) or a factor in (0, 1]")
     p.add_argument("--json", type=Path, default=None, help="also write the results as JSON")
     args = p.parse_args(argv)
     from engine import Interpolator, InterpolatorOptions
@@ -66,12 +69,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         # whole frames, as the published protocol scores them
         interpolator = Interpolator(InterpolatorOptions(weights=args.weights, device=args.device, tile=0,
                                                         precision="bf16" if args.bf16 else "fp32",
-                                                        ensemble=args.ensemble))
+                                                        ensemble=args.ensemble, flow_scale=args.flow_scale))
         result = evaluate(interpolator, args.data)
     except ValueError as exc:  # what the user can fix (images, weights, options): ImageError and WeightsError too
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    result.update(weights=str(args.weights), device=str(interpolator.device), ensemble=args.ensemble)
+    result.update(weights=str(args.weights), device=str(interpolator.device), ensemble=args.ensemble,
+                  flow_scale=args.flow_scale)
     print(f"mean         PSNR {result['psnr']:6.2f}  SSIM {result['ssim']:.4f}")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")

@@ -59,8 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     precision.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
     p.add_argument("--flow-scale", "--scale", type=flow_scale_value, default=None,
                    help="estimate flow at this fraction of the resolution (e.g. 0.5 for 4K), or auto: full "
-                        "resolution, and half for a pair whose motion exceeds 32 px where warping by that flow matches "
-                        "the frames better. Default: auto for --one/--two with the default network, else 1 (docs/performance.md)")
+                        "resolution, and half for a pair whose motion exceeds 32 px where warping by that flow "
+                        "matches the frames better. Default: auto for --one/--two with the default network, else 1 "
+                        "(docs/performance.md)")
     p.add_argument("--tile", type=tile_value, default="auto",
                    help="process frames larger than TILE x TILE in overlapping tiles (bounded memory); 0 = whole "
                         "frames; auto = whole frames when they fit in the device's free memory, else the largest "

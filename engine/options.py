@@ -63,7 +63,8 @@ class InterpolatorOptions:
     def __post_init__(self) -> None:
         if self.precision not in PRECISION_NAMES:
             raise ValueError(f"precision {self.precision!r}: use one of {', '.join(PRECISION_NAMES)}")
-        if self.flow_scale != "auto" and (isinstance(self.flow_scale, (str, bool)) or not 0.0 < self.flow_scale <= 1.0):
+        scale = self.flow_scale
+        if scale != "auto" and (isinstance(scale, (str, bool)) or not 0.0 < scale <= 1.0):
             raise ValueError(f"--flow-scale {self.flow_scale}: use auto or a value in (0, 1]")
         if self.tile != "auto" and (isinstance(self.tile, bool) or not isinstance(self.tile, int) or self.tile < 0):
             raise ValueError(f"--tile {self.tile!r}: use auto, 0 (whole frames) or a tile size in pixels")

@@ -30,8 +30,8 @@ class RunSettings:
     """How the functions below run the network (``engine.InterpolatorOptions`` decides them for a whole job).
 
     ``autocast_dtype``: float16 or bfloat16 autocast, None for float32. ``flow_scale``: estimate flow at this fraction
-    of the resolution, or "auto" (``model.network.AUTO``). ``tile`` > 0: frames larger than tile x tile in overlapping tiles (bounded memory), their
-    overlaps ``overlap`` pixels wide and cross-faded; 0: whole frames.
+    of the resolution, or "auto" (``model.network.AUTO``). ``tile`` > 0: frames larger than tile x tile in
+    overlapping tiles (bounded memory), their overlaps ``overlap`` pixels wide and cross-faded; 0: whole frames.
     """
 
     autocast_dtype: Optional[torch.dtype] = None

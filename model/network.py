@@ -21,8 +21,9 @@ from .synthesis import Decoder, Metric, splat_pyramid
 from .warp import InputPadder, resize_flow, warp_error
 
 # ``flow_scale="auto"``: flow at full scale, and for a pair whose motion exceeds AUTO_MOTION_PX (the 95th percentile
-# of its forward flow's length, sampled every 4th pixel) also at AUTO_SCALE, kept where it explains the pair better (``warp_error``). Chosen on
-# held-out footage with the rule written before the measurement (docs/journal/scaling-study.md, session 41, rule C).
+# of its forward flow's length, sampled every 4th pixel) also at AUTO_SCALE, kept where it explains the pair better
+# (``warp_error``). Chosen on held-out footage by a rule written before the measurement
+# (docs/journal/scaling-study.md, session 41, rule C).
 AUTO = "auto"
 AUTO_MOTION_PX = 32.0
 AUTO_SCALE = 0.5

@@ -287,7 +287,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         moved = f" ({sum(tr.has_neighbours for tr in triplets)} with outer neighbours: quadratic paths)"
         base4 = baseline_scores(triplets, flows=flows, four_frames=True)
         report["baseline_four_frames"] = base4.tolist()
-    print(f"{len(clips)} held-out clips, {len(triplets)} {args.set} triplets{moved}; baseline {float(base.mean()):.3f} dB")
+    print(f"{len(clips)} held-out clips, {len(triplets)} {args.set} triplets{moved}; "
+          f"baseline {float(base.mean()):.3f} dB")
     if base4 is not None:
         print(f"four-frame classical baseline {float(base4.mean()):.3f} dB")
     for path in args.weights:
