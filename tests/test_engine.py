@@ -287,3 +287,32 @@ def test_the_video_tools_quadratic_frames_are_those_the_held_out_margin_scores(c
         reference = cpu_network.forward_four(*tensors, (0.5,))[0].clamp(0, 1)
     reference = (reference[0].permute(1, 2, 0) * 255).round().to(torch.uint8).numpy()
     assert np.abs(ours.astype(int) - reference.astype(int)).max() <= 1
+
+
+def test_flow_scale_auto_runs_every_path_and_matches_scale_one_where_no_pair_is_checked(cpu_network, monkeypatch):
+    """--flow-scale auto goes through pairs, ensembles and the video tool's quadratic path; where no pair moves over
+    the threshold it gives scale 1's frames exactly, and where every pair is checked it estimates half-scale flow."""
+    import model.network
+
+    frames = [_frames(seed=s)[0] for s in range(4)]
+    neighbours = ((frames[0], 1.0), (frames[3], 1.0))
+    monkeypatch.setattr(model.network, "AUTO_MOTION_PX", 1e9)
+    outs = {}
+    for scale in (1.0, "auto"):
+        for passes in (1, 2):
+            engine = Interpolator(InterpolatorOptions(device="cpu", flow_scale=scale, ensemble=passes),
+                                  network=cpu_network)
+            outs[scale, passes] = (engine.interpolate_integer(frames[1], frames[2], [0.5])[0],
+                                   engine.interpolate_integer_with_neighbours(frames[1], frames[2], [0.5],
+                                                                              *neighbours)[0])
+    for passes in (1, 2):
+        for a, b in zip(outs[1.0, passes], outs["auto", passes]):
+            assert np.array_equal(a, b)
+    asked = []
+    flows_at = model.network.Network._flows_at
+    monkeypatch.setattr(model.network, "AUTO_MOTION_PX", -1.0)
+    monkeypatch.setattr(model.network.Network, "_flows_at",
+                        lambda self, *args: asked.append(args[-1]) or flows_at(self, *args))
+    engine = Interpolator(InterpolatorOptions(device="cpu", flow_scale="auto"), network=cpu_network)
+    assert engine.interpolate_integer(frames[1], frames[2], [0.5])[0].shape == frames[1].shape
+    assert asked == [1.0, 0.5]
