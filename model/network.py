@@ -171,17 +171,23 @@ class Network(nn.Module):
         scale = 1.0 if flow_scale == AUTO else float(flow_scale)
         flow_fwd, flow_bwd, pyramid = self._flows_at(one, two, feats_one, feats_two, scale)
         if flow_scale == AUTO:
-            # (every 4th pixel each way: the full-size order statistic costs half a network pass at 1080p)
-            length = flow_fwd[:, :, ::4, ::4].float().norm(dim=1).flatten(1)
-            p95 = length.kthvalue(max(1, round(0.95 * length.shape[1])), dim=1).values
-            large = p95 > AUTO_MOTION_PX
-            if bool(large.any()):
-                half_fwd, half_bwd, _ = self._flows_at(one, two, feats_one, feats_two, AUTO_SCALE)
-                better = large & (warp_error(one, two, half_fwd, half_bwd) < warp_error(one, two, flow_fwd, flow_bwd))
-                pick = better.view(-1, 1, 1, 1)
-                flow_fwd = torch.where(pick, half_fwd, flow_fwd)
-                flow_bwd = torch.where(pick, half_bwd, flow_bwd)
+            flow_fwd, flow_bwd = self._auto_flows(one, two, feats_one, feats_two, flow_fwd, flow_bwd)
         return feats_one, feats_two, flow_fwd, flow_bwd, pyramid
+
+    def _auto_flows(self, one: torch.Tensor, two: torch.Tensor, feats_one: List[torch.Tensor],
+                    feats_two: List[torch.Tensor], flow_fwd: torch.Tensor,
+                    flow_bwd: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """``AUTO``: per sample, the full-scale flows, or the half-scale ones where the pair moves over
+        AUTO_MOTION_PX and they explain it better. The half-scale estimate runs only if some pair moves that far."""
+        # (every 4th pixel each way: the full-size order statistic costs half a network pass at 1080p)
+        length = flow_fwd[:, :, ::4, ::4].float().norm(dim=1).flatten(1)
+        large = length.kthvalue(max(1, round(0.95 * length.shape[1])), dim=1).values > AUTO_MOTION_PX
+        if not bool(large.any()):
+            return flow_fwd, flow_bwd
+        half_fwd, half_bwd, _ = self._flows_at(one, two, feats_one, feats_two, AUTO_SCALE)
+        better = large & (warp_error(one, two, half_fwd, half_bwd) < warp_error(one, two, flow_fwd, flow_bwd))
+        pick = better.view(-1, 1, 1, 1)
+        return torch.where(pick, half_fwd, flow_fwd), torch.where(pick, half_bwd, flow_bwd)
 
     def _flows_at(self, one: torch.Tensor, two: torch.Tensor, feats_one: List[torch.Tensor],
                   feats_two: List[torch.Tensor], flow_scale: float):
