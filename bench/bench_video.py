@@ -133,7 +133,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                    "pipeline_without_network_fps": round(frames_out / seconds, 1)}
             rows.append(row)
             print(json.dumps(row), flush=True)
-    interpolator = engine_for(args, net, 1)
+    interpolator = engine_for(args, net, 1) if args.memory else None
     for size in args.memory:
         h, w = parse_size(size)
         rng = np.random.default_rng(0)

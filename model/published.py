@@ -24,6 +24,7 @@ from torch import nn
 import softsplat
 
 from .correlation import correlation
+from .network import AUTO, FlowScale
 from .warp import InputPadder, backwarp
 
 
@@ -255,8 +256,8 @@ class PublishedNetwork(nn.Module):
         self.netSynthesis = PublishedSynthesis()
 
     def forward(self, one: torch.Tensor, two: torch.Tensor, times: Sequence[float] = (0.5,),
-                flow_scale: Union[float, str] = 1.0) -> List[torch.Tensor]:
-        if flow_scale not in (1.0, "auto"):  # auto: its flow has one scale, the full one
+                flow_scale: FlowScale = 1.0) -> List[torch.Tensor]:
+        if flow_scale not in (1.0, AUTO):  # auto: its flow has one scale, the full one
             raise ValueError("the published network has no --flow-scale: use 1.0")
         padder = InputPadder(one.shape, 2)
         a, b = padder.pad(one.flip(1), two.flip(1))  # RGB -> BGR

@@ -102,7 +102,7 @@ def test_fresh_triplets_lie_between_the_standard_ones(two_folders):
             inner = [t.centre for t in fresh if (t.clip, t.gap) == (clip, gap)]
             assert len(inner) <= len(outer) - 1
             assert all(any(a < c < b for a, b in zip(outer, outer[1:])) for c in inner)
-            assert all(not (t.centre - t.gap < 5 <= t.centre + t.gap) for t in fresh if t.clip == "shard-01/v.mp4")
+    assert all(not (t.centre - t.gap < 5 <= t.centre + t.gap) for t in fresh if t.clip == "shard-01/v.mp4")
 
 
 def test_stage_bundles_round_trip(two_folders, tmp_path):

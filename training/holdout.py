@@ -24,12 +24,13 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 
 from model.ensemble import PASSES, with_ensemble
+from model.network import FlowScale
 from training.data import Clip, clean_span, dis_flows
 from training.losses import psnr
 
@@ -184,8 +185,7 @@ def baseline_scores(triplets: Sequence[Triplet], workers: int = 8,
 
 
 def network_scores(net, triplets: Sequence[Triplet], device: torch.device,
-                   autocast_dtype: Optional[torch.dtype] = None,
-                   flow_scale: Union[float, str] = 1.0) -> torch.Tensor:
+                   autocast_dtype: Optional[torch.dtype] = None, flow_scale: FlowScale = 1.0) -> torch.Tensor:
     """The network's PSNR on every triplet, whole frames at t = 0.5 (callers set eval mode; runs under no_grad),
     with flow estimated at ``flow_scale`` times the frames' size (run.py's --flow-scale); along quadratic paths
     (``Network.forward_four``) where a triplet kept its outer neighbours, constant velocity elsewhere."""
