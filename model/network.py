@@ -157,10 +157,12 @@ class Network(nn.Module):
     def outer_flows(self, one: torch.Tensor, two: torch.Tensor, before: torch.Tensor, after: torch.Tensor,
                     flow_scale: FlowScale = 1.0) -> Tuple[torch.Tensor, torch.Tensor]:
         """The flows one -> ``before`` and two -> ``after`` (``synthesize``'s ``neighbour_flows``) of padded frames,
-        in one batched pass of the encoder and the flow estimator (no metrics, no synthesis)."""
+        in one batched pass of the encoder and the flow estimator (no metrics, no synthesis). The pairs are estimated
+        as a video stream meets them, (before, one) and (two, after), so that ``"auto"`` checks the same flows the
+        video tool checks: the backward flow of the first, the forward flow of the second."""
         n = one.shape[0]
-        flow = self._flows(torch.cat([one, two]), torch.cat([before, after]), flow_scale)[2]
-        return flow[:n], flow[n:]
+        _, _, flow_fwd, flow_bwd, _ = self._flows(torch.cat([before, two]), torch.cat([one, after]), flow_scale)
+        return flow_bwd[:n], flow_fwd[n:]
 
     def _flows(self, one: torch.Tensor, two: torch.Tensor, flow_scale: FlowScale):
         """Both frames' encoder features, the flows one -> two and two -> one at full resolution, and the flow

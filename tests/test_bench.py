@@ -17,7 +17,7 @@ GPU_BENCHES = [
     ("bench.bench_network", ["--sizes", "1080p"]),
     ("bench.bench_softsplat", []),
     ("bench.bench_train", ["--data", "unused"]),
-    ("bench.bench_video", []),
+    ("bench.bench_video", ["--flow-scale", "1", "auto"]),
     ("bench.probe_graphs_pipeline", ["--video", "unused.mp4"]),
 ]
 

@@ -11,7 +11,8 @@ import train
 from media.video import ffmpeg_exe
 from model.network import Network, NetworkConfig, count_parameters
 from training.data import Clip, clean_span, clip_entries, load_clips
-from training.holdout import (baseline_scores, classical_interpolation, holdout_triplets, is_holdout, summary)
+from training.holdout import (TRIPLET_SETS, baseline_scores, classical_interpolation, holdout_triplets, is_holdout,
+                              summary)
 from training.stage import check, pack, select_clips, unpack
 from training.stage import main as stage_main
 
@@ -91,18 +92,27 @@ def test_triplets_skip_cuts_and_summary_splits_gaps(two_folders):
     assert set(figures) >= {"margin_t1", "margin_footage", "margin_footage2", "baseline_psnr"}
 
 
-def test_fresh_triplets_lie_between_the_standard_ones(two_folders):
+def test_confirmation_triplets_lie_between_the_standard_ones(two_folders):
+    """The fresh centres lie between consecutive standard ones, the quarter centres between consecutive centres of
+    those two sets together; no centre is in two sets, and none spans a cut."""
     clips = load_clips(list(two_folders), None, torch.device("cpu"), 64, keep=lambda r, e: is_holdout(e))
-    standard = holdout_triplets(clips, per_clip=3)
-    fresh = holdout_triplets(clips, per_clip=3, fresh=True)
-    assert fresh and not {(t.clip, t.gap, t.centre) for t in fresh} & {(t.clip, t.gap, t.centre) for t in standard}
-    for clip in {t.clip for t in standard}:
+    sets = {name: holdout_triplets(clips, per_clip=3, triplet_set=name) for name in TRIPLET_SETS}
+    keys = {name: {(t.clip, t.gap, t.centre) for t in triplets} for name, triplets in sets.items()}
+    assert all(keys.values())
+    assert not keys["fresh"] & keys["standard"] and not keys["quarter"] & (keys["standard"] | keys["fresh"])
+    for clip in {t.clip for t in sets["standard"]}:
         for gap in (1, 2):
-            outer = [t.centre for t in standard if (t.clip, t.gap) == (clip, gap)]
-            inner = [t.centre for t in fresh if (t.clip, t.gap) == (clip, gap)]
-            assert len(inner) <= len(outer) - 1
-            assert all(any(a < c < b for a, b in zip(outer, outer[1:])) for c in inner)
-    assert all(not (t.centre - t.gap < 5 <= t.centre + t.gap) for t in fresh if t.clip == "shard-01/v.mp4")
+            def centres(*names: str) -> list:
+                return sorted(t.centre for n in names for t in sets[n] if (t.clip, t.gap) == (clip, gap))
+
+            for inner, outer in ((centres("fresh"), centres("standard")),
+                                 (centres("quarter"), centres("standard", "fresh"))):
+                assert len(inner) <= len(outer) - 1
+                assert all(any(a < c < b for a, b in zip(outer, outer[1:])) for c in inner)
+    assert all(not (t.centre - t.gap < 5 <= t.centre + t.gap) for name in ("fresh", "quarter") for t in sets[name]
+               if t.clip == "shard-01/v.mp4")
+    with pytest.raises(ValueError, match="triplet_set must be one of"):
+        holdout_triplets(clips, triplet_set="half")
 
 
 def test_stage_bundles_round_trip(two_folders, tmp_path):

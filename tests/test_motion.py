@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from model import Network, NetworkConfig
 from model.motion import linear_flows, quadratic_flows
@@ -87,15 +88,29 @@ def test_forward_four_checks_its_frames_and_keeps_the_pair_size():
         net.forward_four(before, one, two, after, (1.0,))
 
 
-def test_outer_flows_are_each_pairs_own_forward_flow():
-    """``Network.outer_flows`` batches one -> before and two -> after: each equals the pair's own estimate."""
+@pytest.mark.parametrize("flow_scale", [1.0, "auto"])
+def test_outer_flows_are_the_neighbouring_pairs_own_flows(flow_scale, monkeypatch):
+    """``Network.outer_flows`` batches one -> before and two -> after, each the flow a video stream has for it: the
+    pair (before, one)'s backward flow and the pair (two, after)'s forward flow, with "auto" as each pair decides."""
+    import model.network
+
+    monkeypatch.setattr(model.network, "AUTO_MOTION_PX", -1.0)  # every pair checked (random weights move little)
     torch.manual_seed(0)
     net = Network(NetworkConfig()).eval()
-    before, one, two, after = torch.rand(4, 2, 3, 64, 64)
+    smooth = torch.rand(8, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+    before, one, two, after = F.interpolate(smooth, size=64, mode="bilinear").view(4, 2, 3, 64, 64)
     with torch.no_grad():
-        to_before, to_after = net.outer_flows(one, two, before, after)
-        torch.testing.assert_close(to_before, net.estimate_flow(one, before).flow_fwd, atol=1e-4, rtol=1e-4)
-        torch.testing.assert_close(to_after, net.estimate_flow(two, after).flow_fwd, atol=1e-4, rtol=1e-4)
+        if flow_scale == "auto":  # these frames make the first sample's pair (before, one) keep its half-scale flow
+            kept = net.estimate_flow(before, one, "auto").flow_bwd
+            assert not torch.equal(kept[0], net.estimate_flow(before, one).flow_bwd[0])
+            assert torch.equal(kept[1], net.estimate_flow(before, one).flow_bwd[1])
+        to_before, to_after = net.outer_flows(one, two, before, after, flow_scale)
+        torch.testing.assert_close(to_before, net.estimate_flow(before, one, flow_scale).flow_bwd, atol=1e-4,
+                                   rtol=1e-4)
+        torch.testing.assert_close(to_after, net.estimate_flow(two, after, flow_scale).flow_fwd, atol=1e-4, rtol=1e-4)
+        # the flow estimator is symmetric: the pair's order changes the flows only through auto's check
+        torch.testing.assert_close(net.outer_flows(one, two, before, after)[0], net.estimate_flow(one, before).flow_fwd,
+                                   atol=1e-4, rtol=1e-4)
 
 
 def test_train_step_is_linear_where_a_sample_has_no_neighbours():

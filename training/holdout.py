@@ -4,8 +4,8 @@ A clip is held out when its source repository is: footage2's ``val`` split (chos
 the first footage folder, the repositories of ``HOLDOUT_SOURCES``; no held-out repository has a clip in
 training. From every held-out clip, ``PER_CLIP`` centre frames i give the triplets (i - k, i, i + k) for
 each gap k of ``GAPS`` (stored frames; t = 0.5), whole frames, never across a cut or a repeated frame. Weights are
-chosen on those triplets; ``--set fresh`` scores the centres halfway between them instead (about 7 per clip and gap),
-a confirmation set that chose no weights.
+chosen on those triplets. Two confirmation sets chose no weights: ``--set fresh`` scores the centres halfway between
+them instead (about 7 per clip and gap), ``--set quarter`` those a quarter of the way between them (about 14).
 
 The baseline is classical: OpenCV DIS (medium preset) flow both ways, Super SloMo's approximation of the flows
 from t back to the two frames, both frames backward-warped (edge pixels repeated outside) and blended by t.
@@ -46,6 +46,8 @@ HOLDOUT_SOURCES = (
 )
 PER_CLIP = 8
 GAPS = (1, 2)
+# the triplets that choose weights, and the two confirmation sets (holdout_triplets)
+TRIPLET_SETS = ("standard", "fresh", "quarter")
 
 
 def is_holdout(entry: dict, sources: Sequence[str] = HOLDOUT_SOURCES) -> bool:
@@ -74,11 +76,14 @@ class Triplet:
 
 
 def holdout_triplets(clips: Sequence[Clip], per_clip: int = PER_CLIP, gaps: Sequence[int] = GAPS,
-                     neighbours: bool = False, fresh: bool = False) -> List[Triplet]:
+                     neighbours: bool = False, triplet_set: str = "standard") -> List[Triplet]:
     """``per_clip`` evenly spaced centres per clip and gap (the same on every call), whole frames; with
     ``neighbours``, each triplet also keeps its outer neighbours where they lie in the same shot with no repeated
-    frame (for quadratic motion; the triplets chosen do not change). ``fresh``: instead, the centres halfway between
-    those (the odd ones of 2 x ``per_clip`` - 1 evenly spaced), none of them one of the ``per_clip``."""
+    frame (for quadratic motion; the triplets chosen do not change). ``triplet_set`` "fresh": instead, the centres
+    halfway between those (the odd ones of 2 x ``per_clip`` - 1 evenly spaced); "quarter": those a quarter of the way
+    between them (the odd ones of 4 x ``per_clip`` - 3). No centre is in two sets."""
+    if triplet_set not in TRIPLET_SETS:
+        raise ValueError(f"triplet_set must be one of {', '.join(TRIPLET_SETS)}, got {triplet_set!r}")
     triplets = []
     for clip in clips:
         for gap in gaps:
@@ -86,8 +91,10 @@ def holdout_triplets(clips: Sequence[Clip], per_clip: int = PER_CLIP, gaps: Sequ
             if not centres:
                 continue
             picks = _spaced(centres, per_clip)
-            if fresh:
-                picks = sorted(set(_spaced(centres, 2 * per_clip - 1)) - set(picks))
+            if triplet_set != "standard":
+                halves = _spaced(centres, 2 * per_clip - 1)
+                finer = halves if triplet_set == "fresh" else _spaced(centres, 4 * per_clip - 3)
+                picks = sorted(set(finer) - set(halves if triplet_set == "quarter" else picks))
             for i in picks:
                 one, mid, two = (clip.frames[j].clone() for j in (i - gap, i, i + gap))
                 outer = (None, None)
@@ -103,16 +110,16 @@ def _spaced(centres: List[int], count: int) -> List[int]:
 
 
 def load_holdout(folders: Sequence[Path], neighbours: bool = False,
-                 fresh: bool = False) -> Tuple[List[Clip], List[Triplet]]:
+                 triplet_set: str = "standard") -> Tuple[List[Clip], List[Triplet]]:
     """The held-out clips of the footage ``folders`` that train.py validates on (those at least its validation crop
-    in size), decoded on the CPU, and their triplets (with their outer neighbours, or the fresh set:
+    in size), decoded on the CPU, and their triplets (with their outer neighbours; ``triplet_set``:
     ``holdout_triplets``)."""
     from training.config import VALIDATION_CROP  # training.config imports this module
     from training.data import load_clips
 
     clips = load_clips(list(folders), None, torch.device("cpu"), VALIDATION_CROP,
                        keep=lambda root, entry: is_holdout(entry))
-    return clips, holdout_triplets(clips, neighbours=neighbours, fresh=fresh)
+    return clips, holdout_triplets(clips, neighbours=neighbours, triplet_set=triplet_set)
 
 
 def classical_interpolation(one: torch.Tensor, two: torch.Tensor, t: float, flow_fwd: torch.Tensor,
@@ -264,8 +271,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--motion", choices=MOTIONS, default="linear",
                    help="quadratic: move pixels along paths through the frames 3 gaps from the centre "
                         "(model/motion.py) where the shot has them, constant velocity elsewhere")
-    p.add_argument("--set", choices=("standard", "fresh"), default="standard",
-                   help="the triplets that choose weights, or the centres halfway between them (confirmation)")
+    p.add_argument("--set", choices=TRIPLET_SETS, default="standard",
+                   help="the triplets that choose weights, or a confirmation set: the centres halfway (fresh) or a "
+                        "quarter of the way (quarter) between them")
     p.add_argument("--json", type=Path, default=None, help="write the figures (and per-triplet scores) here")
     p.add_argument("--middlebury", type=Path, default=None, help="instead: the baseline's Middlebury PSNR")
     args = p.parse_args(argv)
@@ -277,7 +285,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from model.weights import load_weights
 
     device = torch.device(args.device)
-    clips, triplets = load_holdout(args.data, neighbours=args.motion == "quadratic", fresh=args.set == "fresh")
+    clips, triplets = load_holdout(args.data, neighbours=args.motion == "quadratic", triplet_set=args.set)
     flows = triplet_flows(triplets)
     base = baseline_scores(triplets, flows=flows)
     report = {"clips": sorted({c.name for c in clips}), "baseline": base.tolist(), "weights": {},

@@ -30,7 +30,7 @@ def main() -> None:
     torch.set_grad_enabled(False)
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
-    _, triplets = load_holdout(args.data, fresh=args.set == "fresh")
+    _, triplets = load_holdout(args.data, triplet_set=args.set)
     triplets = triplets[:args.limit] if args.limit else triplets
     device = torch.device(args.device)
     net = load_weights(args.weights, device).eval()
