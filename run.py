@@ -60,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--flow-scale", "--scale", type=flow_scale_value, default=None,
                    help="estimate flow at this fraction of the resolution (e.g. 0.5 for 4K), or auto: full "
                         "resolution, and half for a pair whose motion exceeds 32 px where warping by that flow "
-                        "matches the frames better. Default: auto for --one/--two with the default network, else 1 "
+                        "matches the frames better. Default: auto with the default network, 1 with other weights "
                         "(docs/performance.md)")
     p.add_argument("--tile", type=tile_value, default="auto",
                    help="process frames larger than TILE x TILE in overlapping tiles (bounded memory); 0 = whole "
@@ -155,13 +155,12 @@ def interpolator_options(args: argparse.Namespace):
 
 
 def flow_scale_for(args: argparse.Namespace) -> Union[float, str]:
-    """--flow-scale, or its default: auto for an image pair with the default network (it passed its held-out rule
-    there), else 1: for videos and frame sequences it did not pass along quadratic paths, and with the fast network
-    one held-out clip lost 0.3 dB (docs/performance.md)."""
+    """--flow-scale, or its default: auto with the default network (it passed its held-out rules for image pairs and
+    for videos along quadratic paths), else 1: with the fast network one held-out clip lost 0.3 dB
+    (docs/performance.md)."""
     if args.flow_scale is not None:
         return args.flow_scale
-    sequence = args.video is not None or args.frames is not None
-    return "auto" if not sequence and args.weights is None and args.model == "network" else 1.0
+    return "auto" if args.weights is None and args.model == "network" else 1.0
 
 
 def video_options(args: argparse.Namespace):

@@ -385,9 +385,10 @@ def test_model_names_the_two_shipped_networks():
                                                     "--model", "nope"]))
 
 
-def test_flow_scale_defaults_to_auto_for_pairs_and_full_scale_for_videos():
-    """Pairs with the default network take --flow-scale auto unless told (it passed its held-out rule for two
-    frames), videos, frame sequences and other weights full scale; a number or auto given is kept for all."""
+def test_flow_scale_defaults_to_auto_with_the_default_network():
+    """Pairs, videos and frame sequences with the default network take --flow-scale auto unless told (it passed its
+    held-out rules for two frames and along quadratic paths), other weights full scale; a number or auto given is
+    kept for all."""
     import run
 
     parser = run.build_parser()
@@ -395,10 +396,11 @@ def test_flow_scale_defaults_to_auto_for_pairs_and_full_scale_for_videos():
     video = ["--video", "in.mp4", "--out", "out.mp4"]
     frames = ["--frames", "dir", "--out", "out-%04d.png"]
     assert run.interpolator_options(parser.parse_args(pair)).flow_scale == "auto"
-    assert run.interpolator_options(parser.parse_args(video)).flow_scale == 1.0
-    assert run.interpolator_options(parser.parse_args(frames)).flow_scale == 1.0
+    assert run.interpolator_options(parser.parse_args(video)).flow_scale == "auto"
+    assert run.interpolator_options(parser.parse_args(frames)).flow_scale == "auto"
     assert run.interpolator_options(parser.parse_args(pair + ["--flow-scale", "0.5"])).flow_scale == 0.5
-    assert run.interpolator_options(parser.parse_args(video + ["--flow-scale", "auto"])).flow_scale == "auto"
+    assert run.interpolator_options(parser.parse_args(video + ["--flow-scale", "1"])).flow_scale == 1.0
+    assert run.interpolator_options(parser.parse_args(video + ["--model", "fast"])).flow_scale == 1.0
     assert run.interpolator_options(parser.parse_args(pair + ["--model", "fast"])).flow_scale == 1.0
     fast = ["--weights", "weights/fast.safetensors", "--flow-scale", "auto"]
     assert run.interpolator_options(parser.parse_args(pair + fast)).flow_scale == "auto"
