@@ -147,12 +147,17 @@ class Network(nn.Module):
         upsamples it; the synthesis features stay at full resolution. ``"auto"``: full scale, and half scale for the
         pairs of large motion whose frames it explains better (``AUTO``; per sample).
         """
-        feats_one, feats_two, flow_fwd, flow_bwd, pyramid = self._flows(one, two, flow_scale)
+        return self.flow_state(one, two, *self._flows(one, two, flow_scale))
+
+    def flow_state(self, one: torch.Tensor, two: torch.Tensor, feats_one: List[torch.Tensor],
+                   feats_two: List[torch.Tensor], flow_fwd: torch.Tensor, flow_bwd: torch.Tensor,
+                   pyramid: Sequence[torch.Tensor] = ()) -> FlowState:
+        """The ``FlowState`` of a padded pair from its encoder features and flows: the splatting metrics added."""
         metric_one = self.metric(one, two, flow_fwd)
         metric_two = self.metric(two, one, flow_bwd)
         levels = self.config.synthesis_levels
         return FlowState(one, two, feats_one[:levels], feats_two[:levels], flow_fwd, flow_bwd,
-                         metric_one, metric_two, pyramid)
+                         metric_one, metric_two, list(pyramid))
 
     def outer_flows(self, one: torch.Tensor, two: torch.Tensor, before: torch.Tensor, after: torch.Tensor,
                     flow_scale: FlowScale = 1.0) -> Tuple[torch.Tensor, torch.Tensor]:
@@ -167,27 +172,38 @@ class Network(nn.Module):
     def _flows(self, one: torch.Tensor, two: torch.Tensor, flow_scale: FlowScale):
         """Both frames' encoder features, the flows one -> two and two -> one at full resolution, and the flow
         pyramid (``estimate_flow``; with ``"auto"``, the full-scale estimate's pyramid)."""
+        feats_one, feats_two, flow_fwd, flow_bwd, pyramid = self.first_flows(one, two, flow_scale)
+        if flow_scale == AUTO:
+            candidates = self.auto_candidates(flow_fwd)
+            if bool(candidates.any()):  # (the half-scale estimate runs only if some pair moves that far)
+                flow_fwd, flow_bwd = self.auto_choice(one, two, feats_one, feats_two, flow_fwd, flow_bwd, candidates)
+        return feats_one, feats_two, flow_fwd, flow_bwd, pyramid
+
+    def first_flows(self, one: torch.Tensor, two: torch.Tensor, flow_scale: FlowScale):
+        """Both frames' encoder features, and the flows and their pyramid at ``flow_scale`` (``"auto"``: at full
+        scale, before ``auto_candidates`` and ``auto_choice``)."""
         check_flow_scale(flow_scale)
         feats_one = self.encoder(one)
         feats_two = self.encoder(two)
         scale = 1.0 if flow_scale == AUTO else float(flow_scale)
-        flow_fwd, flow_bwd, pyramid = self._flows_at(one, two, feats_one, feats_two, scale)
-        if flow_scale == AUTO:
-            flow_fwd, flow_bwd = self._auto_flows(one, two, feats_one, feats_two, flow_fwd, flow_bwd)
-        return feats_one, feats_two, flow_fwd, flow_bwd, pyramid
+        return (feats_one, feats_two, *self._flows_at(one, two, feats_one, feats_two, scale))
 
-    def _auto_flows(self, one: torch.Tensor, two: torch.Tensor, feats_one: List[torch.Tensor],
-                    feats_two: List[torch.Tensor], flow_fwd: torch.Tensor,
-                    flow_bwd: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-        """``AUTO``: per sample, the full-scale flows, or the half-scale ones where the pair moves over
-        AUTO_MOTION_PX and they explain it better. The half-scale estimate runs only if some pair moves that far."""
+    @staticmethod
+    def auto_candidates(flow_fwd: torch.Tensor) -> torch.Tensor:
+        """``AUTO``'s first test, per sample (a bool tensor): whether the forward flow's 95th percentile length
+        exceeds AUTO_MOTION_PX."""
         # (every 4th pixel each way: the full-size order statistic costs half a network pass at 1080p)
         length = flow_fwd[:, :, ::4, ::4].float().norm(dim=1).flatten(1)
-        large = length.kthvalue(max(1, round(0.95 * length.shape[1])), dim=1).values > AUTO_MOTION_PX
-        if not bool(large.any()):
-            return flow_fwd, flow_bwd
+        return length.kthvalue(max(1, round(0.95 * length.shape[1])), dim=1).values > AUTO_MOTION_PX
+
+    def auto_choice(self, one: torch.Tensor, two: torch.Tensor, feats_one: List[torch.Tensor],
+                    feats_two: List[torch.Tensor], flow_fwd: torch.Tensor, flow_bwd: torch.Tensor,
+                    candidates: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """``AUTO``'s second test: per sample, the half-scale flows where the sample is one of ``candidates`` and
+        they explain the pair better (``model.warp.warp_error``), else the full-scale ones. No host synchronisation,
+        so a CUDA graph can replay it (model/runtime.py)."""
         half_fwd, half_bwd, _ = self._flows_at(one, two, feats_one, feats_two, AUTO_SCALE)
-        better = large & (warp_error(one, two, half_fwd, half_bwd) < warp_error(one, two, flow_fwd, flow_bwd))
+        better = candidates & (warp_error(one, two, half_fwd, half_bwd) < warp_error(one, two, flow_fwd, flow_bwd))
         pick = better.view(-1, 1, 1, 1)
         return torch.where(pick, half_fwd, flow_fwd), torch.where(pick, half_bwd, flow_bwd)
 

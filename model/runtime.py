@@ -12,7 +12,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 
 import torch
 
-from .network import FlowState, Network, check_times
+from .network import AUTO, FlowScale, FlowState, Network, check_times
 from .warp import InputPadder
 
 
@@ -61,10 +61,14 @@ class GraphedPairs:
     With ``neighbours``, a third graph synthesizes along quadratic paths (model/motion.py): ``flow_state`` gives a
     pair's flow state (a copy the caller keeps, so neighbouring pairs share their flows) and ``synthesize`` takes
     one with the neighbours' flows and distances in time.
+
+    With ``flow_scale`` ``"auto"`` the flow is three graphs: the full-scale estimate with ``Network.auto_candidates``,
+    ``Network.auto_choice`` (replayed only when a pair is a candidate: one read of a flag on the host), then the
+    metrics. The frames are those of the eager network.
     """
 
     def __init__(self, net: Network, shape: torch.Size, autocast_dtype: Optional[torch.dtype] = None,
-                 flow_scale: float = 1.0, warmup: int = 3, neighbours: bool = False) -> None:
+                 flow_scale: FlowScale = 1.0, warmup: int = 3, neighbours: bool = False) -> None:
         device = next(net.parameters()).device
         if device.type != "cuda":
             raise ValueError("GraphedPairs needs the network on a CUDA device")
@@ -81,6 +85,26 @@ class GraphedPairs:
             with torch.autocast(**autocast):
                 return net.estimate_flow(*padder.pad(self.one, self.two), flow_scale)
 
+        def first(_):  # "auto", 1 of 3: the full-scale flows and which pairs to check at half scale
+            with torch.autocast(**autocast):
+                one, two = padder.pad(self.one, self.two)
+                feats_one, feats_two, flow_fwd, flow_bwd, _ = net.first_flows(one, two, AUTO)
+                return one, two, feats_one, feats_two, flow_fwd, flow_bwd, net.auto_candidates(flow_fwd)
+
+        def choice(found):  # 2 of 3: the half-scale flows kept where they explain the pair better, in place
+            with torch.autocast(**autocast):
+                flow_fwd, flow_bwd = net.auto_choice(*found)
+            found[4].copy_(flow_fwd)
+            found[5].copy_(flow_bwd)
+            return found
+
+        def metrics(found):  # 3 of 3: the flow state of the flows kept
+            with torch.autocast(**autocast):
+                return net.flow_state(*found[:6])
+
+        flow_steps = [first, choice, metrics] if flow_scale == AUTO else [lambda _: flow()]
+        count = len(flow_steps)
+
         def synthesize(state):
             with torch.autocast(**autocast):
                 return padder.unpad(net.synthesize(state, self.t)).float().clamp(0.0, 1.0)
@@ -88,8 +112,9 @@ class GraphedPairs:
         self.device = device
         self.neighbours = neighbours
         if not neighbours:
-            (self.flow_graph, self.synthesis_graph), (self.state, self.out) = _capture(
-                device, [lambda _: flow(), synthesize], warmup)
+            graphs, outputs = _capture(device, flow_steps + [synthesize], warmup)
+            self._keep_flow(graphs[:count], outputs[:count])
+            self.synthesis_graph, self.out = graphs[-1], outputs[-1]
             return
         flow_shape = (self.shape[0], 2, *padder.pad(self.one)[0].shape[2:])
         self.flow_before = torch.zeros(flow_shape, device=device)
@@ -101,10 +126,24 @@ class GraphedPairs:
                 out = net.synthesize(state, self.t, (self.flow_before, self.flow_after), (self.gaps[0], self.gaps[1]))
                 return padder.unpad(out).float().clamp(0.0, 1.0)
 
-        (self.flow_graph, self.synthesis_graph, self.quadratic_graph), (self.state, pair, self.quadratic_out) = \
-            _capture(device, [lambda _: flow(), lambda state: (state, synthesize(state)),
-                              lambda pair: along_paths(pair[0])], warmup)
-        self.out = pair[1]
+        graphs, outputs = _capture(device, flow_steps + [lambda state: (state, synthesize(state)),
+                                                         lambda pair: along_paths(pair[0])], warmup)
+        self._keep_flow(graphs[:count], outputs[:count])
+        self.synthesis_graph, self.quadratic_graph = graphs[count:]
+        self.out, self.quadratic_out = outputs[count][1], outputs[count + 1]
+
+    def _keep_flow(self, graphs: list, outputs: list) -> None:
+        """The flow's graphs, its state (the last one's output) and, with "auto", the candidates flag."""
+        self.flow_graphs = graphs
+        self.state = outputs[-1]
+        self.candidates = outputs[0][-1] if len(graphs) == 3 else None
+
+    def _replay_flow(self) -> None:
+        self.flow_graphs[0].replay()
+        if self.candidates is not None:
+            if bool(self.candidates.any()):  # the one host read of "auto"
+                self.flow_graphs[1].replay()
+            self.flow_graphs[2].replay()
 
     def flow_state(self, one: torch.Tensor, two: torch.Tensor) -> FlowState:
         """The flow state of a pair (a copy: the graph's own is overwritten by the next pair)."""
@@ -112,7 +151,7 @@ class GraphedPairs:
         with torch.cuda.device(self.device):
             self.one.copy_(one)
             self.two.copy_(two)
-            self.flow_graph.replay()
+            self._replay_flow()
             return _copied(self.state)
 
     def synthesize(self, state: FlowState, times: Sequence[float], neighbour_flows: Tuple[torch.Tensor, torch.Tensor],
@@ -146,7 +185,7 @@ class GraphedPairs:
         with torch.cuda.device(self.device):
             self.one.copy_(one)
             self.two.copy_(two)
-            self.flow_graph.replay()
+            self._replay_flow()
             for t in times:
                 self.t.fill_(float(t))
                 self.synthesis_graph.replay()
@@ -203,7 +242,7 @@ def _capture(device: torch.device, steps: Sequence[Callable], warmup: int) -> Tu
 
 
 def graphed_pairs(net: Network, shape: torch.Size, autocast_dtype: Optional[torch.dtype] = None,
-                  flow_scale: float = 1.0, neighbours: bool = False) -> Optional[GraphedPairs]:
+                  flow_scale: FlowScale = 1.0, neighbours: bool = False) -> Optional[GraphedPairs]:
     """``GraphedPairs`` for this size, or None (with a note on stderr) where capturing fails, e.g. out of GPU
     memory: the caller then runs the network eagerly, which gives the same frames, only slower."""
     try:

@@ -276,9 +276,9 @@ def test_quadratic_cuda_graphs_match_the_eager_network():
 
 
 def test_the_video_tools_quadratic_frames_are_those_the_held_out_margin_scores(cpu_network):
-    """The video tool's flows to the neighbours are the neighbouring pairs' backward and forward flows; the held-out
-    evaluation (``Network.forward_four``) estimates one -> before and two -> after directly. The flow estimator runs
-    both directions with one function, so the frames agree to the rounding of uint8."""
+    """The video tool's flows to the neighbours are the neighbouring pairs' backward and forward flows, and the
+    held-out evaluation (``Network.forward_four``) estimates the same pairs in one batch, so the frames agree to the
+    rounding of uint8."""
     frames = _moving_frames(4, seed=3)
     ours = Interpolator(InterpolatorOptions(tile=0), network=cpu_network).interpolate_integer_with_neighbours(
         frames[1], frames[2], [0.5], (frames[0], 1.0), (frames[3], 1.0))[0]

@@ -530,6 +530,41 @@ def test_cuda_graphed_pairs_match_the_eager_network(autocast):
         assert np.abs(g.astype(int) - e.astype(int)).max() <= (1 if autocast is None else 8)
 
 
+@pytest.mark.cuda
+@pytest.mark.parametrize("neighbours", [False, True])
+def test_cuda_graphed_pairs_with_auto_flow_scale_match_the_eager_network(neighbours, monkeypatch):
+    """GraphedPairs with flow scale "auto" (three flow graphs, the half-scale one replayed only for a candidate pair)
+    gives the eager network's flows and frames, whichever scale each pair keeps. Every pair is a candidate here,
+    and the warp error is replaced by the flows' mean, lower or higher wins by ``sign``: over both signs every pair
+    keeps its half-scale flows once and its full-scale ones once."""
+    import model.network
+    from model.runtime import GraphedPairs
+
+    torch.manual_seed(0)
+    net = Network().cuda().eval()
+    shape = (1, 3, 70, 100)
+    padder = InputPadder(shape, 32)
+    smooth = torch.rand(8, 3, 9, 12, generator=torch.Generator().manual_seed(1))
+    frames = F.interpolate(smooth, size=shape[2:], mode="bilinear").cuda().split(1)
+    monkeypatch.setattr(model.network, "AUTO_MOTION_PX", -1.0)
+    kept_half = []
+    for sign in (1.0, -1.0):
+        monkeypatch.setattr(model.network, "warp_error",
+                            lambda one, two, fwd, bwd, s=sign: s * fwd.float().mean(dim=(1, 2, 3)))
+        graphed = GraphedPairs(net, shape, neighbours=neighbours, flow_scale="auto")
+        for one, two in zip(frames[0::2], frames[1::2]):
+            with torch.no_grad():
+                eager = net.estimate_flow(*padder.pad(one, two), "auto")
+                full = net.estimate_flow(*padder.pad(one, two))
+                frame = net(one, two, [0.3], "auto")[0].clamp(0, 1)
+            state = graphed.flow_state(one, two)
+            torch.testing.assert_close(state.flow_fwd, eager.flow_fwd, rtol=1e-4, atol=1e-4)
+            torch.testing.assert_close(state.metric_two, eager.metric_two, rtol=1e-4, atol=1e-4)
+            torch.testing.assert_close(graphed(one, two, [0.3])[0], frame, rtol=1e-4, atol=1e-4)
+            kept_half.append(not torch.allclose(eager.flow_fwd, full.flow_fwd))
+    assert kept_half[:4] == [not k for k in kept_half[4:]]  # each pair: half scale under one sign, full under the other
+
+
 def test_interpolate_with_alpha_shapes_and_integer_frames():
     """interpolate_with_alpha checks alpha's shape; its integer form takes and returns H x W x 4 uint8 or uint16,
     static frames staying themselves (alpha included) to within a level or two."""
