@@ -1,7 +1,7 @@
 """Video pipeline output frames/s at x2 with the network run eagerly or replayed as CUDA graphs, and frames
 uploaded through pinned or pageable memory, at two x264 presets, twice.
 
-    python -m bench.probe_graphs_pipeline --video in1080.mp4   # on a CUDA machine with ffmpeg (scripts/device/ffmpeg.sh)
+    python -m bench.probe_graphs_pipeline --video in1080.mp4  # a CUDA machine with ffmpeg (scripts/device/ffmpeg.sh)
 
 Session 12 (H200, docs/journal/performance-history.md): pinning each frame as it was uploaded
 (``Tensor.pin_memory()``, a new page-locked buffer every frame) cost more than the graphs gained: with one or

@@ -128,6 +128,7 @@ def test_every_recipe_field_has_one_generated_flag(tmp_path):
     ("--max-nonlinearity", "-1", "--max-nonlinearity must be 0 or positive"),
     ("--ema-decay", "1.5", "--ema-decay must lie in [0, 1)"),
     ("--reconstruction", "l2", "--reconstruction must be one of laplacian, psnr, got l2"),
+    ("--quadratic-share", "0.5", "--quadratic-share 0.5 picks triplets for quadratic paths: add --motion quadratic"),
 ])
 def test_recipe_values_are_checked_naming_the_flag(tmp_path, option, value, message):
     options, overrides = _options(tmp_path, "--recipe", "study", option, value)

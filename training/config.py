@@ -147,6 +147,9 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         check_fields(self)
+        if self.motion != "quadratic" and self.quadratic_share != 1.0:
+            raise ConfigError(f"--quadratic-share {self.quadratic_share} picks triplets for quadratic paths: add "
+                              f"--motion quadratic, or leave it at 1 with --motion {self.motion}")
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(dataclasses.asdict(self), indent=2) + "\n")
