@@ -122,7 +122,9 @@ def test_stage_bundles_round_trip(two_folders, tmp_path):
     assert check(dest.parent / "bundles" / "0", cache)  # a bundle alone is not the whole footage
     for bundle in bundles[:-1]:
         unpack(bundle, dest, cache, workers=2)
-    assert any(check(dest, cache).values())  # the last bundle is still missing
+    report = check(dest, cache)
+    assert set(report) == {folder.name for folder in two_folders}  # whichever folders the staged bundles held
+    assert any(report.values())  # the last bundle is still missing
     unpack(bundles[-1], dest, cache, workers=2)
     assert not any(check(dest, cache).values())
     clips = load_clips([dest / "footage", dest / "footage2"], None, torch.device("cpu"), 64, cache=cache)

@@ -74,8 +74,9 @@ def plan_bundles(folders: List[Path], max_bytes: int, keep: Optional[Selection] 
 
 
 def pack(folders: List[Path], out: Path, max_mib: float, keep: Optional[Selection] = None) -> List[Path]:
-    """Write the bundles under ``out`` (0, 1, ...): copies of the clips and of their folders' clips.jsonl (with
-    ``keep``, only the clips it accepts, in the clips and in every clips.jsonl)."""
+    """Write the bundles under ``out`` (0, 1, ...): copies of the clips, and in each bundle every folder's
+    clips.jsonl, so that ``check`` on a partly staged machine also names the clips of a folder no bundle has
+    reached yet (with ``keep``, only the clips it accepts, in the clips and in every clips.jsonl)."""
     from training.data import clip_entries
 
     if out.exists():
@@ -88,7 +89,8 @@ def pack(folders: List[Path], out: Path, max_mib: float, keep: Optional[Selectio
             target = bundle / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(sources[rel.parts[0]] / Path(*rel.parts[1:]), target)
-        for name in {rel.parts[0] for rel in files}:
+        for name in sources:  # every folder's list in every bundle: a check sees the folders still to come
+            (bundle / name).mkdir(parents=True, exist_ok=True)
             if keep is None:
                 shutil.copyfile(sources[name] / "clips.jsonl", bundle / name / "clips.jsonl")
             else:
