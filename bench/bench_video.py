@@ -33,8 +33,8 @@ from engine import Interpolator, InterpolatorOptions
 from engine.options import flow_scale_value
 from media.video import probe, read_frames
 from model import Network, load_weights
-from model.network import FlowScale
 from model.ensemble import PASSES
+from model.network import FlowScale
 from pipeline.video import Interpolator as PipelineInterpolator
 from pipeline.video import MOTIONS, VideoOptions, interpolate_video
 
@@ -56,7 +56,7 @@ def time_pipeline(video: Path, step: PipelineInterpolator, options: VideoOptions
 
 
 def engine_for(args: argparse.Namespace, net: Network, passes: int, flow_scale: FlowScale) -> Interpolator:
-    """The engine run.py uses, with its CUDA graphs unless --eager (an ensemble and auto flow scale run eagerly)."""
+    """The engine run.py uses, with its CUDA graphs unless --eager (an ensemble runs eagerly)."""
     return Interpolator(InterpolatorOptions(precision="bf16" if args.bf16 else "fp32", flow_scale=flow_scale,
                                             tile=args.tile, cuda_graphs=not args.eager, ensemble=passes),
                         network=net)

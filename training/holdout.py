@@ -91,10 +91,10 @@ def holdout_triplets(clips: Sequence[Clip], per_clip: int = PER_CLIP, gaps: Sequ
             if not centres:
                 continue
             picks = _spaced(centres, per_clip)
-            if triplet_set != "standard":
-                halves = _spaced(centres, 2 * per_clip - 1)
-                finer = halves if triplet_set == "fresh" else _spaced(centres, 4 * per_clip - 3)
-                picks = sorted(set(finer) - set(halves if triplet_set == "quarter" else picks))
+            if triplet_set == "fresh":
+                picks = sorted(set(_spaced(centres, 2 * per_clip - 1)) - set(picks))
+            elif triplet_set == "quarter":
+                picks = sorted(set(_spaced(centres, 4 * per_clip - 3)) - set(_spaced(centres, 2 * per_clip - 1)))
             for i in picks:
                 one, mid, two = (clip.frames[j].clone() for j in (i - gap, i, i + gap))
                 outer = (None, None)
