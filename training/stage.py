@@ -82,6 +82,10 @@ def pack(folders: List[Path], out: Path, max_mib: float, keep: Optional[Selectio
     if out.exists():
         shutil.rmtree(out)
     sources = {folder.name: folder for folder in folders}
+    # every folder's list goes into every bundle: a check sees the folders still to come
+    lists = {name: (folder / "clips.jsonl").read_bytes() if keep is None else
+             "".join(json.dumps(e) + "\n" for e in clip_entries(folder) if keep(e)).encode()
+             for name, folder in sources.items()}
     written = []
     for i, files in enumerate(plan_bundles(folders, int(max_mib * MIB), keep)):
         bundle = out / str(i)
@@ -89,13 +93,9 @@ def pack(folders: List[Path], out: Path, max_mib: float, keep: Optional[Selectio
             target = bundle / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(sources[rel.parts[0]] / Path(*rel.parts[1:]), target)
-        for name in sources:  # every folder's list in every bundle: a check sees the folders still to come
+        for name, listing in lists.items():
             (bundle / name).mkdir(parents=True, exist_ok=True)
-            if keep is None:
-                shutil.copyfile(sources[name] / "clips.jsonl", bundle / name / "clips.jsonl")
-            else:
-                entries = [e for e in clip_entries(sources[name]) if keep(e)]
-                (bundle / name / "clips.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
+            (bundle / name / "clips.jsonl").write_bytes(listing)
         written.append(bundle)
     return written
 
