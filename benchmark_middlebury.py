@@ -59,8 +59,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--ensemble", type=int, default=1, choices=[1, 2, 4],
                    help="score run.py's --ensemble mode: the average of 2 or 4 passes (mirrored, time-reversed)")
     p.add_argument("--flow-scale", type=flow_scale_value, default=1.0,
-                   help="score run.py's --flow-scale: auto (run.py's default for image pairs with the default "
-                        "network) or a factor in (0, 1]")
+                   help="score run.py's --flow-scale: auto (run.py's default with the default network) or a "
+                        "factor in (0, 1]")
     p.add_argument("--json", type=Path, default=None, help="also write the results as JSON")
     args = p.parse_args(argv)
     from engine import Interpolator, InterpolatorOptions

@@ -36,7 +36,7 @@ class InterpolatorOptions:
 
     ``flow_scale``: estimate flow at this fraction of the resolution; "auto": at full resolution, and for a pair
     whose motion is large (over 32 px) also at half, kept where warping the frames by it matches them better
-    (``model.network.AUTO``; eager, no CUDA graphs).
+    (``model.network.AUTO``; CUDA graphs replay it too).
     ``tile``: "auto" processes whole frames when they fit in the device's free memory, else the largest tiles
     that do; 0 always whole frames; N > 0 frames larger than N x N in overlapping N-pixel tiles.
     ``tile_overlap``: pixels shared by neighbouring tiles, cross-faded; None: 128, or a quarter of a smaller tile
