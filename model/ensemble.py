@@ -9,7 +9,7 @@ With the fast weights on Middlebury (CPU), 2 and 4 passes score 34.99 and 35.01 
 
 from __future__ import annotations
 
-from typing import Callable, List, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import torch
 from torch import nn
@@ -39,15 +39,16 @@ class EnsembleNetwork(nn.Module):
         self.passes = passes
         self.config = getattr(net, "config", None)
 
-    def _average(self, run: Callable[[Sequence[torch.Tensor], List[float]], List[torch.Tensor]],
-                 frames: Sequence[torch.Tensor], times: Sequence[float]) -> List[torch.Tensor]:
-        """The mean of ``run(frames, times)`` over the passes: ``frames`` in time order, reversed (and t replaced
-        by 1 - t) in the time-reversed passes, mirrored (and the outputs mirrored back) in the mirrored ones."""
+    def _average(self, run: Callable[[Sequence[Optional[torch.Tensor]], List[float]], List[torch.Tensor]],
+                 frames: Sequence[Optional[torch.Tensor]], times: Sequence[float]) -> List[torch.Tensor]:
+        """The mean of ``run(frames, times)`` over the passes: ``frames`` in time order (None: a missing
+        neighbour), reversed (and t replaced by 1 - t) in the time-reversed passes, mirrored (and the outputs
+        mirrored back) in the mirrored ones."""
         times = [float(t) for t in times]
         total: List[torch.Tensor] = []
         for mirror, reverse in pass_variants(self.passes):
             inputs = list(frames[::-1]) if reverse else list(frames)
-            inputs = [x.flip(3) for x in inputs] if mirror else inputs
+            inputs = [x.flip(3) if x is not None else None for x in inputs] if mirror else inputs
             outs = run(inputs, [1.0 - t for t in times] if reverse else times)
             outs = [(o.flip(3) if mirror else o).float() for o in outs]
             total = outs if not total else [acc + o for acc, o in zip(total, outs)]
@@ -57,8 +58,9 @@ class EnsembleNetwork(nn.Module):
                 flow_scale: FlowScale = 1.0) -> List[torch.Tensor]:
         return self._average(lambda f, ts: self.net(*f, ts, flow_scale), (one, two), times)
 
-    def forward_four(self, before: torch.Tensor, one: torch.Tensor, two: torch.Tensor, after: torch.Tensor,
-                     times: Sequence[float] = (0.5,), flow_scale: FlowScale = 1.0) -> List[torch.Tensor]:
+    def forward_four(self, before: Optional[torch.Tensor], one: torch.Tensor, two: torch.Tensor,
+                     after: Optional[torch.Tensor], times: Sequence[float] = (0.5,),
+                     flow_scale: FlowScale = 1.0) -> List[torch.Tensor]:
         return self._average(lambda f, ts: self.net.forward_four(*f, ts, flow_scale), (before, one, two, after),
                              times)
 

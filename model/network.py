@@ -159,15 +159,23 @@ class Network(nn.Module):
         return FlowState(one, two, feats_one[:levels], feats_two[:levels], flow_fwd, flow_bwd,
                          metric_one, metric_two, list(pyramid))
 
-    def outer_flows(self, one: torch.Tensor, two: torch.Tensor, before: torch.Tensor, after: torch.Tensor,
-                    flow_scale: FlowScale = 1.0) -> Tuple[torch.Tensor, torch.Tensor]:
+    def outer_flows(self, one: torch.Tensor, two: torch.Tensor, before: Optional[torch.Tensor],
+                    after: Optional[torch.Tensor],
+                    flow_scale: FlowScale = 1.0) -> Tuple[Optional[torch.Tensor], Optional[torch.Tensor]]:
         """The flows one -> ``before`` and two -> ``after`` (``synthesize``'s ``neighbour_flows``) of padded frames,
-        in one batched pass of the encoder and the flow estimator (no metrics, no synthesis). The pairs are estimated
-        as a video stream meets them, (before, one) and (two, after), so that ``"auto"`` checks the same flows the
-        video tool checks: the backward flow of the first, the forward flow of the second."""
+        in one batched pass of the encoder and the flow estimator (no metrics, no synthesis); None for a side given
+        None. The pairs are estimated as a video stream meets them, (before, one) and (two, after), so that
+        ``"auto"`` checks the same flows the video tool checks: the backward flow of the first, the forward flow of
+        the second."""
+        pairs = [(x, y) for x, y in ((before, one), (two, after)) if x is not None and y is not None]
+        if not pairs:
+            return None, None
         n = one.shape[0]
-        _, _, flow_fwd, flow_bwd, _ = self._flows(torch.cat([before, two]), torch.cat([one, after]), flow_scale)
-        return flow_bwd[:n], flow_fwd[n:]
+        _, _, flow_fwd, flow_bwd, _ = self._flows(torch.cat([x for x, _ in pairs]), torch.cat([y for _, y in pairs]),
+                                                  flow_scale)
+        flow_before = flow_bwd[:n] if before is not None else None
+        flow_after = flow_fwd[-n:] if after is not None else None
+        return flow_before, flow_after
 
     def _flows(self, one: torch.Tensor, two: torch.Tensor, flow_scale: FlowScale):
         """Both frames' encoder features, the flows one -> two and two -> one at full resolution, and the flow
@@ -226,7 +234,8 @@ class Network(nn.Module):
         """The frame at time t: a float, or a tensor of N times (one per sample).
 
         ``neighbour_flows`` (one -> the frame before one, two -> the frame after two; ``outer_flows``): frames and
-        features move along quadratic paths (model/motion.py); None: constant velocity. ``neighbour_times``: how
+        features move along quadratic paths (model/motion.py), a side given None at constant velocity; None:
+        constant velocity. ``neighbour_times``: how
         far the frame before is from one and the frame after from two, in units of the pair's interval.
         """
         if isinstance(t, torch.Tensor):
@@ -250,18 +259,25 @@ class Network(nn.Module):
         state = self.estimate_flow(one_p, two_p, flow_scale)
         return [padder.unpad(self.synthesize(state, float(t))) for t in times]
 
-    def forward_four(self, before: torch.Tensor, one: torch.Tensor, two: torch.Tensor, after: torch.Tensor,
-                     times: Sequence[float] = (0.5,), flow_scale: FlowScale = 1.0) -> List[torch.Tensor]:
+    def forward_four(self, before: Optional[torch.Tensor], one: torch.Tensor, two: torch.Tensor,
+                     after: Optional[torch.Tensor], times: Sequence[float] = (0.5,),
+                     flow_scale: FlowScale = 1.0) -> List[torch.Tensor]:
         """Interpolate between ``one`` and ``two`` along quadratic paths (model/motion.py), given the frame
-        ``before`` one and the frame ``after`` two, each as far in time from its neighbour as one is from two.
-        Two flow estimates (the pair; one -> before and two -> after in one batch); a video stream reuses its
-        neighbouring pairs' flows instead."""
+        ``before`` one and the frame ``after`` two, each as far in time from its neighbour as one is from two;
+        None for a side the shot does not have (a shot's first or last pair): that frame moves at constant
+        velocity, as in the video tool. Two flow estimates (the pair; one -> before and two -> after in one batch);
+        a video stream reuses its neighbouring pairs' flows instead."""
+        if before is None and after is None:
+            raise ValueError("forward_four needs the frame before one, the frame after two or both: for two frames "
+                             "call the network itself")
         _check_pair(one, two)
-        _check_pair(before, after, ("before", "after"))
-        _check_pair(one, before, ("one", "before"))
+        for name, side in (("before", before), ("after", after)):
+            if side is not None:
+                _check_pair(one, side, ("one", name))
         check_times(times)
         padder = InputPadder(one.shape, 2 ** len(self.config.encoder_widths))
-        before_p, one_p, two_p, after_p = padder.pad(before, one, two, after)
+        one_p, two_p = padder.pad(one, two)
+        before_p, after_p = (padder.pad(x)[0] if x is not None else None for x in (before, after))
         state = self.estimate_flow(one_p, two_p, flow_scale)
         neighbours = self.outer_flows(one_p, two_p, before_p, after_p, flow_scale)
         return [padder.unpad(self.synthesize(state, float(t), neighbours)) for t in times]

@@ -287,6 +287,15 @@ def test_the_video_tools_quadratic_frames_are_those_the_held_out_margin_scores(c
         reference = cpu_network.forward_four(*tensors, (0.5,))[0].clamp(0, 1)
     reference = (reference[0].permute(1, 2, 0) * 255).round().to(torch.uint8).numpy()
     assert np.abs(ours.astype(int) - reference.astype(int)).max() <= 1
+    # a shot's first and last pairs: one neighbour, the other side at constant velocity, in both
+    for before, after in (((frames[0], 1.0), None), (None, (frames[3], 1.0))):
+        ours = Interpolator(InterpolatorOptions(tile=0), network=cpu_network).interpolate_integer_with_neighbours(
+            frames[1], frames[2], [0.5], before, after)[0]
+        with torch.no_grad():
+            reference = cpu_network.forward_four(tensors[0] if before else None, tensors[1], tensors[2],
+                                                 tensors[3] if after else None, (0.5,))[0].clamp(0, 1)
+        reference = (reference[0].permute(1, 2, 0) * 255).round().to(torch.uint8).numpy()
+        assert np.abs(ours.astype(int) - reference.astype(int)).max() <= 1
 
 
 def test_flow_scale_auto_runs_every_path_and_matches_scale_one_where_no_pair_is_checked(cpu_network, monkeypatch):

@@ -245,10 +245,14 @@ def test_holdout_cli_moves_pixels_along_quadratic_paths_where_the_shot_allows(tm
     assert not any(t["quadratic"] for t in reports["linear"]["triplets"])
     assert 0 < sum(moved) < len(moved)  # the 8-frame clip has neighbours for some gap-1 triplets, none at gap 2
     assert all(t["gap"] == 1 for t, m in zip(reports["quadratic"]["triplets"], moved) if m)
+    # gap 1, centres 1-6 of 8 frames: both neighbours at 3 and 4, one side at 1, 2 (after) and 5, 6 (before)
+    sides = {t["centre"]: t["sides"] for t in reports["quadratic"]["triplets"] if t["gap"] == 1}
+    assert sides == {1: "after", 2: "after", 3: "both", 4: "both", 5: "before", 6: "before"}
     assert [a for a, m in zip(linear, moved) if not m] == [b for b, m in zip(quadratic, moved) if not m]
     assert [a for a, m in zip(linear, moved) if m] != [b for b, m in zip(quadratic, moved) if m]
     printed = capsys.readouterr().out
-    assert "with outer neighbours: quadratic paths" in printed and "over the four-frame baseline" in printed
+    assert "(6 with outer neighbours, 2 of them on both sides: quadratic paths)" in printed
+    assert "over the four-frame baseline" in printed
     two_frame, four_frame = reports["quadratic"]["baseline"], reports["quadratic"]["baseline_four_frames"]
     assert two_frame == reports["linear"]["baseline"] and "baseline_four_frames" not in reports["linear"]
     assert [a for a, m in zip(two_frame, moved) if not m] == [b for b, m in zip(four_frame, moved) if not m]

@@ -82,10 +82,46 @@ def test_forward_four_checks_its_frames_and_keeps_the_pair_size():
     with torch.no_grad():
         out = net.forward_four(before, one, two, after, (0.25, 0.5))
     assert [tuple(x.shape) for x in out] == [(1, 3, 40, 50)] * 2
-    with pytest.raises(ValueError, match="before is .*after is"):
+    with pytest.raises(ValueError, match="one is .*before is"):
         net.forward_four(before[..., :32], one, two, after)
+    with pytest.raises(ValueError, match="the frame before one, the frame after two or both"):
+        net.forward_four(None, one, two, None)
     with pytest.raises(ValueError, match="between 0 and 1"):
         net.forward_four(before, one, two, after, (1.0,))
+
+
+def test_a_side_without_a_neighbour_moves_at_constant_velocity():
+    """quadratic_flows with None on one side: that frame's flows to t are linear_flows', the other frame's those
+    it has with both neighbours; ``Network.forward_four`` with one neighbour is the video tool's shot-end path (the
+    missing side's stand-in flow reversed, gap 1), and its outer flows the one side's."""
+    g = torch.Generator().manual_seed(1)
+    fwd, bwd, to_before, to_after = torch.randn(4, 1, 2, 6, 7, generator=g)
+    for t in (0.3, 0.5):
+        both = quadratic_flows(fwd, bwd, to_before, to_after, t, 2.0, 0.5)
+        linear = linear_flows(fwd, bwd, t)
+        no_after = quadratic_flows(fwd, bwd, to_before, None, t, 2.0, 0.5)
+        no_before = quadratic_flows(fwd, bwd, None, to_after, t, 2.0, 0.5)
+        torch.testing.assert_close(no_after, (both[0], linear[1]))
+        torch.testing.assert_close(no_before, (linear[0], both[1]))
+        torch.testing.assert_close(quadratic_flows(fwd, bwd, None, None, t), linear)
+    torch.manual_seed(0)
+    net = Network(NetworkConfig()).eval()
+    smooth = torch.rand(8, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+    before, one, two, after = F.interpolate(smooth, size=64, mode="bilinear").view(4, 2, 3, 64, 64)
+    with torch.no_grad():
+        state = net.estimate_flow(one, two)
+        to_before, to_after = net.outer_flows(one, two, before, after)
+        assert net.outer_flows(one, two, None, None) == (None, None)
+        only_before = net.outer_flows(one, two, before, None)
+        only_after = net.outer_flows(one, two, None, after)
+        torch.testing.assert_close(only_before[0], to_before, atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(only_after[1], to_after, atol=1e-4, rtol=1e-4)
+        assert only_before[1] is None and only_after[0] is None
+        for sides, stand_in in (((before, None), (to_before, -state.flow_bwd)),
+                                ((None, after), (-state.flow_fwd, to_after))):
+            out = net.forward_four(sides[0], one, two, sides[1], (0.5,))[0]
+            torch.testing.assert_close(out, net.synthesize(state, 0.5, stand_in), atol=1e-4, rtol=1e-4)
+            assert (out - net.synthesize(state, 0.5)).abs().max() > 1e-4
 
 
 @pytest.mark.parametrize("flow_scale", [1.0, "auto"])

@@ -67,19 +67,27 @@ class Triplet:
     mid: torch.Tensor
     two: torch.Tensor
     before: Optional[torch.Tensor] = None  # frame centre - 3 gap (as far before one as two is after it), if kept
-    after: Optional[torch.Tensor] = None  # frame centre + 3 gap
+    after: Optional[torch.Tensor] = None  # frame centre + 3 gap, if kept
 
     @property
     def has_neighbours(self) -> bool:
-        """Whether the triplet kept its outer neighbours (``holdout_triplets(..., neighbours=True)``)."""
-        return self.before is not None and self.after is not None
+        """Whether the triplet kept an outer neighbour on either side (``holdout_triplets(..., neighbours=True)``):
+        it moves along quadratic paths, as the video tool moves it."""
+        return self.before is not None or self.after is not None
+
+    @property
+    def sides(self) -> str:
+        """Which outer neighbours the triplet kept: "both", "before", "after" or "none"."""
+        return {(True, True): "both", (True, False): "before", (False, True): "after",
+                (False, False): "none"}[(self.before is not None, self.after is not None)]
 
 
 def holdout_triplets(clips: Sequence[Clip], per_clip: int = PER_CLIP, gaps: Sequence[int] = GAPS,
                      neighbours: bool = False, triplet_set: str = "standard") -> List[Triplet]:
     """``per_clip`` evenly spaced centres per clip and gap (the same on every call), whole frames; with
     ``neighbours``, each triplet also keeps its outer neighbours where they lie in the same shot with no repeated
-    frame (for quadratic motion; the triplets chosen do not change). ``triplet_set`` "fresh": instead, the centres
+    frame, each side on its own as the video tool keeps them (for quadratic motion; the triplets chosen do not
+    change). ``triplet_set`` "fresh": instead, the centres
     halfway between those (the odd ones of 2 x ``per_clip`` - 1 evenly spaced); "quarter": those a quarter of the way
     between them (the odd ones of 4 x ``per_clip`` - 3). No centre is in two sets."""
     if triplet_set not in TRIPLET_SETS:
@@ -98,8 +106,9 @@ def holdout_triplets(clips: Sequence[Clip], per_clip: int = PER_CLIP, gaps: Sequ
             for i in picks:
                 one, mid, two = (clip.frames[j].clone() for j in (i - gap, i, i + gap))
                 outer = (None, None)
-                if neighbours and clean_span(clip, i - 3 * gap, i + 3 * gap):
-                    outer = tuple(clip.frames[j].clone().cpu() for j in (i - 3 * gap, i + 3 * gap))
+                if neighbours:
+                    outer = tuple(clip.frames[j].clone().cpu() if clean_span(clip, min(i - gap, j), max(i + gap, j))
+                                  else None for j in (i - 3 * gap, i + 3 * gap))
                 triplets.append(Triplet(clip.group, clip.name, i, gap, one.cpu(), mid.cpu(), two.cpu(), *outer))
     return triplets
 
@@ -171,18 +180,19 @@ def baseline_scores(triplets: Sequence[Triplet], workers: int = 8,
                     flows: Optional[Sequence[Tuple[torch.Tensor, torch.Tensor]]] = None,
                     four_frames: bool = False) -> torch.Tensor:
     """The classical baseline's PSNR on every triplet, from ``flows`` (triplet_flows') or computed here; with
-    ``four_frames``, the four-frame baseline where a triplet kept its outer neighbours (DIS one -> before and two ->
-    after as well)."""
+    ``four_frames``, the four-frame baseline where a triplet kept an outer neighbour (DIS one -> before and two ->
+    after as well, where kept)."""
     if flows is None:
         flows = triplet_flows(triplets, workers)
     outer: List[Optional[Tuple[torch.Tensor, torch.Tensor]]] = [None] * len(triplets)
     if four_frames:
-        kept = [k for k, tr in enumerate(triplets) if tr.has_neighbours]
-        greys = [pair for k in kept for pair in ((grey_frame(triplets[k].one), grey_frame(triplets[k].before)),
-                                                 (grey_frame(triplets[k].two), grey_frame(triplets[k].after)))]
-        found = [f.unsqueeze(0) for f in dis_flows(greys, workers)]
-        for n, k in enumerate(kept):
-            outer[k] = (found[2 * n], found[2 * n + 1])
+        sides = [(k, side, frame, neighbour) for k, tr in enumerate(triplets)
+                 for side, frame, neighbour in ((0, tr.one, tr.before), (1, tr.two, tr.after)) if neighbour is not None]
+        found = dis_flows([(grey_frame(frame), grey_frame(neighbour)) for _, _, frame, neighbour in sides], workers)
+        for (k, side, _, _), flow in zip(sides, found):
+            pair = list(outer[k] or (None, None))
+            pair[side] = flow.unsqueeze(0)
+            outer[k] = tuple(pair)
     scores = []
     for tr, (fwd, bwd), neighbours in zip(triplets, flows, outer):
         one, two, mid = (x.float().div(255).unsqueeze(0) for x in (tr.one, tr.two, tr.mid))
@@ -195,14 +205,16 @@ def network_scores(net, triplets: Sequence[Triplet], device: torch.device,
                    autocast_dtype: Optional[torch.dtype] = None, flow_scale: FlowScale = 1.0) -> torch.Tensor:
     """The network's PSNR on every triplet, whole frames at t = 0.5 (callers set eval mode; runs under no_grad),
     with flow estimated at ``flow_scale`` times the frames' size (run.py's --flow-scale); along quadratic paths
-    (``Network.forward_four``) where a triplet kept its outer neighbours, constant velocity elsewhere."""
+    (``Network.forward_four``) where a triplet kept an outer neighbour (a side without one at constant velocity, as
+    the video tool moves it), constant velocity elsewhere."""
     scores = []
     with torch.no_grad(), torch.autocast(device.type, dtype=autocast_dtype or torch.bfloat16,
                                          enabled=autocast_dtype is not None):
         for tr in triplets:
             one, two, mid = (x.to(device).float().div(255).unsqueeze(0) for x in (tr.one, tr.two, tr.mid))
             if tr.has_neighbours:
-                before, after = (x.to(device).float().div(255).unsqueeze(0) for x in (tr.before, tr.after))
+                before, after = (x.to(device).float().div(255).unsqueeze(0) if x is not None else None
+                                 for x in (tr.before, tr.after))
                 out = net.forward_four(before, one, two, after, (0.5,), flow_scale)[0].float()
             else:
                 out = net(one, two, (0.5,), flow_scale)[0].float()
@@ -270,7 +282,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="estimate flow at this factor of the frames' size, or auto, as run.py --flow-scale")
     p.add_argument("--motion", choices=MOTIONS, default="linear",
                    help="quadratic: move pixels along paths through the frames 3 gaps from the centre "
-                        "(model/motion.py) where the shot has them, constant velocity elsewhere")
+                        "(model/motion.py) where the shot has them, each side on its own as run.py --video does, "
+                        "constant velocity elsewhere")
     p.add_argument("--set", choices=TRIPLET_SETS, default="standard",
                    help="the triplets that choose weights, or a confirmation set: the centres halfway (fresh) or a "
                         "quarter of the way (quarter) between them")
@@ -292,7 +305,9 @@ def main(argv: Optional[List[str]] = None) -> int:
               "flow_scale": args.flow_scale, "ensemble": args.ensemble, "motion": args.motion, "set": args.set}
     moved, base4 = "", None
     if args.motion == "quadratic":  # and a baseline that sees the same four frames, reported beside the two-frame one
-        moved = f" ({sum(tr.has_neighbours for tr in triplets)} with outer neighbours: quadratic paths)"
+        both = sum(tr.before is not None and tr.after is not None for tr in triplets)
+        moved = (f" ({sum(tr.has_neighbours for tr in triplets)} with outer neighbours, {both} of them on both "
+                 f"sides: quadratic paths)")
         base4 = baseline_scores(triplets, flows=flows, four_frames=True)
         report["baseline_four_frames"] = base4.tolist()
     print(f"{len(clips)} held-out clips, {len(triplets)} {args.set} triplets{moved}; "
@@ -311,7 +326,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"  over the four-frame baseline: {describe(figures4)}")
     if args.json:
         report["triplets"] = [{"group": t.group, "clip": t.clip, "centre": t.centre, "gap": t.gap,
-                               "quadratic": t.has_neighbours} for t in triplets]
+                               "quadratic": t.has_neighbours, "sides": t.sides} for t in triplets]
         args.json.write_text(json.dumps(report) + "\n")
     return 0
 

@@ -12,14 +12,39 @@ import json
 import time
 from pathlib import Path
 
+from typing import Optional, Tuple
+
 import torch
 
 from engine.options import flow_scale_value
-from model.motion import acceleration, fill_neighbour_flows
+from model.motion import Time
 from model.warp import InputPadder, backwarp
 from model.weights import load_weights
 from training.data import clean_span
 from training.holdout import load_holdout, psnr
+
+
+def acceleration(flow_pair: torch.Tensor, flow_side: torch.Tensor, gap: Time = 1.0) -> torch.Tensor:
+    """A frame's acceleration per pixel, in pixels per pair interval squared, from its flow to the pair's other
+    frame (``flow_pair``) and to its neighbour ``gap`` intervals away on the other side (``flow_side``)."""
+    return (flow_pair * gap + flow_side) * (2.0 / (gap * (1.0 + gap)))
+
+
+def fill_neighbour_flows(flow_fwd: torch.Tensor, flow_bwd: torch.Tensor, flow_before: Optional[torch.Tensor],
+                         flow_after: Optional[torch.Tensor], before: Time = 1.0,
+                         after: Time = 1.0) -> Tuple[torch.Tensor, torch.Tensor, Time, Time]:
+    """``quadratic_flows``' neighbour flows and gaps where one side of the pair has no neighbour (None): that side
+    takes the other frame's acceleration carried across the pair (backward-warped by the pair's flow, edge values
+    repeated), as the flow to a neighbour one interval away. Both given: returned as they are."""
+    if flow_before is None and flow_after is None:
+        raise ValueError("no neighbour on either side: move the pair at constant velocity (linear_flows)")
+    if flow_after is None:  # frame two's pixel y came from frame one's y + flow_bwd(y)
+        carried = backwarp(acceleration(flow_fwd, flow_before, before).float(), flow_bwd.float(), "border")
+        flow_after, after = (carried - flow_bwd.float()).to(flow_bwd.dtype), 1.0
+    elif flow_before is None:
+        carried = backwarp(acceleration(flow_bwd, flow_after, after).float(), flow_fwd.float(), "border")
+        flow_before, before = (carried - flow_fwd.float()).to(flow_fwd.dtype), 1.0
+    return flow_before, flow_after, before, after
 
 
 def main() -> None:
