@@ -183,7 +183,9 @@ class Network(nn.Module):
         feats_one, feats_two, flow_fwd, flow_bwd, pyramid = self.first_flows(one, two, flow_scale)
         if flow_scale == AUTO:
             candidates = self.auto_candidates(flow_fwd)
-            if bool(candidates.any()):  # (the half-scale estimate runs only if some pair moves that far)
+            # (eager, the half-scale estimate runs only if some pair moves that far; compiled, always, masked: the
+            # host read would split the graph, and the half-scale branch would compile mid-video, on its first pair)
+            if torch.compiler.is_compiling() or bool(candidates.any()):
                 flow_fwd, flow_bwd = self.auto_choice(one, two, feats_one, feats_two, flow_fwd, flow_bwd, candidates)
         return feats_one, feats_two, flow_fwd, flow_bwd, pyramid
 

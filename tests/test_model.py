@@ -119,6 +119,14 @@ def test_auto_flow_scale_takes_half_scale_per_pair_where_it_explains_large_motio
     with torch.no_grad():
         net._flows(one, two, "auto")
     assert asked == [1.0]
+    # under torch.compile: the half-scale estimate always runs (no host read to split the graph), masked to the same
+    # flows: a compiled video compiles both branches once, up front
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    asked.clear()
+    with torch.no_grad():
+        _, _, fwd, bwd, _ = net._flows(one, two, "auto")
+    assert asked == [1.0, 0.5]
+    assert torch.equal(fwd, full_fwd) and torch.equal(bwd, full_bwd)
 
 
 def test_network_any_size_and_several_times():
