@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--motion", default="quadratic", choices=MOTIONS,
                    help="paths between two frames: quadratic (through the frames on either side of the pair, where "
                         "the shot has them: accelerating and turning motion lands where it was; held-out footage "
-                        "+0.68 dB, docs/performance.md) or linear (constant velocity from the pair alone)")
+                        "+0.77 dB, docs/performance.md) or linear (constant velocity from the pair alone)")
     v.add_argument("--fields", action="store_true",
                    help="interlaced --video (DV, broadcast): deinterlace to one frame per field, twice the frame rate "
                         "(25i gives 50 frames/s, every moment the camera took), before --factor / --fps apply "
