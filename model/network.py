@@ -237,8 +237,8 @@ class Network(nn.Module):
 
         ``neighbour_flows`` (one -> the frame before one, two -> the frame after two; ``outer_flows``): frames and
         features move along quadratic paths (model/motion.py), a side given None at constant velocity; None:
-        constant velocity. ``neighbour_times``: how
-        far the frame before is from one and the frame after from two, in units of the pair's interval.
+        constant velocity. ``neighbour_times``: how far the frame before is from one and the frame after from two,
+        in units of the pair's interval.
         """
         if isinstance(t, torch.Tensor):
             t = t.to(state.flow_fwd.device, state.flow_fwd.dtype).view(-1, 1, 1, 1)

@@ -305,7 +305,7 @@ def main(argv: Optional[List[str]] = None) -> int:
               "flow_scale": args.flow_scale, "ensemble": args.ensemble, "motion": args.motion, "set": args.set}
     moved, base4 = "", None
     if args.motion == "quadratic":  # and a baseline that sees the same four frames, reported beside the two-frame one
-        both = sum(tr.before is not None and tr.after is not None for tr in triplets)
+        both = sum(tr.sides == "both" for tr in triplets)
         moved = (f" ({sum(tr.has_neighbours for tr in triplets)} with outer neighbours, {both} of them on both "
                  f"sides: quadratic paths)")
         base4 = baseline_scores(triplets, flows=flows, four_frames=True)
