@@ -102,7 +102,8 @@ class Interpolator:
         # a plain Network (not an ensemble, compiled or published one) exposes its flow: alpha can move with it,
         # and it can be replayed as CUDA graphs
         self._plain = isinstance(self._runner, Network)
-        self._tiles: Dict[Tuple[int, int], int] = {}  # frame size -> tile size, decided once per size
+        # (frame size, flow states cached beside) -> tile size, decided once per size
+        self._tiles: Dict[Tuple[int, int, int], int] = {}
         # (frame size, neighbours) -> GraphedPairs, or None where capture failed
         self._graphs: Dict[Tuple[int, int, bool], object] = {}
         self._states = None  # model.inference.PairStates of the stream in progress (quadratic motion)
@@ -120,23 +121,26 @@ class Interpolator:
         return (f"{self.options.weights}{content} ensemble={self.options.ensemble} "
                 f"flow_scale={self.options.flow_scale} autocast={self.options.autocast_dtype}")
 
-    def tile_for(self, height: int, width: int) -> int:
+    def tile_for(self, height: int, width: int, cached_pairs: int = 0) -> int:
         """The tile size for frames of this size (0: whole frames); for "auto" what fits in free memory, said once
-        per size on stderr when tiles are needed."""
-        from model.inference import available_memory, fit_tile, memory_factor, needed_memory
+        per size on stderr when tiles are needed. ``cached_pairs``: whole frames also hold that many pairs' flow
+        states (quadratic motion's ``PairStates``; decided, not said)."""
+        from model.inference import available_memory, fit_tile, memory_factor, needed_memory, state_memory
 
         if self.options.tile != "auto":
             return int(self.options.tile)
-        if (height, width) not in self._tiles:
+        key = (height, width, cached_pairs)
+        if key not in self._tiles:
             factor = memory_factor(self.network)
-            tile = fit_tile(height, width, self.device, factor=factor)
-            if tile:
+            extra = cached_pairs * state_memory(height, width, self.network)
+            tile = fit_tile(height, width, self.device, factor=factor, whole_extra=extra)
+            if tile and not cached_pairs:
                 print(f"note: {width}x{height} frames need about "
                       f"{needed_memory(height, width, self.device, factor) / 2**30:.1f} GiB on {self.device}, "
                       f"{available_memory(self.device) / 2**30:.1f} GiB is free: processing in {tile}-pixel tiles "
                       f"(--tile 0 forces whole frames)", file=sys.stderr)
-            self._tiles[(height, width)] = tile
-        return self._tiles[(height, width)]
+            self._tiles[key] = tile
+        return self._tiles[key]
 
     def moves_alpha(self, height: int, width: int) -> bool:
         """Whether alpha of frames this size moves with the flow (else it is mixed linearly in time)."""
@@ -206,11 +210,15 @@ class Interpolator:
         height, width = one.shape[:2]
         ensemble = isinstance(self._runner, EnsembleNetwork)
         net, passes = (self._runner.net, self._runner.passes) if ensemble else (self._runner, 1)
-        if one.ndim != 3 or one.shape[2] != 3 or not (self._plain or ensemble) or self.tile_for(height, width):
+        cached = 3 * passes  # the flow states of the pair and its neighbouring pairs, per pass
+        if (one.ndim != 3 or one.shape[2] != 3 or not (self._plain or ensemble)
+                or self.tile_for(height, width, cached)):
             if not self._noted_linear and (before is not None or after is not None):
                 self._noted_linear = True
                 reason = ("frames with alpha" if one.ndim == 3 and one.shape[2] == 4 else
-                          "tiles" if self._plain or ensemble else "a compiled or published network")
+                          "a compiled or published network" if not (self._plain or ensemble) else
+                          "tiles" if self.tile_for(height, width) else
+                          f"whole frames fit in free memory, but not beside the flows of {cached} pairs it keeps")
                 print(f"note: quadratic motion runs RGB frames, whole, on a network that is not compiled; here "
                       f"({reason}) frames move at constant velocity", file=sys.stderr)
             return self.interpolate_integer(one, two, times)

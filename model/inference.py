@@ -107,16 +107,31 @@ def needed_memory(height: int, width: int, device: torch.device, factor: float =
     return int(height * width * BYTES_PER_PIXEL.get(device.type, BYTES_PER_PIXEL["cuda"]) * factor)
 
 
+def state_memory(height: int, width: int, net: object) -> int:
+    """Bytes one pair's ``FlowState`` holds in fp32 at this size (padded to the network's multiple): both frames,
+    flows and metrics at full resolution and the synthesis levels' features (level i at 1 / 2^(i + 1)); what
+    ``PairStates`` keeps per pair. 0 for a network without this project's config."""
+    config = getattr(net, "config", None)
+    widths = getattr(config, "encoder_widths", None)
+    if not widths:
+        return 0
+    multiple = 2 ** len(widths)
+    pixels = -(-height // multiple) * multiple * -(-width // multiple) * multiple
+    channels = 2 * (3 + 2 + 1) + 2 * sum(c / 4 ** (i + 1) for i, c in enumerate(widths[:config.synthesis_levels]))
+    return int(pixels * channels * 4)
+
+
 def fit_tile(height: int, width: int, device: torch.device, available: Optional[int] = None,
-             headroom: float = 0.8, factor: float = 1.0) -> int:
+             headroom: float = 0.8, factor: float = 1.0, whole_extra: int = 0) -> int:
     """0 when a whole pair fits in memory on ``device``, else the largest tile size of TILE_SIZES that does
-    (``factor``: the network's memory_factor).
+    (``factor``: the network's memory_factor; ``whole_extra``: bytes that whole frames need besides, such as the
+    flow states quadratic motion caches).
 
     Larger tiles are preferred: motion is estimated inside each tile, so tiles must be well larger than
     the largest motion. Returns the smallest size when even that does not fit (it is tried anyway).
     """
     budget = headroom * (available_memory(device) if available is None else available)
-    if needed_memory(height, width, device, factor) <= budget:
+    if needed_memory(height, width, device, factor) + whole_extra <= budget:
         return 0
     for size in TILE_SIZES:
         if size < max(height, width) and needed_memory(min(size, height), min(size, width), device, factor) <= budget:

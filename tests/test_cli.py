@@ -325,6 +325,22 @@ def test_wider_networks_are_given_more_memory_per_pixel():
     assert fit_tile(2160, 3840, cpu, available=22 * gib, factor=2.23) == 3072
 
 
+def test_state_memory_is_what_a_flow_state_holds():
+    """``state_memory`` (what quadratic motion's ``PairStates`` keeps per pair) equals the bytes of a real
+    ``FlowState`` of padded frames, for the fast and the default network's configs."""
+    from model.inference import state_memory
+    from model.network import Network, NetworkConfig
+
+    for config in (NetworkConfig(), NetworkConfig().widened(2)):
+        net = Network(config).eval()
+        with torch.no_grad():
+            state = net.estimate_flow(*torch.rand(2, 1, 3, 64, 96))
+        tensors = [state.one, state.two, state.flow_fwd, state.flow_bwd, state.metric_one, state.metric_two,
+                   *state.feats_one, *state.feats_two]
+        assert state_memory(45, 67, net) == sum(x.numel() * x.element_size() for x in tensors)
+    assert state_memory(45, 67, object()) == 0
+
+
 def test_auto_tile_engages_when_memory_is_short(tmp_path, monkeypatch, capsys):
     import model.inference as inference
 

@@ -100,7 +100,8 @@ def test_alpha_moves_with_the_flow_or_is_mixed_linearly(cpu_network, dtype):
 def test_auto_tiles_are_decided_once_per_size(cpu_network, monkeypatch, capsys):
     import model.inference as inference
 
-    monkeypatch.setattr(inference, "fit_tile", lambda h, w, device, factor=1.0: 16 if max(h, w) > 30 else 0)
+    monkeypatch.setattr(inference, "fit_tile",
+                        lambda h, w, device, factor=1.0, whole_extra=0: 16 if max(h, w) > 30 else 0)
     interpolator = Interpolator(InterpolatorOptions(tile="auto", tile_overlap=4), network=cpu_network)
     one, two = _frames()
     assert interpolator.tile_for(24, 40) == 16 and interpolator.tile_for(24, 40) == 16
@@ -184,6 +185,29 @@ def _moving_frames(count, seed=0):
     """``count`` 48 x 64 uint8 frames of one texture moving along a curve (a few px per frame)."""
     texture = cv2.GaussianBlur(np.random.default_rng(seed).integers(0, 256, (96, 128, 3)).astype(np.uint8), (5, 5), 0)
     return [np.ascontiguousarray(texture[10 + i * i // 2:58 + i * i // 2, 20 + 3 * i:84 + 3 * i]) for i in range(count)]
+
+
+def test_quadratic_motion_counts_the_flow_states_it_keeps(cpu_network, monkeypatch, capsys):
+    """``--tile auto``: whole frames along quadratic paths also hold 3 pairs' flow states (per ensemble pass); where
+    one pair fits in free memory but not beside them, the pair moves at constant velocity on whole frames (said once)
+    rather than running out of memory mid-video."""
+    import model.inference as inference
+
+    frames = _moving_frames(4, seed=2)
+    height, width = frames[0].shape[:2]
+    need = inference.needed_memory(height, width, torch.device("cpu"), inference.memory_factor(cpu_network))
+    states = 3 * inference.state_memory(height, width, cpu_network)
+    sides = ((frames[0], 1.0), (frames[3], 1.0))
+    outs = {}
+    for name, free in (("ample", 10 * (need + states)), ("short", (need + states / 2) / 0.8)):
+        monkeypatch.setattr(inference, "available_memory", lambda device, free=free: int(free))
+        engine = Interpolator(InterpolatorOptions(tile="auto"), network=cpu_network)
+        assert engine.tile_for(height, width) == 0  # one pair fits whole either way
+        outs[name] = engine.interpolate_integer_with_neighbours(frames[1], frames[2], [0.5], *sides)[0]
+        outs[name + " linear"] = engine.interpolate_integer(frames[1], frames[2], [0.5])[0]
+    np.testing.assert_array_equal(outs["short"], outs["short linear"])
+    assert np.abs(outs["ample"].astype(int) - outs["ample linear"].astype(int)).max() > 0
+    assert "not beside the flows of 3 pairs it keeps" in capsys.readouterr().err
 
 
 def test_quadratic_stream_estimates_each_pair_once(cpu_network, monkeypatch):
