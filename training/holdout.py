@@ -87,9 +87,9 @@ def holdout_triplets(clips: Sequence[Clip], per_clip: int = PER_CLIP, gaps: Sequ
     """``per_clip`` evenly spaced centres per clip and gap (the same on every call), whole frames; with
     ``neighbours``, each triplet also keeps its outer neighbours where they lie in the same shot with no repeated
     frame, each side on its own as the video tool keeps them (for quadratic motion; the triplets chosen do not
-    change). ``triplet_set`` "fresh": instead, the centres
-    halfway between those (the odd ones of 2 x ``per_clip`` - 1 evenly spaced); "quarter": those a quarter of the way
-    between them (the odd ones of 4 x ``per_clip`` - 3). No centre is in two sets."""
+    change). ``triplet_set`` "fresh": instead, the centres halfway between those (the odd ones of 2 x ``per_clip``
+    - 1 evenly spaced); "quarter": those a quarter of the way between them (the odd ones of 4 x ``per_clip`` - 3).
+    No centre is in two sets."""
     if triplet_set not in TRIPLET_SETS:
         raise ValueError(f"triplet_set must be one of {', '.join(TRIPLET_SETS)}, got {triplet_set!r}")
     triplets = []
