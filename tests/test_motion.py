@@ -150,9 +150,8 @@ def test_outer_flows_are_the_neighbouring_pairs_own_flows(flow_scale, monkeypatc
 
 
 def test_train_step_is_linear_where_a_sample_has_no_neighbours():
-    """training.step.TrainStep: rows flagged 0 on both sides of ``quad`` take the linear path exactly whatever
-    their outer flows; rows flagged 1 move along the quadratic paths their outer flows give; a row flagged on one
-    side equals the inference path with that side's flow alone (the other side None: constant velocity)."""
+    """training.step.TrainStep: rows flagged 0 in ``quad`` take the linear path exactly whatever their outer flows;
+    rows flagged 1 move along the quadratic paths their outer flows give."""
     from training.step import TrainStep
 
     torch.manual_seed(0)
@@ -163,14 +162,8 @@ def test_train_step_is_linear_where_a_sample_has_no_neighbours():
     junk = torch.randn(2, 2, 64, 64) * 5
     with torch.no_grad():
         linear, _ = step(one, two, t)
-        none, _ = step(one, two, t, junk, junk, torch.zeros(2, 2))
-        mixed, _ = step(one, two, t, junk, junk, torch.tensor([[1.0, 1.0], [0.0, 0.0]]))
-        before_only, _ = step(one, two, t, junk, junk, torch.tensor([[1.0, 0.0], [0.0, 1.0]]))
-        state = net.estimate_flow(one, two)
-        expected = [net.synthesize(state, t, (junk, None)), net.synthesize(state, t, (None, junk))]
+        none, _ = step(one, two, t, junk, junk, torch.zeros(2))
+        mixed, _ = step(one, two, t, junk, junk, torch.tensor([1.0, 0.0]))
     torch.testing.assert_close(none, linear)
     torch.testing.assert_close(mixed[1], linear[1])
     assert (mixed[0] - linear[0]).abs().max() > 1e-3
-    torch.testing.assert_close(before_only[0], expected[0][0])
-    torch.testing.assert_close(before_only[1], expected[1][1])
-    assert (before_only[0] - mixed[0]).abs().max() > 1e-3

@@ -136,14 +136,6 @@ def test_recipe_values_are_checked_naming_the_flag(tmp_path, option, value, mess
         start_point(options, overrides)
 
 
-def test_one_sided_needs_quadratic_paths(tmp_path):
-    options, overrides = _options(tmp_path, "--recipe", "study", "--one-sided")
-    with pytest.raises(ConfigError, match="--one-sided picks which outer frames triplets keep"):
-        start_point(options, overrides)
-    options, overrides = _options(tmp_path, "--recipe", "quality-psnr-mixed", "--one-sided", "--schedule-start", "0")
-    assert start_point(options, overrides).config.one_sided
-
-
 @pytest.mark.parametrize("argv, message", [
     (["--val-batches", "0"], "--val-batches must be at least 1"),
     (["--rewarm", "-1"], "--rewarm must be 0 or positive"),
@@ -381,8 +373,7 @@ def test_sampler_neighbours_keep_the_triplets_and_add_the_outer_frames():
             assert torch.equal(a[key], b[key]), key
         index = {k: (b[k][:, 0, 0, 0] * 255 / 4).round() for k in ("before", "one", "two", "after")}
         span = index["two"] - index["one"]  # negative where the batch was reversed in time
-        assert b["quad"].shape == (8, 2) and torch.equal(b["quad"][:, 0], b["quad"][:, 1])  # both sides or none
-        for i, (quad, _) in enumerate(b["quad"].tolist()):
+        for i, quad in enumerate(b["quad"].tolist()):
             quads.append(quad)
             if quad:
                 assert index["before"][i] == index["one"][i] - span[i]
@@ -395,44 +386,6 @@ def test_sampler_neighbours_keep_the_triplets_and_add_the_outer_frames():
     batch = four[0]
     pasted = paste_layers(batch, sampler, 1.0, 64, gen=torch.Generator().manual_seed(4))
     assert pasted["quad"].sum() == 0 and batch["quad"].sum() > 0
-
-
-def test_sampler_one_sided_keeps_each_neighbour_the_shot_has():
-    """one_sided: a triplet keeps each outer neighbour its shot has (the flag of that side 1), also where the shot
-    has only one; the triplets, crops and the other side's flags match the run without it where both or neither
-    exist; the flags follow the neighbours through temporal reversal."""
-    from training.data import Clip, FootageSampler
-
-    frames = (torch.arange(40, dtype=torch.uint8) * 6).view(40, 1, 1, 1).expand(40, 3, 70, 70).contiguous()
-    clip = Clip("c", frames, 0.3, (20,), torch.zeros(39, dtype=torch.bool))  # a cut before frame 20
-
-    def sampled(one_sided):
-        sampler = FootageSampler([clip], 64, 4, generator=torch.Generator().manual_seed(3), neighbours=True,
-                                 one_sided=one_sided)
-        return [sampler.batch(8) for _ in range(8)]
-
-    sides = torch.zeros(2, 2)  # [both sides kept?][one side only?] counts of the one-sided run
-    for a, b in zip(sampled(False), sampled(True)):
-        for key in ("one", "mid", "two", "t"):
-            assert torch.equal(a[key], b[key]), key
-        index = {k: (b[k][:, 0, 0, 0] * 255 / 6).round() for k in ("before", "one", "two", "after")}
-        span = index["two"] - index["one"]
-        for i, (before, after) in enumerate(b["quad"].tolist()):
-            for kept, neighbour, frame, sign in ((before, "before", "one", -1), (after, "after", "two", 1)):
-                if kept:
-                    assert index[neighbour][i] == index[frame][i] + sign * span[i]
-                    lo, hi = sorted((float(index[neighbour][i]), float(index[frame][i])))
-                    assert hi < 20 or lo >= 20  # one shot
-                else:
-                    assert torch.equal(b[neighbour][i], b[frame][i])
-            if before and after:
-                assert a["quad"][i].tolist() == [1.0, 1.0]
-            else:
-                assert a["quad"][i].tolist() == [0.0, 0.0]
-            sides[int(before and after), int(before != after)] += 1
-    assert sides[1, 0] > 0 and sides[0, 1] > 0  # triplets with both neighbours and with one alone
-    with pytest.raises(ValueError, match="neighbours=True"):
-        FootageSampler([clip], 64, one_sided=True)
 
 
 def test_sampler_quadratic_share_keeps_the_outer_frames_of_some_triplets():
@@ -448,7 +401,7 @@ def test_sampler_quadratic_share_keeps_the_outer_frames_of_some_triplets():
                                  quadratic_share=share)
         batches = [sampler.batch(16) for _ in range(8)]
         for b in batches:
-            off = b["quad"][:, 0] == 0
+            off = b["quad"] == 0
             assert torch.equal(b["before"][off], b["one"][off]) and torch.equal(b["after"][off], b["two"][off])
         return float(torch.cat([b["quad"] for b in batches]).mean())
 
@@ -661,7 +614,7 @@ def test_next_inputs_of_a_quadratic_recipe_carry_the_outer_flows(footage, tmp_pa
     trainer.build()
     one, two, t, mid, gt, to_before, to_after, quad = trainer.next_inputs()
     assert to_before.shape == to_after.shape == gt.shape == (4, 2, 64, 64)
-    assert quad.shape == (4, 2) and quad[2:].sum() == 0
+    assert quad.shape == (4,) and quad[2:].sum() == 0
     assert trainer.step_loss.quadratic and trainer.step_loss.synthetic
     assert any(tr.has_neighbours for tr in trainer.holdout)
     losses = trainer.step_loss(one, two, t, mid, gt, to_before, to_after, quad)
@@ -928,7 +881,7 @@ def test_cuda_graph_step_matches_the_eager_step(quadratic):
         outer = ()
         if quadratic:
             outer = ((torch.randn(4, 2, 64, 64, generator=g) * 2).cuda(),
-                     (torch.randn(4, 2, 64, 64, generator=g) * 2).cuda(), torch.tensor([[1.0, 1.0], [0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]).cuda())
+                     (torch.randn(4, 2, 64, 64, generator=g) * 2).cuda(), torch.tensor([1.0, 0.0, 1.0, 0.0]).cuda())
         return (frames[0], frames[2], t, frames[1], gt) + outer
 
     # make_graphed_callables replaces the forward of the module it records: the eager reference is another one

@@ -136,10 +136,6 @@ class TrainConfig:
     quadratic_share: float = _share(1.0, "with --motion quadratic: fraction of footage triplets trained along "
                                          "quadratic paths where the shot has the outer frames (the others at "
                                          "constant velocity, as image pairs and clip ends run)")
-    one_sided: bool = _option(False, "with --motion quadratic: a footage triplet whose shot has the outer frame on "
-                                     "one side only keeps it, that side along its quadratic path and the other at "
-                                     "constant velocity, as the video tool moves a shot's first and last pairs "
-                                     "(without it such triplets train at constant velocity)")
     bf16: bool = _option(True, "bfloat16 autocast on CUDA")
     # held-out clips: empty holds out whole source repositories (training.holdout: footage2's val split and the
     # repositories of HOLDOUT_SOURCES); clip names hold out those clips instead (the fast weights' runs, tests)
@@ -154,9 +150,6 @@ class TrainConfig:
         if self.motion != "quadratic" and self.quadratic_share != 1.0:
             raise ConfigError(f"--quadratic-share {self.quadratic_share} picks triplets for quadratic paths: add "
                               f"--motion quadratic, or leave it at 1 with --motion {self.motion}")
-        if self.motion != "quadratic" and self.one_sided:
-            raise ConfigError(f"--one-sided picks which outer frames triplets keep for quadratic paths: add --motion "
-                              f"quadratic, or leave it out with --motion {self.motion}")
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(dataclasses.asdict(self), indent=2) + "\n")

@@ -226,27 +226,22 @@ class FootageSampler:
     def __init__(self, clips: List[Clip], crop: int, max_gap: int = 4,
                  generator: Optional[torch.Generator] = None, native_share: float = 0.0,
                  downscale_share: float = 0.0, device: Optional[torch.device] = None,
-                 neighbours: bool = False, quadratic_share: float = 1.0, one_sided: bool = False) -> None:
+                 neighbours: bool = False, quadratic_share: float = 1.0) -> None:
         """``native_share``: fraction of triplets taken as consecutive stored frames (k1 = k2 = 1) from
         clips drawn by length alone, i.e. the small motions of ordinary x2 interpolation.
         ``downscale_share``: fraction of crops cut 1-2x larger (log-uniform, as the frame allows) and
         shrunk to ``crop`` with antialiasing: finer detail per pixel, less coding noise, less motion.
         ``neighbours``: batches also hold each triplet's outer neighbours (``before``, ``after``: the frames as far
-        before one and after two as one is from two, for quadratic motion) and ``quad``, N x 2 flags per side
-        (before, after): 1 where the sample keeps that neighbour, 0 where it does not (that side moves at constant
-        velocity; ``before`` or ``after`` is then a copy of ``one`` or ``two``); the triplets drawn do not change.
-        Without ``one_sided`` a triplet keeps both neighbours where its shot has both and neither otherwise; with
-        it, each side that its shot has, as the video tool moves a shot's first and last pairs.
-        ``quadratic_share``: with ``neighbours``, the fraction of triplets that keep them where the shot has them
-        (the others keep none: constant velocity, as image pairs run). Every clip must be at least ``crop`` on its
-        short side."""
+        before one and after two as one is from two, for quadratic motion) and ``quad``, 1 where the shot has
+        them, 0 where it does not (``before`` and ``after`` are then copies of ``one`` and ``two``); the
+        triplets drawn do not change. ``quadratic_share``: with ``neighbours``, the fraction of triplets that keep
+        them where the shot has them (the others get 0, constant velocity, as image pairs and clip ends run).
+        Every clip must be at least ``crop`` on its short side."""
         require_clips(clips)
         for name, share in (("native_share", native_share), ("downscale_share", downscale_share),
                             ("quadratic_share", quadratic_share)):
             if not 0.0 <= share <= 1.0:
                 raise ValueError(f"{name} must lie in [0, 1], got {share}")
-        if one_sided and not neighbours:
-            raise ValueError("one_sided picks which outer neighbours a triplet keeps: pass neighbours=True too")
         small = [c.name for c in clips if min(c.frames.shape[2:]) < crop]
         if small:
             raise ValueError(f"{len(small)} clips (the first: {small[0]}) are smaller than the {crop}-px crop on "
@@ -260,7 +255,6 @@ class FootageSampler:
         self.native_share = native_share
         self.neighbours = neighbours
         self.quadratic_share = quadratic_share
-        self.one_sided = one_sided
         self.lengths = torch.tensor([float(c.frames.shape[0]) for c in clips], dtype=torch.float64)
         self.max_k = gap_limits(clips, max_gap)
         weights = [c.frames.shape[0] * math.sqrt(min(max(c.motion * k, 1.0), 16.0))
@@ -315,15 +309,11 @@ class FootageSampler:
             indices = (a, b, c)
             if self.neighbours:  # (no draw: the batches' triplets and crops stay those drawn without neighbours)
                 span = c - a
-                if self.one_sided:
-                    before, after = clean_span(clip, a - span, c), clean_span(clip, a, c + span)
-                else:
-                    before = after = clean_span(clip, a - span, c + span)
+                quad = clean_span(clip, a - span, c + span)
                 if self.quadratic_share < 1.0:  # (no draw at 1: the stream of the all-quadratic stages stays)
-                    keep = float(torch.rand(1, generator=self.gen)) < self.quadratic_share
-                    before, after = before and keep, after and keep
-                indices = (a, b, c, a - span if before else a, c + span if after else c)
-                quads.append((float(before), float(after)))
+                    quad = float(torch.rand(1, generator=self.gen)) < self.quadratic_share and quad
+                indices = (a, b, c, a - span, c + span) if quad else (a, b, c, a, c)
+                quads.append(float(quad))
             h, w = clip.frames.shape[2:]
             side = self.crop
             # (no draw unless enabled: the random stream of earlier recipes stays the same)
@@ -492,8 +482,6 @@ def augment(batch: Dict[str, torch.Tensor], gen: Optional[torch.Generator]) -> D
         if "before" in batch:
             batch["before"], batch["after"] = batch["after"], batch["before"]
         batch["t"] = 1.0 - batch["t"]
-        if "quad" in batch:  # the flags per side (before, after) swap with the neighbours
-            batch["quad"] = batch["quad"].flip(1)
         if "flow_fwd" in batch:
             batch["flow_fwd"], batch["flow_bwd"] = batch["flow_bwd"], batch["flow_fwd"]
     return batch

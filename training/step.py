@@ -22,15 +22,15 @@ class TrainStep(torch.nn.Module):
     def forward(self, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor, flow_before: Optional[torch.Tensor] = None,
                 flow_after: Optional[torch.Tensor] = None, quad: Optional[torch.Tensor] = None):
         """The frames at ``t`` and the flow pyramid; with the outer flows (one -> before, two -> after:
-        ``Network.outer_flows``, computed without gradients), each side along its quadratic path where ``quad`` (N x
-        2: per sample, the before and the after side) is 1 and at constant velocity where it is 0."""
+        ``Network.outer_flows``, computed without gradients), along quadratic paths where ``quad`` (one per sample)
+        is 1 and at constant velocity where it is 0."""
         state = self.net.estimate_flow(one, two)
         neighbours = None
         if flow_before is not None:
-            # where a side has no neighbour, the flow that makes its acceleration zero: the linear path exactly
-            keep_before, keep_after = (quad[:, side].view(-1, 1, 1, 1) > 0 for side in (0, 1))
-            neighbours = (torch.where(keep_before, flow_before.to(state.flow_fwd.dtype), -state.flow_fwd),
-                          torch.where(keep_after, flow_after.to(state.flow_bwd.dtype), -state.flow_bwd))
+            # where a sample has no neighbours, the flows that make its acceleration zero: the linear path exactly
+            keep = quad.view(-1, 1, 1, 1) > 0
+            neighbours = (torch.where(keep, flow_before.to(state.flow_fwd.dtype), -state.flow_fwd),
+                          torch.where(keep, flow_after.to(state.flow_bwd.dtype), -state.flow_bwd))
         return self.net.synthesize(state, t, neighbours), state.flow_pyramid
 
 

@@ -235,7 +235,7 @@ class Trainer:
         self.sampler = FootageSampler(self.own_shard(), config.crop, config.max_gap, generator=self.gen,
                                       native_share=config.native_share, downscale_share=config.downscale_share,
                                       device=device, neighbours=config.motion == "quadratic",
-                                      quadratic_share=config.quadratic_share, one_sided=config.one_sided)
+                                      quadratic_share=config.quadratic_share)
         if config.max_nonlinearity > 0:
             self.limit_nonlinearity()
 
@@ -482,7 +482,7 @@ class Trainer:
         if config.motion == "quadratic":  # synthetic samples have no neighbours: constant velocity
             keys += ("before", "after", "quad")
             for part in parts[1:]:
-                part.update(before=part["one"], after=part["two"], quad=part["t"].new_zeros(len(part["t"]), 2))
+                part.update(before=part["one"], after=part["two"], quad=torch.zeros_like(part["t"]))
         batch = {k: torch.cat([p[k] for p in parts], 0) for k in keys}
         batch = {k: v.contiguous(memory_format=torch.channels_last) if v.dim() == 4 else v for k, v in batch.items()}
         inputs = (batch["one"], batch["two"], batch["t"], batch["mid"])
