@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple, Uni
 import numpy as np
 import torch
 
+from .motion import straight_neighbour
 from .network import FlowScale, Network
 
 if TYPE_CHECKING:
@@ -321,9 +322,11 @@ def _quadratic_pass(net: Network, pair: Tuple[np.ndarray, np.ndarray],
         return state
 
     state = states.get(one, two, estimate, tag)
-    # a side without a neighbour: the flow that makes its acceleration zero (constant velocity exactly)
-    flow_before = states.get(before[0], one, estimate, tag).flow_bwd if before is not None else -state.flow_fwd
-    flow_after = states.get(two, after[0], estimate, tag).flow_fwd if after is not None else -state.flow_bwd
+    # a side without a neighbour moves at constant velocity, through a tensor stand-in (the graphs take tensors)
+    flow_before = (states.get(before[0], one, estimate, tag).flow_bwd if before is not None
+                   else straight_neighbour(state.flow_fwd))
+    flow_after = (states.get(two, after[0], estimate, tag).flow_fwd if after is not None
+                  else straight_neighbour(state.flow_bwd))
     gaps = (before[1] if before is not None else 1.0, after[1] if after is not None else 1.0)
     if graphed is not None:
         return graphed.synthesize(state, times, (flow_before, flow_after), gaps)

@@ -46,6 +46,13 @@ def quadratic_flows(flow_fwd: torch.Tensor, flow_bwd: torch.Tensor, flow_before:
     return _path(flow_fwd, flow_before, before, t), _path(flow_bwd, flow_after, after, 1.0 - t)
 
 
+def straight_neighbour(flow_pair: torch.Tensor, gap: Time = 1.0) -> torch.Tensor:
+    """The neighbour flow under which a side's path is the straight line (``quadratic_flows`` with that side None),
+    for callers that need a tensor for a side without a neighbour: a CUDA graph's fixed inputs, or a per-sample
+    ``torch.where``. ``flow_pair``: the side's flow to the other frame of the pair; ``gap``: the side's gap."""
+    return flow_pair * -gap
+
+
 def _path(flow_pair: torch.Tensor, flow_side: Optional[torch.Tensor], gap: Time, s: Time) -> torch.Tensor:
     """Where a frame's pixels are after ``s`` of the pair's interval towards the other frame, along the parabola
     through the flow to that frame (``flow_pair``, at 1) and to its neighbour ``gap`` intervals the other way

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 
 from model import Network, NetworkConfig
-from model.motion import linear_flows, quadratic_flows
+from model.motion import linear_flows, quadratic_flows, straight_neighbour
 
 
 def _fields(seed, n=2, h=5, w=7):
@@ -104,6 +104,11 @@ def test_a_side_without_a_neighbour_moves_at_constant_velocity():
         torch.testing.assert_close(no_after, (both[0], linear[1]))
         torch.testing.assert_close(no_before, (linear[0], both[1]))
         torch.testing.assert_close(quadratic_flows(fwd, bwd, None, None, t), linear)
+        # the tensor stand-in of a missing side (graphs, per-sample training batches) is the same path at any gap
+        for gaps in ((2.0, 0.5), (1.0, 1.0)):
+            stand_ins = quadratic_flows(fwd, bwd, straight_neighbour(fwd, gaps[0]), straight_neighbour(bwd, gaps[1]),
+                                        t, *gaps)
+            torch.testing.assert_close(stand_ins, linear)
     torch.manual_seed(0)
     net = Network(NetworkConfig()).eval()
     smooth = torch.rand(8, 3, 8, 8, generator=torch.Generator().manual_seed(0))
@@ -117,8 +122,8 @@ def test_a_side_without_a_neighbour_moves_at_constant_velocity():
         torch.testing.assert_close(only_before[0], to_before, atol=1e-4, rtol=1e-4)
         torch.testing.assert_close(only_after[1], to_after, atol=1e-4, rtol=1e-4)
         assert only_before[1] is None and only_after[0] is None
-        for sides, stand_in in (((before, None), (to_before, -state.flow_bwd)),
-                                ((None, after), (-state.flow_fwd, to_after))):
+        for sides, stand_in in (((before, None), (to_before, straight_neighbour(state.flow_bwd))),
+                                ((None, after), (straight_neighbour(state.flow_fwd), to_after))):
             out = net.forward_four(sides[0], one, two, sides[1], (0.5,))[0]
             torch.testing.assert_close(out, net.synthesize(state, 0.5, stand_in), atol=1e-4, rtol=1e-4)
             assert (out - net.synthesize(state, 0.5)).abs().max() > 1e-4

@@ -8,6 +8,7 @@ from typing import Optional
 
 import torch
 
+from model.motion import straight_neighbour
 from model.warp import resize_flow
 from training.losses import RECONSTRUCTION_LOSSES, census_loss
 
@@ -27,10 +28,10 @@ class TrainStep(torch.nn.Module):
         state = self.net.estimate_flow(one, two)
         neighbours = None
         if flow_before is not None:
-            # where a sample has no neighbours, the flows that make its acceleration zero: the linear path exactly
+            # where a sample has no neighbours, the stand-ins of the straight paths: the linear path exactly
             keep = quad.view(-1, 1, 1, 1) > 0
-            neighbours = (torch.where(keep, flow_before.to(state.flow_fwd.dtype), -state.flow_fwd),
-                          torch.where(keep, flow_after.to(state.flow_bwd.dtype), -state.flow_bwd))
+            neighbours = (torch.where(keep, flow_before.to(state.flow_fwd.dtype), straight_neighbour(state.flow_fwd)),
+                          torch.where(keep, flow_after.to(state.flow_bwd.dtype), straight_neighbour(state.flow_bwd)))
         return self.net.synthesize(state, t, neighbours), state.flow_pyramid
 
 
