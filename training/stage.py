@@ -137,8 +137,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     pk = sub.add_parser("pack", help="split footage folders into bundles that fit a device call")
     pk.add_argument("--data", type=Path, nargs="+", required=True)
     pk.add_argument("--out", type=Path, required=True)
-    pk.add_argument("--max-mib", type=float, default=42.0,
-                    help="largest bundle (a call carries 64 MiB in all, the work tree of about 20 MiB included)")
+    pk.add_argument("--max-mib", type=float, default=31.0,
+                    help="largest bundle (a call carries 64 MiB in all, the work tree of about 30 MiB included)")
     pk.add_argument("--min-short-side", type=int, default=0, metavar="PX",
                     help="only training clips at least PX on their short side (and every held-out clip)")
     pk.add_argument("--held-out-only", action="store_true", help="only the held-out clips")
