@@ -934,3 +934,37 @@ def test_unpack_builds_a_state_that_resumes(footage, trained, tmp_path, capsys):
     assert unpack([str(tmp_path / "nothing"), str(tmp_path / "other")]) == 2
     assert "small.tar" in capsys.readouterr().err
 
+
+
+def test_holdout_flow_scale_scores_the_kept_margin_as_the_product_runs(footage, tmp_path, monkeypatch, capsys):
+    """--holdout-flow-scale auto: the held-out margin that keeps weights is scored with that flow scale (as run.py
+    runs the default network); the log, the state and the kept weights say so; a resumed chunk keeps it, and one
+    scored at another scale does not carry the resumed run's best over."""
+    import training.trainer as trainer_module
+    from safetensors import safe_open
+
+    seen = []
+    real = trainer_module.network_scores
+
+    def spy(net, triplets, device, autocast_dtype=None, flow_scale=1.0):
+        seen.append(flow_scale)
+        return real(net, triplets, device, autocast_dtype, flow_scale)
+
+    monkeypatch.setattr(trainer_module, "network_scores", spy)
+    out = tmp_path / "auto"
+    assert train.main(run_args(footage, out, "--max-steps", "2", "--holdout-flow-scale", "auto")) == 0
+    assert seen and set(seen) == {"auto"}
+    rows = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    assert [r["holdout_flow_scale"] for r in rows if "margin" in r] == ["auto"]
+    assert json.loads((out / "progress.json").read_text())["holdout_flow_scale"] == "auto"
+    with safe_open(str(out / "weights.safetensors"), framework="pt") as f:
+        assert f.metadata()["holdout_flow_scale"] == "auto"
+    seen.clear()
+    capsys.readouterr()
+    assert train.main(run_args(footage, tmp_path / "on", "--max-steps", "2", "--resume", str(out))) == 0
+    assert set(seen) == {"auto"} and "not carried over" not in capsys.readouterr().err
+    seen.clear()
+    assert train.main(run_args(footage, tmp_path / "one", "--max-steps", "2", "--resume", str(out),
+                               "--holdout-flow-scale", "1")) == 0
+    assert set(seen) == {1.0}
+    assert "scored the held-out margin at flow scale auto, this chunk at 1.0" in capsys.readouterr().err

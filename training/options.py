@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence, Tuple
 
+from engine.options import flow_scale_value
+from model.network import FlowScale
 from training.config import RECIPES, ConfigError, TrainConfig, check_fields, flag
 
 
@@ -50,6 +52,10 @@ class RunOptions:
     val_batches: Optional[int] = _run(None, "batches of 16 triplets per validation set (default 4, or the resumed "
                                             "run's); the first 4 are always the same triplets",
                                       lambda v: v >= 1, "must be at least 1", type=int)
+    holdout_flow_scale: Optional[FlowScale] = _run(
+        None, "score the held-out margin that keeps weights with flow at this scale, or auto (run.py's default for "
+              "the default network), so the kept step is the one the product's frames favour (default 1, or the "
+              "resumed run's)", type=flow_scale_value, metavar="SCALE")
     validate_first: bool = _run(False, "validate the starting weights first, so they stay kept unless a later "
                                        "step beats them", action="store_true")
     train_folders: Tuple[str, ...] = _run((), "train only on the clips of the --data folders with these names; "

@@ -198,6 +198,10 @@ class Trainer:
         # session 14 do not say: they used the default, 4)
         self.resumed_val_batches = start.progress.get("val_batches", 4)
         self.val_batches = options.val_batches or self.resumed_val_batches
+        # likewise the flow scale the held-out margin was scored at (states saved before session 44: 1)
+        self.resumed_flow_scale = start.progress.get("holdout_flow_scale", 1.0)
+        self.holdout_flow_scale = (options.holdout_flow_scale if options.holdout_flow_scale is not None
+                                   else self.resumed_flow_scale)
         self.bf16 = self.config.bf16 and self.device.type == "cuda"
         seed = self.config.seed + 1000 * process.rank + self.step
         torch.manual_seed(seed)
@@ -348,13 +352,17 @@ class Trainer:
             self.ema.load(load_file(str(options.resume / STATE_EMA), device=str(device)))
         # scores are margins (negative while the network trails the baseline) or PSNRs
         self.best, self.kept_score, self.kept_boundary = -1e9, -1e9, None
-        if options.resume is not None and self.resumed_val_batches == self.val_batches:
+        same_batches = self.resumed_val_batches == self.val_batches
+        same_scale = self.resumed_flow_scale == self.holdout_flow_scale
+        if options.resume is not None and same_batches and same_scale:
             self.best = self.progress.get("best_score", -1e9)
             self.kept_score = self.progress.get("kept_score", self.best)
             self.kept_boundary = self.progress.get("kept_boundary")
-        elif options.resume is not None:  # other triplets: the resumed run's best is no bar for these scores
-            say(f"note: the resumed run validated on {self.resumed_val_batches} batches per set, this chunk on "
-                f"{self.val_batches}; its best score is not carried over (this chunk keeps its own best)",
+        elif options.resume is not None:  # other scores: the resumed run's best is no bar for these
+            other = (f"validated on {self.resumed_val_batches} batches per set, this chunk on {self.val_batches}"
+                     if not same_batches else f"scored the held-out margin at flow scale {self.resumed_flow_scale}, "
+                                              f"this chunk at {self.holdout_flow_scale}")
+            say(f"note: the resumed run {other}; its best score is not carried over (this chunk keeps its own best)",
                 self.main, err=True)
         n_syn = int(round(config.batch * config.synthetic_share))
         self.n_syn, self.n_real = n_syn, config.batch - n_syn
@@ -395,7 +403,7 @@ class Trainer:
             if self.holdout:
                 with _cudnn_heuristics():
                     scores = network_scores(self.net, self.holdout, self.device,
-                                            torch.bfloat16 if self.bf16 else None)
+                                            torch.bfloat16 if self.bf16 else None, self.holdout_flow_scale)
                 means["holdout"] = summary(scores, self.holdout_base, self.holdout)
         self.net.train()
         return means, boundary
@@ -418,6 +426,7 @@ class Trainer:
                  "val_near_linear_psnr": None if math.isnan(near) else round(near, 3), "score": round(score, 3)}
         if margins is not None:
             entry.update({k: round(v, 3) if isinstance(v, float) else v for k, v in margins.items()})
+            entry["holdout_flow_scale"] = self.holdout_flow_scale
         if final:
             entry.update(chunk_end=True, chunk_minutes=round((time.time() - self.t0) / 60, 2))
         self.write_log(entry)
@@ -450,6 +459,7 @@ class Trainer:
                                                        "kept_score": self.kept_score,
                                                        "kept_boundary": self.kept_boundary,
                                                        "val_batches": self.val_batches,
+                                                       "holdout_flow_scale": self.holdout_flow_scale,
                                                        "cuda_graph": self.cuda_graph,
                                                        "processes": self.process.world}) + "\n")
 
@@ -459,6 +469,7 @@ class Trainer:
                  "train_config": self.config.to_json()}
         if margins:
             extra.update({f"holdout_{k}": f"{margins[k]:.3f}" for k in ("margin", "margin_t1", "margin_t2")})
+            extra["holdout_flow_scale"] = str(self.holdout_flow_scale)
         with self.averaged():
             save_weights(self.net, self.options.out / "weights.safetensors", extra=extra)
 
