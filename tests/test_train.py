@@ -935,7 +935,6 @@ def test_unpack_builds_a_state_that_resumes(footage, trained, tmp_path, capsys):
     assert "small.tar" in capsys.readouterr().err
 
 
-
 def test_holdout_flow_scale_scores_the_kept_margin_as_the_product_runs(footage, tmp_path, monkeypatch, capsys):
     """--holdout-flow-scale auto: the held-out margin that keeps weights is scored with that flow scale (as run.py
     runs the default network); the log, the state and the kept weights say so; a resumed chunk keeps it, and one
