@@ -113,7 +113,7 @@ class GraphedPairs:
         self.neighbours = neighbours
         if not neighbours:
             graphs, outputs = _capture(device, flow_steps + [synthesize], warmup)
-            self._keep_flow(graphs[:count], outputs[:count])
+            self._keep_flow(graphs[:count], outputs[:count], flow_scale == AUTO)
             self.synthesis_graph, self.out = graphs[-1], outputs[-1]
             return
         flow_shape = (self.shape[0], 2, *padder.pad(self.one)[0].shape[2:])
@@ -128,15 +128,16 @@ class GraphedPairs:
 
         graphs, outputs = _capture(device, flow_steps + [lambda state: (state, synthesize(state)),
                                                          lambda pair: along_paths(pair[0])], warmup)
-        self._keep_flow(graphs[:count], outputs[:count])
+        self._keep_flow(graphs[:count], outputs[:count], flow_scale == AUTO)
         self.synthesis_graph, self.quadratic_graph = graphs[count:]
         self.out, self.quadratic_out = outputs[count][1], outputs[count + 1]
 
-    def _keep_flow(self, graphs: list, outputs: list) -> None:
-        """The flow's graphs, its state (the last one's output) and, with "auto", the candidates flag."""
+    def _keep_flow(self, graphs: list, outputs: list, auto: bool) -> None:
+        """The flow's graphs, its state (the last one's output) and, with ``auto``, the candidates flag (the last
+        output of the first graph)."""
         self.flow_graphs = graphs
         self.state = outputs[-1]
-        self.candidates = outputs[0][-1] if len(graphs) == 3 else None
+        self.candidates = outputs[0][-1] if auto else None
 
     def _replay_flow(self) -> None:
         self.flow_graphs[0].replay()
