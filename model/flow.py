@@ -99,6 +99,17 @@ class FlowEstimator(nn.Module):
         full = resize_flow(flow, tuple(size))
         return full[:n], full[n:], pyramid
 
+    def refine(self, feats_one: torch.Tensor, feats_target: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
+        """A full-resolution flow from frame one to another frame, refined by the finest level's decoder (its
+        passes) from the two frames' features at that level: ``flow`` plus the decoder's correction, upsampled
+        (a zero correction returns ``flow`` itself). Training's flow distillation runs it towards the true
+        middle frame (training/step.py)."""
+        start = resize_flow(flow, tuple(feats_one.shape[2:]))
+        low = start
+        for _ in range(self.iterations[-1]):
+            low = self.decoders[0](feats_one, feats_target, low)
+        return flow + resize_flow(low - start, tuple(flow.shape[2:]))
+
 
 def _both_ways(feats_one: List[torch.Tensor], feats_two: List[torch.Tensor], level: int):
     """Both directions in one batch: (one, two) and (two, one) features of ``level``, stacked."""

@@ -9,7 +9,7 @@ from typing import Optional
 import torch
 
 from model.motion import straight_neighbour
-from model.warp import resize_flow
+from model.warp import backwarp, resize_flow
 from training.losses import RECONSTRUCTION_LOSSES, census_loss
 
 
@@ -21,8 +21,10 @@ class TrainStep(torch.nn.Module):
         self.net = net
 
     def forward(self, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor, flow_before: Optional[torch.Tensor] = None,
-                flow_after: Optional[torch.Tensor] = None, quad: Optional[torch.Tensor] = None):
-        """The frames at ``t`` and the flow pyramid; with the outer flows (one -> before, two -> after:
+                flow_after: Optional[torch.Tensor] = None, quad: Optional[torch.Tensor] = None,
+                mid: Optional[torch.Tensor] = None):
+        """The frames at ``t``, the flow pyramid and the flow distillation's loss (``distillation_loss``; given the
+        true middle frames ``mid``, else None); with the outer flows (one -> before, two -> after:
         ``Network.outer_flows``, computed without gradients), along quadratic paths where ``quad`` (one per sample)
         is 1 and at constant velocity where it is 0."""
         state = self.net.estimate_flow(one, two)
@@ -32,15 +34,41 @@ class TrainStep(torch.nn.Module):
             keep = quad.view(-1, 1, 1, 1) > 0
             neighbours = (torch.where(keep, flow_before.to(state.flow_fwd.dtype), straight_neighbour(state.flow_fwd)),
                           torch.where(keep, flow_after.to(state.flow_bwd.dtype), straight_neighbour(state.flow_bwd)))
-        return self.net.synthesize(state, t, neighbours), state.flow_pyramid
+        to_t = self.net.paths(state, t, neighbours)
+        distill = distillation_loss(self.net, state, mid, *to_t) if mid is not None else None
+        return self.net.render(state, *to_t, t), state.flow_pyramid, distill
+
+
+def distillation_loss(net: torch.nn.Module, state, mid: torch.Tensor, to_t_one: torch.Tensor,
+                      to_t_two: torch.Tensor) -> torch.Tensor:
+    """Flow distillation from a teacher that sees the true middle frame (after RIFE's privileged distillation):
+    the finest flow decoder refines each frame's flow to t against ``mid``'s features (``FlowEstimator.refine``,
+    without gradients), and where the teacher's flow warps ``mid`` closer to the frame (mean absolute difference
+    per pixel, ``mid`` backward-warped), the student's flow to t is pulled towards it: the mean over pixels of
+    the end-point distance there, in pixels. The student alone runs at inference; the teacher adds no weights."""
+    level = net.config.flow_finest_level
+    if level >= len(state.feats_one):
+        raise ValueError(f"flow distillation reads the features at the finest flow level ({level}), but the synthesis "
+                         f"keeps {len(state.feats_one)} levels: give the network synthesis_levels > {level}")
+    student = torch.cat([to_t_one, to_t_two], 0)
+    with torch.no_grad():
+        target = net.encoder(mid)[level]
+        teacher = net.flow.refine(torch.cat([state.feats_one[level], state.feats_two[level]], 0),
+                                  torch.cat([target, target], 0), student.detach())
+        frames, mids = torch.cat([state.one, state.two], 0).float(), torch.cat([mid, mid], 0).float()
+        error_teacher = (frames - backwarp(mids, teacher.float(), "border")).abs().mean(1)
+        error_student = (frames - backwarp(mids, student.detach().float(), "border")).abs().mean(1)
+        better = (error_teacher < error_student).float()
+    return (better * (student.float() - teacher.float()).norm(dim=1)).mean()
 
 
 def step_losses(pred: torch.Tensor, pyramid, mid: torch.Tensor, gt: Optional[torch.Tensor], n_real: int,
-                batch: int, census_weight: float, flow_weight: float, reconstruction: str = "laplacian"):
+                batch: int, census_weight: float, flow_weight: float, reconstruction: str = "laplacian",
+                distill: Optional[torch.Tensor] = None, distill_weight: float = 0.0):
     """The step's loss and its parts (reconstruction, one of training.losses' RECONSTRUCTION_LOSSES; census; flow
     end-point error against the synthetic samples' ground truth ``gt``: their forward flows, then their backward
-    flows; None without synthetic samples). The flow error is the mean over the pyramid's levels, each in its own
-    pixels."""
+    flows; None without synthetic samples; the flow distillation's ``distill``, ``distillation_loss``, None
+    without). The flow error is the mean over the pyramid's levels, each in its own pixels."""
     loss_rec = RECONSTRUCTION_LOSSES[reconstruction](pred, mid)
     loss_census = census_loss(pred, mid)
     loss = loss_rec + census_weight * loss_census
@@ -52,7 +80,11 @@ def step_losses(pred: torch.Tensor, pyramid, mid: torch.Tensor, gt: Optional[tor
             loss_flow = loss_flow + (est - resize_flow(gt, est.shape[2:])).norm(dim=1).mean()
         loss_flow = loss_flow / len(pyramid)
         loss = loss + flow_weight * loss_flow
-    return loss, loss_rec, loss_census, loss_flow
+    loss_distill = torch.zeros((), device=pred.device)
+    if distill is not None:
+        loss_distill = distill
+        loss = loss + distill_weight * loss_distill
+    return loss, loss_rec, loss_census, loss_flow, loss_distill
 
 
 class StepLoss(torch.nn.Module):
@@ -62,15 +94,16 @@ class StepLoss(torch.nn.Module):
 
     def __init__(self, step: torch.nn.Module, n_real: int, batch: int, census_weight: float, flow_weight: float,
                  bf16: bool, reconstruction: str = "laplacian", synthetic: bool = False,
-                 quadratic: bool = False) -> None:
+                 quadratic: bool = False, distill_weight: float = 0.0) -> None:
         """``synthetic``: the inputs hold the synthetic samples' ground-truth flows; ``quadratic``: they hold the
-        outer flows and the samples' ``quad`` flags (``TrainStep``)."""
+        outer flows and the samples' ``quad`` flags (``TrainStep``); ``distill_weight`` above 0 adds the flow
+        distillation (``distillation_loss``) at that weight."""
         super().__init__()
         self.step = step
         self.synthetic, self.quadratic = synthetic, quadratic
         self.reconstruction = reconstruction
         self.n_real, self.batch, self.bf16 = n_real, batch, bf16
-        self.census_weight, self.flow_weight = census_weight, flow_weight
+        self.census_weight, self.flow_weight, self.distill_weight = census_weight, flow_weight, distill_weight
 
     def forward(self, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor, mid: torch.Tensor, *extra: torch.Tensor):
         """``extra``: the ground-truth flows (with ``synthetic``), then flow_before, flow_after and quad (with
@@ -80,9 +113,9 @@ class StepLoss(torch.nn.Module):
         # a graph being recorded cannot hold autocast's cast cache; eager steps keep it
         cache = self.bf16 and not torch.cuda.is_current_stream_capturing()
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.bf16, cache_enabled=cache):
-            pred, pyramid = self.step(one, two, t, *outer)
+            pred, pyramid, distill = self.step(one, two, t, *outer, mid=mid if self.distill_weight > 0 else None)
         return step_losses(pred.float(), pyramid, mid, gt, self.n_real, self.batch, self.census_weight,
-                           self.flow_weight, self.reconstruction)
+                           self.flow_weight, self.reconstruction, distill, self.distill_weight)
 
 
 class WeightAverage:

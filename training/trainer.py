@@ -368,7 +368,8 @@ class Trainer:
         self.n_syn, self.n_real = n_syn, config.batch - n_syn
         self.step_loss = StepLoss(self.model, self.n_real, config.batch, config.census_weight,
                                   config.flow_loss_weight, self.bf16, config.reconstruction,
-                                  synthetic=n_syn > 0, quadratic=config.motion == "quadratic")
+                                  synthetic=n_syn > 0, quadratic=config.motion == "quadratic",
+                                  distill_weight=config.distill_weight)
         self.graphed = None
         self.say_scaling()
 
@@ -556,7 +557,7 @@ class Trainer:
             losses = self.train_step(self.next_inputs(), lr)
             bar.update(1)
             # summed on the device: reading a loss every step would make the host wait for the GPU
-            for k, v in zip(("loss", "rec", "census", "flow"), losses):
+            for k, v in zip(("loss", "rec", "census", "flow", "distill"), losses):
                 running[k] = running.get(k, 0.0) + v.detach()
             count += 1
             if self.step % 100 == 0 and self.main:
