@@ -272,6 +272,23 @@ def test_distillation_teacher_finds_where_the_middle_frame_is(cpu_network):
         assert float(distillation_loss(net, state, halfway, to_one, to_two)) < 0.2
 
 
+def test_distillation_names_the_fix_when_the_synthesis_keeps_too_few_levels():
+    """distillation_loss reads the finest flow level's features from the flow state, which keeps the synthesis
+    levels only: a network keeping fewer is refused with the setting to change."""
+    import dataclasses
+
+    from model import Network
+    from model.network import NetworkConfig
+    from training.step import distillation_loss
+
+    net = Network(dataclasses.replace(NetworkConfig(), synthesis_levels=1))
+    one, mid, two = _shifted_texture([0, 3, 6])
+    with torch.no_grad():
+        state = net.estimate_flow(one, two)
+        with pytest.raises(ValueError, match="synthesis_levels > 1"):
+            distillation_loss(net, state, mid, *net.paths(state, 0.5))
+
+
 def test_refine_with_a_zero_correction_returns_the_flow():
     """model.flow.FlowEstimator.refine adds the finest decoder's correction, upsampled, to the flow it is given."""
     from model import Network
