@@ -7,7 +7,7 @@ and upsampled bilinearly to full resolution.
 
 from __future__ import annotations
 
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -30,10 +30,11 @@ class Encoder(nn.Module):
             c_in = width
         self.levels = nn.ModuleList(levels)
 
-    def forward(self, image: torch.Tensor) -> List[torch.Tensor]:
+    def forward(self, image: torch.Tensor, levels: Optional[int] = None) -> List[torch.Tensor]:
+        """The features of every level, finest first; ``levels``: of the finest that many only."""
         feats = []
         x = image - 0.5
-        for level in self.levels:
+        for level in self.levels[:levels]:
             x = level(x)
             feats.append(x)
         return feats

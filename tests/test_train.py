@@ -247,18 +247,15 @@ def test_distillation_teacher_finds_where_the_middle_frame_is(cpu_network):
     """training.step.distillation_loss: the teacher (the finest flow decoder run against the true middle frame)
     moves each frame's flow to t to where the middle frame's content is, the student is pulled there, and the
     teacher itself passes no gradient (it runs without)."""
-    from training.step import distillation_loss
+    from training.step import distillation_loss, teacher_flows
 
     net = cpu_network
     one, two, halfway, off = _shifted_texture([0, 6, 3, 5])  # the middle frame halfway, or 5 px of the 6
-    level = net.config.flow_finest_level
     centre = (slice(None), 0, slice(24, 72), slice(24, 72))  # x components away from the rolled-in border
     with torch.no_grad():
         state = net.estimate_flow(one, two)
         to_one, to_two = net.paths(state, 0.5)
-        target = net.encoder(off)[level]
-        teacher = net.flow.refine(torch.cat([state.feats_one[level], state.feats_two[level]]),
-                                  torch.cat([target, target]), torch.cat([to_one, to_two]))
+        teacher = teacher_flows(net, state, off, torch.cat([to_one, to_two]))
     assert float(to_one[centre].mean()) == pytest.approx(3.0, abs=0.3)  # the student: halfway
     assert float(teacher[:1][centre].mean()) == pytest.approx(5.0, abs=0.5)
     assert float(teacher[1:][centre].mean()) == pytest.approx(-1.0, abs=0.5)

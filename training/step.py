@@ -39,27 +39,35 @@ class TrainStep(torch.nn.Module):
         return self.net.render(state, *to_t, t), state.flow_pyramid, distill
 
 
-def distillation_loss(net: torch.nn.Module, state, mid: torch.Tensor, to_t_one: torch.Tensor,
-                      to_t_two: torch.Tensor) -> torch.Tensor:
-    """Flow distillation from a teacher that sees the true middle frame (after RIFE's privileged distillation):
-    the finest flow decoder refines each frame's flow to t against ``mid``'s features (``FlowEstimator.refine``,
-    without gradients), and where the teacher's flow warps ``mid`` closer to the frame (mean absolute difference
-    per pixel, ``mid`` backward-warped), the student's flow to t is pulled towards it: the mean over pixels of
-    the end-point distance there, in pixels. The student alone runs at inference; the teacher adds no weights."""
+def teacher_flows(net: torch.nn.Module, state, mid: torch.Tensor, flows_to_t: torch.Tensor) -> torch.Tensor:
+    """The flow distillation's teacher: both frames' flows to t (``flows_to_t``: one's, then two's, stacked)
+    refined by the finest flow decoder against the true middle frame ``mid``'s features at that level
+    (``FlowEstimator.refine``), in the same layout."""
     level = net.config.flow_finest_level
     if level >= len(state.feats_one):
         raise ValueError(f"flow distillation reads the features at the finest flow level ({level}), but the synthesis "
                          f"keeps {len(state.feats_one)} levels: give the network synthesis_levels > {level}")
+    target = net.encoder(mid, levels=level + 1)[level]
+    return net.flow.refine(torch.cat([state.feats_one[level], state.feats_two[level]], 0),
+                           torch.cat([target, target], 0), flows_to_t)
+
+
+def distillation_loss(net: torch.nn.Module, state, mid: torch.Tensor, to_t_one: torch.Tensor,
+                      to_t_two: torch.Tensor) -> torch.Tensor:
+    """Flow distillation from a teacher that sees the true middle frame (after RIFE's privileged distillation):
+    the teacher's flows (``teacher_flows``, without gradients), and where one warps ``mid`` closer to its frame
+    (mean absolute difference per pixel, ``mid`` backward-warped), the student's flow to t is pulled towards it:
+    the mean over pixels of the end-point distance there, in pixels. The student alone runs at inference; the
+    teacher adds no weights."""
     student = torch.cat([to_t_one, to_t_two], 0)
     with torch.no_grad():
-        target = net.encoder(mid)[level]
-        teacher = net.flow.refine(torch.cat([state.feats_one[level], state.feats_two[level]], 0),
-                                  torch.cat([target, target], 0), student.detach())
+        fixed = student.detach().float()
+        teacher = teacher_flows(net, state, mid, student.detach()).float()
         frames, mids = torch.cat([state.one, state.two], 0).float(), torch.cat([mid, mid], 0).float()
-        error_teacher = (frames - backwarp(mids, teacher.float(), "border")).abs().mean(1)
-        error_student = (frames - backwarp(mids, student.detach().float(), "border")).abs().mean(1)
+        error_teacher, error_student = ((frames - backwarp(mids, flows, "border")).abs().mean(1)
+                                        for flows in (teacher, fixed))
         better = (error_teacher < error_student).float()
-    return (better * (student.float() - teacher.float()).norm(dim=1)).mean()
+    return (better * (student.float() - teacher).norm(dim=1)).mean()
 
 
 def step_losses(pred: torch.Tensor, pyramid, mid: torch.Tensor, gt: Optional[torch.Tensor], n_real: int,
