@@ -4,6 +4,7 @@ optimizer state's compact form."""
 from __future__ import annotations
 
 import contextlib
+import copy
 from typing import Optional
 
 import torch
@@ -16,9 +17,14 @@ from training.losses import RECONSTRUCTION_LOSSES, census_loss
 class TrainStep(torch.nn.Module):
     """One forward pass as a module, so DistributedDataParallel's hooks see it."""
 
-    def __init__(self, net: torch.nn.Module) -> None:
+    def __init__(self, net: torch.nn.Module, teacher: Optional[torch.nn.Module] = None) -> None:
+        """``teacher``: the flow distillation's frozen network (``frozen_teacher``), needed when the step is given
+        the true middle frames."""
         super().__init__()
         self.net = net
+        # a tuple keeps the teacher out of this module's parameters: the optimizer, DistributedDataParallel, the
+        # moving average and a recorded CUDA graph's inputs see the student alone
+        self._teacher = (teacher,) if teacher is not None else ()
 
     def forward(self, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor, flow_before: Optional[torch.Tensor] = None,
                 flow_after: Optional[torch.Tensor] = None, quad: Optional[torch.Tensor] = None,
@@ -35,39 +41,52 @@ class TrainStep(torch.nn.Module):
             neighbours = (torch.where(keep, flow_before.to(state.flow_fwd.dtype), straight_neighbour(state.flow_fwd)),
                           torch.where(keep, flow_after.to(state.flow_bwd.dtype), straight_neighbour(state.flow_bwd)))
         to_t = self.net.paths(state, t, neighbours)
-        distill = distillation_loss(self.net, state, mid, *to_t) if mid is not None else None
+        distill = None
+        if mid is not None:
+            if not self._teacher:
+                raise ValueError("the flow distillation needs its teacher: build the step as "
+                                 "TrainStep(net, frozen_teacher(net))")
+            distill = distillation_loss(self._teacher[0], one, two, mid, *to_t)
         return self.net.render(state, *to_t, t), state.flow_pyramid, distill
 
 
-def teacher_flows(net: torch.nn.Module, state, mid: torch.Tensor, flows_to_t: torch.Tensor) -> torch.Tensor:
-    """The flow distillation's teacher: both frames' flows to t (``flows_to_t``: one's, then two's, stacked)
-    refined by the finest flow decoder against the true middle frame ``mid``'s features at that level
-    (``FlowEstimator.refine``), in the same layout."""
-    level = net.config.flow_finest_level
-    if level >= len(state.feats_one):
-        raise ValueError(f"flow distillation reads the features at the finest flow level ({level}), but the synthesis "
-                         f"keeps {len(state.feats_one)} levels: give the network synthesis_levels > {level}")
-    target = net.encoder(mid, levels=level + 1)[level]
-    return net.flow.refine(torch.cat([state.feats_one[level], state.feats_two[level]], 0),
-                           torch.cat([target, target], 0), flows_to_t)
+def frozen_teacher(net: torch.nn.Module) -> torch.nn.Module:
+    """The flow distillation's teacher: a copy of ``net`` as it is now, in eval mode and without gradients. It stays
+    as it is while the network trains (a teacher that is the trained network itself moves with every step:
+    session 46's arm s46d diverged so)."""
+    teacher = copy.deepcopy(net).eval()
+    teacher.requires_grad_(False)
+    return teacher
 
 
-def distillation_loss(net: torch.nn.Module, state, mid: torch.Tensor, to_t_one: torch.Tensor,
-                      to_t_two: torch.Tensor) -> torch.Tensor:
+def teacher_flows(teacher: torch.nn.Module, one: torch.Tensor, two: torch.Tensor, mid: torch.Tensor,
+                  flows_to_t: torch.Tensor) -> torch.Tensor:
+    """The flow distillation's teacher flows: both frames' flows to t (``flows_to_t``: one's, then two's, stacked)
+    refined by the teacher's finest flow decoder against the true middle frame ``mid``, from the three frames'
+    features at that level in the teacher's own encoder (``FlowEstimator.refine``), in the same layout."""
+    level = teacher.config.flow_finest_level
+    n = one.shape[0]
+    feats = teacher.encoder(torch.cat([one, two, mid], 0), levels=level + 1)[level]
+    target = feats[2 * n:]
+    return teacher.flow.refine(feats[:2 * n], torch.cat([target, target], 0), flows_to_t)
+
+
+def distillation_loss(teacher: torch.nn.Module, one: torch.Tensor, two: torch.Tensor, mid: torch.Tensor,
+                      to_t_one: torch.Tensor, to_t_two: torch.Tensor) -> torch.Tensor:
     """Flow distillation from a teacher that sees the true middle frame (after RIFE's privileged distillation):
     the teacher's flows (``teacher_flows``, without gradients), and where one warps ``mid`` closer to its frame
     (mean absolute difference per pixel, ``mid`` backward-warped), the student's flow to t is pulled towards it:
     the mean over pixels of the end-point distance there, in pixels. The student alone runs at inference; the
-    teacher adds no weights."""
+    teacher adds no weights to it."""
     student = torch.cat([to_t_one, to_t_two], 0)
     with torch.no_grad():
         fixed = student.detach().float()
-        teacher = teacher_flows(net, state, mid, student.detach()).float()
-        frames, mids = torch.cat([state.one, state.two], 0).float(), torch.cat([mid, mid], 0).float()
+        teacher_flow = teacher_flows(teacher, one, two, mid, student.detach()).float()
+        frames, mids = torch.cat([one, two], 0).float(), torch.cat([mid, mid], 0).float()
         error_teacher, error_student = ((frames - backwarp(mids, flows, "border")).abs().mean(1)
-                                        for flows in (teacher, fixed))
+                                        for flows in (teacher_flow, fixed))
         better = (error_teacher < error_student).float()
-    return (better * (student.float() - teacher).norm(dim=1)).mean()
+    return (better * (student.float() - teacher_flow).norm(dim=1)).mean()
 
 
 def step_losses(pred: torch.Tensor, pyramid, mid: torch.Tensor, gt: Optional[torch.Tensor], n_real: int,

@@ -32,10 +32,11 @@ from training.linearity import NEAR_LINEAR_PX, measured, near_linear_subsets, no
 from training.losses import psnr
 from training.options import RunOptions
 from training import schedule, validation
-from training.step import StepLoss, TrainStep, WeightAverage, compact
+from training.step import StepLoss, TrainStep, WeightAverage, compact, frozen_teacher
 
 # a state's files, as save() writes them
 STATE_MODEL, STATE_OPTIM, STATE_EMA = "state_model.safetensors", "state_optim.pt", "state_ema.safetensors"
+STATE_TEACHER = "state_teacher.safetensors"  # the flow distillation's teacher: the weights the run started from
 
 
 def say(text: str, main_process: bool = True, err: bool = False) -> None:
@@ -332,7 +333,8 @@ class Trainer:
             if options.resume is not None:
                 net.load_state_dict(load_file(str(options.resume / STATE_MODEL)), strict=True)
         self.net = net.to(memory_format=torch.channels_last)
-        self.model = TrainStep(self.net)
+        self.teacher = self.distillation_teacher() if config.distill_weight > 0 else None
+        self.model = TrainStep(self.net, self.teacher)
         if self.process.world > 1:
             from torch.nn.parallel import DistributedDataParallel
 
@@ -372,6 +374,20 @@ class Trainer:
                                   distill_weight=config.distill_weight)
         self.graphed = None
         self.say_scaling()
+
+    def distillation_teacher(self) -> torch.nn.Module:
+        """The flow distillation's frozen teacher: the network as this run started (a resumed run's from its
+        state folder; a run from --init-weights or from scratch, a copy of the network before its first step)."""
+        from safetensors.torch import load_file
+
+        teacher = frozen_teacher(self.net)
+        if self.options.resume is not None:
+            path = self.options.resume / STATE_TEACHER
+            if not path.is_file():
+                raise TrainingError(f"--resume {self.options.resume} with --distill-weight: no {STATE_TEACHER} (the "
+                                    f"teacher this run started from) there; start a new run with --init-weights")
+            teacher.load_state_dict(load_file(str(path), device=str(self.device)), strict=True)
+        return teacher
 
     def say_scaling(self) -> None:
         """One line on several processes: the step's triplets and the peak rate (``peak_learning_rate``); and a
@@ -449,11 +465,12 @@ class Trainer:
         from safetensors.torch import save_file
 
         out = self.options.out
-        save_file({k: v.detach().float().cpu().contiguous() for k, v in self.net.state_dict().items()},
-                  str(out / STATE_MODEL))
+        save_file(_float_cpu(self.net), str(out / STATE_MODEL))
         torch.save(compact(self.optim.state_dict()), out / STATE_OPTIM)
         if self.ema is not None:
             save_file(self.ema.state_dict(), str(out / STATE_EMA))
+        if self.teacher is not None:
+            save_file(_float_cpu(self.teacher), str(out / STATE_TEACHER))
         (out / "config.json").write_text(json.dumps(self.net.config.to_dict()) + "\n")
         self.config.save(out / "train_config.json")
         (out / "progress.json").write_text(json.dumps({"step": self.step, "best_score": self.best,
@@ -573,6 +590,11 @@ class Trainer:
         if self.main:
             self.check(final=True)
             say(f"{(self.step - self.start_step) / (time.time() - chunk_start):.2f} steps/s")
+
+
+def _float_cpu(net: torch.nn.Module) -> Dict[str, torch.Tensor]:
+    """A network's weights as a state file holds them: float32, on the CPU, contiguous."""
+    return {k: v.detach().float().cpu().contiguous() for k, v in net.state_dict().items()}
 
 
 def train(options: RunOptions, overrides: dict) -> None:
