@@ -7,7 +7,7 @@ and upsampled bilinearly to full resolution.
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+from typing import List, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -30,11 +30,10 @@ class Encoder(nn.Module):
             c_in = width
         self.levels = nn.ModuleList(levels)
 
-    def forward(self, image: torch.Tensor, levels: Optional[int] = None) -> List[torch.Tensor]:
-        """The features of every level, finest first; ``levels``: of the finest that many only."""
+    def forward(self, image: torch.Tensor) -> List[torch.Tensor]:
         feats = []
         x = image - 0.5
-        for level in self.levels[:levels]:
+        for level in self.levels:
             x = level(x)
             feats.append(x)
         return feats
@@ -99,17 +98,6 @@ class FlowEstimator(nn.Module):
             pyramid.append(flow)
         full = resize_flow(flow, tuple(size))
         return full[:n], full[n:], pyramid
-
-    def refine(self, feats_one: torch.Tensor, feats_target: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
-        """A full-resolution flow from frame one to another frame, refined by the finest level's decoder (its
-        passes) from the two frames' features at that level: ``flow`` plus the decoder's correction, upsampled
-        (a zero correction returns ``flow`` itself). Training's flow distillation runs it towards the true
-        middle frame (training/step.py)."""
-        start = resize_flow(flow, tuple(feats_one.shape[2:]))
-        low = start
-        for _ in range(self.iterations[-1]):
-            low = self.decoders[0](feats_one, feats_target, low)
-        return flow + resize_flow(low - start, tuple(flow.shape[2:]))
 
 
 def _both_ways(feats_one: List[torch.Tensor], feats_two: List[torch.Tensor], level: int):

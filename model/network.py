@@ -240,22 +240,13 @@ class Network(nn.Module):
         constant velocity. ``neighbour_times``: how far the frame before is from one and the frame after from two,
         in units of the pair's interval.
         """
-        return self.render(state, *self.paths(state, t, neighbour_flows, neighbour_times), t)
-
-    @staticmethod
-    def paths(state: FlowState, t: Union[float, torch.Tensor],
-              neighbour_flows: Optional[Tuple[torch.Tensor, torch.Tensor]] = None,
-              neighbour_times: Tuple[Time, Time] = (1.0, 1.0)) -> Tuple[torch.Tensor, torch.Tensor]:
-        """Where the pixels of one and of two are at time t (``synthesize``'s arguments): the flows it splats by."""
-        t = _per_sample(t, state.flow_fwd)
+        if isinstance(t, torch.Tensor):
+            t = t.to(state.flow_fwd.device, state.flow_fwd.dtype).view(-1, 1, 1, 1)
         if neighbour_flows is None:
-            return linear_flows(state.flow_fwd, state.flow_bwd, t)
-        return quadratic_flows(state.flow_fwd, state.flow_bwd, *neighbour_flows, t, *neighbour_times)
-
-    def render(self, state: FlowState, to_t_one: torch.Tensor, to_t_two: torch.Tensor,
-               t: Union[float, torch.Tensor]) -> torch.Tensor:
-        """The frame at time t from the flows to t of both frames (``paths``): splatted and decoded."""
-        t = _per_sample(t, state.flow_fwd)
+            to_t_one, to_t_two = linear_flows(state.flow_fwd, state.flow_bwd, t)
+        else:
+            to_t_one, to_t_two = quadratic_flows(state.flow_fwd, state.flow_bwd, *neighbour_flows, t,
+                                                 *neighbour_times)
         warped_one = splat_pyramid(state.one, state.feats_one, to_t_one, state.metric_one)
         warped_two = splat_pyramid(state.two, state.feats_two, to_t_two, state.metric_two)
         return self.decoder(warped_one, warped_two, t)
@@ -292,13 +283,6 @@ class Network(nn.Module):
         state = self.estimate_flow(one_p, two_p, flow_scale)
         neighbours = self.outer_flows(one_p, two_p, before_p, after_p, flow_scale)
         return [padder.unpad(self.synthesize(state, float(t), neighbours)) for t in times]
-
-
-def _per_sample(t: Union[float, torch.Tensor], like: torch.Tensor) -> Union[float, torch.Tensor]:
-    """A float t as it is; a tensor of N times as N x 1 x 1 x 1 on ``like``'s device and dtype."""
-    if isinstance(t, torch.Tensor):
-        return t.to(like.device, like.dtype).view(-1, 1, 1, 1)
-    return t
 
 
 def check_flow_scale(flow_scale: FlowScale) -> None:

@@ -295,17 +295,6 @@ def test_export_of_a_training_state(tmp_path):
     assert not (tmp_path / "bad.safetensors").exists()
 
 
-def test_encoder_levels_are_the_finest_of_the_whole_pyramid():
-    """``Encoder(image, levels=k)``: the k finest levels of the whole pyramid, the coarser ones not computed."""
-    net = Network()
-    image = torch.rand(1, 3, 64, 64)
-    with torch.no_grad():
-        whole, two = net.encoder(image), net.encoder(image, levels=2)
-    assert len(whole) == len(net.config.encoder_widths) and len(two) == 2
-    for a, b in zip(two, whole):
-        assert torch.equal(a, b)
-
-
 def test_flow_iterations_reapply_the_same_decoders():
     """Two passes per level use the first pass's weights (a file of one pass loads into either) and refine its
     estimate: with the weights of one pass, each level's second pass starts from the first's output."""

@@ -166,9 +166,9 @@ def test_train_step_is_linear_where_a_sample_has_no_neighbours():
     t = torch.tensor([0.5, 0.25])
     junk = torch.randn(2, 2, 64, 64) * 5
     with torch.no_grad():
-        linear, _, _ = step(one, two, t)
-        none, _, _ = step(one, two, t, junk, junk, torch.zeros(2))
-        mixed, _, _ = step(one, two, t, junk, junk, torch.tensor([1.0, 0.0]))
+        linear, _ = step(one, two, t)
+        none, _ = step(one, two, t, junk, junk, torch.zeros(2))
+        mixed, _ = step(one, two, t, junk, junk, torch.tensor([1.0, 0.0]))
     torch.testing.assert_close(none, linear)
     torch.testing.assert_close(mixed[1], linear[1])
     assert (mixed[0] - linear[0]).abs().max() > 1e-3

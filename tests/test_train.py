@@ -229,106 +229,10 @@ def test_flow_loss_is_the_mean_over_levels_in_their_own_pixels():
         level = torch.zeros(4, 2, size, size)
         level[:, 0] = 8.0 * size / 64
         pyramid.append(level)
-    loss, rec, census, flow, _ = step_losses(pred, pyramid, mid, gt, 1, 2, 1.0, 0.05)
+    loss, rec, census, flow = step_losses(pred, pyramid, mid, gt, 1, 2, 1.0, 0.05)
     assert float(flow) == pytest.approx((0.25 + 2.0) / 2)
     assert float(loss) == pytest.approx(float(rec) + float(census) + 0.05 * float(flow))
     assert float(step_losses(pred, pyramid, mid, None, 2, 2, 1.0, 0.05)[3]) == 0.0  # no synthetic samples
-
-
-def _shifted_texture(shifts):
-    """Frames of one smooth random texture shifted right by each of ``shifts`` pixels (96 x 96 crops)."""
-    torch.manual_seed(0)
-    texture = torch.nn.functional.interpolate(torch.rand(1, 3, 32, 32), size=(128, 128), mode="bicubic",
-                                              align_corners=False).clamp(0, 1)
-    return [torch.roll(texture, shifts=dx, dims=3)[:, :, 16:112, 16:112] for dx in shifts]
-
-
-def test_distillation_teacher_finds_where_the_middle_frame_is(cpu_network):
-    """training.step.distillation_loss: the teacher (the finest flow decoder run against the true middle frame)
-    moves each frame's flow to t to where the middle frame's content is, the student is pulled there, and the
-    teacher itself passes no gradient (it runs without)."""
-    from training.step import distillation_loss, frozen_teacher, teacher_flows
-
-    net = cpu_network
-    teacher = frozen_teacher(net)
-    one, two, halfway, off = _shifted_texture([0, 6, 3, 5])  # the middle frame halfway, or 5 px of the 6
-    centre = (slice(None), 0, slice(24, 72), slice(24, 72))  # x components away from the rolled-in border
-    with torch.no_grad():
-        state = net.estimate_flow(one, two)
-        to_one, to_two = net.paths(state, 0.5)
-        flows = teacher_flows(teacher, one, two, off, torch.cat([to_one, to_two]))
-    assert float(to_one[centre].mean()) == pytest.approx(3.0, abs=0.3)  # the student: halfway
-    assert float(flows[:1][centre].mean()) == pytest.approx(5.0, abs=0.5)
-    assert float(flows[1:][centre].mean()) == pytest.approx(-1.0, abs=0.5)
-    student = to_one.clone().requires_grad_(True)
-    mid = off.clone().requires_grad_(True)
-    loss = distillation_loss(teacher, one, two, mid, student, to_two)
-    grad_student, grad_mid = torch.autograd.grad(loss, [student, mid], allow_unused=True)
-    assert float(loss.detach()) > 1.0 and grad_mid is None
-    assert float(grad_student[centre].mean()) < 0  # descending the loss moves the flow towards 5 px
-    with torch.no_grad():
-        assert float(distillation_loss(teacher, one, two, halfway, to_one, to_two)) < 0.2
-
-
-def test_the_teacher_stays_as_the_step_started_while_the_network_trains():
-    """frozen_teacher: a copy outside the step's parameters, so an optimizer step on TrainStep's parameters moves
-    the network and leaves the teacher (and its flows) as they were; a step given middle frames without a teacher
-    is refused, naming the fix."""
-    from model import Network
-    from training.step import StepLoss, TrainStep, frozen_teacher
-
-    torch.manual_seed(0)
-    net = Network()
-    teacher = frozen_teacher(net)
-    step = TrainStep(net, teacher)
-    assert {id(p) for p in step.parameters()} == {id(p) for p in net.parameters()}
-    assert not any(p.requires_grad for p in teacher.parameters())
-    before = {k: v.clone() for k, v in teacher.state_dict().items()}
-    one, mid, two = _shifted_texture([0, 4, 6])
-    t = torch.tensor([0.5])
-    optim = torch.optim.SGD(step.parameters(), lr=0.1)
-    loss = StepLoss(step, 1, 1, 1.0, 0.0, False, distill_weight=0.5)(one, two, t, mid)[0]
-    loss.backward()
-    optim.step()
-    assert any(not torch.equal(v, before[k]) for k, v in net.state_dict().items())  # the network moved
-    assert all(torch.equal(v, before[k]) for k, v in teacher.state_dict().items())
-    with pytest.raises(ValueError, match="frozen_teacher"):
-        StepLoss(TrainStep(net), 1, 1, 1.0, 0.0, False, distill_weight=0.5)(one, two, t, mid)
-
-
-def test_refine_with_a_zero_correction_returns_the_flow():
-    """model.flow.FlowEstimator.refine adds the finest decoder's correction, upsampled, to the flow it is given."""
-    from model import Network
-
-    torch.manual_seed(0)
-    net = Network()
-    conv = net.flow.decoders[0].net[-1][0]  # the output layer: conv(..., act=False), a Conv2d alone
-    feats = torch.rand(2, net.config.encoder_widths[1], 16, 16)
-    flow = torch.randn(2, 2, 64, 64)
-    with torch.no_grad():
-        assert (net.flow.refine(feats, feats.flip(0), flow) - flow).abs().max() > 1e-4
-        conv.weight.zero_()
-        conv.bias.zero_()
-        assert torch.equal(net.flow.refine(feats, feats.flip(0), flow), flow)
-
-
-def test_step_loss_adds_the_distillation_at_its_weight():
-    """StepLoss: the distillation term joins the loss at ``distill_weight``; at 0 it is not computed (0)."""
-    from model import Network
-    from training.step import StepLoss, TrainStep, frozen_teacher
-
-    torch.manual_seed(0)
-    net = Network()
-    one, mid, two = _shifted_texture([0, 4, 6])
-    frames = [torch.cat([x, x.flip(3)]) for x in (one, two)]
-    t, middle = torch.tensor([0.5, 0.5]), torch.cat([mid, mid.flip(3)])
-    with torch.no_grad():
-        off = StepLoss(TrainStep(net), 2, 2, 1.0, 0.0, False)(frames[0], frames[1], t, middle)
-        on = StepLoss(TrainStep(net, frozen_teacher(net)), 2, 2, 1.0, 0.0, False,
-                      distill_weight=0.5)(frames[0], frames[1], t, middle)
-    assert float(off[4]) == 0.0 and float(on[4]) > 0.0
-    assert [float(v) for v in on[1:4]] == pytest.approx([float(v) for v in off[1:4]])
-    assert float(on[0]) == pytest.approx(float(off[0]) + 0.5 * float(on[4]), rel=1e-6)
 
 
 def test_psnr_reconstruction_is_the_mean_psnr_the_margin_averages():
@@ -338,7 +242,7 @@ def test_psnr_reconstruction_is_the_mean_psnr_the_margin_averages():
     mid = torch.rand(3, 3, 32, 32)
     pred = (mid + torch.randn_like(mid) * torch.tensor([0.01, 0.03, 0.1]).view(3, 1, 1, 1)).clamp(0, 1)
     pred.requires_grad_(True)
-    loss, rec, _, _, _ = step_losses(pred, [], mid, None, 3, 3, 0.0, 0.0, "psnr")
+    loss, rec, _, _ = step_losses(pred, [], mid, None, 3, 3, 0.0, 0.0, "psnr")
     mse = (pred.detach() - mid).square().flatten(1).mean(1)
     assert float(rec.detach()) == pytest.approx(float((10 * torch.log10(mse + 1e-5)).mean()), rel=1e-6)
     # the floor (a squared error of 1e-5, 50 dB) moves a 40 dB sample's score by 0.4 dB, a 30 dB sample's by 0.04
@@ -850,31 +754,6 @@ def test_a_resumed_run_continues_its_state(footage, trained, tmp_path, capsys):
     assert "a resumed run continues its own recipe" in capsys.readouterr().err
 
 
-def test_the_distillation_teacher_is_the_start_weights_and_a_resume_keeps_it(footage, trained, tmp_path, capsys):
-    """--distill-weight: the teacher is the network the run started from (here --init-weights), saved beside the
-    state and reloaded by --resume, while the network trains; resuming a state without one is refused."""
-    from safetensors.torch import load_file
-
-    from model.weights import load_weights
-
-    out = tmp_path / "distilled"
-    start = trained / "weights.safetensors"
-    assert train.main(run_args(footage, out, "--max-steps", "2", "--init-weights", str(start),
-                               "--distill-weight", "0.5")) == 0
-    expected = load_weights(start, "cpu").state_dict()
-    teacher = load_file(str(out / "state_teacher.safetensors"))
-    assert teacher.keys() == expected.keys() and all(torch.equal(teacher[k], expected[k].float()) for k in teacher)
-    moved = load_file(str(out / "state_model.safetensors"))
-    assert any(not torch.equal(moved[k], teacher[k]) for k in teacher)
-    assert train.main(run_args(footage, out, "--max-steps", "1", "--resume", str(out))) == 0
-    again = load_file(str(out / "state_teacher.safetensors"))
-    assert all(torch.equal(again[k], teacher[k]) for k in teacher)
-    capsys.readouterr()
-    assert train.main(run_args(footage, tmp_path / "x", "--max-steps", "1", "--resume", str(trained),
-                               "--distill-weight", "0.5")) == 2
-    assert "no state_teacher.safetensors" in capsys.readouterr().err
-
-
 def test_a_resume_on_other_validation_sets_keeps_its_own_best(footage, trained, tmp_path, capsys):
     """A resumed run validates on the triplets its best was measured on unless told otherwise; then the old best,
     from other triplets, is not the bar, and a state saved by a --cuda-graph run resumes eagerly on the CPU."""
@@ -976,24 +855,22 @@ def test_two_processes_with_torchrun_resume_across_process_counts(footage, train
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("quadratic, distill", [(False, False), (True, False), (True, True)])
-def test_cuda_graph_step_matches_the_eager_step(quadratic, distill):
+@pytest.mark.parametrize("quadratic", [False, True])
+def test_cuda_graph_step_matches_the_eager_step(quadratic):
     """--cuda-graph replays a recorded forward and backward: on a new batch its losses and the parameters'
     gradients must match the eager step's (same kernels; only atomic-add order differs); with --motion quadratic
-    the outer flows and quad flags are inputs of the graph too, and with --distill-weight the teacher runs in it.
-    The gradients are compared as one vector: the splatting's atomic adds leave single tensors with tiny gradients
-    differing by up to twice their own size, while the whole differed by at most 0.27% over 32 pairs of steps
-    (bf16 and fp32, H200, session 41)."""
+    the outer flows and quad flags are inputs of the graph too. The gradients are compared as one vector: the
+    splatting's atomic adds leave single tensors with tiny gradients differing by up to twice their own size, while
+    the whole differed by at most 0.27% over 32 pairs of steps (bf16 and fp32, H200, session 41)."""
     from model import Network
-    from training.step import StepLoss, TrainStep, frozen_teacher
+    from training.step import StepLoss, TrainStep
 
     torch.manual_seed(0)
     net = Network().cuda().to(memory_format=torch.channels_last)
-    teacher = frozen_teacher(net) if distill else None
 
     def step_loss():
-        return StepLoss(TrainStep(net, teacher), n_real=3, batch=4, census_weight=1.0, flow_weight=0.05, bf16=True,
-                        synthetic=True, quadratic=quadratic, distill_weight=0.1 if distill else 0.0)
+        return StepLoss(TrainStep(net), n_real=3, batch=4, census_weight=1.0, flow_weight=0.05, bf16=True,
+                        synthetic=True, quadratic=quadratic)
 
     def batch(seed):
         g = torch.Generator().manual_seed(seed)

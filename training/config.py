@@ -114,10 +114,6 @@ class TrainConfig:
     flow_loss_weight: float = _non_negative(0.05, "weight of the flow's end-point error against the synthetic "
                                                   "samples' ground truth (per pyramid level, in its own pixels)")
     census_weight: float = _non_negative(1.0, "weight of the census loss beside the reconstruction loss")
-    distill_weight: float = _non_negative(0.0, "weight of the flow distillation: each frame's flow to t pulled "
-                                                "towards a frozen teacher's (the finest flow decoder of the weights "
-                                                "the run started from, run against the true middle frame) where the "
-                                                "teacher's flow matches it better (training/step.py; 0: off)")
     reconstruction: str = _option("laplacian", "reconstruction loss: laplacian (Charbonnier distance of Laplacian "
                                                "pyramid bands) or psnr (the batch's mean -PSNR in dB, the measure "
                                                "validation averages: each sample weighted by 1 / its squared "

@@ -4,33 +4,25 @@ optimizer state's compact form."""
 from __future__ import annotations
 
 import contextlib
-import copy
 from typing import Optional
 
 import torch
 
 from model.motion import straight_neighbour
-from model.warp import backwarp, resize_flow
+from model.warp import resize_flow
 from training.losses import RECONSTRUCTION_LOSSES, census_loss
 
 
 class TrainStep(torch.nn.Module):
     """One forward pass as a module, so DistributedDataParallel's hooks see it."""
 
-    def __init__(self, net: torch.nn.Module, teacher: Optional[torch.nn.Module] = None) -> None:
-        """``teacher``: the flow distillation's frozen network (``frozen_teacher``), needed when the step is given
-        the true middle frames."""
+    def __init__(self, net: torch.nn.Module) -> None:
         super().__init__()
         self.net = net
-        # a tuple keeps the teacher out of this module's parameters: the optimizer, DistributedDataParallel, the
-        # moving average and a recorded CUDA graph's inputs see the student alone
-        self._teacher = (teacher,) if teacher is not None else ()
 
     def forward(self, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor, flow_before: Optional[torch.Tensor] = None,
-                flow_after: Optional[torch.Tensor] = None, quad: Optional[torch.Tensor] = None,
-                mid: Optional[torch.Tensor] = None):
-        """The frames at ``t``, the flow pyramid and the flow distillation's loss (``distillation_loss``; given the
-        true middle frames ``mid``, else None); with the outer flows (one -> before, two -> after:
+                flow_after: Optional[torch.Tensor] = None, quad: Optional[torch.Tensor] = None):
+        """The frames at ``t`` and the flow pyramid; with the outer flows (one -> before, two -> after:
         ``Network.outer_flows``, computed without gradients), along quadratic paths where ``quad`` (one per sample)
         is 1 and at constant velocity where it is 0."""
         state = self.net.estimate_flow(one, two)
@@ -40,62 +32,15 @@ class TrainStep(torch.nn.Module):
             keep = quad.view(-1, 1, 1, 1) > 0
             neighbours = (torch.where(keep, flow_before.to(state.flow_fwd.dtype), straight_neighbour(state.flow_fwd)),
                           torch.where(keep, flow_after.to(state.flow_bwd.dtype), straight_neighbour(state.flow_bwd)))
-        to_t = self.net.paths(state, t, neighbours)
-        distill = None
-        if mid is not None:
-            if not self._teacher:
-                raise ValueError("the flow distillation needs its teacher: build the step as "
-                                 "TrainStep(net, frozen_teacher(net))")
-            distill = distillation_loss(self._teacher[0], one, two, mid, *to_t)
-        return self.net.render(state, *to_t, t), state.flow_pyramid, distill
-
-
-def frozen_teacher(net: torch.nn.Module) -> torch.nn.Module:
-    """The flow distillation's teacher: a copy of ``net`` as it is now, in eval mode and without gradients. It stays
-    as it is while the network trains (a teacher that is the trained network itself moves with every step:
-    session 46's arm s46d diverged so)."""
-    teacher = copy.deepcopy(net).eval()
-    teacher.requires_grad_(False)
-    return teacher
-
-
-def teacher_flows(teacher: torch.nn.Module, one: torch.Tensor, two: torch.Tensor, mid: torch.Tensor,
-                  flows_to_t: torch.Tensor) -> torch.Tensor:
-    """The flow distillation's teacher flows: both frames' flows to t (``flows_to_t``: one's, then two's, stacked)
-    refined by the teacher's finest flow decoder against the true middle frame ``mid``, from the three frames'
-    features at that level in the teacher's own encoder (``FlowEstimator.refine``), in the same layout."""
-    level = teacher.config.flow_finest_level
-    n = one.shape[0]
-    feats = teacher.encoder(torch.cat([one, two, mid], 0), levels=level + 1)[level]
-    target = feats[2 * n:]
-    return teacher.flow.refine(feats[:2 * n], torch.cat([target, target], 0), flows_to_t)
-
-
-def distillation_loss(teacher: torch.nn.Module, one: torch.Tensor, two: torch.Tensor, mid: torch.Tensor,
-                      to_t_one: torch.Tensor, to_t_two: torch.Tensor) -> torch.Tensor:
-    """Flow distillation from a teacher that sees the true middle frame (after RIFE's privileged distillation):
-    the teacher's flows (``teacher_flows``, without gradients), and where one warps ``mid`` closer to its frame
-    (mean absolute difference per pixel, ``mid`` backward-warped), the student's flow to t is pulled towards it:
-    the mean over pixels of the end-point distance there, in pixels. The student alone runs at inference; the
-    teacher adds no weights to it."""
-    student = torch.cat([to_t_one, to_t_two], 0)
-    with torch.no_grad():
-        fixed = student.detach().float()
-        teacher_flow = teacher_flows(teacher, one, two, mid, student.detach()).float()
-        frames, mids = torch.cat([one, two], 0).float(), torch.cat([mid, mid], 0).float()
-        error_teacher, error_student = ((frames - backwarp(mids, flows, "border")).abs().mean(1)
-                                        for flows in (teacher_flow, fixed))
-        better = (error_teacher < error_student).float()
-    return (better * (student.float() - teacher_flow).norm(dim=1)).mean()
+        return self.net.synthesize(state, t, neighbours), state.flow_pyramid
 
 
 def step_losses(pred: torch.Tensor, pyramid, mid: torch.Tensor, gt: Optional[torch.Tensor], n_real: int,
-                batch: int, census_weight: float, flow_weight: float, reconstruction: str = "laplacian",
-                distill: Optional[torch.Tensor] = None, distill_weight: float = 0.0):
+                batch: int, census_weight: float, flow_weight: float, reconstruction: str = "laplacian"):
     """The step's loss and its parts (reconstruction, one of training.losses' RECONSTRUCTION_LOSSES; census; flow
     end-point error against the synthetic samples' ground truth ``gt``: their forward flows, then their backward
-    flows; None without synthetic samples; the flow distillation's ``distill``, ``distillation_loss``, None
-    without). The flow error is the mean over the pyramid's levels, each in its own pixels."""
+    flows; None without synthetic samples). The flow error is the mean over the pyramid's levels, each in its own
+    pixels."""
     loss_rec = RECONSTRUCTION_LOSSES[reconstruction](pred, mid)
     loss_census = census_loss(pred, mid)
     loss = loss_rec + census_weight * loss_census
@@ -107,11 +52,7 @@ def step_losses(pred: torch.Tensor, pyramid, mid: torch.Tensor, gt: Optional[tor
             loss_flow = loss_flow + (est - resize_flow(gt, est.shape[2:])).norm(dim=1).mean()
         loss_flow = loss_flow / len(pyramid)
         loss = loss + flow_weight * loss_flow
-    loss_distill = torch.zeros((), device=pred.device)
-    if distill is not None:
-        loss_distill = distill
-        loss = loss + distill_weight * loss_distill
-    return loss, loss_rec, loss_census, loss_flow, loss_distill
+    return loss, loss_rec, loss_census, loss_flow
 
 
 class StepLoss(torch.nn.Module):
@@ -121,16 +62,15 @@ class StepLoss(torch.nn.Module):
 
     def __init__(self, step: torch.nn.Module, n_real: int, batch: int, census_weight: float, flow_weight: float,
                  bf16: bool, reconstruction: str = "laplacian", synthetic: bool = False,
-                 quadratic: bool = False, distill_weight: float = 0.0) -> None:
+                 quadratic: bool = False) -> None:
         """``synthetic``: the inputs hold the synthetic samples' ground-truth flows; ``quadratic``: they hold the
-        outer flows and the samples' ``quad`` flags (``TrainStep``); ``distill_weight`` above 0 adds the flow
-        distillation (``distillation_loss``) at that weight."""
+        outer flows and the samples' ``quad`` flags (``TrainStep``)."""
         super().__init__()
         self.step = step
         self.synthetic, self.quadratic = synthetic, quadratic
         self.reconstruction = reconstruction
         self.n_real, self.batch, self.bf16 = n_real, batch, bf16
-        self.census_weight, self.flow_weight, self.distill_weight = census_weight, flow_weight, distill_weight
+        self.census_weight, self.flow_weight = census_weight, flow_weight
 
     def forward(self, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor, mid: torch.Tensor, *extra: torch.Tensor):
         """``extra``: the ground-truth flows (with ``synthetic``), then flow_before, flow_after and quad (with
@@ -140,9 +80,9 @@ class StepLoss(torch.nn.Module):
         # a graph being recorded cannot hold autocast's cast cache; eager steps keep it
         cache = self.bf16 and not torch.cuda.is_current_stream_capturing()
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.bf16, cache_enabled=cache):
-            pred, pyramid, distill = self.step(one, two, t, *outer, mid=mid if self.distill_weight > 0 else None)
+            pred, pyramid = self.step(one, two, t, *outer)
         return step_losses(pred.float(), pyramid, mid, gt, self.n_real, self.batch, self.census_weight,
-                           self.flow_weight, self.reconstruction, distill, self.distill_weight)
+                           self.flow_weight, self.reconstruction)
 
 
 class WeightAverage:

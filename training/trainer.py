@@ -32,11 +32,10 @@ from training.linearity import NEAR_LINEAR_PX, measured, near_linear_subsets, no
 from training.losses import psnr
 from training.options import RunOptions
 from training import schedule, validation
-from training.step import StepLoss, TrainStep, WeightAverage, compact, frozen_teacher
+from training.step import StepLoss, TrainStep, WeightAverage, compact
 
 # a state's files, as save() writes them
 STATE_MODEL, STATE_OPTIM, STATE_EMA = "state_model.safetensors", "state_optim.pt", "state_ema.safetensors"
-STATE_TEACHER = "state_teacher.safetensors"  # the flow distillation's teacher: the weights the run started from
 
 
 def say(text: str, main_process: bool = True, err: bool = False) -> None:
@@ -333,8 +332,7 @@ class Trainer:
             if options.resume is not None:
                 net.load_state_dict(load_file(str(options.resume / STATE_MODEL)), strict=True)
         self.net = net.to(memory_format=torch.channels_last)
-        self.teacher = self.distillation_teacher() if config.distill_weight > 0 else None
-        self.model = TrainStep(self.net, self.teacher)
+        self.model = TrainStep(self.net)
         if self.process.world > 1:
             from torch.nn.parallel import DistributedDataParallel
 
@@ -370,24 +368,9 @@ class Trainer:
         self.n_syn, self.n_real = n_syn, config.batch - n_syn
         self.step_loss = StepLoss(self.model, self.n_real, config.batch, config.census_weight,
                                   config.flow_loss_weight, self.bf16, config.reconstruction,
-                                  synthetic=n_syn > 0, quadratic=config.motion == "quadratic",
-                                  distill_weight=config.distill_weight)
+                                  synthetic=n_syn > 0, quadratic=config.motion == "quadratic")
         self.graphed = None
         self.say_scaling()
-
-    def distillation_teacher(self) -> torch.nn.Module:
-        """The flow distillation's frozen teacher: the network as this run started (a resumed run's from its
-        state folder; a run from --init-weights or from scratch, a copy of the network before its first step)."""
-        from safetensors.torch import load_file
-
-        teacher = frozen_teacher(self.net)
-        if self.options.resume is not None:
-            path = self.options.resume / STATE_TEACHER
-            if not path.is_file():
-                raise TrainingError(f"--resume {self.options.resume} with --distill-weight: no {STATE_TEACHER} (the "
-                                    f"teacher this run started from) there; start a new run with --init-weights")
-            teacher.load_state_dict(load_file(str(path), device=str(self.device)), strict=True)
-        return teacher
 
     def say_scaling(self) -> None:
         """One line on several processes: the step's triplets and the peak rate (``peak_learning_rate``); and a
@@ -465,12 +448,11 @@ class Trainer:
         from safetensors.torch import save_file
 
         out = self.options.out
-        save_file(_float_cpu(self.net), str(out / STATE_MODEL))
+        save_file({k: v.detach().float().cpu().contiguous() for k, v in self.net.state_dict().items()},
+                  str(out / STATE_MODEL))
         torch.save(compact(self.optim.state_dict()), out / STATE_OPTIM)
         if self.ema is not None:
             save_file(self.ema.state_dict(), str(out / STATE_EMA))
-        if self.teacher is not None:
-            save_file(_float_cpu(self.teacher), str(out / STATE_TEACHER))
         (out / "config.json").write_text(json.dumps(self.net.config.to_dict()) + "\n")
         self.config.save(out / "train_config.json")
         (out / "progress.json").write_text(json.dumps({"step": self.step, "best_score": self.best,
@@ -574,7 +556,7 @@ class Trainer:
             losses = self.train_step(self.next_inputs(), lr)
             bar.update(1)
             # summed on the device: reading a loss every step would make the host wait for the GPU
-            for k, v in zip(("loss", "rec", "census", "flow", "distill"), losses):
+            for k, v in zip(("loss", "rec", "census", "flow"), losses):
                 running[k] = running.get(k, 0.0) + v.detach()
             count += 1
             if self.step % 100 == 0 and self.main:
@@ -590,11 +572,6 @@ class Trainer:
         if self.main:
             self.check(final=True)
             say(f"{(self.step - self.start_step) / (time.time() - chunk_start):.2f} steps/s")
-
-
-def _float_cpu(net: torch.nn.Module) -> Dict[str, torch.Tensor]:
-    """A network's weights as a state file holds them: float32, on the CPU, contiguous."""
-    return {k: v.detach().float().cpu().contiguous() for k, v in net.state_dict().items()}
 
 
 def train(options: RunOptions, overrides: dict) -> None:
