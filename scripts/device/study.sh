@@ -10,7 +10,8 @@
 # BUNDLE names the last one, unpacked by this call. The frame cache lives in /dev/shm (RAM): memory-mapped from
 # the disk, random crops page-faulted and a step took 4-5 s (session 19); from RAM a batch of 16 takes 8 ms. The
 # arm's state stays under ~/vfi/runs/NAME for a `resume` call in the same lease; the log, the kept weights and the
-# last step's (fp16, split into 15 MiB parts, joined with cat) come back under $OUT.
+# last step's (fp16, split into 15 MiB parts, joined with cat) come back under $OUT. NPROC=N trains on N GPUs of the
+# machine through torchrun (DistributedDataParallel, the recipe's batch per GPU, without CUDA graphs).
 set -euo pipefail
 name=${1:?arm name}
 width=${2:?width factor}
@@ -44,8 +45,11 @@ fi
 status=0
 # the run ends on its own (--minutes, counted after set-up) well inside the call; timeout is the backstop that
 # leaves time to collect the results (a run stopped by it keeps its state of the last validation)
-timeout "${LIMIT:-540}" python3 train.py --data "$data/footage" "$data/footage2" --frame-cache "$cache" \
-    --out "$run" --minutes "$minutes" --val-every "${VAL_EVERY:-1000}" --cuda-graph "${start[@]}" "$@" >"$run/stdout.txt" 2>&1 \
+launcher=(python3)
+graph=(--cuda-graph)
+if [ "${NPROC:-1}" -gt 1 ]; then launcher=(torchrun --standalone --nproc_per_node "$NPROC"); graph=(); fi
+timeout "${LIMIT:-540}" "${launcher[@]}" train.py --data "$data/footage" "$data/footage2" --frame-cache "$cache" \
+    --out "$run" --minutes "$minutes" --val-every "${VAL_EVERY:-1000}" "${graph[@]}" "${start[@]}" "$@" >"$run/stdout.txt" 2>&1 \
     || status=$?
 { tr '\r' '\n' <"$run/stdout.txt" | grep -v "it/s" | tail -6; } || true
 mkdir -p "$out/study"
