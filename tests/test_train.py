@@ -531,7 +531,7 @@ def test_device_scripts_keep_nvlink_multicast_off(tmp_path):
     script sources scripts/device/env.sh, found beside it from any working folder, before it starts a process."""
     device = ROOT / "scripts" / "device"
     source = 'source "$(dirname "${BASH_SOURCE[0]}")/env.sh"'
-    for script in ("chunk.sh", "multi_gpu.sh", "study.sh", "scaling.sh", "check_default.sh"):
+    for script in ("chunk.sh", "multi_gpu.sh", "study.sh", "scaling.sh", "check_default.sh", "arms.sh"):
         lines = (device / script).read_text().splitlines()
         at = [i for i, line in enumerate(lines) if line.startswith(source)]
         starts = [i for i, line in enumerate(lines)
@@ -546,6 +546,38 @@ def test_device_scripts_keep_nvlink_multicast_off(tmp_path):
     shown = subprocess.run(["bash", str(tmp_path / "device" / "probe.sh")], cwd=ROOT, env=env, check=True,
                            capture_output=True, text=True).stdout.splitlines()
     assert all(f"{name}={value}" in shown for name, value in MULTICAST.items())
+
+
+def test_arms_script_gives_each_arm_its_own_gpu_and_output(tmp_path):
+    """scripts/device/arms.sh runs one study.sh per arm at once, each on its own GPU, its results under $OUT/NAME
+    with only the last step's weights (two files per arm), and refuses more arms than GPUs."""
+    device = tmp_path / "device"
+    device.mkdir()
+    for script in ("arms.sh", "env.sh"):
+        (device / script).write_text((ROOT / "scripts" / "device" / script).read_text())
+    # a study.sh that records what it was given; an nvidia-smi that lists two GPUs
+    (device / "study.sh").write_text('echo "gpu=$CUDA_VISIBLE_DEVICES out=$OUT return=$RETURN bundle=[$BUNDLE] init=$INIT '
+                                     'args=$*" > "$OUT/seen.txt"\n')
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text("#!/bin/sh\necho GPU 0\necho GPU 1\n")
+    (bin_dir / "nvidia-smi").chmod(0o755)
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "OUT": str(out), "INIT": "w.safetensors",
+           "BUNDLE": ".data/bundles/5"}
+    arms = ["ctl 2 all init --recipe quality", "syn 2 all init --recipe quality --synthetic-share 0.3"]
+    done = subprocess.run(["bash", str(device / "arms.sh"), "8.4", *arms], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (out / "ctl" / "seen.txt").read_text().split() == [
+        "gpu=0", f"out={out}/ctl", "return=last", "bundle=[]", "init=w.safetensors",
+        "args=ctl", "2", "all", "8.4", "init", "--recipe", "quality"]
+    assert (out / "syn" / "seen.txt").read_text().split()[:2] == ["gpu=1", f"out={out}/syn"]
+    assert (out / "syn" / "seen.txt").read_text().split()[-2:] == ["--synthetic-share", "0.3"]
+    assert "== ctl" in done.stdout and "== syn" in done.stdout
+    three = subprocess.run(["bash", str(device / "arms.sh"), "8.4", *arms, "x 2 all init"], env=env,
+                           capture_output=True, text=True)
+    assert three.returncode == 2 and "3 arms for 2 GPUs" in three.stderr
 
 
 def test_scripts_and_docs_start_weights_at_their_own_step():
@@ -564,7 +596,7 @@ def test_scripts_and_docs_start_weights_at_their_own_step():
                                      path.read_text()):
             found.append(path.name)
             assert int(read_metadata(ROOT / name)["step"]) == int(step), (path.name, name, step)
-    assert sorted(found) == ["ab.sh", "multi_gpu.sh", "training.md"]
+    assert sorted(found) == ["multi_gpu.sh", "training.md"]
 
 
 def test_next_inputs_mix_footage_and_synthetic_samples_with_their_flow(footage, tmp_path, monkeypatch):

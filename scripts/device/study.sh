@@ -62,12 +62,13 @@ fi
 for f in log.jsonl stdout.txt config.json train_config.json; do
     cp "$run/$f" "$out/study/$name.$f" 2>/dev/null || true
 done
-if [ -f "$run/weights.safetensors" ]; then
+returned=${RETURN:-both}  # which fp16 weights come back: kept, last or both (scripts/device/arms.sh: last)
+if [ "$returned" != last ] && [ -f "$run/weights.safetensors" ]; then
     split -b 15M -d -a 1 "$run/weights.safetensors" "$out/$name.weights.safetensors.part"
 fi
 # the last step's moving average as well: soups (soups.sh ~/vfi/runs/NAME/last.safetensors ...) start from it
 # whichever step validated best, and the kept file above is the start when no later step beat it
-if python3 -m training.export "$run" --out "$run/last.safetensors" >/dev/null; then
+if [ "$returned" != kept ] && python3 -m training.export "$run" --out "$run/last.safetensors" >/dev/null; then
     split -b 15M -d -a 1 "$run/last.safetensors" "$out/$name.last.safetensors.part"
 fi
 tar cf "$out/study.tar" -C "$out" study
