@@ -10,32 +10,11 @@ import sys
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
-from model.synthesis import splat_pyramid
-from model.motion import linear_flows
 from model.warp import InputPadder
 from model.weights import load_weights
 from training.holdout import load_holdout
 from training.losses import psnr
-
-
-def decode(decoder, warped_one, warped_two, t):
-    """Decoder.forward, returning (blend + residual, blend)."""
-    x = None
-    for i, level in enumerate(range(decoder.levels - 1, -1, -1)):
-        a, b = warped_one[level + 1], warped_two[level + 1]
-        if x is None:
-            x = torch.cat([a, b, torch.zeros_like(a[:, :1]) + t], 1)
-        else:
-            x = torch.cat([a, b, F.interpolate(x, size=a.shape[2:], mode="bilinear", align_corners=False)], 1)
-        x = decoder.blocks[i](x)
-    img_one, img_two = warped_one[0], warped_two[0]
-    x = F.interpolate(x, size=img_one.shape[2:], mode="bilinear", align_corners=False)
-    out = decoder.full(torch.cat([img_one, img_two, x], 1)).float()
-    mask = torch.sigmoid(out[:, 3:4])
-    blend = mask * img_one[:, :3] + (1.0 - mask) * img_two[:, :3]
-    return blend + out[:, :3], blend
 
 
 def main() -> None:
@@ -44,6 +23,8 @@ def main() -> None:
     _, triplets = load_holdout(folders)
     assert len(triplets) == len(base)
     net = load_weights("weights/network.safetensors").eval()
+    last = {}  # the decoder's full-resolution output of the last call: residual RGB and the mask's logit
+    net.decoder.full.register_forward_hook(lambda module, inputs, out: last.update(out=out))
     rows = []
     with torch.no_grad():
         for i, tr in enumerate(triplets):
@@ -53,10 +34,8 @@ def main() -> None:
             padder = InputPadder(one.shape, 2 ** len(net.config.encoder_widths))
             one_p, two_p = padder.pad(one, two)
             state = net.estimate_flow(one_p, two_p)
-            to_one, to_two = linear_flows(state.flow_fwd, state.flow_bwd, 0.5)
-            w1 = splat_pyramid(state.one, state.feats_one, to_one, state.metric_one)
-            w2 = splat_pyramid(state.two, state.feats_two, to_two, state.metric_two)
-            full, blend = decode(net.decoder, w1, w2, 0.5)
+            full = net.synthesize(state, 0.5)
+            blend = full - last["out"][:, :3].float()  # Decoder.forward: blend of the splatted frames + out[:, :3]
             scores = [float(psnr(padder.unpad(x).clamp(0, 1), mid)) for x in (full, blend)]
             rows.append({"index": i, "clip": tr.clip, "baseline": base[i], "network": scores[0], "blend": scores[1]})
     n = len(rows)
