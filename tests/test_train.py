@@ -550,7 +550,8 @@ def test_device_scripts_keep_nvlink_multicast_off(tmp_path):
 
 def test_arms_script_gives_each_arm_its_own_gpu_and_output(tmp_path):
     """scripts/device/arms.sh runs one study.sh per arm at once, each on its own GPU, its results under $OUT/NAME
-    with only the last step's weights (two files per arm), and refuses more arms than GPUs."""
+    with only the last step's weights (two files per arm), warns when the minutes overrun study.sh's stop, and
+    refuses more arms than GPUs."""
     device = tmp_path / "device"
     device.mkdir()
     for script in ("arms.sh", "env.sh"):
@@ -575,6 +576,10 @@ def test_arms_script_gives_each_arm_its_own_gpu_and_output(tmp_path):
     assert (out / "syn" / "seen.txt").read_text().split()[:2] == ["gpu=1", f"out={out}/syn"]
     assert (out / "syn" / "seen.txt").read_text().split()[-2:] == ["--synthetic-share", "0.3"]
     assert "== ctl" in done.stdout and "== syn" in done.stdout
+    # 8.4 minutes and the arms' set-up overrun study.sh's 540-s stop (session 48): said before the arms start
+    assert "exceed study.sh's 540-s limit" in done.stderr
+    fits = subprocess.run(["bash", str(device / "arms.sh"), "8.0", *arms], env=env, capture_output=True, text=True)
+    assert fits.returncode == 0 and "limit" not in fits.stderr
     three = subprocess.run(["bash", str(device / "arms.sh"), "8.4", *arms, "x 2 all init"], env=env,
                            capture_output=True, text=True)
     assert three.returncode == 2 and "3 arms for 2 GPUs" in three.stderr
