@@ -1,6 +1,6 @@
 """Where a training step's time goes on the GPU: sampling a batch, and forward+backward+update.
 
-    python -m bench.bench_train --data .data/footage [--width 2] [--flow-level 0] [--batch 32 64] [--crop 256]
+    python -m bench.bench_train --data .data/footage [--width 2] [--batch 32 64] [--crop 256]
                                 [--cuda-graph] [--compile] [--profile] [--pageable-uploads]
 
 Times are wall-clock per step with the GPU synchronised at both ends, so host-side
@@ -44,7 +44,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", type=Path, required=True)
     p.add_argument("--width", type=float, default=1.0, help="the network's width factor (train.py --width)")
-    p.add_argument("--flow-level", type=int, default=None, help="finest flow level (train.py --flow-level)")
     p.add_argument("--batch", type=int, nargs="+", default=[32], help="one or several batch sizes, timed in turn")
     p.add_argument("--crop", type=int, default=256)
     p.add_argument("--steps", type=int, default=30)
@@ -65,7 +64,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         import training.data
 
         training.data.to_device = lambda x, device: x.to(device, non_blocking=True)
-    config = NetworkConfig().sized(args.width, args.flow_level)
+    config = NetworkConfig().sized(args.width)
     gen = torch.Generator().manual_seed(0)
     clips = load_clips(args.data, None, device, args.crop, exclude=VALIDATION_CLIPS)
     sampler = FootageSampler(clips, args.crop, generator=gen)

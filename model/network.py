@@ -81,15 +81,10 @@ class NetworkConfig:
             values[key] = tuple(scale(v) for v in value) if isinstance(value, (tuple, list)) else scale(value)
         return NetworkConfig.from_dict(values)
 
-    def sized(self, width: Optional[float] = None, flow_level: Optional[int] = None) -> "NetworkConfig":
-        """A fresh network's config as train.py's --width and --flow-level build it: every width times ``width``
-        and the finest flow level (None: as it is)."""
-        config = self
-        if width is not None:
-            config = config.widened(width)
-        if flow_level is not None:
-            config = dataclasses.replace(config, flow_finest_level=flow_level)
-        return config
+    def sized(self, width: Optional[float] = None) -> "NetworkConfig":
+        """A fresh network's config as train.py's --width builds it: every width times ``width`` (None: as it
+        is)."""
+        return self if width is None else self.widened(width)
 
     @classmethod
     def from_dict(cls, data: Dict) -> "NetworkConfig":

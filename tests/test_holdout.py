@@ -159,14 +159,13 @@ def test_train_two_folders_from_cache(two_folders, tmp_path):
     code = train.main(["--data", *map(str, two_folders), "--out", str(out), "--recipe", "study", "--batch", "4",
                        "--crop", "64",
                        "--device", "cpu", "--val-every", "2", "--val-batches", "1", "--max-steps", "2", "--frame-cache",
-                       str(tmp_path / "cache"), "--train-folders", "footage", "--width", "0.5",
-                       "--flow-level", "0"])
+                       str(tmp_path / "cache"), "--train-folders", "footage", "--width", "0.5"])
     assert code == 0
     entries = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
     last = [e for e in entries if "margin" in e][-1]
     assert last["score"] == last["margin"] and {"margin_t1", "margin_t2", "margin_footage2"} <= set(last)
     config = json.loads((out / "config.json").read_text())
-    assert config["encoder_widths"][0] == 12 and config["flow_finest_level"] == 0  # flow down to 1/2 resolution
+    assert config["encoder_widths"][0] == 12  # the half-width network the run built
     assert (tmp_path / "cache" / "footage" / "a.npy").is_file()
     assert not (tmp_path / "cache" / "footage2" / "shard-00" / "b.npy").exists()  # --train-folders footage
 

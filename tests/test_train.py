@@ -141,8 +141,6 @@ def test_recipe_values_are_checked_naming_the_flag(tmp_path, option, value, mess
     (["--rewarm", "-1"], "--rewarm must be 0 or positive"),
     (["--val-every", "0"], "--val-every must be at least 1"),
     (["--width", "2", "--init-weights", "w.safetensors"], "--width builds a fresh network"),
-    (["--flow-level", "0", "--resume", "runs/x"], "--flow-level builds a fresh network"),
-    (["--flow-level", "2"], "--flow-level must be 0 or 1"),
     (["--flow-iterations", "0"], "--flow-iterations must be at least 1"),
     (["--flow-iterations", "2", "--resume", "runs/x"], "a resumed run keeps its own"),
     (["--nonlinearity", "missing.pt"], "--nonlinearity missing.pt: no such file"),
@@ -193,8 +191,6 @@ def test_start_point_takes_the_named_recipe_and_checks_the_schedule(tmp_path):
     start = start_point(options, overrides)
     assert start.config == dataclasses.replace(RECIPES["study"], seed=9) and start.step == 0
     assert start.net_config.encoder_widths[0] == 2 * 24 and start.net_config.flow_finest_level == 1
-    options, overrides = _options(tmp_path, "--recipe", "study", "--width", "2", "--flow-level", "0")
-    assert start_point(options, overrides).net_config == dataclasses.replace(start.net_config, flow_finest_level=0)
     # the fast weights continue their recorded recipe where they stand in its schedule (steps 36000-41000)
     options, overrides = _options(tmp_path, "--init-weights", str(FAST))
     start = start_point(options, overrides)

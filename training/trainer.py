@@ -94,7 +94,7 @@ def start_point(options: RunOptions, overrides: dict, main_process: bool = True)
             say(f"note: {options.init_weights} does not record its training recipe; the fast recipe applies "
                 f"(--recipe names another)", main_process, err=True)
     else:
-        net_config = net_config.sized(options.width, options.flow_level)
+        net_config = net_config.sized(options.width)
     if options.flow_iterations is not None:
         net_config = dataclasses.replace(net_config, flow_iterations=options.flow_iterations)
     config = dataclasses.replace(config, **overrides)
