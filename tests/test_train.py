@@ -527,7 +527,7 @@ def test_device_scripts_keep_nvlink_multicast_off(tmp_path):
     script sources scripts/device/env.sh, found beside it from any working folder, before it starts a process."""
     device = ROOT / "scripts" / "device"
     source = 'source "$(dirname "${BASH_SOURCE[0]}")/env.sh"'
-    for script in ("chunk.sh", "multi_gpu.sh", "study.sh", "scaling.sh", "check_default.sh", "arms.sh"):
+    for script in ("chunk.sh", "multi_gpu.sh", "study.sh", "scaling.sh", "check_default.sh", "arms.sh", "score.sh"):
         lines = (device / script).read_text().splitlines()
         at = [i for i, line in enumerate(lines) if line.startswith(source)]
         starts = [i for i, line in enumerate(lines)
@@ -579,6 +579,52 @@ def test_arms_script_gives_each_arm_its_own_gpu_and_output(tmp_path):
     three = subprocess.run(["bash", str(device / "arms.sh"), "8.4", *arms, "x 2 all init"], env=env,
                            capture_output=True, text=True)
     assert three.returncode == 2 and "3 arms for 2 GPUs" in three.stderr
+
+
+def test_score_script_spreads_the_product_measures_over_the_gpus(tmp_path):
+    """scripts/device/score.sh runs three training.holdout measures per weights file (videos on the standard and
+    fresh sets, pairs on the standard set), jobs dealt round-robin to the GPUs with cores / GPUs threads each, each
+    measure's JSON under $OUT, and fails when a measure fails."""
+    device = tmp_path / "device"
+    device.mkdir()
+    for script in ("score.sh", "env.sh"):
+        (device / script).write_text((ROOT / "scripts" / "device" / script).read_text())
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    stubs = {"nvidia-smi": "echo GPU 0\necho GPU 1\n", "nproc": "echo 16\n",
+             # a training.holdout that records its GPU, threads and options, writes its --json, and fails on "bad"
+             "python3": 'json=""; prev=""; for a in "$@"; do [ "$prev" = --json ] && json=$a; prev=$a; done\n'
+                        'echo "gpu=$CUDA_VISIBLE_DEVICES threads=$OMP_NUM_THREADS $*" > "$SEEN/$(basename "$json")"\n'
+                        'echo "{}" > "$json"; echo "margin +1.000 dB"\n'
+                        'case "$*" in *bad*) exit 1;; esac\n'}
+    for name, body in stubs.items():
+        (bin_dir / name).write_text("#!/bin/sh\n" + body)
+        (bin_dir / name).chmod(0o755)
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "OUT": str(out), "SEEN": str(seen),
+           "HOME": str(tmp_path)}
+    done = subprocess.run(["bash", str(device / "score.sh"), "a/one.safetensors", "two.safetensors"], env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    measures = ("videos_standard", "videos_fresh", "pairs_standard")
+    assert sorted(p.name for p in out.iterdir()) == sorted(f"{n}.{m}.json" for n in ("one", "two") for m in measures)
+    calls = {p.name: p.read_text().split() for p in seen.iterdir()}
+    first = calls["one.videos_standard.json"]
+    assert first[:2] == ["gpu=0", "threads=8"] and first[2:4] == ["-m", "training.holdout"]
+    assert "--bf16" in first and first[first.index("--weights") + 1] == "a/one.safetensors"
+    assert " ".join(first).count("--motion quadratic --flow-scale auto --set standard") == 1
+    assert calls["one.videos_fresh.json"][0] == "gpu=1" and "fresh" in calls["one.videos_fresh.json"]
+    assert calls["one.pairs_standard.json"][0] == "gpu=0" and "--motion" not in calls["one.pairs_standard.json"]
+    assert calls["two.videos_standard.json"][0] == "gpu=1"  # the fourth job: round-robin over two GPUs
+    assert done.stdout.count("== ") == 6 and "== two pairs_standard" in done.stdout
+    failed = subprocess.run(["bash", str(device / "score.sh"), "bad.safetensors"], env=env, capture_output=True,
+                            text=True)
+    assert failed.returncode == 1
+    empty = subprocess.run(["bash", str(device / "score.sh")], env=env, capture_output=True, text=True)
+    assert empty.returncode == 2 and "at least one weights file" in empty.stderr
 
 
 def test_scripts_and_docs_start_weights_at_their_own_step():
