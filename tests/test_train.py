@@ -582,12 +582,12 @@ def test_arms_script_gives_each_arm_its_own_gpu_and_output(tmp_path):
 
 
 def test_score_script_spreads_the_product_measures_over_the_gpus(tmp_path):
-    """scripts/device/score.sh runs three training.holdout measures per weights file (videos on the standard and
-    fresh sets, pairs on the standard set), jobs dealt round-robin to the GPUs with cores / GPUs threads each, each
-    measure's JSON under $OUT, and fails when a measure fails."""
+    """scripts/device/score.sh runs the three measures (videos on the standard and fresh sets, pairs on the standard
+    set) as one training.holdout process each that scores every weights file, processes dealt round-robin to the
+    GPUs with cores / GPUs threads each, each measure's JSON under $OUT, and fails when a measure fails."""
     device = tmp_path / "device"
     device.mkdir()
-    for script in ("score.sh", "env.sh"):
+    for script in ("score.sh", "env.sh", "hold.sh"):
         (device / script).write_text((ROOT / "scripts" / "device" / script).read_text())
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -606,20 +606,24 @@ def test_score_script_spreads_the_product_measures_over_the_gpus(tmp_path):
     out.mkdir()
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "OUT": str(out), "SEEN": str(seen),
            "HOME": str(tmp_path)}
-    done = subprocess.run(["bash", str(device / "score.sh"), "a/one.safetensors", "two.safetensors"], env=env,
+    done = subprocess.run(["bash", str(device / "score.sh"), "a/last.safetensors", "b/last.safetensors"], env=env,
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     measures = ("videos_standard", "videos_fresh", "pairs_standard")
-    assert sorted(p.name for p in out.iterdir()) == sorted(f"{n}.{m}.json" for n in ("one", "two") for m in measures)
+    assert sorted(p.name for p in out.iterdir()) == sorted(f"{m}.json" for m in measures)
     calls = {p.name: p.read_text().split() for p in seen.iterdir()}
-    first = calls["one.videos_standard.json"]
+    first = calls["videos_standard.json"]
     assert first[:2] == ["gpu=0", "threads=8"] and first[2:4] == ["-m", "training.holdout"]
-    assert "--bf16" in first and first[first.index("--weights") + 1] == "a/one.safetensors"
+    assert first[4:7] == ["--data", f"{tmp_path}/vfi/hold/footage", f"{tmp_path}/vfi/hold/footage2"]
+    assert "--bf16" in first
+    for call in calls.values():  # every weights file in each measure's one pass, even two of the same name
+        at = call.index("--weights")
+        assert call[at + 1:at + 3] == ["a/last.safetensors", "b/last.safetensors"]
     assert " ".join(first).count("--motion quadratic --flow-scale auto --set standard") == 1
-    assert calls["one.videos_fresh.json"][0] == "gpu=1" and "fresh" in calls["one.videos_fresh.json"]
-    assert calls["one.pairs_standard.json"][0] == "gpu=0" and "--motion" not in calls["one.pairs_standard.json"]
-    assert calls["two.videos_standard.json"][0] == "gpu=1"  # the fourth job: round-robin over two GPUs
-    assert done.stdout.count("== ") == 6 and "== two pairs_standard" in done.stdout
+    assert calls["videos_fresh.json"][0] == "gpu=1" and "fresh" in calls["videos_fresh.json"]
+    pairs = calls["pairs_standard.json"]
+    assert pairs[0] == "gpu=0" and "--motion" not in pairs  # the third measure: round-robin over two GPUs
+    assert done.stdout.count("== ") == 3 and "== pairs_standard" in done.stdout and "margin +1.000" in done.stdout
     failed = subprocess.run(["bash", str(device / "score.sh"), "bad.safetensors"], env=env, capture_output=True,
                             text=True)
     assert failed.returncode == 1

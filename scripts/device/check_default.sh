@@ -10,12 +10,12 @@
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"  # NVLink multicast off in every process started here
+source "$(dirname "${BASH_SOURCE[0]}")/hold.sh"  # stage_holdout, holdout_bf16
 out=${OUT:?run this on the device machine, where OUT is set}
 weights=weights/network.safetensors
 if [ -n "${HOLDOUT:-}" ]; then
-    python3 -m training.stage unpack "$HOLDOUT" --dest ~/vfi/hold --cache /dev/shm/vfi-hold-cache | tail -1
-    python3 -m training.holdout --data ~/vfi/hold/footage ~/vfi/hold/footage2 --device cuda --bf16 \
-        --weights "$weights" --json "$out/holdout_bf16.json" | tail -2
+    stage_holdout "$HOLDOUT"
+    holdout_bf16 --weights "$weights" --json "$out/holdout_bf16.json" | tail -2
 fi
 python3 benchmark_middlebury.py --data "${MIDDLEBURY:?carry .data/middlebury and set MIDDLEBURY}" --device cuda \
     --weights "$weights" --json "$out/middlebury_gpu.json" | tail -1

@@ -11,6 +11,7 @@
 set -euo pipefail
 export PYTHONUNBUFFERED=1
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"  # NVLink multicast off in every process started here
+source "$(dirname "${BASH_SOURCE[0]}")/hold.sh"  # stage_holdout, holdout_bf16
 out=${OUT:?run this on the device machine, where OUT is set}
 arm=${1:?the weights of the trained arm}
 base=${2:?the weights it started from}
@@ -24,7 +25,5 @@ for share in "$@"; do
     soups+=("$soup")
 done
 python3 -m scripts.diagnose.patterns --weights "$arm" "${soups[@]}" | tee "$out/stripes.txt"
-python3 -m training.stage unpack "${HOLDOUT:?carry the held-out bundle and set HOLDOUT}" --dest ~/vfi/hold \
-    --cache /dev/shm/vfi-hold-cache | tail -1
-python3 -m training.holdout --data ~/vfi/hold/footage ~/vfi/hold/footage2 --device cuda --bf16 \
-    --weights "$arm" "${soups[@]}" --json "$out/holdout_bf16.json"
+stage_holdout "${HOLDOUT:?carry the held-out bundle and set HOLDOUT}"
+holdout_bf16 --weights "$arm" "${soups[@]}" --json "$out/holdout_bf16.json"
