@@ -554,7 +554,7 @@ def test_arms_script_gives_each_arm_its_own_gpu_and_output(tmp_path):
         (device / script).write_text((ROOT / "scripts" / "device" / script).read_text())
     # a study.sh that records what it was given; an nvidia-smi that lists two GPUs
     (device / "study.sh").write_text('echo "gpu=$CUDA_VISIBLE_DEVICES out=$OUT return=$RETURN bundle=[$BUNDLE] init=$INIT '
-                                     'args=$*" > "$OUT/seen.txt"\n')
+                                     'limit=$LIMIT args=$*" > "$OUT/seen.txt"\n')
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "nvidia-smi").write_text("#!/bin/sh\necho GPU 0\necho GPU 1\n")
@@ -567,7 +567,7 @@ def test_arms_script_gives_each_arm_its_own_gpu_and_output(tmp_path):
     done = subprocess.run(["bash", str(device / "arms.sh"), "8.4", *arms], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert (out / "ctl" / "seen.txt").read_text().split() == [
-        "gpu=0", f"out={out}/ctl", "return=last", "bundle=[]", "init=w.safetensors",
+        "gpu=0", f"out={out}/ctl", "return=last", "bundle=[]", "init=w.safetensors", "limit=540",
         "args=ctl", "2", "all", "8.4", "init", "--recipe", "quality"]
     assert (out / "syn" / "seen.txt").read_text().split()[:2] == ["gpu=1", f"out={out}/syn"]
     assert (out / "syn" / "seen.txt").read_text().split()[-2:] == ["--synthetic-share", "0.3"]

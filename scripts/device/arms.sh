@@ -18,7 +18,7 @@ minutes=${1:?minutes of training}
 shift
 [ $# -ge 1 ] || { echo "give at least one arm: \"NAME WIDTH FOLDERS MODE [options]\"" >&2; exit 2; }
 root=${OUT:?run this on the device machine, where OUT is set}
-limit=${LIMIT:-540}
+limit=${LIMIT:-540}  # study.sh's stop, passed to every arm so that the warning below and the stop agree
 if awk -v m="$minutes" -v l="$limit" 'BEGIN { exit !(m * 60 + 60 > l) }'; then
     echo "warning: $minutes minutes plus about a minute of set-up exceed study.sh's ${limit}-s limit:" \
         "the arms will be stopped after their last validation (resume them from it)" >&2
@@ -36,7 +36,7 @@ for arm in "$@"; do
     name=$1 width=$2 folders=$3 mode=$4
     shift 4
     mkdir -p "$root/$name"
-    CUDA_VISIBLE_DEVICES=$gpu OUT="$root/$name" RETURN=last BUNDLE= \
+    CUDA_VISIBLE_DEVICES=$gpu OUT="$root/$name" RETURN=last BUNDLE= LIMIT=$limit \
         bash "$here/study.sh" "$name" "$width" "$folders" "$minutes" "$mode" "$@" > "$root/$name.txt" 2>&1 &
     pids+=($!)
     names+=("$name")
