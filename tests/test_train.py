@@ -1050,3 +1050,22 @@ def test_holdout_flow_scale_scores_the_kept_margin_as_the_product_runs(footage, 
                                "--holdout-flow-scale", "1")) == 0
     assert set(seen) == {1.0}
     assert "scored the held-out margin at flow scale auto, this chunk at 1.0" in capsys.readouterr().err
+
+
+def test_state_progress_record(tmp_path):
+    """A state folder's step is read only where a chunk finished (model and record both there); a record
+    without its step is refused with the fix named; resuming an empty folder says what is missing."""
+    from training import state
+
+    assert state.progress_step(tmp_path) is None
+    state.write_progress(tmp_path, {"step": 1234, "best_score": 0.5})
+    assert state.progress_step(tmp_path) is None  # no model saved beside it
+    (tmp_path / state.MODEL).write_bytes(b"")
+    assert state.progress_step(tmp_path) == 1234
+    assert state.read_progress(tmp_path)["best_score"] == 0.5
+    with pytest.raises(ValueError, match="needs its step"):
+        state.write_progress(tmp_path, {"best_score": 0.5})
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(TrainingError, match="nothing to resume"):
+        start_point(RunOptions(resume=empty, out=tmp_path / "out"), {})

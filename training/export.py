@@ -27,6 +27,7 @@ from typing import Dict, List, Optional, Sequence, Union
 
 from model.network import Network, NetworkConfig
 from model.weights import config_from_metadata, load_weights, read_metadata, save_weights
+from training.state import AVERAGE, LOG, MODEL, NETWORK_CONFIG, RECIPE, progress_step
 
 _FIGURES = ("val_", "holdout_")  # metadata keys of figures that scored one network config
 
@@ -38,36 +39,36 @@ def export_state(state: Union[str, Path], out: Union[str, Path], raw: bool = Fal
     from safetensors.torch import load_file
 
     state = Path(state)
-    needed = ["state_model.safetensors", "config.json"]
+    needed = [MODEL, NETWORK_CONFIG]
     missing = [name for name in needed if not (state / name).is_file()]
     if missing:
         raise ValueError(f"{state} is not a training state folder: {', '.join(missing)} missing (train.py writes "
                          "them to its --out folder; a device chunk's state is $OUT/train plus small.tar's t/)")
-    trained = NetworkConfig.from_dict(json.loads((state / "config.json").read_text()))
+    trained = NetworkConfig.from_dict(json.loads((state / NETWORK_CONFIG).read_text()))
     net = Network(_with_passes(trained, flow_iterations))
-    tensors = load_file(str(state / "state_model.safetensors"))
+    tensors = load_file(str(state / MODEL))
     which = "network"
-    average_path = state / "state_ema.safetensors"
+    average_path = state / AVERAGE
     if not raw and average_path.is_file():
         average = load_file(str(average_path))
         average.pop("_updates", None)
         unknown = set(average) - set(tensors)
         if unknown:
-            raise ValueError(f"{average_path} does not fit {state / 'state_model.safetensors'}: "
+            raise ValueError(f"{average_path} does not fit {state / MODEL}: "
                              f"{len(unknown)} unknown tensors, e.g. {sorted(unknown)[0]}")
         tensors.update(average)  # parameters from the average, buffers (if any) from the network
         which = "moving average"
     net.load_state_dict(tensors, strict=True)
     extra = {"exported_from": f"{state} ({which})"}
-    progress = state / "progress.json"
-    if progress.is_file():
-        extra["step"] = str(json.loads(progress.read_text())["step"])
+    step = progress_step(state)
+    if step is not None:
+        extra["step"] = str(step)
         # train.py validated the moving average where there is one, else the network: its figures at this step
         # describe the exported weights unless --raw passed the average over
         # (and only under the config it ran: other flow passes make another network)
         if (which == "moving average" or not average_path.is_file()) and net.config == trained:
-            extra.update(_validation_at(state / "log.jsonl", int(extra["step"])))
-    train_config = state / "train_config.json"
+            extra.update(_validation_at(state / LOG, step))
+    train_config = state / RECIPE
     if train_config.is_file():
         extra["train_config"] = json.dumps(json.loads(train_config.read_text()))
     save_weights(net, out, extra=extra)

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
-import json
 import shlex
 import sys
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from training.config import RECIPES
+from training.state import progress_step
 
 ALL, FIRST = "all", "first"  # Train.data: every --data folder, or the first one alone
 REWARM = 500  # steps over which a stage from trained weights eases its fresh optimiser in (train.py --rewarm)
@@ -272,14 +272,6 @@ def command(module: str, argv: Sequence[str]) -> str:
     """The shell command line of a module's ``main(argv)``."""
     program = "python train.py" if module == "train" else f"python -m {module}"
     return f"{program} {shlex.join(argv)}"
-
-
-def progress_step(folder: Path) -> Optional[int]:
-    """The step a state folder's progress.json records (None: no chunk finished there yet)."""
-    progress = folder / "progress.json"
-    if not (progress.is_file() and (folder / "state_model.safetensors").is_file()):
-        return None
-    return int(json.loads(progress.read_text())["step"])
 
 
 def is_done(step: Step, job: Job) -> bool:

@@ -31,11 +31,8 @@ from training.holdout import baseline_scores, describe, holdout_triplets, is_hol
 from training.linearity import NEAR_LINEAR_PX, measured, near_linear_subsets, nonlinearity_tables
 from training.losses import psnr
 from training.options import RunOptions
-from training import schedule, validation
+from training import schedule, state, validation
 from training.step import StepLoss, TrainStep, WeightAverage, compact
-
-# a state's files, as save() writes them
-STATE_MODEL, STATE_OPTIM, STATE_EMA = "state_model.safetensors", "state_optim.pt", "state_ema.safetensors"
 
 
 def say(text: str, main_process: bool = True, err: bool = False) -> None:
@@ -63,14 +60,15 @@ class Start:
 
 def _resumed(options: RunOptions, overrides: dict) -> Start:
     folder = options.resume
-    if not (folder / STATE_MODEL).is_file():
-        raise TrainingError(f"nothing to resume in {folder} (no {STATE_MODEL})")
+    progress = state.read_progress(folder)
+    if progress is None:
+        raise TrainingError(f"nothing to resume in {folder} (no {state.MODEL} and {state.PROGRESS}: train.py "
+                            "writes them to its --out folder at each chunk's end)")
     if options.recipe is not None:
         raise TrainingError("--recipe with --resume: a resumed run continues its own recipe (recipe flags still "
                             "override single fields)")
-    config = TrainConfig.from_dict(json.loads((folder / "train_config.json").read_text()), f"{folder}'s recipe")
-    progress = json.loads((folder / "progress.json").read_text())
-    net_config = NetworkConfig.from_dict(json.loads((folder / "config.json").read_text()))
+    config = TrainConfig.from_dict(json.loads((folder / state.RECIPE).read_text()), f"{folder}'s recipe")
+    net_config = NetworkConfig.from_dict(json.loads((folder / state.NETWORK_CONFIG).read_text()))
     return Start(dataclasses.replace(config, **overrides), net_config, progress["step"], progress)
 
 
@@ -262,8 +260,8 @@ class Trainer:
         """Leave out the footage triplets straying from constant velocity, measured once and kept beside the
         state (OUT/nonlinearity.pt), so that a resumed run finds it."""
         options, limit, sampler = self.options, self.config.max_nonlinearity, self.sampler
-        tables_file = options.out / "nonlinearity.pt"
-        source = options.nonlinearity or (options.resume / "nonlinearity.pt" if options.resume else None)
+        tables_file = options.out / state.NONLINEARITY
+        source = options.nonlinearity or (options.resume / state.NONLINEARITY if options.resume else None)
         if self.main:
             options.out.mkdir(parents=True, exist_ok=True)
             if source is not None and source.is_file() and source.resolve() != tables_file.resolve():
@@ -330,7 +328,7 @@ class Trainer:
         else:
             net = Network(self.net_config).to(device)
             if options.resume is not None:
-                net.load_state_dict(load_file(str(options.resume / STATE_MODEL)), strict=True)
+                net.load_state_dict(load_file(str(options.resume / state.MODEL)), strict=True)
         self.net = net.to(memory_format=torch.channels_last)
         self.model = TrainStep(self.net)
         if self.process.world > 1:
@@ -344,12 +342,12 @@ class Trainer:
         self.optim = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
                                         {"params": no_decay, "weight_decay": 0.0}], lr=config.lr,
                                        fused=device.type == "cuda")
-        if options.resume is not None and (options.resume / STATE_OPTIM).is_file():
-            self.optim.load_state_dict(torch.load(options.resume / STATE_OPTIM, map_location=device,
+        if options.resume is not None and (options.resume / state.OPTIMIZER).is_file():
+            self.optim.load_state_dict(torch.load(options.resume / state.OPTIMIZER, map_location=device,
                                                   weights_only=True))
         self.ema = WeightAverage(net, config.ema_decay) if config.ema_decay > 0 else None
-        if self.ema is not None and options.resume is not None and (options.resume / STATE_EMA).is_file():
-            self.ema.load(load_file(str(options.resume / STATE_EMA), device=str(device)))
+        if self.ema is not None and options.resume is not None and (options.resume / state.AVERAGE).is_file():
+            self.ema.load(load_file(str(options.resume / state.AVERAGE), device=str(device)))
         # scores are margins (negative while the network trails the baseline) or PSNRs
         self.best, self.kept_score, self.kept_boundary = -1e9, -1e9, None
         same_batches = self.resumed_val_batches == self.val_batches
@@ -441,7 +439,7 @@ class Trainer:
             self.save_kept(val, native, boundary, margins)
 
     def write_log(self, entry: dict) -> None:
-        with open(self.options.out / "log.jsonl", "a") as log:
+        with open(self.options.out / state.LOG, "a") as log:
             log.write(json.dumps(entry) + "\n")
 
     def save_state(self) -> None:
@@ -449,19 +447,16 @@ class Trainer:
 
         out = self.options.out
         save_file({k: v.detach().float().cpu().contiguous() for k, v in self.net.state_dict().items()},
-                  str(out / STATE_MODEL))
-        torch.save(compact(self.optim.state_dict()), out / STATE_OPTIM)
+                  str(out / state.MODEL))
+        torch.save(compact(self.optim.state_dict()), out / state.OPTIMIZER)
         if self.ema is not None:
-            save_file(self.ema.state_dict(), str(out / STATE_EMA))
-        (out / "config.json").write_text(json.dumps(self.net.config.to_dict()) + "\n")
-        self.config.save(out / "train_config.json")
-        (out / "progress.json").write_text(json.dumps({"step": self.step, "best_score": self.best,
-                                                       "kept_score": self.kept_score,
-                                                       "kept_boundary": self.kept_boundary,
-                                                       "val_batches": self.val_batches,
-                                                       "holdout_flow_scale": self.holdout_flow_scale,
-                                                       "cuda_graph": self.cuda_graph,
-                                                       "processes": self.process.world}) + "\n")
+            save_file(self.ema.state_dict(), str(out / state.AVERAGE))
+        (out / state.NETWORK_CONFIG).write_text(json.dumps(self.net.config.to_dict()) + "\n")
+        self.config.save(out / state.RECIPE)
+        state.write_progress(out, {"step": self.step, "best_score": self.best, "kept_score": self.kept_score,
+                                   "kept_boundary": self.kept_boundary, "val_batches": self.val_batches,
+                                   "holdout_flow_scale": self.holdout_flow_scale, "cuda_graph": self.cuda_graph,
+                                   "processes": self.process.world})
 
     def save_kept(self, val: float, native: float, boundary: Optional[float], margins: Optional[dict]) -> None:
         extra = {"step": str(self.step), "val_psnr": f"{val:.3f}", "val_consecutive_psnr": f"{native:.3f}",
@@ -471,7 +466,7 @@ class Trainer:
             extra.update({f"holdout_{k}": f"{margins[k]:.3f}" for k in ("margin", "margin_t1", "margin_t2")})
             extra["holdout_flow_scale"] = str(self.holdout_flow_scale)
         with self.averaged():
-            save_weights(self.net, self.options.out / "weights.safetensors", extra=extra)
+            save_weights(self.net, self.options.out / state.KEPT_WEIGHTS, extra=extra)
 
     # -- training --------------------------------------------------------------------------------------------
 

@@ -19,11 +19,7 @@ import tarfile
 from pathlib import Path
 from typing import List, Optional
 
-# what train.py --resume reads (state_ema only with --ema-decay above 0; state_optim only where the optimizer went on;
-# nonlinearity.pt only with --max-nonlinearity)
-RESUME_FILES = ("state_model.safetensors", "state_optim.pt", "state_ema.safetensors", "progress.json",
-                "config.json", "train_config.json", "log.jsonl", "nonlinearity.pt")
-REQUIRED = ("state_model.safetensors", "progress.json", "config.json", "train_config.json")
+from training.state import REQUIRED, RESUME_FILES
 
 
 def unpack_chunk(returned: Path, state: Path, resume_dir: Optional[Path] = None) -> List[str]:
