@@ -21,6 +21,7 @@ mode=${5:?new, resume or init}
 shift 5
 export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-8}
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"  # NVLink multicast off in every process started here
+warn_overrun "$minutes" "${LIMIT:-540}"
 out=${OUT:?run this on the device machine, where OUT is set}
 data=~/vfi/data
 cache=/dev/shm/vfi-cache
