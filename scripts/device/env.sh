@@ -3,9 +3,10 @@
 # lent multi-GPU hosts a program using it can put GPUs that others share out of service (docs/training.md)
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 
-# study.sh stops training at LIMIT seconds (540 by default). --minutes counts training only: set-up, the last
-# validation and a torchrun's shutdown took up to 76 s beside it (session 49: a four-GPU resume of 8.0 minutes was
-# still shutting down at 540 s, its state already saved), so warn where MINUTES leave less than 80 s of LIMIT.
+# study.sh stops training at LIMIT seconds (540 by default). --minutes counts training only: the chunk runs on to
+# its last validation, and set-up and shutdown come on top (session 49: a four-GPU resume of 8.0 minutes trained
+# 8.36 and was still shutting down at 540 s, its state saved; 5.5 minutes trained 5.92 in a 384-s call), so warn
+# where MINUTES leave less than 80 s of LIMIT.
 warn_overrun() {  # MINUTES LIMIT
     if awk -v m="$1" -v l="$2" 'BEGIN { exit !(m * 60 + 80 > l) }'; then
         echo "warning: $1 minutes plus about 80 s of set-up, last validation and shutdown exceed study.sh's" \
