@@ -4,14 +4,14 @@
 #
 #   bash scripts/device/arms.sh MINUTES "NAME WIDTH FOLDERS MODE [train.py options]" ["NAME ..." ...]
 #   e.g. I="--recipe quality-psnr-mixed --schedule-start 84919 --holdout-flow-scale auto --validate-first"
-#        INIT=weights/network.safetensors bash scripts/device/arms.sh 7.5 "ctl 2 all init $I" "syn 2 all init $I --synthetic-share 0.3"
+#        INIT=weights/network.safetensors bash scripts/device/arms.sh 7.0 "ctl 2 all init $I" "syn 2 all init $I --synthetic-share 0.3"
 #
 # Stage the footage first (one call per bundle, as study.sh says); BUNDLE is not read here. INIT and MIDDLEBURY
 # pass to every arm. The arms' states stay under ~/vfi/runs/NAME for `resume` arms in the same lease. Results:
 # $OUT/NAME/ for each arm: study.tar (log, configs, stdout) and the last step's fp16 weights in 15 MiB parts
 # (study.sh with RETURN=last), two files per arm, so four arms fill the 8 files a call returns.
 # MINUTES count after the arms' set-up (decoding, graph capture, --validate-first: about a minute with four arms
-# starting together), and study.sh stops an arm at LIMIT seconds (540): 7.5 minutes fit (env.sh's warn_overrun
+# starting together), and study.sh stops an arm at LIMIT seconds (540): 7.0 minutes fit (env.sh's warn_overrun
 # says when they do not; session 48's 8.6 were stopped after their last validation and resumed from it).
 set -uo pipefail
 minutes=${1:?minutes of training}

@@ -8,8 +8,8 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 # 8.36 and was still shutting down at 540 s, its state saved; 5.5 minutes trained 5.92 in a 384-s call), so warn
 # where MINUTES leave less than 80 s of LIMIT.
 warn_overrun() {  # MINUTES LIMIT
-    if awk -v m="$1" -v l="$2" 'BEGIN { exit !(m * 60 + 80 > l) }'; then
-        echo "warning: $1 minutes plus about 80 s of set-up, last validation and shutdown exceed study.sh's" \
+    if awk -v m="$1" -v l="$2" 'BEGIN { exit !(m * 60 + 120 > l) }'; then
+        echo "warning: $1 minutes plus about 120 s of set-up, last validation and shutdown exceed study.sh's" \
             "${2}-s limit: a run stopped there keeps the state of its last validation (resume from it)" >&2
     fi
 }
