@@ -577,6 +577,13 @@ def test_arms_script_gives_each_arm_its_own_gpu_and_output(tmp_path):
     assert "exceed study.sh's 540-s limit" in done.stderr
     edge = subprocess.run(["bash", str(device / "arms.sh"), "7.5", *arms], env=env, capture_output=True, text=True)
     assert edge.returncode == 0 and "exceed study.sh's 540-s limit" in edge.stderr
+    # once per command: a study.sh started by arms.sh (here a script that checks again) stays quiet
+    (device / "study.sh").write_text('source "$(dirname "${BASH_SOURCE[0]}")/env.sh"; warn_overrun "$4" 540\n')
+    once = subprocess.run(["bash", str(device / "arms.sh"), "8.4", *arms], env=env, capture_output=True, text=True)
+    assert once.returncode == 0 and once.stderr.count("exceed study.sh's 540-s limit") == 1, once.stderr
+    alone = subprocess.run(["bash", str(device / "study.sh"), "x", "2", "all", "8.4"], env=env, capture_output=True,
+                           text=True)
+    assert alone.stderr.count("exceed study.sh's 540-s limit") == 1, alone.stderr
     fits = subprocess.run(["bash", str(device / "arms.sh"), "7.0", *arms], env=env, capture_output=True, text=True)
     assert fits.returncode == 0 and "limit" not in fits.stderr
     three = subprocess.run(["bash", str(device / "arms.sh"), "8.4", *arms, "x 2 all init"], env=env,
