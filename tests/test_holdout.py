@@ -10,9 +10,10 @@ import torch
 import train
 from media.video import ffmpeg_exe
 from model.network import Network, NetworkConfig, count_parameters
-from training.data import Clip, clean_span, clip_entries, load_clips
+from training.data import Clip, clean_span, load_clips
 from training.holdout import (TRIPLET_SETS, baseline_scores, classical_interpolation, holdout_triplets, is_holdout,
                               summary)
+from training.listing import clip_entries
 from training.stage import check, pack, select_clips, unpack
 from training.stage import main as stage_main
 
@@ -286,3 +287,13 @@ def test_clean_span_needs_the_frames_one_shot_and_no_repeats():
     assert not clean_span(clip, 2, 5)  # across the cut
     assert not clean_span(clip, 5, 8)  # over the repeated frame
     assert clean_span(clip, 7, 9)
+
+
+def test_clip_list_reads_one_entry_per_line(tmp_path):
+    """training.listing: a folder is footage when it holds clips.jsonl; blank lines are skipped."""
+    from training.listing import is_footage_folder, listing_path
+
+    assert not is_footage_folder(tmp_path)
+    listing_path(tmp_path).write_text('{"file": "a.mp4"}\n\n{"file": "b.mp4"}\n')
+    assert is_footage_folder(tmp_path)
+    assert [e["file"] for e in clip_entries(tmp_path)] == ["a.mp4", "b.mp4"]

@@ -11,7 +11,6 @@ flows one->two and two->one come with them (occlusion handled by the layer order
 
 from __future__ import annotations
 
-import json
 import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -21,6 +20,8 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+from training.listing import clip_entries
 
 
 @dataclass
@@ -48,11 +49,6 @@ def _decode(path: Path) -> torch.Tensor:
     if not frames:
         raise ValueError(f"no frames decoded from {path}")
     return torch.stack(frames).permute(0, 3, 1, 2).contiguous()
-
-
-def clip_entries(root: Path) -> List[dict]:
-    """The footage folder's clips.jsonl, one dict per clip (file, frames, width, height, motion, cuts, ...)."""
-    return [json.loads(line) for line in (root / "clips.jsonl").read_text().splitlines() if line.strip()]
 
 
 def clean_span(clip: Clip, start: int, end: int) -> bool:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from training.config import RECIPES
+from training.listing import LISTING, is_footage_folder
 from training.state import progress_step
 
 ALL, FIRST = "all", "first"  # Train.data: every --data folder, or the first one alone
@@ -190,8 +191,8 @@ class Job:
         if self.minutes <= 0:
             raise ValueError(f"--minutes must be positive, got {self.minutes}")
         for folder in self.data:
-            if not (folder / "clips.jsonl").is_file():
-                raise ValueError(f"--data {folder}: no clips.jsonl there; pass the footage folders (footage footage2)")
+            if not is_footage_folder(folder):
+                raise ValueError(f"--data {folder}: no {LISTING} there; pass the footage folders (footage footage2)")
         names = [folder.name for folder in self.data]
         if len(set(names)) != len(names):
             raise ValueError(f"--data folders need distinct names (the selected clips keep them), got "
@@ -283,7 +284,7 @@ def is_done(step: Step, job: Job) -> bool:
         from training.data import missing_clips
 
         folders = job.folders(step.out)
-        return all((f / "clips.jsonl").is_file() for f in folders) and not missing_clips(list(folders))
+        return all(is_footage_folder(f) for f in folders) and not missing_clips(list(folders))
     return job.path(step.out).is_file()
 
 

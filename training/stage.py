@@ -31,6 +31,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
+from training.listing import clip_entries, is_footage_folder, listing_path
+
 MIB = 2 ** 20
 
 
@@ -53,8 +55,6 @@ def select_clips(min_short_side: int = 0, held_out_only: bool = False) -> Select
 def plan_bundles(folders: List[Path], max_bytes: int, keep: Optional[Selection] = None) -> List[List[Path]]:
     """Clip files (relative to the folders' parent) grouped into bundles of at most ``max_bytes``, in
     clips.jsonl order, each clip whole (only the entries ``keep`` accepts, if given)."""
-    from training.data import clip_entries
-
     bundles: List[List[Path]] = [[]]
     size = 0
     for folder in folders:
@@ -77,13 +77,11 @@ def pack(folders: List[Path], out: Path, max_mib: float, keep: Optional[Selectio
     """Write the bundles under ``out`` (0, 1, ...): copies of the clips, and in each bundle every folder's
     clips.jsonl, so that ``check`` on a partly staged machine also names the clips of a folder no bundle has
     reached yet (with ``keep``, only the clips it accepts, in the clips and in every clips.jsonl)."""
-    from training.data import clip_entries
-
     if out.exists():
         shutil.rmtree(out)
     sources = {folder.name: folder for folder in folders}
     # every folder's list goes into every bundle: a check sees the folders still to come
-    lists = {name: (folder / "clips.jsonl").read_bytes() if keep is None else
+    lists = {name: listing_path(folder).read_bytes() if keep is None else
              "".join(json.dumps(e) + "\n" for e in clip_entries(folder) if keep(e)).encode()
              for name, folder in sources.items()}
     written = []
@@ -95,20 +93,20 @@ def pack(folders: List[Path], out: Path, max_mib: float, keep: Optional[Selectio
             shutil.copyfile(sources[rel.parts[0]] / Path(*rel.parts[1:]), target)
         for name, listing in lists.items():
             (bundle / name).mkdir(parents=True, exist_ok=True)
-            (bundle / name / "clips.jsonl").write_bytes(listing)
+            listing_path(bundle / name).write_bytes(listing)
         written.append(bundle)
     return written
 
 
 def unpack(bundle: Path, dest: Path, cache: Path, workers: int = 16) -> int:
     """Copy a bundle's clips under ``dest`` and decode them into ``cache``; returns the number of clips."""
-    from training.data import cached_frames, clip_entries
+    from training.data import cached_frames
 
     jobs = []
     for folder in sorted(p for p in bundle.iterdir() if p.is_dir()):
         target = dest / folder.name
         target.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(folder / "clips.jsonl", target / "clips.jsonl")
+        shutil.copyfile(listing_path(folder), listing_path(target))
         for entry in clip_entries(folder):
             if (folder / entry["file"]).is_file():
                 (target / entry["file"]).parent.mkdir(parents=True, exist_ok=True)
@@ -121,10 +119,8 @@ def unpack(bundle: Path, dest: Path, cache: Path, workers: int = 16) -> int:
 
 def check(dest: Path, cache: Path) -> Dict[str, List[str]]:
     """Per footage folder under ``dest``: the clips listed but not staged or not decoded (empty lists: ready)."""
-    from training.data import clip_entries
-
     report = {}
-    for folder in sorted(p for p in dest.iterdir() if (p / "clips.jsonl").is_file()):
+    for folder in sorted(p for p in dest.iterdir() if is_footage_folder(p)):
         report[folder.name] = [entry["file"] for entry in clip_entries(folder)
                                if not (folder / entry["file"]).is_file()
                                or not (cache / folder.name / entry["file"]).with_suffix(".npy").is_file()]

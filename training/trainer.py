@@ -28,6 +28,7 @@ from training.data import (BOUNDARY_SETS, FootageSampler, boundary_masks, frame_
                            missing_clips, paste_layers, shard, shard_ranks, synthetic_batch, synthetic_set,
                            validation_sets)
 from training.holdout import baseline_scores, describe, holdout_triplets, is_holdout, network_scores, summary
+from training.listing import LISTING, is_footage_folder
 from training.linearity import NEAR_LINEAR_PX, measured, near_linear_subsets, nonlinearity_tables
 from training.losses import psnr
 from training.options import RunOptions
@@ -110,11 +111,11 @@ def start_point(options: RunOptions, overrides: dict, main_process: bool = True)
 
 def check_data(options: RunOptions) -> None:
     for folder in options.data:
-        if not (folder / "clips.jsonl").is_file():
-            raise TrainingError(f"{folder} has no clips.jsonl: pass --data pointing at the footage folders")
+        if not is_footage_folder(folder):
+            raise TrainingError(f"{folder} has no {LISTING}: pass --data pointing at the footage folders")
     absent = missing_clips(list(options.data))
     if absent:
-        raise TrainingError(f"{len(absent)} clips listed in clips.jsonl are missing (first: {absent[0]}): stage "
+        raise TrainingError(f"{len(absent)} clips listed in {LISTING} are missing (first: {absent[0]}): stage "
                             f"every shard of the footage before training")
     names = [folder.name for folder in options.data]
     if options.train_folders and not set(options.train_folders) <= set(names):

@@ -67,8 +67,9 @@ from model.ensemble import EnsembleNetwork
 from model.network import FlowState
 from model.warp import backwarp
 from training.config import VALIDATION_CLIPS
-from training.data import (BOUNDARY_SETS, FootageSampler, boundary_masks, clip_entries, dis_flow,
-                           forward_differences, frame_blend, load_clips, synthetic_set, validation_sets)
+from training.data import (BOUNDARY_SETS, FootageSampler, boundary_masks, dis_flow, forward_differences,
+                           frame_blend, load_clips, synthetic_set, validation_sets)
+from training.listing import clip_entries
 from training.losses import psnr
 from training.linearity import near_linear_subsets
 from training.validation import validation_psnr

@@ -1,0 +1,25 @@
+"""A footage folder's clip list: the file ``clips.jsonl`` in the folder, one JSON object per clip (its fields:
+docs/training.md#data). Torch-free: staging reads and writes lists without loading PyTorch."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List
+
+LISTING = "clips.jsonl"
+
+
+def listing_path(folder: Path) -> Path:
+    """Where ``folder``'s clip list is."""
+    return Path(folder) / LISTING
+
+
+def is_footage_folder(folder: Path) -> bool:
+    """Whether ``folder`` holds a clip list."""
+    return listing_path(folder).is_file()
+
+
+def clip_entries(folder: Path) -> List[dict]:
+    """The folder's clips, one dict per clip (file, frames, width, height, motion, cuts, ...)."""
+    return [json.loads(line) for line in listing_path(folder).read_text().splitlines() if line.strip()]
