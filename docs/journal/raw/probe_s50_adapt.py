@@ -5,11 +5,13 @@ scale 1); no evaluated middle frame, nor any frame within 2 of one, is seen by t
 
     python docs/journal/raw/probe_s50_adapt.py FOOTAGE FOOTAGE2 OUT.json [--device cuda] [--steps 100] [--checkpoints 50]
         [--rates 1e-5 5e-5] [--clips A:B]
+    python docs/journal/raw/probe_s50_adapt.py --join PART.json [PART.json ...]   # the gains over parts' rows
 """
 
 import argparse
 import json
 import random
+import sys
 import time
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple
@@ -93,7 +95,21 @@ def summarise(rows: List[dict], key: str) -> Dict[str, float]:
             "triplets": len(rows)}
 
 
+def join(paths: Sequence[Path]) -> None:
+    """Print each rate's gains over the rows of several parts of one probe (split by --clips)."""
+    rows = [r for path in paths for r in json.loads(Path(path).read_text())["rows"]]
+    for rate in sorted({r["rate"] for r in rows}):
+        mine = [r for r in rows if r["rate"] == rate]
+        steps = sorted(int(k.split("_")[1]) for k in mine[0] if k.startswith("after_"))
+        clips = len({(r["group"], r["clip"]) for r in mine})
+        for s in steps:
+            print(f"lr {rate:g}, {s} steps, {clips} clips: {summarise(mine, f'after_{s}')}")
+
+
 def main() -> None:
+    if len(sys.argv) > 2 and sys.argv[1] == "--join":
+        join([Path(a) for a in sys.argv[2:]])
+        return
     parser = argparse.ArgumentParser()
     parser.add_argument("footage", type=Path)
     parser.add_argument("footage2", type=Path)
