@@ -947,6 +947,20 @@ def test_two_processes_with_torchrun_resume_across_process_counts(footage, train
     assert "shards" not in captured.out and "non-linearity: measured" not in captured.out  # the tables were there
 
 
+@pytest.mark.slow
+def test_processes_under_torchrun_stop_at_the_same_step_when_the_minutes_run_out(footage, tmp_path):
+    """--minutes under torchrun: the main process's clock decides, read every TIME_CHECK_STEPS steps and
+    broadcast, so both processes leave the loop after the same step (a process that went on alone would wait in
+    the next step's all-reduce until NCCL's timeout, as four-GPU chunks did in sessions 49 and 50). With a limit
+    of 0.06 s the first reading, at step TIME_CHECK_STEPS, ends the chunk there: on every run, not near it."""
+    from training.trainer import TIME_CHECK_STEPS
+
+    out = tmp_path / "timed"
+    proc = torchrun(footage, out, 29519, "--minutes", "0.001", "--val-every", "1000")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads((out / "progress.json").read_text())["step"] == TIME_CHECK_STEPS
+
+
 @pytest.mark.cuda
 @pytest.mark.parametrize("quadratic", [False, True])
 def test_cuda_graph_step_matches_the_eager_step(quadratic):

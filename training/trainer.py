@@ -35,6 +35,9 @@ from training.options import RunOptions
 from training import schedule, state, validation
 from training.step import StepLoss, TrainStep, WeightAverage, compact
 
+# under torchrun, how often (in steps) the main process's clock is read for --minutes and its answer broadcast
+TIME_CHECK_STEPS = 20
+
 
 def say(text: str, main_process: bool = True, err: bool = False) -> None:
     if main_process:
@@ -531,10 +534,28 @@ class Trainer:
         return losses
 
     def done(self, chunk_start: float) -> bool:
+        """Whether the chunk ends at this step: its schedule's or --max-steps' last step, or its --minutes spent.
+        Every process calls it after every step and gets the same answer (``out_of_time``)."""
         options, config = self.options, self.config
-        return (time.time() - chunk_start > options.minutes * 60.0
-                or self.step >= config.schedule_start + config.total_steps
-                or (options.max_steps is not None and self.step - self.start_step >= options.max_steps))
+        return (self.step >= config.schedule_start + config.total_steps
+                or (options.max_steps is not None and self.step - self.start_step >= options.max_steps)
+                or self.out_of_time(chunk_start))
+
+    def out_of_time(self, chunk_start: float) -> bool:
+        """Whether --minutes have passed. Under torchrun the processes must leave the loop at the same step (one
+        that goes on waits in the next step's gradient all-reduce for the others until NCCL's timeout, as four-GPU
+        chunks did at their ends in sessions 49 and 50): the main process's clock decides, read every
+        ``TIME_CHECK_STEPS`` steps and broadcast (a wait for the GPU each time; one process reads it every step)."""
+        late = time.time() - chunk_start > self.options.minutes * 60.0
+        if self.process.world == 1:
+            return late
+        if (self.step - self.start_step) % TIME_CHECK_STEPS or self.step == self.start_step:
+            return False
+        import torch.distributed as dist
+
+        flag = torch.tensor([1.0 if late else 0.0], device=self.process.device)
+        dist.broadcast(flag, src=0)
+        return bool(flag.item())
 
     def run(self) -> None:
         from tqdm import tqdm
@@ -547,7 +568,8 @@ class Trainer:
         running: Dict[str, torch.Tensor] = {}
         count = 0
         bar = tqdm(total=options.max_steps, disable=not self.main, mininterval=10, desc="train")
-        while not self.done(chunk_start):
+        stop = self.done(chunk_start)
+        while not stop:
             lr = self.learning_rate()
             losses = self.train_step(self.next_inputs(), lr)
             bar.update(1)
@@ -561,8 +583,9 @@ class Trainer:
                 self.write_log(entry)
                 bar.set_postfix(loss=entry["loss"], lr=f"{lr:.2e}")
                 running, count = {}, 0
+            stop = self.done(chunk_start)  # every process, so that they agree
             # (not at the chunk's last step: the final check below validates that one)
-            if self.step % options.val_every == 0 and self.main and not self.done(chunk_start):
+            if self.step % options.val_every == 0 and self.main and not stop:
                 self.check()
         bar.close()
         if self.main:
