@@ -21,7 +21,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from training.listing import clip_entries
+from training.listing import clip_entries, listing_path
 
 
 @dataclass
@@ -141,7 +141,7 @@ def load_clips(root: RootsArg, names: Optional[Sequence[str]], device: torch.dev
         wanted = set(names)
         missing = wanted - {e["file"] for _, e in pairs}
         if missing:
-            raise ValueError(f"clips not in {', '.join(str(r / 'clips.jsonl') for r in _roots(root))}: "
+            raise ValueError(f"clips not in {', '.join(str(listing_path(r)) for r in _roots(root))}: "
                              f"{sorted(missing)}")
         pairs = [(r, e) for r, e in pairs if e["file"] in wanted]
     excluded = set(exclude)
