@@ -14,14 +14,18 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
 from engine.options import DEFAULT_WEIGHTS, flow_scale_value
 
+if TYPE_CHECKING:
+    from engine.interpolator import Interpolator
 
-def evaluate(interpolator, data: Path, progress: bool = True) -> Dict:
+
+def evaluate(interpolator: Union["Interpolator", Callable[[np.ndarray, np.ndarray, Sequence[float]], List[np.ndarray]]],
+             data: Path, progress: bool = True) -> Dict:
     """Per-sequence and mean PSNR/SSIM of ``interpolator`` (an ``engine.Interpolator``, or any callable
     ``(one, two, times)`` on H x W x 3 float frames) on a Middlebury-style folder."""
     from skimage.metrics import peak_signal_noise_ratio, structural_similarity

@@ -16,11 +16,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from engine.options import DEFAULT_WEIGHTS
+
+if TYPE_CHECKING:
+    from engine.interpolator import Interpolator
 
 CLIPS = ("BoxingPractice", "Crosswalk", "DrivingPOV", "FoodMarket", "FoodMarket2", "RitualDance",
          "SquareAndTimelapse", "Tango")
@@ -53,7 +56,9 @@ def variant(frame: np.ndarray, kind: str, size: Tuple[int, int]) -> np.ndarray:
     return frame[top:top + h, left:left + w]
 
 
-def evaluate_clip(interpolator, source: Path, kinds, size, limit: int) -> Dict[str, Dict]:
+def evaluate_clip(interpolator: Union["Interpolator", Callable[[np.ndarray, np.ndarray, Sequence[float]],
+                                                                List[np.ndarray]]],
+                  source: Path, kinds: Sequence[str], size: Tuple[int, int], limit: int) -> Dict[str, Dict]:
     """Mean PSNR/SSIM of ``interpolator`` (an ``engine.Interpolator``, or any callable ``(one, two, times)`` on
     H x W x 3 float frames) on one clip, per variant."""
     from skimage.metrics import peak_signal_noise_ratio, structural_similarity

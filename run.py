@@ -15,7 +15,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, List, NoReturn, Optional, Sequence, Union
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+
+    from engine.options import InterpolatorOptions
+    from pipeline.video import VideoOptions
 
 ROOT = Path(__file__).resolve().parent
 
@@ -24,7 +31,7 @@ class _Parser(argparse.ArgumentParser):
     """A usage mistake is one line on stderr (exit 2), as every other error of this command; argparse printed the
     whole usage before it."""
 
-    def error(self, message: str):
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"error: {message} (python run.py --help lists the options)\n")
 
 
@@ -32,7 +39,7 @@ class _Defaults(argparse.ArgumentDefaultsHelpFormatter):
     """Each option's default, where it has one that its help does not already name ("(default 2) (default: None)"
     was printed)."""
 
-    def _get_help_string(self, action):
+    def _get_help_string(self, action: argparse.Action) -> Optional[str]:
         if action.default is None or "default" in (action.help or ""):
             return action.help
         return super()._get_help_string(action)
@@ -139,7 +146,7 @@ def tile_value(text: str) -> Union[int, str]:
     return value
 
 
-def interpolator_options(args: argparse.Namespace):
+def interpolator_options(args: argparse.Namespace) -> "InterpolatorOptions":
     """The engine's options from the command line."""
     from engine import InterpolatorOptions
 
@@ -164,7 +171,7 @@ def flow_scale_for(args: argparse.Namespace) -> Union[float, str]:
     return "auto" if args.weights is None and args.model == "network" else 1.0
 
 
-def video_options(args: argparse.Namespace):
+def video_options(args: argparse.Namespace) -> "VideoOptions":
     """The pipeline's options from the command line; encoder problems are named now, before any work."""
     from media.video import audio_args, default_codec, encoder_pix_fmts, encoder_quality_args
     from pipeline.schedule import parse_rate
@@ -227,21 +234,22 @@ def run_pair(args: argparse.Namespace) -> int:
 # the published API (sniklaus/softmax-splatting's run.py), with its names and meanings; engine/published.py
 # holds them, imported on first call so that importing run stays cheap
 
-def read_flo(strFile):  # noqa: N803
+def read_flo(strFile: Union[str, Path]) -> "np.ndarray":  # noqa: N803
     """A Middlebury .flo file as an H x W x 2 float32 numpy array (pixels, x then y)."""
     from engine.published import read_flo as read
 
     return read(strFile)
 
 
-def backwarp(tenIn, tenFlow):  # noqa: N803
+def backwarp(tenIn: "torch.Tensor", tenFlow: "torch.Tensor") -> "torch.Tensor":  # noqa: N803
     """``tenIn`` sampled bilinearly at p + ``tenFlow``(p) (pixels, x then y), zeros outside the frame."""
     from engine.published import backwarp as warp
 
     return warp(tenIn, tenFlow)
 
 
-def estimate(tenOne, tenTwo, fltTimes: Sequence[float] = (0.5,)) -> List:  # noqa: N803
+def estimate(tenOne: "torch.Tensor", tenTwo: "torch.Tensor",  # noqa: N803
+             fltTimes: Sequence[float] = (0.5,)) -> List["torch.Tensor"]:  # noqa: N803
     """3 x H x W float tensors in [0, 1], BGR, in; one 3 x H x W CPU tensor, BGR, per t of ``fltTimes`` out."""
     from engine.published import estimate as run_estimate
 

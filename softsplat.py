@@ -36,9 +36,13 @@ import functools
 import struct
 import threading
 import warnings
-from typing import Optional, Sequence, Tuple
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Sequence, Tuple
 
 import torch
+
+if TYPE_CHECKING:
+    import ctypes
 
 __all__ = ["splat", "softsplat", "cuda_available"]
 
@@ -103,7 +107,7 @@ def _acc_dtype(*tensors: Optional[torch.Tensor]) -> torch.dtype:
 # ----------------------------------------------------------------------------
 
 
-def _corners(flow: torch.Tensor):
+def _corners(flow: torch.Tensor) -> Iterator[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     """Yield (target index, valid mask, bilinear weight) for each of the four corners.
 
     Shapes are N x (H*W). Sources with non-finite flow are invalid everywhere.
@@ -646,7 +650,7 @@ def cuda_available() -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def _cupy():
+def _cupy() -> Optional[ModuleType]:
     try:
         import cupy  # noqa: F401  (optional dependency, CUDA only)
     except Exception:  # ImportError, or a CuPy built for another CUDA
@@ -663,7 +667,8 @@ _IO_KINDS = {torch.bfloat16: 1, torch.float16: 2}
 
 
 @functools.lru_cache(maxsize=128)  # 4 kinds x 3 eps modes x 4 dtype/io variants per device, two devices
-def _module(device_index: int, dtype: torch.dtype, kind: str, eps_mode: str, io_dtype: Optional[torch.dtype] = None):
+def _module(device_index: int, dtype: torch.dtype, kind: str, eps_mode: str,
+            io_dtype: Optional[torch.dtype] = None) -> Tuple[Dict[str, Any], bool]:
     """Compiled kernels for one device, dtype and mode; sizes are kernel arguments. With ``io_dtype``
     (bfloat16 or float16, for a float32 ``dtype``) the forward kernels read and write that type."""
     cupy = _cupy()
@@ -691,7 +696,7 @@ def _current_stream_ptr(device_index: int) -> int:
 
 
 @functools.lru_cache(maxsize=1024)  # 7 kernels x the 128 modules of _module, with room for correlation's
-def _function(kernel, device_index: int):
+def _function(kernel: Any, device_index: int) -> Any:
     """The CUDA function behind a CuPy RawKernel on one device (compiled there on first use)."""
     with _cupy().cuda.Device(device_index):
         return kernel.kernel
@@ -711,7 +716,8 @@ def _layout(signature: str) -> Tuple[struct.Struct, Tuple[int, ...]]:
     return struct.Struct("@" + signature), offsets
 
 
-def _param_buffer(signature: str):
+def _param_buffer(signature: str
+                  ) -> Tuple[struct.Struct, ctypes.Array[ctypes.c_char], ctypes.Array[ctypes.c_void_p], int]:
     """This thread's argument buffer for a signature, and the array of pointers to its fields that
     cuLaunchKernel takes as ``kernelParams`` (made on first use). The driver copies the values at launch,
     also when a CUDA graph captures the launch, so the buffer is reused for the next one."""
@@ -730,7 +736,7 @@ def _param_buffer(signature: str):
     return entry
 
 
-def _launch(kernel, count: int, signature: str, args: Sequence[int], device_index: int, threads: int = _THREADS,
+def _launch(kernel: Any, count: int, signature: str, args: Sequence[int], device_index: int, threads: int = _THREADS,
             shared_mem: int = 0, grid_y: int = 1) -> None:
     """Launch ``count`` threads (times ``grid_y`` rows of blocks) of a RawKernel on PyTorch's current stream of
     the device. ``args`` are Python ints (pointers as addresses, see ``_ptr``), packed by ``signature`` into a
@@ -770,7 +776,8 @@ def _as(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 
 def _prepare(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Tensor], kind: str, eps_mode: str,
-             *more: torch.Tensor, native_io: bool = False):
+             *more: torch.Tensor,
+             native_io: bool = False) -> Tuple[int, Dict[str, Any], bool, int, Tuple[Optional[torch.Tensor], ...]]:
     """What forward and backward both need: device index, kernels, whether they use vector atomics, the
     accumulator row width (channels, padded to 4 for vector atomics), and the inputs (then ``more``, tensors
     shaped like ``x``: the output and its gradient) as contiguous tensors of the accumulation dtype (metric
@@ -833,7 +840,8 @@ def _cuda_forward_impl(x: torch.Tensor, flow: torch.Tensor, metric: Optional[tor
 
 def _cuda_backward_impl(grad_out: torch.Tensor, x: torch.Tensor, flow: torch.Tensor,
                         metric: Optional[torch.Tensor], out: torch.Tensor, den: torch.Tensor,
-                        zmax: torch.Tensor, kind: str, eps_mode: str):
+                        zmax: torch.Tensor, kind: str,
+                        eps_mode: str) -> Tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
     n, c, h, w = x.shape
     # half-precision x, output and gradients are read and written natively, as in the forward
     dev, kernels, _, cp, (xs, fl, m, g, o) = _prepare(x, flow, metric, kind, eps_mode, grad_out, out, native_io=True)
@@ -855,7 +863,8 @@ class _SplatFunction(torch.autograd.Function):
     """Eager-mode autograd wrapper: the same kernels as the custom op, less dispatch overhead."""
 
     @staticmethod
-    def forward(ctx, x, flow, metric, kind, eps_mode):
+    def forward(ctx: Any, x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Tensor], kind: str,
+                eps_mode: str) -> torch.Tensor:
         # splat() calls this only when an input needs a gradient, so the backward's tensors are always kept
         out, den, zmax = _cuda_forward_impl(x, flow, metric, kind, eps_mode)
         ctx.kind, ctx.eps_mode, ctx.has_metric = kind, eps_mode, metric is not None
@@ -863,7 +872,8 @@ class _SplatFunction(torch.autograd.Function):
         return out
 
     @staticmethod
-    def backward(ctx, grad_out):
+    def backward(ctx: Any,
+                 grad_out: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor], None, None]:
         x, flow, metric, out, den, zmax = ctx.saved_tensors
         gx, gf, gm = _cuda_backward_impl(grad_out, x, flow, metric, out, den, zmax, ctx.kind, ctx.eps_mode)
         return _as(gx, x.dtype), _as(gf, flow.dtype), _as(gm, metric.dtype) if ctx.has_metric else None, None, None
@@ -877,7 +887,8 @@ def _splat_cuda(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Tens
 
 
 @_splat_cuda.register_fake
-def _(x, flow, metric, kind, eps_mode):
+def _(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Tensor], kind: str,
+      eps_mode: str) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     n, c, h, w = x.shape
     acc_dtype = _acc_dtype(x, flow, metric)
     den = x.new_empty((n, 1, h, w) if kind != "sum" else (0,), dtype=acc_dtype)
@@ -897,13 +908,16 @@ def _splat_cuda_backward(grad_out: torch.Tensor, x: torch.Tensor, flow: torch.Te
 
 
 @_splat_cuda_backward.register_fake
-def _(grad_out, x, flow, metric, out, den, zmax, kind, eps_mode):
+def _(grad_out: torch.Tensor, x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Tensor],
+      out: torch.Tensor, den: torch.Tensor, zmax: torch.Tensor, kind: str,
+      eps_mode: str) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     # the kernels write contiguous gradients whatever the inputs' strides (e.g. channels_last features)
     gm = metric.new_empty(metric.shape) if metric is not None else x.new_empty((0,))
     return x.new_empty(x.shape), flow.new_empty(flow.shape), gm
 
 
-def _setup_context(ctx, inputs, output):
+def _setup_context(ctx: Any, inputs: Tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor], str, str],
+                   output: Tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> None:
     x, flow, metric, kind, eps_mode = inputs
     out, den, zmax = output
     ctx.kind = kind
@@ -912,7 +926,8 @@ def _setup_context(ctx, inputs, output):
     ctx.save_for_backward(x, flow, metric, out, den, zmax)
 
 
-def _backward(ctx, grad_out, _grad_den, _grad_zmax):
+def _backward(ctx: Any, grad_out: torch.Tensor, _grad_den: torch.Tensor,
+              _grad_zmax: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, Optional[torch.Tensor], None, None]:
     x, flow, metric, out, den, zmax = ctx.saved_tensors
     gx, gf, gm = torch.ops.softsplat.splat_cuda_backward(
         grad_out, x, flow, metric if ctx.has_metric else None, out, den, zmax, ctx.kind, ctx.eps_mode)

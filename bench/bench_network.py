@@ -14,7 +14,7 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 import torch
 
@@ -32,7 +32,7 @@ def gflops(net: Network, h: int, w: int) -> float:
     """Multiply-adds x 2 of the convolutions for one middle frame, counted with forward hooks."""
     total = [0]
 
-    def hook(mod, inp, out):
+    def hook(mod: torch.nn.Conv2d, inp: Tuple[torch.Tensor, ...], out: torch.Tensor) -> None:
         k = mod.kernel_size[0] * mod.kernel_size[1] * mod.in_channels // mod.groups
         total[0] += 2 * out.numel() * k
 
@@ -58,7 +58,7 @@ def time_compiled(net: Network, one: torch.Tensor, two: torch.Tensor, repeats: i
         torch._dynamo.reset()
         compiled = compile_network(net, mode)  # what run.py --compile runs
 
-        def call():
+        def call() -> List[torch.Tensor]:
             with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
                 return compiled(one, two, [0.5])
 

@@ -14,6 +14,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from types import ModuleType
 from typing import List, Optional, Tuple
 
 import torch
@@ -30,7 +31,7 @@ PUBLISHED = {(1, 3, 1080, 1920): (0.696, 1.371), (1, 3, 2160, 3840): (1.631, 3.9
              (1, 97, 270, 480): (0.928, 1.780), (8, 33, 256, 256): (0.923, 2.216)}
 
 
-def load_variant(path: Optional[Path]):
+def load_variant(path: Optional[Path]) -> ModuleType:
     """The operator module to time: softsplat.py, or an older copy kept for comparison."""
     if path is None:
         return softsplat
@@ -42,7 +43,7 @@ def load_variant(path: Optional[Path]):
     return module
 
 
-def run(dtype: torch.dtype, repeats: int, with_torch: bool, op=softsplat) -> List[dict]:
+def run(dtype: torch.dtype, repeats: int, with_torch: bool, op: ModuleType = softsplat) -> List[dict]:
     device = torch.device("cuda")
     bandwidth = copy_bandwidth_gbs(device)
     print(f"device: {torch.cuda.get_device_name()}, copy bandwidth {bandwidth / 1000:.2f} TB/s, dtype {dtype}")
@@ -64,7 +65,7 @@ def run(dtype: torch.dtype, repeats: int, with_torch: bool, op=softsplat) -> Lis
             xg, fg, mg = (t.clone().requires_grad_() for t in (x, flow, metric))
             grad = torch.randn_like(x)
 
-            def fwd_bwd():
+            def fwd_bwd() -> None:
                 out = fn(xg, fg, mg)
                 torch.autograd.grad(out, (xg, fg, mg), grad)
 
@@ -78,7 +79,7 @@ def run(dtype: torch.dtype, repeats: int, with_torch: bool, op=softsplat) -> Lis
     return rows
 
 
-def profile_kernels(op, dtype: torch.dtype) -> None:
+def profile_kernels(op: ModuleType, dtype: torch.dtype) -> None:
     """Where forward+backward spends its GPU time, kernel by kernel."""
     from torch.profiler import ProfilerActivity, profile
 
@@ -117,7 +118,7 @@ def print_table(rows: List[dict], dtype: torch.dtype) -> None:
         print(line)
 
 
-def host_overhead(op, dtype: torch.dtype, calls: int = 2000) -> Tuple[float, float, float]:
+def host_overhead(op: ModuleType, dtype: torch.dtype, calls: int = 2000) -> Tuple[float, float, float]:
     """Microseconds of host time per call on a tiny input, where the GPU work is negligible: what a call costs
     before the kernels matter (Python, dispatch, launches). Forward without gradients (inference), forward of an
     input that requires grad, and forward+backward."""

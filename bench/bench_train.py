@@ -14,7 +14,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Callable, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 
@@ -75,7 +75,7 @@ def main(argv: Optional[List[str]] = None) -> int:
           f"{config.flow_finest_level}, {count_parameters(net) / 1e6:.2f} M parameters, crop {args.crop}, "
           f"{uploads} uploads")
 
-    def update(loss):
+    def update(loss: torch.Tensor) -> None:
         optim.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
@@ -84,7 +84,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     for size in args.batch:
         n_syn = round(size * 0.3)
 
-        def sample(size=size, n_syn=n_syn):
+        def sample(size: int = size, n_syn: int = n_syn) -> Dict[str, torch.Tensor]:
             real = sampler.batch(size - n_syn)
             syn = synthetic_batch(sampler, n_syn, args.crop, gen=gen)
             both = {k: torch.cat([real[k], syn[k]], 0) for k in ("one", "mid", "two", "t")}
@@ -94,11 +94,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         batch = sample()
 
         # the trainer's step: its loss module (no synthetic flow term: the batch here carries no ground truth)
-        def step_loss(size=size, n_syn=n_syn):
+        def step_loss(size: int = size, n_syn: int = n_syn) -> StepLoss:
             return StepLoss(TrainStep(net), size - n_syn, size, 1.0, 0.0, True)
 
-        def timed(module, label: str) -> None:
-            def train_step(b=batch):
+        def timed(module: Callable[..., Tuple[torch.Tensor, ...]], label: str) -> None:
+            def train_step(b: Dict[str, torch.Tensor] = batch) -> None:
                 update(module(b["one"], b["two"], b["t"], b["mid"])[0])
 
             fixed = per_step_ms(train_step, args.steps)

@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -31,7 +31,7 @@ import torch
 from bench.timing import cuda_time_ms, require_cuda
 from engine import Interpolator, InterpolatorOptions
 from engine.options import flow_scale_value
-from media.video import probe, read_frames
+from media.video import VideoInfo, probe, read_frames
 from model import Network, load_weights
 from model.ensemble import PASSES
 from model.network import FlowScale
@@ -44,7 +44,7 @@ def parse_size(text: str) -> tuple:
     return int(h), int(w)
 
 
-def time_pipeline(video: Path, step: PipelineInterpolator, options: VideoOptions):
+def time_pipeline(video: Path, step: PipelineInterpolator, options: VideoOptions) -> Tuple[float, int, dict]:
     """Wall-clock seconds of ``interpolate_video`` into a temporary file, its output frame count and stats."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out.mp4"
@@ -62,7 +62,7 @@ def engine_for(args: argparse.Namespace, net: Network, passes: int, flow_scale: 
                         network=net)
 
 
-def time_video(args: argparse.Namespace, net: Network, device: torch.device, info, one: np.ndarray,
+def time_video(args: argparse.Namespace, net: Network, device: torch.device, info: VideoInfo, one: np.ndarray,
                two: np.ndarray, passes: int, flow_scale: FlowScale) -> List[dict]:
     """One row per motion of ``args.motion``: the pipeline's frames per second with ``passes`` per frame and flow at
     ``flow_scale``, beside the model alone (one interpolated frame per call, eager)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 import numpy as np
 import torch
@@ -51,11 +51,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     def pinned(x: np.ndarray) -> torch.Tensor:  # session 11's upload: a new page-locked buffer every frame
         return torch.from_numpy(x).pin_memory().to(device, non_blocking=True).permute(2, 0, 1).unsqueeze(0) / 255.0
 
-    def eager_pinned(one: np.ndarray, two: np.ndarray, ts) -> List[np.ndarray]:
+    def eager_pinned(one: np.ndarray, two: np.ndarray, ts: Sequence[float]) -> List[np.ndarray]:
         with torch.no_grad():  # the network itself, as session 11 ran it (no input checks)
             return [download(o.float().clamp(0.0, 1.0)) for o in net(pinned(one), pinned(two), list(ts))]
 
-    def one_graph(one: np.ndarray, two: np.ndarray, ts) -> List[np.ndarray]:
+    def one_graph(one: np.ndarray, two: np.ndarray, ts: Sequence[float]) -> List[np.ndarray]:
         a, b = pageable(one), pageable(two)
         key = (tuple(a.shape), tuple(ts))
         if key not in graphs:

@@ -4,10 +4,12 @@ The names are loaded when first used, so that importing ``engine.options`` or ``
 command's options and files first) does not import torch.
 """
 
+from typing import Any
+
 __all__ = ["Interpolator", "InterpolatorOptions", "resolve_device"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name == "InterpolatorOptions":
         from .options import InterpolatorOptions
 

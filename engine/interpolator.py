@@ -26,7 +26,7 @@ import hashlib
 import os
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -36,6 +36,10 @@ from softsplat import warn_without_fast_kernels
 
 # the options and checks that need no torch live in engine/options.py
 from .options import InterpolatorOptions, check_times
+
+if TYPE_CHECKING:
+    from model.inference import RunSettings
+    from model.runtime import GraphedPairs
 
 Image = Union[np.ndarray, torch.Tensor]
 
@@ -105,7 +109,7 @@ class Interpolator:
         # (frame size, flow states cached beside) -> tile size, decided once per size
         self._tiles: Dict[Tuple[int, int, int], int] = {}
         # (frame size, neighbours) -> GraphedPairs, or None where capture failed
-        self._graphs: Dict[Tuple[int, int, bool], object] = {}
+        self._graphs: Dict[Tuple[int, int, bool], Optional["GraphedPairs"]] = {}
         self._states = None  # model.inference.PairStates of the stream in progress (quadratic motion)
         self._noted_linear = False
 
@@ -228,13 +232,13 @@ class Interpolator:
         return interpolate_integer_quadratic(net, one, two, times, before, after, self._states, self._settings(0),
                                              graphed=graphed, passes=passes)
 
-    def _settings(self, tile: int):
+    def _settings(self, tile: int) -> "RunSettings":
         """model.inference's settings for one call: this interpolator's precision, flow scale and overlap."""
         from model.inference import RunSettings
 
         return RunSettings(self.options.autocast_dtype, self.options.flow_scale, tile, self.options.overlap_for(tile))
 
-    def cuda_graphs_for(self, height: int, width: int, neighbours: bool = False):
+    def cuda_graphs_for(self, height: int, width: int, neighbours: bool = False) -> Optional["GraphedPairs"]:
         """The CUDA graphs (``model.runtime.GraphedPairs``) that replay whole frames of this size (with
         ``neighbours``: also along quadratic paths), captured on first use; None where they do not apply (CPU,
         ``cuda_graphs`` off, compiled or ensemble, tiles) or capture failed."""

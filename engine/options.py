@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, List, Optional, Sequence, Union
+
+if TYPE_CHECKING:
+    import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_WEIGHTS = ROOT / "weights" / "network.safetensors"
@@ -83,7 +86,7 @@ class InterpolatorOptions:
         return max(1, min(128, tile // 4))
 
     @property
-    def autocast_dtype(self):
+    def autocast_dtype(self) -> Optional["torch.dtype"]:
         """The torch dtype of autocast (None: float32, no autocast)."""
         import torch
 

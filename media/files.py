@@ -18,7 +18,7 @@ import os
 import secrets
 import shutil
 from pathlib import Path
-from typing import Dict, Iterable, Optional, Tuple
+from typing import Dict, Iterable, Optional, Tuple, Union
 
 
 class OutputError(ValueError):
@@ -43,7 +43,7 @@ _CAUSES = {
 }
 
 
-def os_error(exc: OSError, path, action: str = "write", resume: str = "") -> OutputError:
+def os_error(exc: OSError, path: Union[str, Path], action: str = "write", resume: str = "") -> OutputError:
     """The one-line OutputError for an OSError met while doing ``action`` to ``path``; ``resume`` (e.g. "rerun
     the same command to resume") is added where finished work is kept."""
     cause, fix = _CAUSES.get(exc.errno, (exc.strerror or str(exc), "check the folder and try again"))
@@ -57,7 +57,8 @@ def errno_in(text: str) -> Optional[int]:
     return min(found)[1] if found else None
 
 
-def ffmpeg_os_error(text: str, path, action: str = "write", resume: str = "") -> Optional[OutputError]:
+def ffmpeg_os_error(text: str, path: Union[str, Path], action: str = "write",
+                    resume: str = "") -> Optional[OutputError]:
     """The OutputError for ffmpeg's error ``text`` if it names an operating-system cause, else None."""
     code = errno_in(text)
     return None if code is None else os_error(OSError(code, os.strerror(code)), path, action, resume)
@@ -81,7 +82,7 @@ def _create(path: Path) -> int:
     return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
 
 
-def atomic_write(path, data: bytes) -> None:
+def atomic_write(path: Union[str, Path], data: bytes) -> None:
     """Write ``data`` to ``path`` under a temporary name in the same folder, then rename it; on any failure
     nothing is left under either name and an OutputError says why."""
     path = Path(path)
@@ -109,7 +110,7 @@ def remove_quietly(path: Path) -> None:
         pass
 
 
-def check_folder(folder, need: int = 0, what: str = "--out") -> None:
+def check_folder(folder: Union[str, Path], need: int = 0, what: str = "--out") -> None:
     """Before any work: ``folder`` exists, takes a new file, and has ``need`` bytes free (an estimate of what the
     job writes). OutputError otherwise, naming the cause found."""
     folder = Path(folder)
@@ -133,7 +134,7 @@ def check_folder(folder, need: int = 0, what: str = "--out") -> None:
                               f"disk (nothing was interpolated yet)")
 
 
-def same_file(a, b) -> bool:
+def same_file(a: Union[str, Path], b: Union[str, Path]) -> bool:
     """Whether paths ``a`` and ``b`` name one file (also through links, or another spelling of the name)."""
     a, b = Path(a), Path(b)
     try:

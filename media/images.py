@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import zlib
 from pathlib import Path
+from types import ModuleType
 from typing import Callable, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -106,7 +107,7 @@ def _jpeg_truncated(data: bytes) -> bool:
     return data.rfind(b"\xff\xd9") < data.rfind(b"\xff\xda")
 
 
-def _decode(cv2, encoded: bytes) -> Optional[np.ndarray]:
+def _decode(cv2: ModuleType, encoded: bytes) -> Optional[np.ndarray]:
     """``cv2.imdecode``, None where it fails, without OpenCV's own log lines ("[ERROR:0@0.01] ... TIFF_Error"),
     which came before the one-line error that says the same."""
     level = cv2.utils.logging.getLogLevel()
@@ -178,7 +179,7 @@ def write_image(path: Path, rgb: np.ndarray, alpha: Optional[np.ndarray] = None,
     atomic_write(path, encoded.tobytes())
 
 
-def as_dtype(frame: np.ndarray, dtype) -> np.ndarray:
+def as_dtype(frame: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """A frame on ``dtype``'s integer scale as that dtype (rounded and clipped unless it is one already)."""
     frame = np.asarray(frame)
     if frame.dtype == dtype:

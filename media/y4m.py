@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterable, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -18,7 +18,7 @@ class Y4MError(ValueError):
     pass
 
 
-def _parse_header(line: bytes, path: Path):
+def _parse_header(line: bytes, path: Path) -> Tuple[int, int, str, int]:
     fields = line.decode("ascii", "replace").split()
     if not fields or fields[0] != "YUV4MPEG2":
         raise Y4MError(f"{path}: not a YUV4MPEG2 file")
@@ -69,7 +69,7 @@ def read_y4m(path: Path, limit: Optional[int] = None) -> Iterator[np.ndarray]:
             count += 1
 
 
-def _to_rgb(planes, width: int, height: int, depth: int) -> np.ndarray:
+def _to_rgb(planes: Sequence[np.ndarray], width: int, height: int, depth: int) -> np.ndarray:
     import cv2
 
     y, u, v = planes
@@ -86,7 +86,7 @@ def _to_rgb(planes, width: int, height: int, depth: int) -> np.ndarray:
     return np.clip(np.stack([r, g, b], axis=2), 0.0, 1.0).astype(np.float32)
 
 
-def write_y4m(path: Path, frames, fps: int = 60) -> None:
+def write_y4m(path: Path, frames: Iterable[np.ndarray], fps: int = 60) -> None:
     """Write 8-bit 4:2:0 y4m (BT.601 limited range) from float RGB frames: used by the tests."""
     import cv2
 

@@ -13,6 +13,7 @@ are computed in float32 and returned in their dtype.
 from __future__ import annotations
 
 import functools
+from typing import Any, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -155,7 +156,7 @@ _SIGNATURE = "qiiiPPP"  # every kernel: pixels, C, H, W, then three pointers (se
 
 
 @functools.lru_cache(maxsize=16)
-def _kernels(device_index: int, radius: int):
+def _kernels(device_index: int, radius: int) -> Tuple[Any, Any, Any]:
     cupy = softsplat._cupy()
     size = 2 * radius + 1
     with cupy.cuda.Device(device_index):
@@ -167,7 +168,7 @@ def _kernels(device_index: int, radius: int):
 
 class _CorrelationFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, one, two, radius):
+    def forward(ctx: Any, one: torch.Tensor, two: torch.Tensor, radius: int) -> torch.Tensor:
         n, c, h, w = one.shape
         dev = one.device.index  # a CUDA tensor's device always carries its index
         a = one.float().contiguous()
@@ -181,7 +182,7 @@ class _CorrelationFunction(torch.autograd.Function):
         return out.to(one.dtype)
 
     @staticmethod
-    def backward(ctx, grad):
+    def backward(ctx: Any, grad: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, None]:
         a, b = ctx.saved_tensors
         n, c, h, w = a.shape
         dev = a.device.index

@@ -7,7 +7,7 @@ and upsampled bilinearly to full resolution.
 
 from __future__ import annotations
 
-from typing import List, Sequence
+from typing import List, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -77,7 +77,8 @@ class FlowEstimator(nn.Module):
         # passes of each level's decoder, coarsest first: a pass refines the estimate with the same weights
         self.iterations = iterations * levels if len(iterations) == 1 else iterations
 
-    def forward(self, feats_one: List[torch.Tensor], feats_two: List[torch.Tensor], size) -> List[torch.Tensor]:
+    def forward(self, feats_one: List[torch.Tensor], feats_two: List[torch.Tensor],
+                size: Sequence[int]) -> Tuple[torch.Tensor, torch.Tensor, List[torch.Tensor]]:
         """Return [flow one->two, flow two->one] at full resolution ``size`` plus the finest level.
 
         Output: (flow_fwd, flow_bwd, pyramid) where pyramid lists the batched
@@ -100,13 +101,14 @@ class FlowEstimator(nn.Module):
         return full[:n], full[n:], pyramid
 
 
-def _both_ways(feats_one: List[torch.Tensor], feats_two: List[torch.Tensor], level: int):
+def _both_ways(feats_one: List[torch.Tensor], feats_two: List[torch.Tensor],
+               level: int) -> Tuple[torch.Tensor, torch.Tensor]:
     """Both directions in one batch: (one, two) and (two, one) features of ``level``, stacked."""
     return (torch.cat([feats_one[level], feats_two[level]], 0),
             torch.cat([feats_two[level], feats_one[level]], 0))
 
 
-def _up2(flow: torch.Tensor, size) -> torch.Tensor:
+def _up2(flow: torch.Tensor, size: Sequence[int]) -> torch.Tensor:
     """A flow at the next finer pyramid level (twice the resolution, so twice the pixels of motion)."""
     return 2.0 * F.interpolate(flow, size=size, mode="bilinear", align_corners=False)
 

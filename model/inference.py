@@ -310,7 +310,7 @@ def _quadratic_pass(net: Network, pair: Tuple[np.ndarray, np.ndarray],
     (one, two), (before, after) = pair, sides
     device = next(net.parameters()).device
 
-    def estimate(x: np.ndarray, y: np.ndarray):
+    def estimate(x: np.ndarray, y: np.ndarray) -> "FlowState":
         a, b = (_upload_integer(z, device, scale) for z in (x, y))
         if mirror:
             a, b = a.flip(3), b.flip(3)
@@ -358,7 +358,7 @@ def _upload_integer(x: np.ndarray, device: torch.device, scale: float) -> torch.
     return ten.to(device).permute(2, 0, 1).unsqueeze(0).float() / scale
 
 
-def _download_integer(out: torch.Tensor, dtype, scale: float) -> np.ndarray:
+def _download_integer(out: torch.Tensor, dtype: np.dtype, scale: float) -> np.ndarray:
     """A 1 x C x H x W tensor in [0, 1] as an H x W x C array of ``dtype``, rounded on the device."""
     q = (out[0] * scale).round_().permute(1, 2, 0)
     q = q.to(torch.uint8) if dtype == np.uint8 else q.to(torch.int32)

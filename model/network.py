@@ -172,7 +172,8 @@ class Network(nn.Module):
         flow_after = flow_fwd[-n:] if after is not None else None
         return flow_before, flow_after
 
-    def _flows(self, one: torch.Tensor, two: torch.Tensor, flow_scale: FlowScale):
+    def _flows(self, one: torch.Tensor, two: torch.Tensor, flow_scale: FlowScale
+               ) -> Tuple[List[torch.Tensor], List[torch.Tensor], torch.Tensor, torch.Tensor, List[torch.Tensor]]:
         """Both frames' encoder features, the flows one -> two and two -> one at full resolution, and the flow
         pyramid (``estimate_flow``; with ``"auto"``, the full-scale estimate's pyramid)."""
         feats_one, feats_two, flow_fwd, flow_bwd, pyramid = self.first_flows(one, two, flow_scale)
@@ -184,7 +185,8 @@ class Network(nn.Module):
                 flow_fwd, flow_bwd = self.auto_choice(one, two, feats_one, feats_two, flow_fwd, flow_bwd, candidates)
         return feats_one, feats_two, flow_fwd, flow_bwd, pyramid
 
-    def first_flows(self, one: torch.Tensor, two: torch.Tensor, flow_scale: FlowScale):
+    def first_flows(self, one: torch.Tensor, two: torch.Tensor, flow_scale: FlowScale
+                    ) -> Tuple[List[torch.Tensor], List[torch.Tensor], torch.Tensor, torch.Tensor, List[torch.Tensor]]:
         """Both frames' encoder features, and the flows and their pyramid at ``flow_scale`` (``"auto"``: at full
         scale, before ``auto_candidates`` and ``auto_choice``)."""
         check_flow_scale(flow_scale)
@@ -213,7 +215,8 @@ class Network(nn.Module):
         return torch.where(pick, half_fwd, flow_fwd), torch.where(pick, half_bwd, flow_bwd)
 
     def _flows_at(self, one: torch.Tensor, two: torch.Tensor, feats_one: List[torch.Tensor],
-                  feats_two: List[torch.Tensor], flow_scale: float):
+                  feats_two: List[torch.Tensor],
+                  flow_scale: float) -> Tuple[torch.Tensor, torch.Tensor, List[torch.Tensor]]:
         """The flows one -> two and two -> one at full resolution, estimated at ``flow_scale``, and their pyramid."""
         size = one.shape[2:]
         if flow_scale == 1.0:

@@ -15,7 +15,7 @@ so ``forward`` flips and normalises internally.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, List, Sequence, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -32,7 +32,7 @@ def _lrelu() -> nn.LeakyReLU:
     return nn.LeakyReLU(negative_slope=0.1, inplace=False)
 
 
-def _resize_flow(flow: torch.Tensor, size) -> torch.Tensor:
+def _resize_flow(flow: torch.Tensor, size: Sequence[int]) -> torch.Tensor:
     # the published code scales both components by the width ratio
     return F.interpolate(flow, size=size, mode="bilinear", align_corners=False) * (size[1] / flow.shape[3])
 
@@ -47,7 +47,7 @@ class _FlowDecoder(nn.Module):
         layers.append(nn.Conv2d(32, 2, 3, 1, 1))
         self.netMain = nn.Sequential(*layers)
 
-    def forward(self, one: torch.Tensor, two: torch.Tensor, previous):
+    def forward(self, one: torch.Tensor, two: torch.Tensor, previous: Optional[torch.Tensor]) -> torch.Tensor:
         if previous is None:
             return self.netMain(torch.cat([one, correlation(one, two, 4)], 1))
         flow = _resize_flow(previous, one.shape[2:])
@@ -80,7 +80,7 @@ class PublishedFlow(nn.Module):
         for name, width in zip(self.netExtractor.names, (16, 32, 64, 96, 128, 192)):
             self.add_module(name, _FlowDecoder(width + 81 + (2 if name != "netSixth" else 0)))
 
-    def forward(self, one: torch.Tensor, two: torch.Tensor):
+    def forward(self, one: torch.Tensor, two: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         size = one.shape[2:]
         feats_one, feats_two = self.netExtractor(one), self.netExtractor(two)
         fwd = bwd = None
@@ -189,7 +189,8 @@ class _Warp(nn.Module):
         self.netTwo = _Basic("conv-relu-conv", [64 + 64 + 1 + 1, 64, 64])
         self.netThr = _Basic("conv-relu-conv", [96 + 96 + 1 + 1, 96, 96])
 
-    def forward(self, enc_one, enc_two, metric_one, metric_two, fwd, bwd) -> List[torch.Tensor]:
+    def forward(self, enc_one: List[torch.Tensor], enc_two: List[torch.Tensor], metric_one: torch.Tensor,
+                metric_two: torch.Tensor, fwd: torch.Tensor, bwd: torch.Tensor) -> List[torch.Tensor]:
         out = []
         for level, net in enumerate((self.netOne, self.netTwo, self.netThr)):
             if level:
@@ -226,7 +227,8 @@ class PublishedSynthesis(nn.Module):
             self.add_module(_grid_key(1, col, 0, col), _Up([64, 32, 32]))
         self.netOutput = _Basic("conv-relu-conv", [32, 32, 3])
 
-    def forward(self, one, two, fwd, bwd, t: float) -> torch.Tensor:
+    def forward(self, one: torch.Tensor, two: torch.Tensor, fwd: torch.Tensor, bwd: torch.Tensor,
+                t: float) -> torch.Tensor:
         enc_one, enc_two = self.netEncode(one), self.netEncode(two)
         metric_one = self.netSoftmetric(enc_one, enc_two, fwd) * 2.0 * t
         metric_two = self.netSoftmetric(enc_two, enc_one, bwd) * 2.0 * (1.0 - t)

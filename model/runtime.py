@@ -19,7 +19,8 @@ from .warp import InputPadder
 class GraphedNetwork:
     """Callable like ``net(one, two)`` for one shape, dtype and list of times."""
 
-    def __init__(self, net: Network, shape: torch.Size, times: Sequence[float], autocast_dtype=None,
+    def __init__(self, net: Network, shape: torch.Size, times: Sequence[float],
+                 autocast_dtype: Optional[torch.dtype] = None,
                  flow_scale: float = 1.0, warmup: int = 3) -> None:
         device = next(net.parameters()).device
         if device.type != "cuda":
@@ -81,31 +82,39 @@ class GraphedPairs:
         padder = InputPadder(self.shape, 2 ** len(net.config.encoder_widths))
         autocast = dict(device_type="cuda", dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None)
 
-        def flow():
+        def flow() -> FlowState:
             with torch.autocast(**autocast):
                 return net.estimate_flow(*padder.pad(self.one, self.two), flow_scale)
 
-        def first(_):  # "auto", 1 of 3: the full-scale flows and which pairs to check at half scale
+        # "auto", 1 of 3: the full-scale flows and which pairs to check at half scale
+        def first(_: None) -> Tuple[torch.Tensor, torch.Tensor, List[torch.Tensor], List[torch.Tensor], torch.Tensor,
+                                    torch.Tensor, torch.Tensor]:
             with torch.autocast(**autocast):
                 one, two = padder.pad(self.one, self.two)
                 feats_one, feats_two, flow_fwd, flow_bwd, _ = net.first_flows(one, two, AUTO)
                 return one, two, feats_one, feats_two, flow_fwd, flow_bwd, net.auto_candidates(flow_fwd)
 
-        def choice(found):  # 2 of 3: the half-scale flows kept where they explain the pair better, in place
+        # 2 of 3: the half-scale flows kept where they explain the pair better, in place
+        def choice(found: Tuple[torch.Tensor, torch.Tensor, List[torch.Tensor], List[torch.Tensor], torch.Tensor,
+                                torch.Tensor, torch.Tensor]
+                   ) -> Tuple[torch.Tensor, torch.Tensor, List[torch.Tensor], List[torch.Tensor], torch.Tensor,
+                              torch.Tensor, torch.Tensor]:
             with torch.autocast(**autocast):
                 flow_fwd, flow_bwd = net.auto_choice(*found)
             found[4].copy_(flow_fwd)
             found[5].copy_(flow_bwd)
             return found
 
-        def metrics(found):  # 3 of 3: the flow state of the flows kept
+        # 3 of 3: the flow state of the flows kept
+        def metrics(found: Tuple[torch.Tensor, torch.Tensor, List[torch.Tensor], List[torch.Tensor], torch.Tensor,
+                                 torch.Tensor, torch.Tensor]) -> FlowState:
             with torch.autocast(**autocast):
                 return net.flow_state(*found[:6])
 
         flow_steps = [first, choice, metrics] if flow_scale == AUTO else [lambda _: flow()]
         count = len(flow_steps)
 
-        def synthesize(state):
+        def synthesize(state: FlowState) -> torch.Tensor:
             with torch.autocast(**autocast):
                 return padder.unpad(net.synthesize(state, self.t)).float().clamp(0.0, 1.0)
 
@@ -121,7 +130,7 @@ class GraphedPairs:
         self.flow_after = torch.zeros(flow_shape, device=device)
         self.gaps = torch.ones(2, device=device)
 
-        def along_paths(state):
+        def along_paths(state: FlowState) -> torch.Tensor:
             with torch.autocast(**autocast):
                 out = net.synthesize(state, self.t, (self.flow_before, self.flow_after), (self.gaps[0], self.gaps[1]))
                 return padder.unpad(out).float().clamp(0.0, 1.0)

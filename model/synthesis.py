@@ -8,7 +8,7 @@ several land on one target.
 
 from __future__ import annotations
 
-from typing import List, Sequence
+from typing import List, Sequence, Union
 
 import torch
 import torch.nn.functional as F
@@ -72,7 +72,8 @@ class Decoder(nn.Module):
         self.blocks = nn.ModuleList(blocks)
         self.full = nn.Sequential(conv(2 * 4 + c_up, full), conv(full, full), conv(full, 4, act=False))
 
-    def forward(self, warped_one: List[torch.Tensor], warped_two: List[torch.Tensor], t) -> torch.Tensor:
+    def forward(self, warped_one: List[torch.Tensor], warped_two: List[torch.Tensor],
+                t: Union[float, torch.Tensor]) -> torch.Tensor:
         """``t``: a float, or an N x 1 x 1 x 1 tensor of per-sample times."""
         x = None
         for i, level in enumerate(range(self.levels - 1, -1, -1)):

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Dict, Optional, Union
+from typing import TYPE_CHECKING, Dict, Optional, Union
 
 import torch
 
 from .network import Network, NetworkConfig
+
+if TYPE_CHECKING:
+    from .published import PublishedNetwork
 
 
 class WeightsError(ValueError):
@@ -97,7 +100,7 @@ def load_weights(path: Union[str, Path], device: Union[str, torch.device] = "cpu
 PUBLISHED_SUFFIXES = (".pytorch", ".pth", ".pt")
 
 
-def load_any(path: Union[str, Path], device: Union[str, torch.device] = "cpu"):
+def load_any(path: Union[str, Path], device: Union[str, torch.device] = "cpu") -> Union[Network, "PublishedNetwork"]:
     """This project's safetensors weights, or a published checkpoint (by its suffix)."""
     if Path(path).suffix in PUBLISHED_SUFFIXES:
         from .published import load_published

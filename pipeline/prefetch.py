@@ -31,7 +31,7 @@ def prefetch(items: Iterator[T], depth: int = 4) -> Iterator[T]:
     slots: queue.Queue = queue.Queue(maxsize=depth)
     stop = threading.Event()
 
-    def put(item) -> bool:
+    def put(item: object) -> bool:
         while not stop.is_set():
             try:
                 slots.put(item, timeout=0.1)

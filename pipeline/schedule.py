@@ -70,7 +70,7 @@ def source_between(time: Fraction, ta: Fraction, tb: Fraction, cut: bool, eps: F
     return Source("interpolate", float(t))
 
 
-def thumb_change(a_thumb, b_thumb) -> float:
+def thumb_change(a_thumb: np.ndarray, b_thumb: np.ndarray) -> float:
     """Mean absolute difference of two small grey thumbnails (values in [0, 1])."""
     return float(np.abs(a_thumb - b_thumb).mean())
 

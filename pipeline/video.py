@@ -31,7 +31,7 @@ import time
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import (Callable, Deque, Iterator, List, NamedTuple, Optional, Protocol, Sequence, Tuple, Union,
+from typing import (Callable, Deque, Iterator, List, NamedTuple, Optional, Protocol, Sequence, Tuple, Type, Union,
                     runtime_checkable)
 
 import numpy as np
@@ -127,7 +127,7 @@ def _to_float(frame: np.ndarray) -> np.ndarray:
     return frame.astype(np.float32) / scale
 
 
-def _to_int(frame: np.ndarray, dtype) -> np.ndarray:
+def _to_int(frame: np.ndarray, dtype: Type[np.integer]) -> np.ndarray:
     scale = 65535.0 if dtype == np.uint16 else 255.0
     return np.clip(np.rint(frame * scale), 0, scale).astype(dtype)
 
@@ -666,7 +666,7 @@ def interpolate_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction, in
     first, first_alpha, first_depth = read_image(files[0])
     with_alpha = first_alpha is not None
 
-    def frames():
+    def frames() -> Iterator[np.ndarray]:
         for path in files:
             rgb, alpha, depth = read_image(path)
             if rgb.shape != first.shape:  # (numpy said "operands could not be broadcast together" deep inside)

@@ -15,7 +15,7 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -132,7 +132,7 @@ def missing_clips(root: RootsArg) -> List[str]:
 
 def load_clips(root: RootsArg, names: Optional[Sequence[str]], device: torch.device, min_size: int,
                exclude: Sequence[str] = (), limit: Optional[int] = None, cache: Optional[Path] = None,
-               keep=None) -> List[Clip]:
+               keep: Optional[Callable[[Path, dict], bool]] = None) -> List[Clip]:
     """Decode the listed clips (all of the folders' clips.jsonl if ``names`` is None) onto ``device``, or, with
     ``cache``, memory-map them from decoded copies there (on the CPU; samplers move crops to their device).
     ``root``: one footage folder or several. ``keep``: a predicate on (folder, entry) that a clip must pass."""
@@ -410,7 +410,7 @@ def dis_flow(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     on their device)."""
     import cv2
 
-    def gray(image: torch.Tensor):
+    def gray(image: torch.Tensor) -> np.ndarray:
         return cv2.cvtColor((image.permute(1, 2, 0).float().cpu().numpy() * 255).round().astype("uint8"),
                             cv2.COLOR_RGB2GRAY)
 
@@ -454,13 +454,14 @@ def augment(batch: Dict[str, torch.Tensor], gen: Optional[torch.Generator]) -> D
     keys = tuple(k for k in ("one", "mid", "two", "before", "after") if k in batch)
     flows = [k for k in ("flow_fwd", "flow_bwd") if k in batch]
 
-    def apply(frame_op, flow_op) -> None:
+    def apply(frame_op: Callable[[torch.Tensor], torch.Tensor],
+              flow_op: Callable[[torch.Tensor], torch.Tensor]) -> None:
         for k in keys:
             batch[k] = frame_op(batch[k])
         for k in flows:
             batch[k] = flow_op(frame_op(batch[k]))
 
-    def negate(component: int):
+    def negate(component: int) -> Callable[[torch.Tensor], torch.Tensor]:
         return lambda f: torch.cat([-f[:, :1], f[:, 1:]], 1) if component == 0 else torch.cat([f[:, :1], -f[:, 1:]], 1)
 
     if coin():  # horizontal flip: u changes sign
@@ -485,7 +486,8 @@ def augment(batch: Dict[str, torch.Tensor], gen: Optional[torch.Generator]) -> D
 
 # ---------------------------------------------------------------- synthetic ---
 
-def _affine(n: int, device, gen, max_shift: float, max_rot: float, max_scale: float) -> torch.Tensor:
+def _affine(n: int, device: torch.device, gen: Optional[torch.Generator], max_shift: float, max_rot: float,
+            max_scale: float) -> torch.Tensor:
     """Random per-sample motion parameters (shift x, shift y, rotation, log scale) at t = 1."""
     r = torch.rand(n, 4, generator=gen) * 2 - 1
     return to_device(r * torch.tensor([max_shift, max_shift, max_rot, max_scale]), device)
@@ -581,8 +583,10 @@ def _gratings(textures: torch.Tensor, share: float, gen: Optional[torch.Generato
     return torch.where(pick[..., None, None, None], grating, textures)
 
 
-def _render(motions, textures: torch.Tensor, times: Dict[str, torch.Tensor], grid: torch.Tensor, sharpness,
-            backgrounds: Optional[Dict[str, torch.Tensor]]):
+def _render(motions: Sequence[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]], textures: torch.Tensor,
+            times: Dict[str, torch.Tensor], grid: torch.Tensor, sharpness: Sequence[Union[float, torch.Tensor]],
+            backgrounds: Optional[Dict[str, torch.Tensor]]
+            ) -> Tuple[Dict[str, torch.Tensor], Dict[Tuple[str, int], torch.Tensor]]:
     """The three frames of layered scenes, back to front, and the layer-space point each output pixel shows at each
     time (``sources[time, layer]``), which the true flow reuses."""
     frames = {}
@@ -602,7 +606,8 @@ def _render(motions, textures: torch.Tensor, times: Dict[str, torch.Tensor], gri
     return frames, sources
 
 
-def _true_flows(motions, times: Dict[str, torch.Tensor], grid: torch.Tensor, sources) -> Dict[str, torch.Tensor]:
+def _true_flows(motions: Sequence[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]], times: Dict[str, torch.Tensor],
+                grid: torch.Tensor, sources: Dict[Tuple[str, int], torch.Tensor]) -> Dict[str, torch.Tensor]:
     """Forward and backward flow: the topmost layer covering each pixel at the start time decides its motion."""
     flows = {}
     for name, start, end in (("flow_fwd", "one", "two"), ("flow_bwd", "two", "one")):
@@ -692,7 +697,7 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
 
 
 def paste_layers(batch: Dict[str, torch.Tensor], sampler: FootageSampler, share: float, crop: int,
-                 gen: Optional[torch.Generator] = None, **options) -> Dict[str, torch.Tensor]:
+                 gen: Optional[torch.Generator] = None, **options: float) -> Dict[str, torch.Tensor]:
     """``share`` of a footage batch's triplets with one synthetic moving layer pasted over each
     (``synthetic_batch`` with ``backgrounds``; ``options`` as there): new occluding objects over real motion, so
     the same footage shows new occlusions. The others pass unchanged."""

@@ -201,7 +201,7 @@ def baseline_scores(triplets: Sequence[Triplet], workers: int = 8,
     return torch.cat(scores)
 
 
-def network_scores(net, triplets: Sequence[Triplet], device: torch.device,
+def network_scores(net: torch.nn.Module, triplets: Sequence[Triplet], device: torch.device,
                    autocast_dtype: Optional[torch.dtype] = None, flow_scale: FlowScale = 1.0) -> torch.Tensor:
     """The network's PSNR on every triplet, whole frames at t = 0.5 (callers set eval mode; runs under no_grad),
     with flow estimated at ``flow_scale`` times the frames' size (run.py's --flow-scale); along quadratic paths

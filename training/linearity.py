@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 import torch
 import torch.nn.functional as F
 
-from training.data import dis_flows
+from training.data import Clip, dis_flows
 
 NEAR_LINEAR_PX = 1.0  # validation triplets whose crop's non-linearity is at most this are the near-linear subset
 TABLE_SCALE = 0.5  # the clips' tables are measured on frames shrunk by this factor (4x fewer pixels for DIS)
@@ -88,8 +88,8 @@ def measured(tables: Sequence[torch.Tensor]) -> torch.Tensor:
     return torch.cat([t[~t.isnan()] for t in tables])
 
 
-def nonlinearity_tables(clips, max_ks: Sequence[int], cache: Optional[Path] = None, workers: int = 8,
-                        write: bool = True, log=print) -> List[torch.Tensor]:
+def nonlinearity_tables(clips: Sequence[Clip], max_ks: Sequence[int], cache: Optional[Path] = None, workers: int = 8,
+                        write: bool = True, log: Callable[[str], None] = print) -> List[torch.Tensor]:
     """One ``clip_nonlinearity`` table per clip (``training.data.Clip``), with the k range ``max_ks`` gives;
     read from ``cache`` where it holds the clip with at least that range, and (``write``) the cache rewritten
     with any computed."""

@@ -7,14 +7,15 @@ import argparse
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 from engine.options import flow_scale_value
 from model.network import FlowScale
 from training.config import RECIPES, ConfigError, TrainConfig, check_fields, flag
 
 
-def _run(default: Any, help: str, check=None, rule: str = "", **argparse_kwargs: Any) -> Any:
+def _run(default: Any, help: str, check: Optional[Callable[[Any], bool]] = None, rule: str = "",
+         **argparse_kwargs: Any) -> Any:
     return dataclasses.field(default=default, metadata={"help": help, "check": check, "rule": rule,
                                                         "argparse": argparse_kwargs})
 

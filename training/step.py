@@ -4,7 +4,7 @@ optimizer state's compact form."""
 from __future__ import annotations
 
 import contextlib
-from typing import Optional
+from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -21,7 +21,8 @@ class TrainStep(torch.nn.Module):
         self.net = net
 
     def forward(self, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor, flow_before: Optional[torch.Tensor] = None,
-                flow_after: Optional[torch.Tensor] = None, quad: Optional[torch.Tensor] = None):
+                flow_after: Optional[torch.Tensor] = None,
+                quad: Optional[torch.Tensor] = None) -> Tuple[torch.Tensor, List[torch.Tensor]]:
         """The frames at ``t`` and the flow pyramid; with the outer flows (one -> before, two -> after:
         ``Network.outer_flows``, computed without gradients), along quadratic paths where ``quad`` (one per sample)
         is 1 and at constant velocity where it is 0."""
@@ -35,8 +36,9 @@ class TrainStep(torch.nn.Module):
         return self.net.synthesize(state, t, neighbours), state.flow_pyramid
 
 
-def step_losses(pred: torch.Tensor, pyramid, mid: torch.Tensor, gt: Optional[torch.Tensor], n_real: int,
-                batch: int, census_weight: float, flow_weight: float, reconstruction: str = "laplacian"):
+def step_losses(pred: torch.Tensor, pyramid: Sequence[torch.Tensor], mid: torch.Tensor, gt: Optional[torch.Tensor],
+                n_real: int, batch: int, census_weight: float, flow_weight: float, reconstruction: str = "laplacian"
+                ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """The step's loss and its parts (reconstruction, one of training.losses' RECONSTRUCTION_LOSSES; census; flow
     end-point error against the synthetic samples' ground truth ``gt``: their forward flows, then their backward
     flows; None without synthetic samples). The flow error is the mean over the pyramid's levels, each in its own
@@ -72,7 +74,8 @@ class StepLoss(torch.nn.Module):
         self.n_real, self.batch, self.bf16 = n_real, batch, bf16
         self.census_weight, self.flow_weight = census_weight, flow_weight
 
-    def forward(self, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor, mid: torch.Tensor, *extra: torch.Tensor):
+    def forward(self, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor, mid: torch.Tensor,
+                *extra: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """``extra``: the ground-truth flows (with ``synthetic``), then flow_before, flow_after and quad (with
         ``quadratic``): positional tensors, as a recorded CUDA graph takes them."""
         gt = extra[0] if self.synthetic else None
@@ -117,7 +120,7 @@ class WeightAverage:
         self.updates = int(state["_updates"][0])
 
     @contextlib.contextmanager
-    def swapped(self):
+    def swapped(self) -> Iterator[None]:
         saved = [p.detach().clone() for p in self.params]
         with torch.no_grad():
             for p, a in zip(self.params, self.average):
@@ -134,7 +137,7 @@ def compact(optim_state: dict) -> dict:
     """AdamW's moments in bfloat16 on the CPU: half the bytes (a state then fits one device call's carry beside
     the footage) and loadable anywhere; loading casts them back to the parameters' float32 and device. Three
     significant digits of a running average are plenty."""
-    def pack(v):
+    def pack(v: Any) -> Any:
         if not torch.is_tensor(v):
             return v
         return v.to("cpu", torch.bfloat16) if v.is_floating_point() and v.dim() > 0 else v.cpu()

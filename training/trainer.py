@@ -17,7 +17,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Iterator, Optional, Tuple
+from typing import ContextManager, Dict, Iterator, Optional, Tuple
 
 import torch
 
@@ -389,7 +389,7 @@ class Trainer:
                 f"learning rate {peak_learning_rate(config.lr, world):.4g} instead of "
                 f"{peak_learning_rate(config.lr, before):.4g}", self.main, err=True)
 
-    def averaged(self):
+    def averaged(self) -> ContextManager[None]:
         """The moving average swapped into the network, where there is one."""
         return self.ema.swapped() if self.ema is not None else contextlib.nullcontext()
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import torch
 
@@ -12,7 +12,7 @@ from training.losses import psnr
 Batches = List[Dict[str, torch.Tensor]]
 
 
-def validation_psnr(net, sets: Dict[str, Batches], boundaries: Dict[str, List[torch.Tensor]],
+def validation_psnr(net: Any, sets: Dict[str, Batches], boundaries: Dict[str, List[torch.Tensor]],
                     subsets: Optional[Dict[str, List[torch.Tensor]]] = None
                     ) -> Tuple[Dict[str, float], Optional[float]]:
     """The network's mean per-triplet PSNR on each set, and its PSNR over the pixels of ``boundaries`` (masks

@@ -24,12 +24,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import Dict, List, Optional, Sequence
 
 import torch
 import torch.nn.functional as F
 
-from model import load_weights
+from model import Network, load_weights
+from model.network import FlowState
 from model.warp import resize_flow
 from training.config import VALIDATION_CLIPS
 from training.data import load_clips, synthetic_set
@@ -94,7 +95,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
-def decoder_gradients(net, batch, weight: float = 0.05) -> int:
+def decoder_gradients(net: Network, batch: Dict[str, torch.Tensor], weight: float = 0.05) -> int:
     """Gradient norms of each flow decoder's parameters from the flow loss term alone (weight x flow error)."""
     n = batch["one"].shape[0]
     truth = torch.cat([batch["flow_fwd"], batch["flow_bwd"]], 0)
@@ -109,7 +110,7 @@ def decoder_gradients(net, batch, weight: float = 0.05) -> int:
     return 0
 
 
-def error_by_level_and_region(batches, states) -> str:
+def error_by_level_and_region(batches: Sequence[Dict[str, torch.Tensor]], states: Sequence[FlowState]) -> str:
     """One line: mean true motion, forward-flow end-point error per pyramid level (full-resolution pixels), and at
     full resolution near motion boundaries and elsewhere, of the network's flows ``states`` of ``batches``."""
     levels, near, far, motion = {}, [], [], []

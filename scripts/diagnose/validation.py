@@ -58,16 +58,16 @@ import argparse
 import dataclasses
 import sys
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import torch
 
-from model import load_weights
+from model import Network, load_weights
 from model.ensemble import EnsembleNetwork
 from model.network import FlowState
 from model.warp import backwarp
 from training.config import VALIDATION_CLIPS
-from training.data import (BOUNDARY_SETS, FootageSampler, boundary_masks, dis_flow, forward_differences,
+from training.data import (BOUNDARY_SETS, Clip, FootageSampler, boundary_masks, dis_flow, forward_differences,
                            frame_blend, load_clips, synthetic_set, validation_sets)
 from training.listing import clip_entries
 from training.losses import psnr
@@ -75,12 +75,12 @@ from training.linearity import near_linear_subsets
 from training.validation import validation_psnr
 
 
-def interpolate(net, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+def interpolate(net: Network, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
     """The network's frames at times ``t`` (one per sample) between ``one`` and ``two``."""
     return net.synthesize(net.estimate_flow(one, two), t)
 
 
-def interpolate_with_flow(net, state: FlowState, t: torch.Tensor, f01: torch.Tensor,
+def interpolate_with_flow(net: Network, state: FlowState, t: torch.Tensor, f01: torch.Tensor,
                           f10: torch.Tensor) -> torch.Tensor:
     """The network's frames from its estimate ``state`` for a pair, with the flow replaced by ``f01`` / ``f10``
     (the metric recomputed from them; features reused, so callers that also score the network's own flow
@@ -101,7 +101,7 @@ def backward_warp_blend(one: torch.Tensor, two: torch.Tensor, t: torch.Tensor, f
     return (1 - t) * backwarp(one, ft0) + t * backwarp(two, ft1)
 
 
-def small_motion(clips, weights: List[Path], device: torch.device) -> int:
+def small_motion(clips: List[Clip], weights: List[Path], device: torch.device) -> int:
     """Score the small-motion clean set (see the module docstring), 16 triplets at a time."""
     sampler = FootageSampler(clips, 256, 4, generator=torch.Generator().manual_seed(2468), native_share=1.0,
                              downscale_share=1.0)
@@ -129,7 +129,7 @@ def small_motion(clips, weights: List[Path], device: torch.device) -> int:
     return 0
 
 
-def synthetic_sets(clips, weights: List[Path], device: torch.device) -> int:
+def synthetic_sets(clips: List[Clip], weights: List[Path], device: torch.device) -> int:
     """Score synthetic layered motion over the validation clips' textures (exact ground truth, no coding noise
     between the frames): small motion (scaled down 2-16x) and the training mix's full motion, 128 triplets each,
     and full motion with 1-pixel layer edges (train.py --synthetic-edge-px 1); then the scenes of the committed
@@ -177,7 +177,7 @@ class ScaledFlow:
     """The network with its flow estimated at ``scale`` times the frames' size (run.py's --flow-scale), in the
     two calls train.py's validation makes."""
 
-    def __init__(self, net, scale: float) -> None:
+    def __init__(self, net: Network, scale: float) -> None:
         self.net, self.scale = net, scale
 
     def estimate_flow(self, one: torch.Tensor, two: torch.Tensor) -> FlowState:
@@ -187,7 +187,7 @@ class ScaledFlow:
         return self.net.synthesize(state, t)
 
 
-def boundary_scores(clips, weights: List[Path], device: torch.device, batches: int = 4, skip: int = 0,
+def boundary_scores(clips: List[Clip], weights: List[Path], device: torch.device, batches: int = 4, skip: int = 0,
                     flow_scales: Sequence[float] = (1.0,)) -> int:
     """train.py's validation figures, with its pooled PSNR near motion boundaries and on the near-linear triplets,
     for each weights file (``batches`` of 16 triplets per set, as train.py's --val-batches; the first 4 are
@@ -208,7 +208,7 @@ def boundary_scores(clips, weights: List[Path], device: torch.device, batches: i
     return 0
 
 
-def _oracle_rows(net, b) -> dict:
+def _oracle_rows(net: Network, b: Dict[str, torch.Tensor]) -> dict:
     """Per-triplet PSNR of the network and of interpolation told the middle frame's motion, for batch ``b``."""
     one, two, mid, t = b["one"], b["two"], b["mid"], b["t"].view(-1, 1, 1, 1)
     # each input moved to where the middle frame shows it (edge pixels repeated where the flow points outside the
@@ -236,7 +236,7 @@ def _oracle_rows(net, b) -> dict:
             "frame blend": psnr(frame_blend(one, two, b["t"]), mid)}
 
 
-def oracle_scores(clips, weights: List[Path], device: torch.device, batches: int = 4) -> int:
+def oracle_scores(clips: List[Clip], weights: List[Path], device: torch.device, batches: int = 4) -> int:
     """The first weights' validation figures against interpolation told the true middle frame's motion (see the
     module's --oracle): per set and as train.py's score, the mean of the two score sets; and, as a control of
     the method, synthetic layered motion (nearly constant velocity, exact ground truth). Then every weights file
@@ -288,7 +288,7 @@ def oracle_scores(clips, weights: List[Path], device: torch.device, batches: int
     return 0
 
 
-def breakdown(clips, net, device: torch.device) -> int:
+def breakdown(clips: List[Clip], net: Network, device: torch.device) -> int:
     """PSNR by pixel group (DIS motion x texture) for the network, DIS + backward warp and blending."""
     motion_edges = (0.0, 1.0, 4.0, 16.0, float("inf"))
     sets = validation_sets(clips, 256, 4)
