@@ -209,6 +209,11 @@ class Trainer:
         torch.manual_seed(seed)
         self.gen = torch.Generator().manual_seed(seed)
         self.t0 = time.time()
+        # out_of_time's broadcast buffer, held here for the trainer's life: a tensor that Python dropped while a
+        # gloo worker thread still held it is freed by that thread, which then needs the GIL, while the main
+        # thread destroying the process group at exit holds the GIL and joins that thread (a deadlock seen on
+        # one of two CPU processes in session 51; pytorch/pytorch#56297)
+        self.stop_flag = torch.zeros(1, device=self.device)
 
     # -- data ------------------------------------------------------------------------------------------------
 
@@ -553,9 +558,9 @@ class Trainer:
             return False
         import torch.distributed as dist
 
-        flag = torch.tensor([1.0 if late else 0.0], device=self.process.device)
-        dist.broadcast(flag, src=0)
-        return bool(flag.item())
+        self.stop_flag.fill_(1.0 if late else 0.0)
+        dist.broadcast(self.stop_flag, src=0)
+        return bool(self.stop_flag.item())
 
     def run(self) -> None:
         from tqdm import tqdm
