@@ -5,7 +5,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 
 # study.sh stops training at LIMIT seconds (540 by default). --minutes counts training only: the chunk runs on to
 # its last validation, and set-up and shutdown come on top (about a minute of set-up with four arms starting
-# together; a four-GPU torchrun chunk of 1.0 minute on the small held-out set returned after 84-86 s), so warn where
+# together; a four-GPU torchrun chunk of 1.0 minute on the small held-out set returned after 80-86 s), so warn where
 # MINUTES leave less than 120 s of LIMIT. Once per command: arms.sh warns for its arms,
 # and the study.sh it starts for each arm stays quiet.
 warn_overrun() {  # MINUTES LIMIT
