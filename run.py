@@ -63,8 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="path of a weights file (.safetensors, or a published network-lf.pytorch); overrides --model")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     precision = p.add_mutually_exclusive_group()
+    precision.add_argument("--fp32", action="store_true",
+                           help="float32 throughout (the default on the CPU, on GPUs older than compute capability "
+                                "8.0 and for the published weights; elsewhere the default is bfloat16 autocast)")
     precision.add_argument("--fp16", action="store_true", help="float16 autocast (CUDA)")
-    precision.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
+    precision.add_argument("--bf16", action="store_true", help="bfloat16 autocast (the default for this project's "
+                           "networks on GPUs of compute capability 8.0 and up)")
     p.add_argument("--flow-scale", "--scale", type=flow_scale_value, default=None,
                    help="estimate flow at this fraction of the resolution (e.g. 0.5 for 4K), or auto: full "
                         "resolution, and half for a pair whose motion exceeds 32 px where warping by that flow "
@@ -156,10 +160,15 @@ def interpolator_options(args: argparse.Namespace) -> "InterpolatorOptions":
         raise ValueError(f"--model {args.model}: there is no weights/{args.model}.safetensors; use one of "
                          f"{', '.join(names) or '(none found)'}, or --weights PATH")
     return InterpolatorOptions(weights=weights, device=args.device,
-                               precision="fp16" if args.fp16 else "bf16" if args.bf16 else "fp32",
+                               precision=precision_for(args),
                                flow_scale=flow_scale_for(args), tile=args.tile, tile_overlap=args.tile_overlap,
                                ensemble=args.ensemble, alpha=args.alpha, compile=args.compile,
                                cuda_graphs=not args.eager)
+
+
+def precision_for(args: argparse.Namespace) -> str:
+    """``InterpolatorOptions.precision`` from ``--fp32`` / ``--fp16`` / ``--bf16``, or auto when none is given."""
+    return next((name for name in ("fp32", "fp16", "bf16") if getattr(args, name)), "auto")
 
 
 def flow_scale_for(args: argparse.Namespace) -> Union[float, str]:

@@ -65,6 +65,21 @@ def resolve_device(name: str) -> torch.device:
     return device
 
 
+def autocast_dtype(precision: str, device: torch.device, network: nn.Module) -> Optional[torch.dtype]:
+    """The autocast dtype of ``InterpolatorOptions.precision`` for ``network`` on ``device`` (None: float32).
+
+    "auto" is bfloat16 for this project's ``Network`` on a CUDA GPU of compute capability 8.0 or more (bfloat16
+    tensor cores), float32 otherwise: on the CPU bfloat16 is slower, older GPUs emulate it, and the published
+    architecture keeps the arithmetic it was trained in."""
+    from model.network import Network
+
+    if precision == "auto":
+        own = isinstance(network, Network)
+        fast_bf16 = device.type == "cuda" and torch.cuda.get_device_capability(device) >= (8, 0)
+        return torch.bfloat16 if own and fast_bf16 else None
+    return {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
+
+
 @functools.lru_cache(maxsize=8)
 def _file_digest(path: str, size: int, mtime_ns: int) -> str:
     """The first 16 hex digits of the file's SHA-256 (cached per size and modification time)."""
@@ -100,6 +115,7 @@ class Interpolator:
         self.network = network if network is not None else load_network(Path(options.weights),
                                                                          resolve_device(options.device))
         self.device = next(self.network.parameters()).device
+        self.autocast_dtype = autocast_dtype(options.precision, self.device, self.network)
         warn_without_fast_kernels(self.device)
         runner = with_ensemble(self.network, options.ensemble)
         self._runner = compile_network(runner) if options.compile else runner
@@ -123,7 +139,7 @@ class Interpolator:
             stat = weights.stat()
             content = f" sha256={_file_digest(str(weights.resolve()), stat.st_size, stat.st_mtime_ns)}"
         return (f"{self.options.weights}{content} ensemble={self.options.ensemble} "
-                f"flow_scale={self.options.flow_scale} autocast={self.options.autocast_dtype}")
+                f"flow_scale={self.options.flow_scale} autocast={self.autocast_dtype}")
 
     def tile_for(self, height: int, width: int, cached_pairs: int = 0) -> int:
         """The tile size for frames of this size (0: whole frames); for "auto" what fits in free memory, said once
@@ -236,7 +252,7 @@ class Interpolator:
         """model.inference's settings for one call: this interpolator's precision, flow scale and overlap."""
         from model.inference import RunSettings
 
-        return RunSettings(self.options.autocast_dtype, self.options.flow_scale, tile, self.options.overlap_for(tile))
+        return RunSettings(self.autocast_dtype, self.options.flow_scale, tile, self.options.overlap_for(tile))
 
     def cuda_graphs_for(self, height: int, width: int, neighbours: bool = False) -> Optional["GraphedPairs"]:
         """The CUDA graphs (``model.runtime.GraphedPairs``) that replay whole frames of this size (with
@@ -249,6 +265,6 @@ class Interpolator:
         if key not in self._graphs:
             from model.runtime import graphed_pairs
 
-            self._graphs[key] = graphed_pairs(self._runner, (1, 3, height, width), self.options.autocast_dtype,
+            self._graphs[key] = graphed_pairs(self._runner, (1, 3, height, width), self.autocast_dtype,
                                               self.options.flow_scale, neighbours)
         return self._graphs[key]

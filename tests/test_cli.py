@@ -420,3 +420,17 @@ def test_flow_scale_defaults_to_auto_with_the_default_network():
     assert run.interpolator_options(parser.parse_args(pair + ["--model", "fast"])).flow_scale == 1.0
     fast = ["--weights", "weights/fast.safetensors", "--flow-scale", "auto"]
     assert run.interpolator_options(parser.parse_args(pair + fast)).flow_scale == "auto"
+
+
+def test_precision_flags():
+    """No flag leaves the precision to the engine (auto: bfloat16 for this project's networks on GPUs of compute
+    capability 8.0 and up, float32 elsewhere); --fp32, --fp16 and --bf16 name one, and only one may be given."""
+    import run
+
+    parser = run.build_parser()
+    pair = ["--one", "a.png", "--two", "b.png", "--out", "m.png"]
+    assert run.interpolator_options(parser.parse_args(pair)).precision == "auto"
+    for name in ("fp32", "fp16", "bf16"):
+        assert run.interpolator_options(parser.parse_args(pair + [f"--{name}"])).precision == name
+    with pytest.raises(SystemExit):
+        parser.parse_args(pair + ["--fp32", "--bf16"])

@@ -31,11 +31,39 @@ def test_options_name_what_is_wrong(field, value, words):
         InterpolatorOptions(**{field: value})
 
 
-def test_options_are_frozen_and_say_their_autocast():
+def test_options_are_frozen():
     options = InterpolatorOptions(precision="bf16")
-    assert options.autocast_dtype is torch.bfloat16 and InterpolatorOptions().autocast_dtype is None
     with pytest.raises(FrozenInstanceError):
         options.tile = 0
+
+
+def test_auto_precision_is_float32_on_the_cpu_and_for_the_published_network(cpu_network):
+    """"auto" (the default) runs bfloat16 only for this project's networks on GPUs with bfloat16 tensor cores; on
+    the CPU it is float32, and a named precision is taken as named."""
+    from engine.interpolator import autocast_dtype
+    from model.published import PublishedNetwork
+
+    cpu = torch.device("cpu")
+    assert InterpolatorOptions().precision == "auto"
+    assert Interpolator(InterpolatorOptions(), network=cpu_network).autocast_dtype is None
+    assert autocast_dtype("auto", cpu, cpu_network) is None
+    assert autocast_dtype("auto", cpu, PublishedNetwork()) is None
+    assert autocast_dtype("bf16", cpu, cpu_network) is torch.bfloat16
+    assert autocast_dtype("fp16", cpu, cpu_network) is torch.float16
+    assert autocast_dtype("fp32", cpu, cpu_network) is None
+
+
+@pytest.mark.cuda
+def test_auto_precision_on_a_gpu(cpu_network):
+    """On a GPU of compute capability 8.0 or more "auto" is bfloat16 for this project's network, float32 for the
+    published one; below 8.0 float32 for both."""
+    from engine.interpolator import autocast_dtype
+    from model.published import PublishedNetwork
+
+    gpu = torch.device("cuda")
+    expected = torch.bfloat16 if torch.cuda.get_device_capability(gpu) >= (8, 0) else None
+    assert autocast_dtype("auto", gpu, cpu_network) is expected
+    assert autocast_dtype("auto", gpu, PublishedNetwork()) is None
 
 
 def test_job_id_is_what_resumed_video_jobs_are_keyed_by(cpu_network, tmp_path):
