@@ -1,6 +1,6 @@
 """Session 52: where the default network's time goes at 1080p on the GPU (bf16 autocast, eager), by operator.
 
-    PYTHONPATH=. python3 docs/journal/raw/probe_s52_profile.py IMAGE [WEIGHTS]
+    PYTHONPATH=. python3 docs/journal/raw/probe_s52_profile.py IMAGE [WEIGHTS] [channels_last]
 
 IMAGE gives texture (a 1080p crop of it and the same crop moved 6 px right and 3 px down); prints the profiler's
 table by CUDA time (10 calls after 5 warm-ups) and the time of the flow estimate and of the synthesis alone.
@@ -28,6 +28,9 @@ def main() -> int:
                 for f in frames)
     torch.backends.cudnn.benchmark = True
     net = load_weights(weights, torch.device("cuda")).eval()
+    if "channels_last" in sys.argv[3:]:
+        net = net.to(memory_format=torch.channels_last)
+        one, two = (x.contiguous(memory_format=torch.channels_last) for x in (one, two))
     with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
         whole = cuda_time_ms(lambda: net(one, two, [0.5]), repeats=20)
         flow = cuda_time_ms(lambda: net.estimate_flow(one, two), repeats=20)
@@ -41,7 +44,7 @@ def main() -> int:
             for _ in range(10):
                 net(one, two, [0.5])
             torch.cuda.synchronize()
-    print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=40, max_name_column_width=70))
+    print(prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=45, max_name_column_width=90))
     return 0
 
 
