@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .correlation import correlation
-from .layers import ConvStack, conv
+from .layers import conv
 from .warp import backwarp, resize_flow
 
 
@@ -26,7 +26,7 @@ class Encoder(nn.Module):
         levels = []
         c_in = 3
         for width in widths:
-            levels.append(ConvStack(conv(c_in, width, stride=2), conv(width, width)))
+            levels.append(nn.Sequential(conv(c_in, width, stride=2), conv(width, width)))
             c_in = width
         self.levels = nn.ModuleList(levels)
 
@@ -51,7 +51,7 @@ class FlowDecoder(nn.Module):
             layers.append(conv(c_in, h))
             c_in = h
         layers.append(conv(c_in, 2, act=False))
-        self.net = ConvStack(*layers)
+        self.net = nn.Sequential(*layers)
 
     def forward(self, one: torch.Tensor, two: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
         warped = backwarp(two, flow)

@@ -16,7 +16,7 @@ from torch import nn
 
 import softsplat
 
-from .layers import ConvStack, conv
+from .layers import conv
 from .warp import backwarp
 
 
@@ -25,7 +25,7 @@ class Metric(nn.Module):
 
     def __init__(self, hidden: int = 12) -> None:
         super().__init__()
-        self.net = ConvStack(conv(4, hidden), conv(hidden, 1, act=False))
+        self.net = nn.Sequential(conv(4, hidden), conv(hidden, 1, act=False))
         self.scale = nn.Parameter(torch.tensor(-20.0))
 
     def forward(self, image: torch.Tensor, other: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
@@ -67,10 +67,10 @@ class Decoder(nn.Module):
         for level in range(levels - 1, -1, -1):
             c_in = 2 * feat_widths[level] + c_up + (1 if level == levels - 1 else 0)
             width = widths[level]
-            blocks.append(ConvStack(conv(c_in, width), conv(width, width)))
+            blocks.append(nn.Sequential(conv(c_in, width), conv(width, width)))
             c_up = width
         self.blocks = nn.ModuleList(blocks)
-        self.full = ConvStack(conv(2 * 4 + c_up, full), conv(full, full), conv(full, 4, act=False))
+        self.full = nn.Sequential(conv(2 * 4 + c_up, full), conv(full, full), conv(full, 4, act=False))
 
     def forward(self, warped_one: List[torch.Tensor], warped_two: List[torch.Tensor],
                 t: Union[float, torch.Tensor]) -> torch.Tensor:
