@@ -91,14 +91,11 @@ def _file_digest(path: str, size: int, mtime_ns: int) -> str:
 
 
 @functools.lru_cache(maxsize=4)
-def load_network(weights: Path, device: torch.device, conv_dtype: Optional[torch.dtype] = None) -> nn.Module:
-    """The network for ``weights`` on ``device`` (cached: one load per file, device and dtype); with ``conv_dtype``
-    its convolutions are stored in that dtype (``model.runtime.convolutions_in``), to run under that autocast."""
-    from model.runtime import convolutions_in
+def load_network(weights: Path, device: torch.device) -> nn.Module:
+    """The network for ``weights`` on ``device`` (cached: one load per file and device)."""
     from model.weights import load_any
 
-    net = load_any(weights, device)
-    return convolutions_in(net, conv_dtype) if conv_dtype is not None else net
+    return load_any(weights, device)
 
 
 class Interpolator:
@@ -115,14 +112,8 @@ class Interpolator:
         from model.runtime import compile_network
 
         self.options = options
-        if network is None:
-            device = resolve_device(options.device)
-            network = load_network(Path(options.weights), device)
-            dtype = autocast_dtype(options.precision, device, network)
-            if dtype is not None and device.type == "cuda" and isinstance(network, Network):
-                # the same network with its convolutions stored in the autocast dtype: the same frames, no casts
-                network = load_network(Path(options.weights), device, dtype)
-        self.network = network
+        self.network = network if network is not None else load_network(Path(options.weights),
+                                                                         resolve_device(options.device))
         self.device = next(self.network.parameters()).device
         self.autocast_dtype = autocast_dtype(options.precision, self.device, self.network)
         warn_without_fast_kernels(self.device)

@@ -265,16 +265,6 @@ def graphed_pairs(net: Network, shape: torch.Size, autocast_dtype: Optional[torc
         return None
 
 
-def convolutions_in(net: Network, dtype: torch.dtype) -> Network:
-    """``net`` with its convolutions' weights and biases stored in ``dtype`` (in place; returned), to run under
-    autocast to ``dtype`` only: the values are the ones autocast would cast them to on every call, so the frames are
-    the same and the casts go (about 6% of the default network's GPU time at 1080p)."""
-    for module in net.modules():
-        if isinstance(module, torch.nn.Conv2d):
-            module.to(dtype)
-    return net
-
-
 def compile_network(net: Network, mode: str = "reduce-overhead") -> Network:
     """``torch.compile`` of the network for many calls at one frame size (video).
 

@@ -1,11 +1,9 @@
 """The network's parts on the CPU, and the CUDA correlation against the PyTorch one."""
 
-import copy
 import dataclasses
 import json
 from pathlib import Path
 
-import cv2
 import numpy as np
 import pytest
 import torch
@@ -594,41 +592,6 @@ def test_interpolate_with_alpha_shapes_and_integer_frames():
         assert np.abs(out[0][:, :, 3].astype(np.int64) - frame[:, :, 3]).max() <= 3 * (top // 255)
     with pytest.raises(ValueError, match="H x W x 4"):
         interpolate_integer_alpha(net, frame[:, :, :3], frame[:, :, :3])
-
-
-def test_convolutions_stored_in_the_autocast_dtype_give_the_same_frames():
-    """model.runtime.convolutions_in: convolutions stored in bf16 give, under bf16 autocast, exactly the frames of
-    the float32 network (autocast casts the weights to the same values on every call)."""
-    from model.runtime import convolutions_in
-
-    torch.manual_seed(0)
-    net = Network(NetworkConfig()).eval()
-    stored = convolutions_in(copy.deepcopy(net), torch.bfloat16)
-    assert {p.dtype for n, p in stored.named_parameters() if n.endswith(("weight", "bias"))} == {torch.bfloat16}
-    assert stored.metric.scale.dtype == torch.float32  # not a convolution: autocast leaves its arithmetic in float32
-    one, two = torch.rand(1, 3, 64, 96), torch.rand(1, 3, 64, 96)
-    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
-        torch.testing.assert_close(stored(one, two, [0.3])[0], net(one, two, [0.3])[0], rtol=0, atol=0)
-
-
-@pytest.mark.cuda
-def test_cuda_interpolator_stores_convolutions_in_bf16_with_the_same_frames():
-    """On a GPU with bf16 tensor cores the engine loads the network with bf16 convolutions for precision auto;
-    its frames equal those of the float32-weight network under the same autocast."""
-    from engine import Interpolator, InterpolatorOptions
-
-    if torch.cuda.get_device_capability() < (8, 0):
-        pytest.skip("auto is float32 on this GPU")
-    auto = Interpolator(InterpolatorOptions(device="cuda", tile=0, cuda_graphs=False))
-    assert auto.network.decoder.full[0][0].weight.dtype == torch.bfloat16
-    plain = Interpolator(InterpolatorOptions(device="cuda", tile=0, cuda_graphs=False, precision="bf16"),
-                         network=load_weights("weights/network.safetensors", torch.device("cuda")).eval())
-    assert plain.network.decoder.full[0][0].weight.dtype == torch.float32
-    rng = np.random.default_rng(0)
-    scene = cv2.GaussianBlur(rng.integers(0, 256, (72, 100, 3), dtype=np.uint8), (7, 7), 0)
-    one, two = np.ascontiguousarray(scene[:, :96]), np.ascontiguousarray(scene[:, 4:])
-    np.testing.assert_array_equal(auto.interpolate_integer(one, two, [0.5])[0],
-                                  plain.interpolate_integer(one, two, [0.5])[0])
 
 
 @pytest.mark.cuda
