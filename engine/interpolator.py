@@ -117,8 +117,9 @@ class Interpolator:
         self.device = next(self.network.parameters()).device
         self.autocast_dtype = autocast_dtype(options.precision, self.device, self.network)
         warn_without_fast_kernels(self.device)
-        runner = with_ensemble(self.network, options.ensemble)
-        self._runner = compile_network(runner) if options.compile else runner
+        if options.compile:
+            self.network = compile_network(self.network)
+        self._runner = with_ensemble(self.network, options.ensemble)
         # a plain Network (not an ensemble, compiled or published one) exposes its flow: alpha can move with it,
         # and it can be replayed as CUDA graphs
         self._plain = isinstance(self._runner, Network)

@@ -4,6 +4,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 import torch
@@ -592,6 +593,27 @@ def test_interpolate_with_alpha_shapes_and_integer_frames():
         assert np.abs(out[0][:, :, 3].astype(np.int64) - frame[:, :, 3]).max() <= 3 * (top // 255)
     with pytest.raises(ValueError, match="H x W x 4"):
         interpolate_integer_alpha(net, frame[:, :, :3], frame[:, :, :3])
+
+
+@pytest.mark.cuda
+def test_cuda_compiled_network_keeps_quadratic_paths_and_cuda_graphs(capsys):
+    """--compile compiles the convolution stacks of a copy of the network: it stays a Network, so the engine runs it
+    along quadratic paths as CUDA graphs (no note about constant velocity), with frames within float rounding of
+    the plain network's."""
+    from engine import Interpolator, InterpolatorOptions
+
+    options = InterpolatorOptions(device="cuda", tile=0, precision="fp32", weights=Path("weights/fast.safetensors"))
+    plain = Interpolator(options)
+    compiled = Interpolator(dataclasses.replace(options, compile=True))
+    assert isinstance(compiled.network, Network) and compiled.network is not plain.network
+    rng = np.random.default_rng(0)
+    scene = cv2.GaussianBlur(rng.integers(0, 256, (64, 120, 3), dtype=np.uint8), (7, 7), 0)
+    frames = [np.ascontiguousarray(scene[:, 6 * i:6 * i + 96]) for i in range(4)]
+    outs = [interp.interpolate_integer_with_neighbours(frames[1], frames[2], [0.5], (frames[0], 1.0),
+                                                       (frames[3], 1.0))[0] for interp in (plain, compiled)]
+    assert "constant velocity" not in capsys.readouterr().err
+    assert compiled.cuda_graphs_for(64, 96, True) is not None
+    assert np.abs(outs[0].astype(int) - outs[1].astype(int)).max() <= 2
 
 
 @pytest.mark.cuda
