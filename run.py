@@ -110,10 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "(25i gives 50 frames/s, every moment the camera took), before --factor / --fps apply "
                         "(--factor 1: no interpolation); default: one frame per frame")
     v.add_argument("--compile", action="store_true",
-                   help="torch.compile the network (CUDA): the first pair takes a minute or two, later ones run faster")
+                   help="torch.compile the network's convolutions (CUDA): the first pair of each frame size takes "
+                        "15-30 s to compile, later pairs take 12-21%% less time (docs/video.md)")
     v.add_argument("--eager", action="store_true",
                    help="run the network op by op on CUDA instead of replaying it as CUDA graphs (the default for "
-                        "whole frames without --compile or --ensemble); the frames differ by float rounding only")
+                        "whole frames without --ensemble); the frames differ by float rounding only")
     v.add_argument("--crf", type=int, default=18,
                    help="constant quality, lower is better, on the encoder's own scale: CRF 0-51 for x264/x265, "
                         "-cq 1-51 for NVENC, CRF 0-63 for VP8/VP9/AV1 (libvpx, libvpx-vp9, libsvtav1, libaom-av1)")

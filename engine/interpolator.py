@@ -120,7 +120,7 @@ class Interpolator:
         if options.compile:
             self.network = compile_network(self.network)
         self._runner = with_ensemble(self.network, options.ensemble)
-        # a plain Network (not an ensemble, compiled or published one) exposes its flow: alpha can move with it,
+        # a plain Network (compiled or not; not an ensemble or the published one) exposes its flow: alpha can move with it,
         # and it can be replayed as CUDA graphs
         self._plain = isinstance(self._runner, Network)
         # (frame size, flow states cached beside) -> tile size, decided once per size
@@ -222,8 +222,8 @@ class Interpolator:
         frame ``after`` two (each with its distance in time from its end of the pair, in units of the pair's
         interval; None: constant velocity on that side). Calls for consecutive pairs of a stream share their flows,
         so a video costs about what it costs with linear motion (an ensemble: its passes' worth). RGB frames on
-        whole frames; frames with alpha, tiles and compiled or published networks move at constant velocity (said
-        once on stderr)."""
+        whole frames; frames with alpha, tiles and the published network move at constant velocity (said once on
+        stderr)."""
         from model.ensemble import EnsembleNetwork
         from model.inference import PairStates, interpolate_integer_quadratic
 
@@ -237,10 +237,10 @@ class Interpolator:
             if not self._noted_linear and (before is not None or after is not None):
                 self._noted_linear = True
                 reason = ("frames with alpha" if one.ndim == 3 and one.shape[2] == 4 else
-                          "a compiled or published network" if not (self._plain or ensemble) else
+                          "the published network" if not (self._plain or ensemble) else
                           "tiles" if self.tile_for(height, width) else
                           f"whole frames fit in free memory, but not beside the flows of {cached} pairs it keeps")
-                print(f"note: quadratic motion runs RGB frames, whole, on a network that is not compiled; here "
+                print(f"note: quadratic motion runs RGB frames, whole, on this project's networks; here "
                       f"({reason}) frames move at constant velocity", file=sys.stderr)
             return self.interpolate_integer(one, two, times)
         if self._states is None:

@@ -48,10 +48,12 @@ class InterpolatorOptions:
     (``overlap_for``).
     ``ensemble``: average 1, 2 (the frames and their mirror image) or 4 passes (also time-reversed).
     ``alpha``: "flow" moves transparency with the network's flow (objects with their own alpha); "linear" mixes
-    the two frames' alpha in time (a still matte), which is also what tiles, ensembles and compiled or
-    published networks do.
+    the two frames' alpha in time (a still matte), which is also what tiles, ensembles and the published
+    network do.
+    ``compile``: ``torch.compile`` the network's convolution stacks first (CUDA; ``model.runtime.compile_network``):
+    each frame size compiles on its first pair, later pairs run faster; quadratic paths and CUDA graphs stay.
     ``cuda_graphs``: replay the network as CUDA graphs for integer (video) frames on CUDA, whole frames only,
-    without ``compile`` or an ensemble; the frames differ from an eager run by float rounding only.
+    without an ensemble; the frames differ from an eager run by float rounding only.
     """
 
     weights: Path = DEFAULT_WEIGHTS
