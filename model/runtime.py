@@ -8,6 +8,7 @@ set of times (every frame of a video), one captured graph replays them all.
 from __future__ import annotations
 
 import copy
+import importlib.util
 import sys
 from typing import Callable, List, Optional, Sequence, Tuple
 
@@ -267,6 +268,16 @@ def graphed_pairs(net: Network, shape: torch.Size, autocast_dtype: Optional[torc
         return None
 
 
+def check_compilable(device: torch.device) -> None:
+    """``compile_network``'s needs, said before any work (ValueError): a CUDA device, and Triton, which Inductor
+    generates its GPU kernels with (PyPI's Linux builds of torch bring it; others may not)."""
+    if device.type != "cuda":
+        raise ValueError("--compile needs the network on a CUDA device (use --device cuda)")
+    if importlib.util.find_spec("triton") is None:
+        raise ValueError("--compile needs the triton package, which torch.compile generates GPU kernels with: "
+                         "pip install triton (Linux), or run without --compile")
+
+
 def compile_network(net: nn.Module) -> nn.Module:
     """``torch.compile`` for many calls at one frame size (video), as ``run.py --compile`` runs it.
 
@@ -278,9 +289,7 @@ def compile_network(net: nn.Module) -> nn.Module:
     bf16: 22.6-22.8 ms per pair against 27.5-28.4 without (docs/performance.md). Other networks (the published
     architecture) are compiled whole, in ``reduce-overhead`` mode.
     """
-    device = next(net.parameters()).device
-    if device.type != "cuda":
-        raise ValueError("--compile needs the network on a CUDA device (use --device cuda)")
+    check_compilable(next(net.parameters()).device)
     if not isinstance(net, Network):
         return torch.compile(net, mode="reduce-overhead", dynamic=False)
     config = torch._dynamo.config

@@ -381,6 +381,19 @@ def test_compile_needs_cuda(cpu_network):
         Interpolator(InterpolatorOptions(compile=True), network=cpu_network)
 
 
+def test_compile_needs_triton(monkeypatch):
+    """Without Triton (torch builds that lack it) --compile stops before any work with a line naming the fix,
+    instead of failing inside Inductor on the first pair."""
+    import importlib.util
+
+    from model.runtime import check_compilable
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "triton" else real(name, *a))
+    with pytest.raises(ValueError, match="pip install triton"):
+        check_compilable(torch.device("cuda"))
+
+
 def test_model_names_the_two_shipped_networks():
     """--model picks a file in weights/: the default network is the wider one with two flow passes below the
     coarsest level, `fast` the original size."""
