@@ -69,8 +69,8 @@ def autocast_dtype(precision: str, device: torch.device, network: nn.Module) -> 
     """The autocast dtype of ``InterpolatorOptions.precision`` for ``network`` on ``device`` (None: float32).
 
     "auto" is bfloat16 for this project's ``Network`` on a CUDA GPU of compute capability 8.0 or more (bfloat16
-    tensor cores), float32 otherwise: on the CPU bfloat16 is slower, older GPUs emulate it, and the published
-    architecture keeps the arithmetic it was trained in."""
+    tensor cores), float32 otherwise: on the CPU, on older GPUs (which emulate bfloat16) and for the published
+    architecture (which keeps the arithmetic it was trained in)."""
     from model.network import Network
 
     if precision == "auto":
@@ -120,8 +120,8 @@ class Interpolator:
         if options.compile:
             self.network = compile_network(self.network)
         self._runner = with_ensemble(self.network, options.ensemble)
-        # a plain Network (compiled or not; not an ensemble or the published one) exposes its flow: alpha can move with it,
-        # and it can be replayed as CUDA graphs
+        # a plain Network (compiled or not; not an ensemble or the published one) exposes its flow: alpha can move
+        # with it, and it can be replayed as CUDA graphs
         self._plain = isinstance(self._runner, Network)
         # (frame size, flow states cached beside) -> tile size, decided once per size
         self._tiles: Dict[Tuple[int, int, int], int] = {}
