@@ -119,6 +119,8 @@ class Interpolator:
         warn_without_fast_kernels(self.device)
         if options.compile:
             self.network = compile_network(self.network)
+            print("note: --compile: the network compiles on the first pair of each frame size (15-30 s), then runs "
+                  "faster", file=sys.stderr)
         self._runner = with_ensemble(self.network, options.ensemble)
         # a plain Network (compiled or not; not an ensemble or the published one) exposes its flow: alpha can move
         # with it, and it can be replayed as CUDA graphs

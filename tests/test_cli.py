@@ -381,6 +381,16 @@ def test_compile_needs_cuda(cpu_network):
         Interpolator(InterpolatorOptions(compile=True), network=cpu_network)
 
 
+def test_compile_says_it_compiles(cpu_network, monkeypatch, capsys):
+    """--compile's pause on the first pair is announced on stderr (the compile itself needs a GPU: here a stand-in)."""
+    import model.runtime
+    from engine import Interpolator, InterpolatorOptions
+
+    monkeypatch.setattr(model.runtime, "compile_network", lambda net: net)
+    Interpolator(InterpolatorOptions(compile=True), network=cpu_network)
+    assert "note: --compile: the network compiles on the first pair" in capsys.readouterr().err
+
+
 def test_compile_needs_triton(monkeypatch):
     """Without Triton (torch builds that lack it) --compile stops before any work with a line naming the fix,
     instead of failing inside Inductor on the first pair."""
