@@ -284,10 +284,10 @@ def compile_network(net: nn.Module) -> nn.Module:
     For this project's ``Network``: a copy with its convolution stacks compiled (the encoder levels, the flow
     decoders, the synthesis blocks and the metric's layers; Inductor fuses each convolution's bias, activation and
     layout changes, without CUDA graphs of its own). The copy is still a ``Network``, so the engine replays it as its
-    own CUDA graphs, along quadratic paths too. Each frame size compiles on its first pair (about 30 s for the
-    default network at 1080p, cached by Inductor on disk for later runs). Measured side by side on an H100 at 1080p,
-    bf16: 22.6-22.8 ms per pair against 27.5-28.4 without (docs/performance.md). Other networks (the published
-    architecture) are compiled whole, in ``reduce-overhead`` mode.
+    own CUDA graphs, along quadratic paths too. Each frame size compiles on its first pair (23 s for the default
+    network at 1080p on an H100). Measured side by side there at 1080p, bf16: 22.2-22.4 ms per pair against
+    27.6-28.6 without (docs/performance.md). Other networks (the published architecture) are compiled whole, in
+    ``reduce-overhead`` mode.
     """
     check_compilable(next(net.parameters()).device)
     if not isinstance(net, Network):
