@@ -260,7 +260,7 @@ class Interpolator:
     def cuda_graphs_for(self, height: int, width: int, neighbours: bool = False) -> Optional["GraphedPairs"]:
         """The CUDA graphs (``model.runtime.GraphedPairs``) that replay whole frames of this size (with
         ``neighbours``: also along quadratic paths), captured on first use; None where they do not apply (CPU,
-        ``cuda_graphs`` off, compiled or ensemble, tiles) or capture failed."""
+        ``cuda_graphs`` off, an ensemble or the published network, tiles) or capture failed."""
         replayable = self.options.cuda_graphs and self._plain and self.device.type == "cuda"
         if not replayable or self.tile_for(height, width):
             return None
