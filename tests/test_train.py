@@ -949,14 +949,16 @@ def test_two_processes_with_torchrun_resume_across_process_counts(footage, train
 
 @pytest.mark.slow
 def test_processes_under_torchrun_stop_at_the_same_step_when_the_minutes_run_out(footage, tmp_path):
-    """--minutes under torchrun: the main process's clock decides, read every TIME_CHECK_STEPS steps and
-    broadcast, so both processes leave the loop after the same step (a process that went on alone would wait in
-    the next step's all-reduce until NCCL's timeout, as four-GPU chunks did in sessions 49 and 50). With a limit
-    of 0.06 s the first reading, at step TIME_CHECK_STEPS, ends the chunk there: on every run, not near it."""
+    """--minutes under torchrun: the main process's clock decides, read every TIME_CHECK_STEPS steps and posted to
+    torchrun's store, so both processes leave the loop after the same step (a process that went on alone would wait
+    in the next step's all-reduce until NCCL's timeout, as four-GPU chunks did in sessions 49 and 50). With a limit
+    of 0.06 s the first reading, at step TIME_CHECK_STEPS, ends the chunk there: on every run, not near it. Both
+    processes exit too: when the answer was a gloo broadcast, rank 1 hung at exit in about one run in ten (sessions
+    51 and 53), so a run gets 2 minutes here (about 8 s on two CPU cores)."""
     from training.trainer import TIME_CHECK_STEPS
 
     out = tmp_path / "timed"
-    proc = torchrun(footage, out, 29519, "--minutes", "0.001", "--val-every", "1000")
+    proc = torchrun(footage, out, 29519, "--minutes", "0.001", "--val-every", "1000", timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads((out / "progress.json").read_text())["step"] == TIME_CHECK_STEPS
 

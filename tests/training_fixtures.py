@@ -45,11 +45,12 @@ def run_args(footage, out, *extra):
             "--validation-clips", "val.mp4", "--val-every", "2", *batches, *extra]
 
 
-def torchrun(footage, out, port: int, *extra) -> subprocess.CompletedProcess:
-    """train.py in two CPU processes through torchrun (gloo), with ``run_args`` and ``extra``."""
+def torchrun(footage, out, port: int, *extra, timeout: float = 600) -> subprocess.CompletedProcess:
+    """train.py in two CPU processes through torchrun (gloo), with ``run_args`` and ``extra``; a run that takes
+    more than ``timeout`` seconds is an error (subprocess.TimeoutExpired)."""
     # (NVLink multicast off, as in every process the device scripts start)
     env = dict(os.environ, OMP_NUM_THREADS="1", NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1",
                NVSHMEM_DISABLE_NVLS="1")
     return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
                            "--master_port", str(port), str(ROOT / "train.py"), *run_args(footage, out, *extra)],
-                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=timeout)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime
 import json
 import math
 import os
@@ -35,7 +36,7 @@ from training.options import RunOptions
 from training import schedule, state, validation
 from training.step import StepLoss, TrainStep, WeightAverage, compact
 
-# under torchrun, how often (in steps) the main process's clock is read for --minutes and its answer broadcast
+# under torchrun, how often (in steps) the main process's clock is read for --minutes and its answer posted
 TIME_CHECK_STEPS = 20
 
 
@@ -134,6 +135,9 @@ class Process:
     world: int = 1
     rank: int = 0
     local_rank: int = 0
+    # under torchrun, a client of its rendezvous store (a TCP key-value store): where the main process posts whether
+    # a chunk's --minutes are spent
+    store: Optional["torch.distributed.Store"] = None
 
     @property
     def main(self) -> bool:
@@ -157,7 +161,12 @@ def init_process(options: RunOptions) -> Process:
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     else:
         device = torch.device(options.device)
-    return Process(device, world, rank, local_rank)
+    store = None
+    if world > 1:
+        # the store that torchrun's MASTER_ADDR and MASTER_PORT name (its agent's, or the main process's)
+        store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False,
+                              timeout=datetime.timedelta(minutes=30))
+    return Process(device, world, rank, local_rank, store)
 
 
 def use_cuda_graph(options: RunOptions, start: Start, process: Process) -> bool:
@@ -209,11 +218,6 @@ class Trainer:
         torch.manual_seed(seed)
         self.gen = torch.Generator().manual_seed(seed)
         self.t0 = time.time()
-        # out_of_time's broadcast buffer, held here for the trainer's life: a tensor that Python dropped while a
-        # gloo worker thread still held it is freed by that thread, which then needs the GIL, while the main
-        # thread destroying the process group at exit holds the GIL and joins that thread (a deadlock seen on
-        # one of two CPU processes in session 51; pytorch/pytorch#56297)
-        self.stop_flag = torch.zeros(1, device=self.device)
 
     # -- data ------------------------------------------------------------------------------------------------
 
@@ -550,17 +554,19 @@ class Trainer:
         """Whether --minutes have passed. Under torchrun the processes must leave the loop at the same step (one
         that goes on waits in the next step's gradient all-reduce for the others until NCCL's timeout, as four-GPU
         chunks did at their ends in sessions 49 and 50): the main process's clock decides, read every
-        ``TIME_CHECK_STEPS`` steps and broadcast (a wait for the GPU each time; one process reads it every step)."""
+        ``TIME_CHECK_STEPS`` steps and posted to torchrun's store, where the others read it. Not a broadcast: the
+        communication thread that frees a finished broadcast's tensor needs the GIL for it, and a process leaving the
+        loop straight after the last one could join that thread with the GIL held (a deadlock, sessions 51 and 53)."""
         late = time.time() - chunk_start > self.options.minutes * 60.0
         if self.process.world == 1:
             return late
         if (self.step - self.start_step) % TIME_CHECK_STEPS or self.step == self.start_step:
             return False
-        import torch.distributed as dist
-
-        self.stop_flag.fill_(1.0 if late else 0.0)
-        dist.broadcast(self.stop_flag, src=0)
-        return bool(self.stop_flag.item())
+        key = f"stop/{self.start_step}/{self.step}"
+        if self.main:
+            self.process.store.set(key, "1" if late else "0")
+            return late
+        return self.process.store.get(key) == b"1"  # waits for the main process to reach this step
 
     def run(self) -> None:
         from tqdm import tqdm
