@@ -4,10 +4,10 @@
 ``one`` the mean over channels of one(p) * two(p + d), for displacements d with
 |dx|, |dy| <= r, in row-major order of (dy, dx); ``two`` is zero outside the frame.
 
-CPU (and the reference): PyTorch, one batched reduction per vertical offset over a
-strided view of the horizontal offsets. CUDA: a CuPy kernel, one thread per pixel
-holding all (2r+1)^2 sums in registers, with its own backward; fp16/bf16 inputs
-are computed in float32 and returned in their dtype.
+CPU (and the reference): PyTorch, one product and channel sum per displacement.
+CUDA: a CuPy kernel, one thread per pixel holding all (2r+1)^2 sums in registers,
+with its own backward; fp16/bf16 inputs are computed in float32 and returned in
+their dtype.
 """
 
 from __future__ import annotations

@@ -419,7 +419,8 @@ def test_model_names_the_two_shipped_networks():
     two_passes = dataclasses.replace(NetworkConfig().widened(2), flow_iterations=(1, 2, 2, 2))
     assert read_config(default.weights) == two_passes
     assert read_config(fast.weights) == NetworkConfig()
-    with pytest.raises(ValueError, match="--model nope: there is no weights/nope.safetensors; use one of fast, network"):
+    message = "--model nope: there is no weights/nope.safetensors; use one of fast, network"
+    with pytest.raises(ValueError, match=message):
         run.interpolator_options(parser.parse_args(["--one", "a.png", "--two", "b.png", "--out", "m.png",
                                                     "--model", "nope"]))
 

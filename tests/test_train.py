@@ -553,8 +553,8 @@ def test_arms_script_gives_each_arm_its_own_gpu_and_output(tmp_path):
     for script in ("arms.sh", "env.sh"):
         (device / script).write_text((ROOT / "scripts" / "device" / script).read_text())
     # a study.sh that records what it was given; an nvidia-smi that lists two GPUs
-    (device / "study.sh").write_text('echo "gpu=$CUDA_VISIBLE_DEVICES out=$OUT return=$RETURN bundle=[$BUNDLE] init=$INIT '
-                                     'limit=$LIMIT args=$*" > "$OUT/seen.txt"\n')
+    (device / "study.sh").write_text('echo "gpu=$CUDA_VISIBLE_DEVICES out=$OUT return=$RETURN bundle=[$BUNDLE] '
+                                     'init=$INIT limit=$LIMIT args=$*" > "$OUT/seen.txt"\n')
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "nvidia-smi").write_text("#!/bin/sh\necho GPU 0\necho GPU 1\n")
