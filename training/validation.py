@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Protocol, Tuple
 
 import torch
 
@@ -12,7 +12,16 @@ from training.losses import psnr
 Batches = List[Dict[str, torch.Tensor]]
 
 
-def validation_psnr(net: Any, sets: Dict[str, Batches], boundaries: Dict[str, List[torch.Tensor]],
+class Interpolates(Protocol):
+    """What validation runs: a model.Network, or anything with its two steps (a flow state for a batch of pairs,
+    then the frames at times t from it), such as scripts/diagnose/validation.py's flow at another scale."""
+
+    def estimate_flow(self, one: torch.Tensor, two: torch.Tensor) -> Any: ...
+
+    def synthesize(self, state: Any, t: torch.Tensor) -> torch.Tensor: ...
+
+
+def validation_psnr(net: Interpolates, sets: Dict[str, Batches], boundaries: Dict[str, List[torch.Tensor]],
                     subsets: Optional[Dict[str, List[torch.Tensor]]] = None
                     ) -> Tuple[Dict[str, float], Optional[float]]:
     """The network's mean per-triplet PSNR on each set, and its PSNR over the pixels of ``boundaries`` (masks
