@@ -947,6 +947,37 @@ def test_two_processes_with_torchrun_resume_across_process_counts(footage, train
     assert "shards" not in captured.out and "non-linearity: measured" not in captured.out  # the tables were there
 
 
+def test_the_minutes_stop_is_posted_by_the_main_process_and_read_by_the_others():
+    """Under torchrun, out_of_time's answer goes through the store: the main process posts it at every
+    TIME_CHECK_STEPS-th step of the chunk (from its own clock) and the others read that answer, whatever their own
+    clocks say; at other steps nobody touches the store. Two processes of one chunk, sharing an in-memory store."""
+    from types import SimpleNamespace
+
+    import torch.distributed as dist
+
+    from training.trainer import TIME_CHECK_STEPS, Process, Trainer
+
+    store = dist.HashStore()
+    chunk_start, start_step = 1000.0, 40
+
+    def process(rank, minutes, step):
+        return SimpleNamespace(process=Process(torch.device("cpu"), 2, rank, rank, store), main=rank == 0,
+                               options=SimpleNamespace(minutes=minutes), start_step=start_step, step=step)
+
+    # not a reading step: False, and no key written or read (a read would wait for one)
+    assert not Trainer.out_of_time(process(1, 0.0, start_step + 1), chunk_start)
+    assert store.num_keys() == 0
+    step = start_step + TIME_CHECK_STEPS
+    # the main process's clock is past its minutes; rank 1's own limit is far off: it still stops
+    assert Trainer.out_of_time(process(0, 0.001, step), chunk_start)
+    assert Trainer.out_of_time(process(1, 1e9, step), chunk_start)
+    # and the reverse: the main process goes on, so rank 1 goes on although its own clock is past its limit
+    step += TIME_CHECK_STEPS
+    assert not Trainer.out_of_time(process(0, 1e9, step), chunk_start)
+    assert not Trainer.out_of_time(process(1, 0.001, step), chunk_start)
+    assert store.get(f"stop/{start_step}/{step}") == b"0"
+
+
 @pytest.mark.slow
 def test_processes_under_torchrun_stop_at_the_same_step_when_the_minutes_run_out(footage, tmp_path):
     """--minutes under torchrun: the main process's clock decides, read every TIME_CHECK_STEPS steps and posted to
