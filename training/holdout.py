@@ -24,7 +24,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -32,7 +32,10 @@ import torch
 from model.ensemble import PASSES, with_ensemble
 from model.network import FlowScale
 from training.data import Clip, clean_span, dis_flows
-from training.losses import psnr
+from training.losses import edge_energy, psnr
+
+if TYPE_CHECKING:
+    from bench.peers import Peer
 
 # Repositories of the first footage folder held out whole (about a fifth of its frames): street and car
 # footage, stock clips, a tracking bag, people running, a bike and a phone-call test clip. None of them has a
@@ -202,7 +205,8 @@ def baseline_scores(triplets: Sequence[Triplet], workers: int = 8,
 
 
 def network_scores(net: torch.nn.Module, triplets: Sequence[Triplet], device: torch.device,
-                   autocast_dtype: Optional[torch.dtype] = None, flow_scale: FlowScale = 1.0) -> torch.Tensor:
+                   autocast_dtype: Optional[torch.dtype] = None, flow_scale: FlowScale = 1.0,
+                   details: Optional[List[float]] = None) -> torch.Tensor:
     """The network's PSNR on every triplet, whole frames at t = 0.5 (callers set eval mode; runs under no_grad),
     with flow estimated at ``flow_scale`` times the frames' size (run.py's --flow-scale); along quadratic paths
     (``Network.forward_four``) where a triplet kept an outer neighbour (a side without one at constant velocity, as
@@ -219,7 +223,34 @@ def network_scores(net: torch.nn.Module, triplets: Sequence[Triplet], device: to
             else:
                 out = net(one, two, (0.5,), flow_scale)[0].float()
             scores.append(psnr(out.clamp(0, 1), mid).cpu())
+            if details is not None:
+                details.append(detail_kept(out, mid))
     return torch.cat(scores)
+
+
+def detail_kept(out: torch.Tensor, truth: torch.Tensor) -> float:
+    """The detail an output keeps (``edge_energy`` of the uint8-rounded output over the truth's)."""
+    return float(edge_energy((out.clamp(0, 1) * 255).round()) / edge_energy((truth * 255).round()).clamp_min(1e-6))
+
+
+def peer_scores(peer: "Peer", triplets: Sequence[Triplet], details: Optional[List[float]] = None) -> torch.Tensor:
+    """A RIFE release's PSNR on every triplet (bench/peers.py), from the pair alone as RIFE tools run it, in
+    float32; ``details`` collects the detail kept."""
+    scores = []
+    with torch.no_grad():
+        for tr in triplets:
+            one, two, mid = (x.to(peer.device).float().div(255).unsqueeze(0) for x in (tr.one, tr.two, tr.mid))
+            out = peer(one, two, 0.5).float()
+            scores.append(psnr(out.clamp(0, 1), mid).cpu())
+            if details is not None:
+                details.append(detail_kept(out, mid))
+    return torch.cat(scores)
+
+
+def per_clip(scores: torch.Tensor, triplets: Sequence[Triplet]) -> Dict[str, float]:
+    """Mean PSNR per clip."""
+    clips = [tr.clip for tr in triplets]
+    return {c: float(scores[torch.tensor([x == c for x in clips])].mean()) for c in sorted(set(clips))}
 
 
 def summary(net: torch.Tensor, base: torch.Tensor, triplets: Sequence[Triplet]) -> Dict[str, float]:
@@ -287,6 +318,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--set", choices=TRIPLET_SETS, default="standard",
                    help="the triplets that choose weights, or a confirmation set: the centres halfway (fresh) or a "
                         "quarter of the way (quarter) between them")
+    p.add_argument("--peer", nargs="*", default=[], choices=["rife-4.26", "rife-3.1", "rife-4.6"],
+                   help="also score these RIFE releases (bench/peers.py; their wheels installed), on the pair alone")
+    p.add_argument("--hold-still", choices=["on", "off", "both"], default="on",
+                   help="our networks with still, textured neighbourhoods held at zero flow (model.warp.still_weight, "
+                        "the default), without, or both side by side")
     p.add_argument("--json", type=Path, default=None, help="write the figures (and per-triplet scores) here")
     p.add_argument("--middlebury", type=Path, default=None, help="instead: the baseline's Middlebury PSNR")
     args = p.parse_args(argv)
@@ -314,16 +350,41 @@ def main(argv: Optional[List[str]] = None) -> int:
           f"baseline {float(base.mean()):.3f} dB")
     if base4 is not None:
         print(f"four-frame classical baseline {float(base4.mean()):.3f} dB")
-    for path in args.weights:
-        net = with_ensemble(load_weights(path, device).eval(), args.ensemble)
-        scores = network_scores(net, triplets, device, torch.bfloat16 if args.bf16 else None, args.flow_scale)
+    runs = [(str(path), path, hold) for path in args.weights
+            for hold in ({"on": [True], "off": [False], "both": [True, False]}[args.hold_still])]
+    for label, path, hold in runs:
+        label += "" if args.hold_still != "both" else (" (hold-still)" if hold else " (no hold-still)")
+        loaded = load_weights(path, device).eval()
+        if hasattr(loaded, "hold_still"):
+            loaded.hold_still = hold
+        net = with_ensemble(loaded, args.ensemble)
+        details: List[float] = []
+        scores = network_scores(net, triplets, device, torch.bfloat16 if args.bf16 else None, args.flow_scale,
+                                details)
         figures = summary(scores, base, triplets)
-        report["weights"][str(path)] = {"figures": figures, "scores": scores.tolist()}
-        print(f"{path}: {describe(figures)}")
+        figures["detail"] = float(np.mean(details))
+        report["weights"][label] = {"figures": figures, "scores": scores.tolist(), "details": details,
+                                    "clips": per_clip(scores, triplets)}
+        print(f"{label}: {describe(figures)}; detail kept {figures['detail']:.3f}")
         print("  " + ", ".join(f"{k} {v:+.3f}" for k, v in figures.items() if k.startswith("margin_")))
         if base4 is not None:
-            report["weights"][str(path)]["figures_four_frames"] = figures4 = summary(scores, base4, triplets)
+            report["weights"][label]["figures_four_frames"] = figures4 = summary(scores, base4, triplets)
             print(f"  over the four-frame baseline: {describe(figures4)}")
+    for name in args.peer:
+        from bench.peers import load_peer
+
+        try:
+            peer = load_peer(name, device)
+        except ValueError as exc:  # a missing wheel names its pip command
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        details = []
+        scores = peer_scores(peer, triplets, details)
+        figures = summary(scores, base, triplets)
+        figures["detail"] = float(np.mean(details))
+        report.setdefault("peers", {})[name] = {"figures": figures, "scores": scores.tolist(), "details": details,
+                                               "clips": per_clip(scores, triplets)}
+        print(f"{name} (pair alone): {describe(figures)}; detail kept {figures['detail']:.3f}")
     if args.json:
         report["triplets"] = [{"group": t.group, "clip": t.clip, "centre": t.centre, "gap": t.gap,
                                "quadratic": t.has_neighbours, "sides": t.sides} for t in triplets]
