@@ -18,7 +18,7 @@ from torch import nn
 from .flow import Encoder, FlowEstimator
 from .motion import Time, linear_flows, quadratic_flows
 from .synthesis import Decoder, Metric, splat_pyramid
-from .warp import InputPadder, resize_flow, warp_error
+from .warp import InputPadder, resize_flow, still_weight, warp_error
 
 # ``flow_scale="auto"``: flow at full scale, and for a pair whose motion exceeds AUTO_MOTION_PX (the 95th percentile
 # of its forward flow's length, sampled every 4th pixel) also at AUTO_SCALE, kept where it explains the pair better
@@ -127,6 +127,9 @@ class FlowState:
 class Network(nn.Module):
     def __init__(self, config: NetworkConfig = NetworkConfig()) -> None:
         super().__init__()
+        # inference: textured neighbourhoods that did not move keep zero flow (model.warp.still_weight); False
+        # only to measure what that does
+        self.hold_still = True
         self.config = config
         self.encoder = Encoder(config.encoder_widths)
         self.flow = FlowEstimator(config.encoder_widths, config.flow_finest_level, config.flow_radius,
@@ -183,6 +186,9 @@ class Network(nn.Module):
             # host read would split the graph, and the half-scale branch would compile mid-video, on its first pair)
             if torch.compiler.is_compiling() or bool(candidates.any()):
                 flow_fwd, flow_bwd = self.auto_choice(one, two, feats_one, feats_two, flow_fwd, flow_bwd, candidates)
+        if self.hold_still and not self.training:  # a still, textured neighbourhood keeps zero motion (still_weight)
+            moving = 1.0 - still_weight(one, two)
+            flow_fwd, flow_bwd = flow_fwd * moving.to(flow_fwd.dtype), flow_bwd * moving.to(flow_bwd.dtype)
         return feats_one, feats_two, flow_fwd, flow_bwd, pyramid
 
     def first_flows(self, one: torch.Tensor, two: torch.Tensor, flow_scale: FlowScale

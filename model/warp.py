@@ -62,3 +62,31 @@ class InputPadder:
     def unpad(self, x: torch.Tensor) -> torch.Tensor:
         left, _, top, _ = self.padding
         return x[..., top:top + self.height, left:left + self.width]
+
+
+def still_weight(one: torch.Tensor, two: torch.Tensor, window: int = 7, shift: float = 0.2,
+                 texture_floor: float = 0.02) -> torch.Tensor:
+    """Per pixel, N x 1 x H x W in [0, 1]: how surely the pixel's neighbourhood did not move between the frames.
+
+    A regular pattern (a grid, a fence) matches itself one period away, so a flow estimate that starts wrong at a
+    coarse level can lock onto a whole number of periods where nothing moved, and the middle frame then shows the
+    pattern half a period off: bent and doubled lines. Where zero motion explains a textured neighbourhood to
+    within ``shift`` px (the mean absolute frame difference below ``shift`` times the mean absolute gradient, both
+    over ``window`` x ``window``), the weight is 1; it falls to 0 at twice that difference. Flat neighbourhoods
+    (mean absolute gradient under ``texture_floor``, values in [0, 1]) get 0: zero difference says nothing there.
+    """
+    one, two = one.float(), two.float()
+
+    def box(x: torch.Tensor) -> torch.Tensor:
+        return F.avg_pool2d(x, window, stride=1, padding=window // 2, count_include_pad=False)
+
+    def gradient(x: torch.Tensor) -> torch.Tensor:
+        dx = F.pad((x[..., :, 1:] - x[..., :, :-1]).abs(), (0, 1, 0, 0))
+        dy = F.pad((x[..., 1:, :] - x[..., :-1, :]).abs(), (0, 0, 0, 1))
+        return (dx + dy).mean(1, keepdim=True)
+
+    difference = box((one - two).abs().mean(1, keepdim=True))
+    texture = box(torch.minimum(gradient(one), gradient(two)))
+    bound = shift * texture
+    weight = ((2 * bound - difference) / bound.clamp_min(1e-6)).clamp(0, 1)
+    return weight * (texture > texture_floor)
