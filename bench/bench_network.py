@@ -5,7 +5,7 @@
                                   [--json out.json]
 
 Speed does not depend on the weights, so random ones are used when none are given. ``--peer`` times RIFE
-releases (bench/peers.py, their real weights) in the same run, on the same frames, in float32 and under float16
+releases (model/peers.py, their real weights) in the same run, on the same frames, in float32 and under float16
 autocast (upstream's two modes), eager as their tools run them.
 """
 
@@ -25,6 +25,7 @@ from bench.timing import cuda_time_ms, require_cuda
 from model import Network, load_weights
 from model.network import NetworkConfig, count_parameters
 from model.ensemble import with_ensemble
+from model.peers import PEERS, load_peer
 from model.runtime import GraphedNetwork
 
 MATCH_PSNR = 40.0  # dB between compiled and eager frames, below which a compiled time is not reported
@@ -102,8 +103,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                         "them without CUDA graphs)")
     p.add_argument("--width", type=float, default=None, metavar="FACTOR",
                    help="time a network with random weights and every width times FACTOR (train.py --width)")
-    p.add_argument("--peer", nargs="+", default=[], choices=["rife-4.26", "rife-3.1", "rife-4.6"],
-                   help="also time these RIFE releases (their wheels installed: bench/peers.py)")
+    p.add_argument("--peer", nargs="+", default=[], choices=list(PEERS),
+                   help="also time these RIFE releases (their wheels installed: model/peers.py)")
     p.add_argument("--network", nargs="+", default=None, metavar="KEY=VALUE",
                    help="time a changed NetworkConfig with random weights (e.g. flow_finest_level=0), as train.py")
     args = p.parse_args(argv)
@@ -122,8 +123,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     net = load_weights(args.weights, device) if args.weights else Network(config).to(device).eval()
     try:
-        from bench.peers import load_peer
-
         peers = [load_peer(name, device) for name in args.peer]
     except ValueError as exc:  # a missing wheel names its pip command
         print(f"error: {exc}", file=sys.stderr)

@@ -27,6 +27,8 @@ from typing import Callable, Dict, List, Optional, Sequence
 import numpy as np
 import torch
 
+from model.peers import PEERS, load_peer
+
 FAR = 24  # px from the occluder, in every frame, for the far pixels
 SAMPLES = 4  # supersampling per axis
 FAMILIES = ("grid", "fence", "stripes", "text", "tiles")
@@ -199,18 +201,23 @@ def _ours(weights: Path, device: str, hold_still: bool = True) -> Interpolate:
 
 
 def _peer(name: str, device: str) -> Interpolate:
-    from benchmark_middlebury import peer_interpolator
+    peer = load_peer(name, "cuda" if device == "auto" and torch.cuda.is_available() else
+                     ("cpu" if device == "auto" else device))
 
-    run = peer_interpolator(name, device)
-    return lambda one, two: run(one, two, [0.5])[0]
+    def interpolate(one: np.ndarray, two: np.ndarray) -> np.ndarray:
+        a, b = (torch.from_numpy(x).permute(2, 0, 1)[None].to(peer.device) for x in (one, two))
+        with torch.no_grad():
+            return peer(a, b, 0.5)[0].permute(1, 2, 0).float().cpu().numpy()
+
+    return interpolate
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description="Scores on the repeated-pattern set (exact middle frames).",
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--weights", type=Path, nargs="*", default=[], help="our weights files to score")
-    p.add_argument("--peer", nargs="*", default=[], choices=["rife-4.26", "rife-3.1", "rife-4.6"],
-                   help="RIFE releases to score beside them (bench/peers.py)")
+    p.add_argument("--peer", nargs="*", default=[], choices=list(PEERS),
+                   help="RIFE releases to score beside them (model/peers.py)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     p.add_argument("--quick", action="store_true", help="the static 25 px grid alone")
     p.add_argument("--hold-still", choices=["on", "off", "both"], default="on",

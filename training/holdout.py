@@ -24,7 +24,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -32,10 +32,8 @@ import torch
 from model.ensemble import PASSES, with_ensemble
 from model.network import FlowScale
 from training.data import Clip, clean_span, dis_flows
+from model.peers import PEERS, Peer, load_peer
 from training.losses import edge_energy, psnr
-
-if TYPE_CHECKING:
-    from bench.peers import Peer
 
 # Repositories of the first footage folder held out whole (about a fifth of its frames): street and car
 # footage, stock clips, a tracking bag, people running, a bike and a phone-call test clip. None of them has a
@@ -233,8 +231,8 @@ def detail_kept(out: torch.Tensor, truth: torch.Tensor) -> float:
     return float(edge_energy((out.clamp(0, 1) * 255).round()) / edge_energy((truth * 255).round()).clamp_min(1e-6))
 
 
-def peer_scores(peer: "Peer", triplets: Sequence[Triplet], details: Optional[List[float]] = None) -> torch.Tensor:
-    """A RIFE release's PSNR on every triplet (bench/peers.py), from the pair alone as RIFE tools run it, in
+def peer_scores(peer: Peer, triplets: Sequence[Triplet], details: Optional[List[float]] = None) -> torch.Tensor:
+    """A RIFE release's PSNR on every triplet (model/peers.py), from the pair alone as RIFE tools run it, in
     float32; ``details`` collects the detail kept."""
     scores = []
     with torch.no_grad():
@@ -318,8 +316,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--set", choices=TRIPLET_SETS, default="standard",
                    help="the triplets that choose weights, or a confirmation set: the centres halfway (fresh) or a "
                         "quarter of the way (quarter) between them")
-    p.add_argument("--peer", nargs="*", default=[], choices=["rife-4.26", "rife-3.1", "rife-4.6"],
-                   help="also score these RIFE releases (bench/peers.py; their wheels installed), on the pair alone")
+    p.add_argument("--peer", nargs="*", default=[], choices=list(PEERS),
+                   help="also score these RIFE releases (model/peers.py; their wheels installed), on the pair alone")
     p.add_argument("--hold-still", choices=["on", "off", "both"], default="on",
                    help="our networks with still, textured neighbourhoods held at zero flow (model.warp.still_weight, "
                         "the default), without, or both side by side")
@@ -371,8 +369,6 @@ def main(argv: Optional[List[str]] = None) -> int:
             report["weights"][label]["figures_four_frames"] = figures4 = summary(scores, base4, triplets)
             print(f"  over the four-frame baseline: {describe(figures4)}")
     for name in args.peer:
-        from bench.peers import load_peer
-
         try:
             peer = load_peer(name, device)
         except ValueError as exc:  # a missing wheel names its pip command
