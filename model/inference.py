@@ -354,7 +354,7 @@ def _upload_integer(x: np.ndarray, device: torch.device, scale: float) -> torch.
         warnings.simplefilter("ignore", UserWarning)
         ten = torch.from_numpy(x)
     # a plain (pageable) copy: pinning each frame first allocates a page-locked buffer every call, which cost the
-    # 1080p video pipeline a third of its rate (session 12, bench/probe_graphs_pipeline.py)
+    # 1080p video pipeline a third of its rate (docs/findings.md, F14)
     return ten.to(device).permute(2, 0, 1).unsqueeze(0).float() / scale
 
 
