@@ -232,7 +232,7 @@ def _capture(device: torch.device, steps: Sequence[Callable], warmup: int) -> Tu
     Warm-up and capture run on a side stream of the network's GPU, whatever the current device is: torchrun's
     second process runs its network on cuda:1 while cuda:0 stays current, and ``torch.cuda.graph``'s own default
     capture stream is made once per process on the GPU current then, where cuDNN refuses to launch for another
-    GPU's network (seen on nvidia-h200-x2). Returns (graphs, outputs), one of each per step.
+    GPU's network (seen on a two-GPU H200 machine). Returns (graphs, outputs), one of each per step.
     """
     with torch.cuda.device(device):
         stream = torch.cuda.Stream(device)

@@ -644,7 +644,7 @@ def test_cuda_graphed_pairs_on_a_second_gpu():
     from model.runtime import GraphedNetwork, GraphedPairs
 
     if torch.cuda.device_count() < 2:
-        pytest.skip("needs two GPUs (nvidia-h200-x2)")
+        pytest.skip("needs two GPUs")
     torch.manual_seed(0)
     shape = (1, 3, 64, 96)
     # a graph on cuda:0 first: torch.cuda.graph's default capture stream is then made on cuda:0, where a capture
