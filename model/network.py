@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .flow import Encoder, FlowEstimator
+from .interface import FlowScale
 from .motion import Time, linear_flows, quadratic_flows
 from .synthesis import Decoder, Metric, splat_pyramid
 from .warp import InputPadder, resize_flow, warp_error
@@ -27,7 +28,6 @@ from .warp import InputPadder, resize_flow, warp_error
 AUTO = "auto"
 AUTO_MOTION_PX = 32.0
 AUTO_SCALE = 0.5
-FlowScale = Union[float, str]
 
 
 @dataclass(frozen=True)
@@ -125,6 +125,20 @@ class FlowState:
 
 
 class Network(nn.Module):
+    """This project's network (``model.interface.InterpolationNetwork``, with every capability)."""
+
+    flow_alpha = True
+    quadratic_paths = True
+    cuda_graphs = True
+    tiles = True
+    bf16_autocast = True
+    passes = 1
+
+    @property
+    def base(self) -> "Network":
+        """The network each pass runs: itself."""
+        return self
+
     def __init__(self, config: NetworkConfig = NetworkConfig()) -> None:
         super().__init__()
         self.config = config

@@ -250,7 +250,20 @@ class PublishedSynthesis(nn.Module):
 
 
 class PublishedNetwork(nn.Module):
-    """``PublishedNetwork()(one, two, times)`` with RGB [0, 1] frames, like ``model.Network``."""
+    """``PublishedNetwork()(one, two, times)`` with RGB [0, 1] frames, like ``model.Network``
+    (``model.interface.InterpolationNetwork``): whole pairs and tiles only, in float32 by default."""
+
+    flow_alpha = False
+    quadratic_paths = False
+    cuda_graphs = False
+    tiles = True
+    bf16_autocast = False
+    passes = 1
+
+    @property
+    def base(self) -> "PublishedNetwork":
+        """The network each pass runs: itself."""
+        return self
 
     def __init__(self) -> None:
         super().__init__()
