@@ -652,7 +652,7 @@ def cuda_available() -> bool:
 @functools.lru_cache(maxsize=None)
 def _cupy() -> Optional[ModuleType]:
     try:
-        import cupy  # noqa: F401  (optional dependency, CUDA only)
+        import cupy  # optional dependency, CUDA only: is it installed?
     except Exception:  # ImportError, or a CuPy built for another CUDA
         return None
     try:

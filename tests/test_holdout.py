@@ -103,7 +103,7 @@ def test_confirmation_triplets_lie_between_the_standard_ones(two_folders):
     assert not keys["fresh"] & keys["standard"] and not keys["quarter"] & (keys["standard"] | keys["fresh"])
     for clip in {t.clip for t in sets["standard"]}:
         for gap in (1, 2):
-            def centres(*names: str) -> list:
+            def centres(*names: str, clip=clip, gap=gap) -> list:
                 return sorted(t.centre for n in names for t in sets[n] if (t.clip, t.gap) == (clip, gap))
 
             for inner, outer in ((centres("fresh"), centres("standard")),

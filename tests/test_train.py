@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import train
-from tests.training_fixtures import footage, run_args, torchrun  # noqa: F401  (footage: a fixture)
+from tests.training_fixtures import run_args, torchrun
 from training.config import LEGACY, RECIPES, REMOVED, ConfigError, TrainConfig, TrainingError, flag
 from training.options import RunOptions, build_parser, parse
 from training.trainer import start_point
@@ -607,8 +607,8 @@ def test_score_script_spreads_the_product_measures_over_the_gpus(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SEEN": str(seen), "HOME": str(tmp_path)}
-    done = subprocess.run(["bash", str(device / "score.sh"), str(out), "a/last.safetensors", "b/last.safetensors"], env=env,
-                          capture_output=True, text=True)
+    done = subprocess.run(["bash", str(device / "score.sh"), str(out), "a/last.safetensors", "b/last.safetensors"],
+                          env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     measures = ("videos_standard", "videos_fresh", "pairs_standard")
     assert sorted(p.name for p in out.iterdir()) == sorted(f"{m}.json" for m in measures)
@@ -625,8 +625,8 @@ def test_score_script_spreads_the_product_measures_over_the_gpus(tmp_path):
     pairs = calls["pairs_standard.json"]
     assert pairs[0] == "gpu=0" and "--motion" not in pairs  # the third measure: round-robin over two GPUs
     assert done.stdout.count("== ") == 3 and "== pairs_standard" in done.stdout and "margin +1.000" in done.stdout
-    failed = subprocess.run(["bash", str(device / "score.sh"), str(out), "bad.safetensors"], env=env, capture_output=True,
-                            text=True)
+    failed = subprocess.run(["bash", str(device / "score.sh"), str(out), "bad.safetensors"], env=env,
+                            capture_output=True, text=True)
     assert failed.returncode == 1
     empty = subprocess.run(["bash", str(device / "score.sh"), str(out)], env=env, capture_output=True, text=True)
     assert empty.returncode == 2 and "at least one weights file" in empty.stderr
@@ -1036,7 +1036,8 @@ def test_cuda_graph_step_matches_the_eager_step(quadratic):
 
 def test_unpack_builds_a_state_that_resumes(footage, trained, tmp_path, capsys):
     """training.unpack: a remote chunk's output folder (small.tar's t/ and train/state_*, as
-    scripts/remote/chunk.sh leaves them) become a state folder and a lean resume folder that train.py --resume takes."""
+    scripts/remote/chunk.sh leaves them) become a state folder and a lean resume folder that train.py --resume
+    takes."""
     import shutil
     import tarfile
 

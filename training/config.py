@@ -84,8 +84,8 @@ def check_fields(obj: Any) -> None:
 @dataclass(frozen=True)
 class TrainConfig:
     """The recipe. Defaults: recipe ``fast``, the fast weights' second stage (session 17's chunk 60,
-    ``git show 3def0eb:docs/journal/raw/train_config_chunk60.json``): a 7000-step anneal with the non-linearity filter from the
-    step-25000 weights of a run from scratch."""
+    ``git show 3def0eb:docs/journal/raw/train_config_chunk60.json``): a 7000-step anneal with the non-linearity
+    filter from the step-25000 weights of a run from scratch."""
 
     seed: int = _option(61, "random seed (batches, augmentation, synthetic scenes)")
     batch: int = _at_least_one(32, "triplets per step and process (on N processes a step takes N x batch)")
