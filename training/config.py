@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from training.holdout import HOLDOUT_SOURCES
+from training.listing import HOLDOUT_SOURCES
 from training.losses import RECONSTRUCTION_LOSSES
 
 # The held-out clips of the runs before source-disjoint validation (training.holdout), which share source
