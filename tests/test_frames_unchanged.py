@@ -6,12 +6,11 @@ the sample pair through ``run.py``, a tiny generated video through ``run.py --vi
 the engine on tiny frames in each of the paths the refactor touches (ensembles, tiles, alpha, flow scale, the
 fast network, the published architecture). CPU float arithmetic can differ between PyTorch versions and CPU
 instruction sets: if this fails on an untouched checkout, regenerate ``EXPECTED`` with ``python
-tests/test_frames_unchanged.py`` at a commit whose frames are trusted and say so in the commit.
+-m tests.test_frames_unchanged`` at a commit whose frames are trusted and say so in the commit.
 """
 
 import hashlib
 import subprocess
-import sys
 from pathlib import Path
 from typing import Dict, List
 
@@ -21,10 +20,8 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run as a script to print the hashes
-    sys.path.insert(0, str(ROOT))
 
-# printed by `python tests/test_frames_unchanged.py` at 3def0eb (CPU, torch 2.13.0)
+# printed by `python -m tests.test_frames_unchanged` on the code of 3def0eb (CPU, torch 2.13.0)
 EXPECTED: Dict[str, str] = {
     "cli_pair": "635b3e788fb1524212ce7de2e407e07e83018c097266cc289dfc3fec109a2cb0",
     "cli_video": "094552395a049a27b278cb3f79f3728a9361a83c270b37df37b414347cbc8fe2",
