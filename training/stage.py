@@ -17,7 +17,7 @@ clips into the frame cache that ``train.py --frame-cache`` memory-maps:
     python -m training.stage unpack .data/bundles/N --dest ~/vfi/data --cache /dev/shm/vfi-cache
 
 and before training, check that every clip of every clips.jsonl is there and decoded (a machine given back and
-lent again comes bare; stage again then):
+rented again comes bare; stage again then):
 
     python -m training.stage check --dest ~/vfi/data --cache /dev/shm/vfi-cache
 """
