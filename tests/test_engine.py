@@ -386,7 +386,8 @@ def test_every_network_implements_the_one_interface(cpu_network):
     from model.interface import InterpolationNetwork
     from model.published import PublishedNetwork
 
-    published = PublishedNetwork()
+    with torch.random.fork_rng():  # leave later tests' random numbers as they were
+        published = PublishedNetwork()
     flags = ("flow_alpha", "quadratic_paths", "cuda_graphs", "tiles", "bf16_autocast")
     expected = {
         "network": (cpu_network, (True, True, True, True, True), cpu_network, 1),
@@ -406,8 +407,10 @@ def test_published_ensemble_moves_at_constant_velocity_in_a_stream(capsys):
     quadratic path, where the published network has no flow states: AttributeError.)"""
     from model.published import PublishedNetwork
 
-    torch.manual_seed(0)
-    engine = Interpolator(InterpolatorOptions(device="cpu", tile=0, ensemble=2), network=PublishedNetwork().eval())
+    with torch.random.fork_rng():  # seeded weights, without changing the random numbers of later tests
+        torch.manual_seed(0)
+        net = PublishedNetwork().eval()
+    engine = Interpolator(InterpolatorOptions(device="cpu", tile=0, ensemble=2), network=net)
     frames = [np.full((32, 48, 3), 40 * i, np.uint8) for i in range(3)]
     out = engine.interpolate_integer_with_neighbours(frames[1], frames[2], [0.5], (frames[0], 1.0), None)
     assert len(out) == 1 and out[0].shape == (32, 48, 3) and out[0].dtype == np.uint8

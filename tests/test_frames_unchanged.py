@@ -128,8 +128,9 @@ def _published_network():
     """The published architecture with seeded random weights (its trained weights are not in the repository)."""
     from model.published import PublishedNetwork
 
-    torch.manual_seed(0)
-    return PublishedNetwork().eval()
+    with torch.random.fork_rng():  # without changing the random numbers of later tests
+        torch.manual_seed(0)
+        return PublishedNetwork().eval()
 
 
 def engine_cases() -> Dict[str, callable]:
