@@ -244,22 +244,22 @@ def run_pair(args: argparse.Namespace) -> int:
 # the published API (sniklaus/softmax-splatting's run.py), with its names and meanings; engine/published.py
 # holds them, imported on first call so that importing run stays cheap
 
-def read_flo(strFile: Union[str, Path]) -> "np.ndarray":  # noqa: N803
+def read_flo(strFile: Union[str, Path]) -> "np.ndarray":
     """A Middlebury .flo file as an H x W x 2 float32 numpy array (pixels, x then y)."""
     from engine.published import read_flo as read
 
     return read(strFile)
 
 
-def backwarp(tenIn: "torch.Tensor", tenFlow: "torch.Tensor") -> "torch.Tensor":  # noqa: N803
+def backwarp(tenIn: "torch.Tensor", tenFlow: "torch.Tensor") -> "torch.Tensor":
     """``tenIn`` sampled bilinearly at p + ``tenFlow``(p) (pixels, x then y), zeros outside the frame."""
     from engine.published import backwarp as warp
 
     return warp(tenIn, tenFlow)
 
 
-def estimate(tenOne: "torch.Tensor", tenTwo: "torch.Tensor",  # noqa: N803
-             fltTimes: Sequence[float] = (0.5,)) -> List["torch.Tensor"]:  # noqa: N803
+def estimate(tenOne: "torch.Tensor", tenTwo: "torch.Tensor",
+             fltTimes: Sequence[float] = (0.5,)) -> List["torch.Tensor"]:
     """3 x H x W float tensors in [0, 1], BGR, in; one 3 x H x W CPU tensor, BGR, per t of ``fltTimes`` out."""
     from engine.published import estimate as run_estimate
 

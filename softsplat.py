@@ -646,13 +646,14 @@ _THREADS = 256
 
 def cuda_available() -> bool:
     """True when CuPy imports and sees a GPU, so CUDA tensors take the fast path."""
-    return _cupy() is not None
+    return cupy_module() is not None
 
 
 @functools.lru_cache(maxsize=None)
-def _cupy() -> Optional[ModuleType]:
+def cupy_module() -> Optional[ModuleType]:
+    """CuPy, imported once, when it is installed and sees a GPU; else None (CUDA tensors take the PyTorch path)."""
     try:
-        import cupy  # noqa: F401  (optional dependency, CUDA only)
+        import cupy  # optional dependency, CUDA only: is it installed?
     except Exception:  # ImportError, or a CuPy built for another CUDA
         return None
     try:
@@ -671,7 +672,7 @@ def _module(device_index: int, dtype: torch.dtype, kind: str, eps_mode: str,
             io_dtype: Optional[torch.dtype] = None) -> Tuple[Dict[str, Any], bool]:
     """Compiled kernels for one device, dtype and mode; sizes are kernel arguments. With ``io_dtype``
     (bfloat16 or float16, for a float32 ``dtype``) the forward kernels read and write that type."""
-    cupy = _cupy()
+    cupy = cupy_module()
     scalar = "double" if dtype == torch.float64 else "float"
     with cupy.cuda.Device(device_index):
         major = cupy.cuda.Device(device_index).compute_capability
@@ -698,7 +699,7 @@ def _current_stream_ptr(device_index: int) -> int:
 @functools.lru_cache(maxsize=1024)  # 7 kernels x the 128 modules of _module, with room for correlation's
 def _function(kernel: Any, device_index: int) -> Any:
     """The CUDA function behind a CuPy RawKernel on one device (compiled there on first use)."""
-    with _cupy().cuda.Device(device_index):
+    with cupy_module().cuda.Device(device_index):
         return kernel.kernel
 
 
@@ -736,14 +737,14 @@ def _param_buffer(signature: str
     return entry
 
 
-def _launch(kernel: Any, count: int, signature: str, args: Sequence[int], device_index: int, threads: int = _THREADS,
-            shared_mem: int = 0, grid_y: int = 1) -> None:
+def launch(kernel: Any, count: int, signature: str, args: Sequence[int], device_index: int, threads: int = _THREADS,
+           shared_mem: int = 0, grid_y: int = 1) -> None:
     """Launch ``count`` threads (times ``grid_y`` rows of blocks) of a RawKernel on PyTorch's current stream of
     the device. ``args`` are Python ints (pointers as addresses, see ``_ptr``), packed by ``signature`` into a
     reused buffer whose fields cuLaunchKernel reads: a launch costs a few microseconds of host time, where
     CuPy's generic call converts every argument on its own. The device is made current only when it is not
     already."""
-    cupy = _cupy()
+    cupy = cupy_module()
     layout, data, _, pointers = _param_buffer(signature)
     layout.pack_into(data, 0, *args)
     function = _function(kernel, device_index)
@@ -819,21 +820,21 @@ def _cuda_forward_impl(x: torch.Tensor, flow: torch.Tensor, metric: Optional[tor
         zmax = both[:n * h * w].view(n, 1, h, w)
         cellmax = both[n * h * w:]
         acc = torch.empty((n_src, cp), device=x.device, dtype=acc_dtype)
-        _launch(kernels["zmax_kernel"], n_src, _SIG_ZMAX, (n_src, h, w, _ptr(fl), _ptr(m), _ptr(zmax), _ptr(cellmax)),
+        launch(kernels["zmax_kernel"], n_src, _SIG_ZMAX, (n_src, h, w, _ptr(fl), _ptr(m), _ptr(zmax), _ptr(cellmax)),
                 dev)
-        _launch(kernels["zmax_gather"], n_src, _SIG_GATHER, (n_src, cp, h, w, _ptr(cellmax), _ptr(zmax), _ptr(acc)),
+        launch(kernels["zmax_gather"], n_src, _SIG_GATHER, (n_src, cp, h, w, _ptr(cellmax), _ptr(zmax), _ptr(acc)),
                 dev)
     else:
         acc = torch.zeros((n_src, cp), device=x.device, dtype=acc_dtype)
     # rows wider than one float4: a thread per float4 of a source's row (vec4 builds), else a thread per source
     rows = vec4 and cp > 4
     threads = n_src * cp // 4 if rows else n_src
-    _launch(kernels["splat_forward_rows" if rows else "splat_forward"], threads, _SIG_FORWARD,
+    launch(kernels["splat_forward_rows" if rows else "splat_forward"], threads, _SIG_FORWARD,
             (threads, c, cp, h, w, _ptr(xs), _ptr(fl), _ptr(m), _ptr(zmax), _ptr(acc)), dev)
     out = torch.empty((n, c, h, w), device=x.device, dtype=xs.dtype)  # x's own dtype when read natively
     den = torch.empty((n, 1, h, w) if kind != "sum" and keep else (0,), device=x.device, dtype=acc_dtype)
     threads, smem = _tile_launch(cp * acc.element_size())
-    _launch(kernels["splat_normalise"], n_src, _SIG_NORMALISE,
+    launch(kernels["splat_normalise"], n_src, _SIG_NORMALISE,
             (n_src, c, cp, h, w, _ptr(acc), _ptr(out), _ptr(den) if den.numel() else 0), dev, threads, smem)
     return _as(out, x.dtype), den, zmax
 
@@ -848,12 +849,12 @@ def _cuda_backward_impl(grad_out: torch.Tensor, x: torch.Tensor, flow: torch.Ten
     n_src = n * h * w
     packed = torch.empty((n_src, cp), device=x.device, dtype=fl.dtype)
     threads, smem = _tile_launch(cp * packed.element_size())
-    _launch(kernels["splat_backward_pack"], n_src, _SIG_PACK,
+    launch(kernels["splat_backward_pack"], n_src, _SIG_PACK,
             (n_src, c, cp, h, w, _ptr(g), _ptr(o), _ptr(den), _ptr(packed)), dev, threads, smem)
     grad_x = torch.empty_like(xs)
     grad_flow = torch.empty_like(fl)
     grad_metric = torch.empty_like(m) if m is not None else None
-    _launch(kernels["splat_backward"], n_src, _SIG_BACKWARD,
+    launch(kernels["splat_backward"], n_src, _SIG_BACKWARD,
             (n_src, c, cp, h, w, _ptr(xs), _ptr(fl), _ptr(m), _ptr(zmax), _ptr(packed), _ptr(grad_x), _ptr(grad_flow),
              _ptr(grad_metric)), dev)
     return grad_x, grad_flow, grad_metric
@@ -981,7 +982,7 @@ def warn_without_fast_kernels(device: torch.device) -> None:
 
 @torch.compiler.assume_constant_result
 def _kernels_usable() -> bool:
-    return _cupy() is not None
+    return cupy_module() is not None
 
 
 def softsplat(tenIn: torch.Tensor, tenFlow: torch.Tensor, tenMetric: Optional[torch.Tensor],

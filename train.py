@@ -1,21 +1,18 @@
 """Train the interpolation network on footage plus synthetic motion, in resumable chunks.
 
-The default weights (weights/network.safetensors) come from six recipes: "study" at width 2 from scratch (a
-40000-step cosine, several chunks), then five 5000-step stages, each from the last one's weights: "quality-384"
-(larger crops and motion), "quality-512" (larger crops again), "quality-no-census" (no census term),
-"quality-no-flow" (no flow end-point error either) and "quality" (the same again):
+The shipped weights come from chains of recipes (training/config.py's RECIPES), one train.py run per stage:
+thirteen stages for the default weights (weights/network.safetensors: "study" at width 2 from scratch, then the
+"quality-*" stages, each from the last one's exported or averaged weights) and four for the fast ones
+(weights/fast.safetensors: "fast-base", "fast", then "fast-psnr" twice). ``python -m training.reproduce
+{default,fast}`` runs a whole chain, one chunk per call (``--dry-run`` lists every stage's command):
 
-    python train.py --recipe study --width 2 --data footage footage2 --frame-cache DIR --out runs/q1
-    python train.py --resume runs/q1 --out runs/q1 ...        # more chunks, until step 40000
-    python -m training.export runs/q1 --out q1.safetensors
-    python train.py --recipe quality-384 --init-weights q1.safetensors --rewarm 500 --data footage footage2 \
-        --frame-cache DIR --out runs/q2
-    python -m training.export runs/q2 --out q2.safetensors
-    ... quality-512 from q2.safetensors to q3.safetensors, and so on to quality, whose weights are the file
+    python train.py --recipe study --width 2 --data footage footage2 --out runs/q1   # one chunk of a stage
+    python train.py --resume runs/q1 --data footage footage2 --out runs/q1            # the next chunk
+    python -m training.export runs/q1 --out q1.safetensors                            # its weights
+    python -m training.reproduce default --data footage footage2 --out runs/default   # the default weights' chain
 
-The fast weights (weights/fast.safetensors, run.py --model fast) are "fast-base" from scratch to step 25000, then
-"fast" (the default recipe) from those weights. Each call trains one chunk (--minutes, default 8) and stops at the
-end of the recipe's schedule; docs/training.md has the chunked commands.
+Each call trains one chunk (--minutes, default 8) and stops at the end of the recipe's schedule; docs/training.md
+has the recipes, the chains and the commands.
 
 Several GPUs: ``torchrun --nproc_per_node 2 train.py ...`` (DistributedDataParallel). The output folder gets the
 state to resume from (``state_model.safetensors``, ``state_optim.pt``, ``state_ema.safetensors``), the kept weights

@@ -39,6 +39,7 @@ from .options import InterpolatorOptions, check_times
 
 if TYPE_CHECKING:
     from model.inference import RunSettings
+    from model.interface import InterpolationNetwork
     from model.runtime import GraphedPairs
 
 Image = Union[np.ndarray, torch.Tensor]
@@ -65,16 +66,15 @@ def resolve_device(name: str) -> torch.device:
     return device
 
 
-def autocast_dtype(precision: str, device: torch.device, network: nn.Module) -> Optional[torch.dtype]:
+def autocast_dtype(precision: str, device: torch.device,
+                   network: "InterpolationNetwork") -> Optional[torch.dtype]:
     """The autocast dtype of ``InterpolatorOptions.precision`` for ``network`` on ``device`` (None: float32).
 
-    "auto" is bfloat16 for this project's ``Network`` on a CUDA GPU of compute capability 8.0 or more (bfloat16
-    tensor cores), float32 otherwise: on the CPU, on older GPUs (which emulate bfloat16) and for the published
-    architecture (which keeps the arithmetic it was trained in)."""
-    from model.network import Network
-
+    "auto" is bfloat16 for a network trained under it (``bf16_autocast``: this project's) on a CUDA GPU of compute
+    capability 8.0 or more (bfloat16 tensor cores), float32 otherwise: on the CPU, on older GPUs (which emulate
+    bfloat16) and for the published architecture (which keeps the arithmetic it was trained in)."""
     if precision == "auto":
-        own = isinstance(network, Network)
+        own = network.bf16_autocast
         fast_bf16 = device.type == "cuda" and torch.cuda.get_device_capability(device) >= (8, 0)
         return torch.bfloat16 if own and fast_bf16 else None
     return {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
@@ -108,7 +108,6 @@ class Interpolator:
     def __init__(self, options: InterpolatorOptions = InterpolatorOptions(),
                  network: Optional[nn.Module] = None) -> None:
         from model.ensemble import with_ensemble
-        from model.network import Network
         from model.runtime import compile_network
 
         self.options = options
@@ -121,10 +120,8 @@ class Interpolator:
             self.network = compile_network(self.network)
             print("note: --compile: the network compiles on the first pair of each frame size (15-30 s), then runs "
                   "faster", file=sys.stderr)
-        self._runner = with_ensemble(self.network, options.ensemble)
-        # a plain Network (compiled or not; not an ensemble or the published one) exposes its flow: alpha can move
-        # with it, and it can be replayed as CUDA graphs
-        self._plain = isinstance(self._runner, Network)
+        # what runs each pair (model.interface.InterpolationNetwork): its flags say what it can do
+        self._runner: "InterpolationNetwork" = with_ensemble(self.network, options.ensemble)
         # (frame size, flow states cached beside) -> tile size, decided once per size
         self._tiles: Dict[Tuple[int, int, int], int] = {}
         # (frame size, neighbours) -> GraphedPairs, or None where capture failed
@@ -150,6 +147,8 @@ class Interpolator:
         states (quadratic motion's ``PairStates``; decided, not said)."""
         from model.inference import available_memory, fit_tile, memory_factor, needed_memory, state_memory
 
+        if not self._runner.tiles:
+            return 0
         if self.options.tile != "auto":
             return int(self.options.tile)
         key = (height, width, cached_pairs)
@@ -167,7 +166,7 @@ class Interpolator:
 
     def moves_alpha(self, height: int, width: int) -> bool:
         """Whether alpha of frames this size moves with the flow (else it is mixed linearly in time)."""
-        return self.options.alpha == "flow" and self._plain and not self.tile_for(height, width)
+        return self.options.alpha == "flow" and self._runner.flow_alpha and not self.tile_for(height, width)
 
     def __call__(self, one: Image, two: Image, times: Sequence[float] = (0.5,)) -> List[Image]:
         """Float frames at each t of ``times`` between ``one`` and ``two``, in the input's form."""
@@ -226,20 +225,18 @@ class Interpolator:
         so a video costs about what it costs with linear motion (an ensemble: its passes' worth). RGB frames on
         whole frames; frames with alpha, tiles and the published network move at constant velocity (said once on
         stderr)."""
-        from model.ensemble import EnsembleNetwork
         from model.inference import PairStates, interpolate_integer_quadratic
 
         times = check_times(times)
         height, width = one.shape[:2]
-        ensemble = isinstance(self._runner, EnsembleNetwork)
-        net, passes = (self._runner.net, self._runner.passes) if ensemble else (self._runner, 1)
+        net, passes = self._runner.base, self._runner.passes
         cached = 3 * passes  # the flow states of the pair and its neighbouring pairs, per pass
-        if (one.ndim != 3 or one.shape[2] != 3 or not (self._plain or ensemble)
+        if (one.ndim != 3 or one.shape[2] != 3 or not self._runner.quadratic_paths
                 or self.tile_for(height, width, cached)):
             if not self._noted_linear and (before is not None or after is not None):
                 self._noted_linear = True
                 reason = ("frames with alpha" if one.ndim == 3 and one.shape[2] == 4 else
-                          "the published network" if not (self._plain or ensemble) else
+                          "the published network" if not self._runner.quadratic_paths else
                           "tiles" if self.tile_for(height, width) else
                           f"whole frames fit in free memory, but not beside the flows of {cached} pairs it keeps")
                 print(f"note: quadratic motion runs RGB frames, whole, on this project's networks; here "
@@ -247,7 +244,7 @@ class Interpolator:
             return self.interpolate_integer(one, two, times)
         if self._states is None:
             self._states = PairStates(3 * passes)
-        graphed = None if ensemble else self.cuda_graphs_for(height, width, True)
+        graphed = self.cuda_graphs_for(height, width, True)  # None for an ensemble: it runs eagerly
         return interpolate_integer_quadratic(net, one, two, times, before, after, self._states, self._settings(0),
                                              graphed=graphed, passes=passes)
 
@@ -261,7 +258,7 @@ class Interpolator:
         """The CUDA graphs (``model.runtime.GraphedPairs``) that replay whole frames of this size (with
         ``neighbours``: also along quadratic paths), captured on first use; None where they do not apply (CPU,
         ``cuda_graphs`` off, an ensemble or the published network, tiles) or capture failed."""
-        replayable = self.options.cuda_graphs and self._plain and self.device.type == "cuda"
+        replayable = self.options.cuda_graphs and self._runner.cuda_graphs and self.device.type == "cuda"
         if not replayable or self.tile_for(height, width):
             return None
         key = (height, width, neighbours)

@@ -20,7 +20,7 @@ import torch
 FLO_TAG = 202021.25  # Middlebury .flo files start with this float32 ("PIEH" in ASCII)
 
 
-def read_flo(strFile: Union[str, Path]) -> np.ndarray:  # noqa: N803 (the published argument name)
+def read_flo(strFile: Union[str, Path]) -> np.ndarray:  # the published argument names, here and below
     """A Middlebury .flo file as an H x W x 2 float32 array (x then y, in pixels).
 
     The file holds the float32 tag 202021.25, the width and the height as int32, then H x W x 2 float32,
@@ -37,7 +37,7 @@ def read_flo(strFile: Union[str, Path]) -> np.ndarray:  # noqa: N803 (the publis
     return np.frombuffer(data, "<f4", 2 * width * height, 12).astype(np.float32).reshape(height, width, 2)
 
 
-def backwarp(tenIn: torch.Tensor, tenFlow: torch.Tensor) -> torch.Tensor:  # noqa: N803
+def backwarp(tenIn: torch.Tensor, tenFlow: torch.Tensor) -> torch.Tensor:
     """``tenIn`` (N x C x H x W) warped backward by ``tenFlow`` (N x 2 x H x W, pixels, x then y): the output at p
     is ``tenIn`` sampled bilinearly at p + flow(p), zeros outside the frame (the published grid_sample call)."""
     from model.warp import backwarp as warp
@@ -45,7 +45,7 @@ def backwarp(tenIn: torch.Tensor, tenFlow: torch.Tensor) -> torch.Tensor:  # noq
     return warp(tenIn, tenFlow)
 
 
-def estimate(tenOne: torch.Tensor, tenTwo: torch.Tensor,  # noqa: N803
+def estimate(tenOne: torch.Tensor, tenTwo: torch.Tensor,
              fltTimes: Sequence[float] = (0.5,)) -> List[torch.Tensor]:
     """Frames at each t of ``fltTimes``: 3 x H x W float tensors in [0, 1], BGR, in; 3 x H x W CPU tensors, BGR,
     out. The committed weights on the first GPU, or the CPU; whole frames."""

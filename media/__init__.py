@@ -1,1 +1,1 @@
-"""Reading and writing images (and, later, videos). Never imports the model."""
+"""Reading and writing images, y4m streams and videos (ffmpeg). Never imports the model."""

@@ -58,7 +58,8 @@ def ffmpeg_exe() -> str:
     except Exception:
         found = shutil.which("ffmpeg")
         if found is None:
-            raise VideoError("ffmpeg is needed for video: pip install imageio-ffmpeg (bundles it) or install ffmpeg")
+            raise VideoError("ffmpeg is needed for video: pip install imageio-ffmpeg (bundles it) or install "
+                             "ffmpeg") from None
         return found
 
 

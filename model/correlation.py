@@ -152,12 +152,12 @@ extern "C" __global__ void correlation_backward_two(const long long n_pix, const
 """
 
 
-_SIGNATURE = "qiiiPPP"  # every kernel: pixels, C, H, W, then three pointers (see softsplat._launch)
+_SIGNATURE = "qiiiPPP"  # every kernel: pixels, C, H, W, then three pointers (see softsplat.launch)
 
 
 @functools.lru_cache(maxsize=16)
 def _kernels(device_index: int, radius: int) -> Tuple[Any, Any, Any]:
-    cupy = softsplat._cupy()
+    cupy = softsplat.cupy_module()
     size = 2 * radius + 1
     with cupy.cuda.Device(device_index):
         module = cupy.RawModule(code=f"#define RADIUS {radius}\n#define SIZE {size}\n" + _SOURCE,
@@ -176,7 +176,7 @@ class _CorrelationFunction(torch.autograd.Function):
         out = torch.empty((n, (2 * radius + 1) ** 2, h, w), device=one.device, dtype=torch.float32)
         forward, _, _ = _kernels(dev, radius)
         count = n * h * w
-        softsplat._launch(forward, count, _SIGNATURE, (count, c, h, w, a.data_ptr(), b.data_ptr(), out.data_ptr()), dev)
+        softsplat.launch(forward, count, _SIGNATURE, (count, c, h, w, a.data_ptr(), b.data_ptr(), out.data_ptr()), dev)
         ctx.save_for_backward(a, b)
         ctx.radius, ctx.dtypes = radius, (one.dtype, two.dtype)
         return out.to(one.dtype)
@@ -191,9 +191,9 @@ class _CorrelationFunction(torch.autograd.Function):
         grad_two = torch.empty_like(b)
         _, backward_one, backward_two = _kernels(dev, ctx.radius)
         count = n * h * w
-        softsplat._launch(backward_one, count, _SIGNATURE, (count, c, h, w, b.data_ptr(), g.data_ptr(),
+        softsplat.launch(backward_one, count, _SIGNATURE, (count, c, h, w, b.data_ptr(), g.data_ptr(),
                                                             grad_one.data_ptr()), dev)
-        softsplat._launch(backward_two, count, _SIGNATURE, (count, c, h, w, a.data_ptr(), g.data_ptr(),
+        softsplat.launch(backward_two, count, _SIGNATURE, (count, c, h, w, a.data_ptr(), g.data_ptr(),
                                                             grad_two.data_ptr()), dev)
         return grad_one.to(ctx.dtypes[0]), grad_two.to(ctx.dtypes[1]), None
 
@@ -203,7 +203,7 @@ def correlation(one: torch.Tensor, two: torch.Tensor, radius: int = 3) -> torch.
         raise ValueError(f"correlation needs equal shapes, got {tuple(one.shape)} and {tuple(two.shape)}")
     if one.dim() != 4:
         raise ValueError(f"correlation needs N x C x H x W tensors, got shape {tuple(one.shape)}")
-    if (one.is_cuda and not torch.compiler.is_compiling() and softsplat._kernels_usable()
+    if (one.is_cuda and not torch.compiler.is_compiling() and softsplat.cuda_available()
             and not torch.are_deterministic_algorithms_enabled()):
         return _CorrelationFunction.apply(one, two, radius)
     return correlation_torch(one, two, radius)

@@ -14,7 +14,7 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import torch
 from torch import nn
 
-from .network import FlowScale
+from .interface import FlowScale
 
 PASSES = (1, 2, 4)
 
@@ -26,10 +26,28 @@ def pass_variants(passes: int) -> List[Tuple[bool, bool]]:
     return [(False, False), (True, False), (False, True), (True, True)][:passes]
 
 
+def average_passes(passes: int, run: Callable[[bool, bool], List[torch.Tensor]]) -> List[torch.Tensor]:
+    """The ensemble loop, the one place it is written: the mean over the passes of ``run(mirror, reverse)``, which
+    gives one frame per t for that pass with its inputs mirrored left-right and/or reversed in time (and t replaced
+    by 1 - t); the mirrored passes' frames are mirrored back here. Float32 sums, in pass order."""
+    total: List[torch.Tensor] = []
+    for mirror, reverse in pass_variants(passes):
+        outs = [(o.flip(3) if mirror else o).float() for o in run(mirror, reverse)]
+        total = outs if not total else [acc + o for acc, o in zip(total, outs)]
+    return [acc / passes for acc in total]
+
+
 class EnsembleNetwork(nn.Module):
     """Callable like the network it wraps: ``ens(one, two, times, flow_scale)`` returns one frame per t, and
     ``ens.forward_four(before, one, two, after, times, flow_scale)`` along quadratic paths as
-    ``Network.forward_four`` (the reversed passes swap the pair and its neighbours)."""
+    ``Network.forward_four`` (the reversed passes swap the pair and its neighbours).
+
+    An ``model.interface.InterpolationNetwork``: whole frames and tiles, along quadratic paths (its network's, pass
+    by pass), with its network's precision; transparency is mixed linearly and it runs eagerly (no CUDA graphs)."""
+
+    flow_alpha = False
+    cuda_graphs = False
+    tiles = True
 
     def __init__(self, net: nn.Module, passes: int = 2) -> None:
         super().__init__()
@@ -38,21 +56,26 @@ class EnsembleNetwork(nn.Module):
         self.net = net
         self.passes = passes
         self.config = getattr(net, "config", None)
+        self.quadratic_paths = bool(getattr(net, "quadratic_paths", False))
+        self.bf16_autocast = bool(getattr(net, "bf16_autocast", False))
+
+    @property
+    def base(self) -> nn.Module:
+        """The network each pass runs."""
+        return self.net
 
     def _average(self, run: Callable[[Sequence[Optional[torch.Tensor]], List[float]], List[torch.Tensor]],
                  frames: Sequence[Optional[torch.Tensor]], times: Sequence[float]) -> List[torch.Tensor]:
-        """The mean of ``run(frames, times)`` over the passes: ``frames`` in time order (None: a missing
-        neighbour), reversed (and t replaced by 1 - t) in the time-reversed passes, mirrored (and the outputs
-        mirrored back) in the mirrored ones."""
+        """``average_passes`` of ``run(frames, times)``: ``frames`` in time order (None: a missing neighbour),
+        reversed in the time-reversed passes, mirrored in the mirrored ones."""
         times = [float(t) for t in times]
-        total: List[torch.Tensor] = []
-        for mirror, reverse in pass_variants(self.passes):
+
+        def one_pass(mirror: bool, reverse: bool) -> List[torch.Tensor]:
             inputs = list(frames[::-1]) if reverse else list(frames)
             inputs = [x.flip(3) if x is not None else None for x in inputs] if mirror else inputs
-            outs = run(inputs, [1.0 - t for t in times] if reverse else times)
-            outs = [(o.flip(3) if mirror else o).float() for o in outs]
-            total = outs if not total else [acc + o for acc, o in zip(total, outs)]
-        return [acc / self.passes for acc in total]
+            return run(inputs, [1.0 - t for t in times] if reverse else times)
+
+        return average_passes(self.passes, one_pass)
 
     def forward(self, one: torch.Tensor, two: torch.Tensor, times: Sequence[float] = (0.5,),
                 flow_scale: FlowScale = 1.0) -> List[torch.Tensor]:

@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple, Uni
 import numpy as np
 import torch
 
+from .interface import FlowScale, InterpolationNetwork
 from .motion import straight_neighbour
-from .network import FlowScale, Network
 
 if TYPE_CHECKING:
+    from .network import Network
     from .network import FlowState
     from .runtime import GraphedPairs
     from .warp import InputPadder
@@ -162,7 +163,7 @@ def tile_layout(size: int, tile: int, overlap: int) -> Tuple[int, List[int]]:
     return length, [round(i * (size - length) / (count - 1)) for i in range(count)]
 
 
-def _tiled(net: Network, a: torch.Tensor, b: torch.Tensor, times: List[float], flow_scale: FlowScale,
+def _tiled(net: InterpolationNetwork, a: torch.Tensor, b: torch.Tensor, times: List[float], flow_scale: FlowScale,
            tile: int, overlap: int) -> List[torch.Tensor]:
     """Run tile by tile with overlapping borders, cross-fading the overlaps so no seam shows.
 
@@ -185,7 +186,7 @@ def _tiled(net: Network, a: torch.Tensor, b: torch.Tensor, times: List[float], f
     return [total / weight for total in acc]
 
 
-def _run(net: Network, a: torch.Tensor, b: torch.Tensor, times: Sequence[float],
+def _run(net: InterpolationNetwork, a: torch.Tensor, b: torch.Tensor, times: Sequence[float],
          settings: RunSettings) -> List[torch.Tensor]:
     """The network on two checked N x 3 x H x W float tensors on its device: frames clamped to [0, 1]."""
     tile, overlap = settings.tile, settings.overlap
@@ -200,7 +201,7 @@ def _run(net: Network, a: torch.Tensor, b: torch.Tensor, times: Sequence[float],
 
 
 @torch.no_grad()
-def interpolate(net: Network, one: Image, two: Image, times: Sequence[float] = (0.5,),
+def interpolate(net: InterpolationNetwork, one: Image, two: Image, times: Sequence[float] = (0.5,),
                 settings: RunSettings = WHOLE_FRAMES) -> List[Image]:
     """Frames at each t of ``times`` between ``one`` (t=0) and ``two`` (t=1), in the input's form."""
     device = next(net.parameters()).device
@@ -217,7 +218,7 @@ def interpolate(net: Network, one: Image, two: Image, times: Sequence[float] = (
 
 
 @torch.no_grad()
-def interpolate_integer(net: Network, one: np.ndarray, two: np.ndarray, times: Sequence[float] = (0.5,),
+def interpolate_integer(net: InterpolationNetwork, one: np.ndarray, two: np.ndarray, times: Sequence[float] = (0.5,),
                         settings: RunSettings = WHOLE_FRAMES,
                         graphed: Optional[GraphedPairs] = None) -> List[np.ndarray]:
     """``interpolate`` for H x W x 3 uint8 or uint16 frames (video), returning the same dtype.
@@ -276,7 +277,7 @@ def interpolate_integer_quadratic(net: Network, one: np.ndarray, two: np.ndarray
     calls). Whole frames only; ``graphed``: GraphedPairs captured with ``neighbours=True`` (one pass).
     ``passes`` 2 or 4: the mean of an ensemble's mirrored and time-reversed passes (model/ensemble.py), each with
     its own flows, estimated once per pair as well (``states`` then needs 3 x ``passes`` entries)."""
-    from .ensemble import pass_variants
+    from .ensemble import average_passes
     from .warp import InputPadder
 
     scale = _check_integer_pair(net, one, two, 3)[1]
@@ -290,15 +291,14 @@ def interpolate_integer_quadratic(net: Network, one: np.ndarray, two: np.ndarray
     if passes != 1 and graphed is not None:
         raise ValueError("an ensemble runs eagerly: pass graphed=None with passes > 1")
     padder = InputPadder((1, 3, *one.shape[:2]), 2 ** len(net.config.encoder_widths))
-    total: List[torch.Tensor] = []
-    for mirror, reverse in pass_variants(passes):
+
+    def one_pass(mirror: bool, reverse: bool) -> List[torch.Tensor]:
         pair, sides, ts = (((two, one), (after, before), [1.0 - float(t) for t in times]) if reverse else
                            ((one, two), (before, after), [float(t) for t in times]))
-        outs = _quadratic_pass(net, pair, sides, ts, states, settings, graphed, padder, scale, mirror,
+        return _quadratic_pass(net, pair, sides, ts, states, settings, graphed, padder, scale, mirror,
                                (mirror, reverse))
-        outs = [o.flip(3) if mirror else o for o in outs]
-        total = outs if not total else [acc + o for acc, o in zip(total, outs)]
-    return [_download_integer((acc / passes).clamp(0, 1), one.dtype, scale) for acc in total]
+
+    return [_download_integer(out.clamp(0, 1), one.dtype, scale) for out in average_passes(passes, one_pass)]
 
 
 def _quadratic_pass(net: Network, pair: Tuple[np.ndarray, np.ndarray],
@@ -335,7 +335,8 @@ def _quadratic_pass(net: Network, pair: Tuple[np.ndarray, np.ndarray],
                 for t in times]
 
 
-def _check_integer_pair(net: Network, one: np.ndarray, two: np.ndarray, channels: int) -> Tuple[torch.device, float]:
+def _check_integer_pair(net: InterpolationNetwork, one: np.ndarray, two: np.ndarray,
+                        channels: int) -> Tuple[torch.device, float]:
     """The network's device and the frames' full scale, after checking they are H x W x ``channels`` uint8/uint16
     arrays of one shape."""
     for name, x in (("one", one), ("two", two)):
@@ -354,7 +355,7 @@ def _upload_integer(x: np.ndarray, device: torch.device, scale: float) -> torch.
         warnings.simplefilter("ignore", UserWarning)
         ten = torch.from_numpy(x)
     # a plain (pageable) copy: pinning each frame first allocates a page-locked buffer every call, which cost the
-    # 1080p video pipeline a third of its rate (session 12, bench/probe_graphs_pipeline.py)
+    # 1080p video pipeline a third of its rate (docs/findings.md, F14)
     return ten.to(device).permute(2, 0, 1).unsqueeze(0).float() / scale
 
 

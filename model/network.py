@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .flow import Encoder, FlowEstimator
+from .interface import FlowScale
 from .motion import Time, linear_flows, quadratic_flows
 from .synthesis import Decoder, Metric, splat_pyramid
 from .warp import InputPadder, resize_flow, still_weight, warp_error
@@ -23,11 +24,10 @@ from .warp import InputPadder, resize_flow, still_weight, warp_error
 # ``flow_scale="auto"``: flow at full scale, and for a pair whose motion exceeds AUTO_MOTION_PX (the 95th percentile
 # of its forward flow's length, sampled every 4th pixel) also at AUTO_SCALE, kept where it explains the pair better
 # (``warp_error``). Chosen on held-out footage by a rule written before the measurement
-# (docs/journal/scaling-study.md, session 41, rule C).
+# (docs/findings.md, F12).
 AUTO = "auto"
 AUTO_MOTION_PX = 32.0
 AUTO_SCALE = 0.5
-FlowScale = Union[float, str]
 
 
 @dataclass(frozen=True)
@@ -100,11 +100,11 @@ class NetworkConfig:
         for key in sorted(set(values) & set(REMOVED)):
             if values[key] != REMOVED[key]:
                 raise ValueError(f"network config sets {key} = {data[key]!r}, a stage removed from the network "
-                                 f"(docs/journal/removed-options.md); load it with an older commit")
+                                 f"(docs/removed-options.md); load it with an older commit")
         return cls(**{k: v for k, v in values.items() if k in names})
 
 
-# Fields removed with the stages they added to trained networks (docs/journal/removed-options.md: --network
+# Fields removed with the stages they added to trained networks (docs/removed-options.md: --network
 # KEY=VALUE) and the value every saved config holds them at (no stage); configs holding those values still load.
 REMOVED: Dict[str, Any] = {"flow_refine_hidden": (), "refine_width": 0, "flow_upsample_hidden": 0}
 
@@ -125,6 +125,20 @@ class FlowState:
 
 
 class Network(nn.Module):
+    """This project's network (``model.interface.InterpolationNetwork``, with every capability)."""
+
+    flow_alpha = True
+    quadratic_paths = True
+    cuda_graphs = True
+    tiles = True
+    bf16_autocast = True
+    passes = 1
+
+    @property
+    def base(self) -> "Network":
+        """The network each pass runs: itself."""
+        return self
+
     def __init__(self, config: NetworkConfig = NetworkConfig()) -> None:
         super().__init__()
         # inference: textured neighbourhoods that did not move keep zero flow (model.warp.still_weight); False

@@ -1,7 +1,7 @@
 """The published SoftSplat network (Niklaus & Liu, CVPR 2020), for its released checkpoints.
 
 Users who already have ``network-lf.pytorch`` or ``network-l1.pytorch`` on disk can load
-them with ``load_published(path)`` (or ``run.py --weights PATH``). This module only
+them with ``model.weights.load_published(path)`` (or ``run.py --weights PATH``). This module only
 reproduces that architecture so its keys and shapes match; module attribute names
 follow the checkpoint (``netFlow.netExtractor.netFirst.0.weight``, the GridNet's
 ``'0x0 - 1x0'``), which is why they break this project's naming rules.
@@ -14,8 +14,7 @@ so ``forward`` flips and normalises internally.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -250,7 +249,20 @@ class PublishedSynthesis(nn.Module):
 
 
 class PublishedNetwork(nn.Module):
-    """``PublishedNetwork()(one, two, times)`` with RGB [0, 1] frames, like ``model.Network``."""
+    """``PublishedNetwork()(one, two, times)`` with RGB [0, 1] frames, like ``model.Network``
+    (``model.interface.InterpolationNetwork``): whole pairs and tiles only, in float32 by default."""
+
+    flow_alpha = False
+    quadratic_paths = False
+    cuda_graphs = False
+    tiles = True
+    bf16_autocast = False
+    passes = 1
+
+    @property
+    def base(self) -> "PublishedNetwork":
+        """The network each pass runs: itself."""
+        return self
 
     def __init__(self) -> None:
         super().__init__()
@@ -271,29 +283,6 @@ class PublishedNetwork(nn.Module):
         fwd, bwd = self.netFlow(a, b)
         outs = [self.netSynthesis(a, b, fwd, bwd, float(t)) * std + mean for t in times]
         return [padder.unpad(o).flip(1) for o in outs]
-
-
-def load_published(path: Union[str, Path], device: Union[str, torch.device] = "cpu") -> PublishedNetwork:
-    """Load a published checkpoint (``network-lf.pytorch`` / ``network-l1.pytorch``), strictly."""
-    from .weights import WeightsError
-
-    path = Path(path)
-    if not path.is_file():
-        raise WeightsError(f"weights file not found: {path}")
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:
-        raise WeightsError(f"cannot read {path} as a PyTorch checkpoint: {exc}") from exc
-    if not isinstance(state, dict):
-        raise WeightsError(f"{path} does not hold a state dict")
-    # the released checkpoints name their submodules 'module...'; this class names them 'net...'
-    state = {key.replace("module", "net"): value for key, value in state.items()}
-    net = PublishedNetwork()
-    try:
-        net.load_state_dict(state, strict=True)
-    except RuntimeError as exc:
-        raise WeightsError(f"{path} does not fit the published architecture: {str(exc).splitlines()[0]}") from exc
-    return net.to(device).eval()
 
 
 def expected_keys() -> Dict[str, List[int]]:

@@ -76,8 +76,9 @@ class GraphedPairs:
         device = next(net.parameters()).device
         if device.type != "cuda":
             raise ValueError("GraphedPairs needs the network on a CUDA device")
-        if not isinstance(net, Network):
-            raise ValueError(f"GraphedPairs replays a plain Network, got {type(net).__name__}")
+        if not getattr(net, "cuda_graphs", False):
+            raise ValueError(f"GraphedPairs replays a network that can be captured (cuda_graphs), got "
+                             f"{type(net).__name__}: run it eagerly")
         self.shape = torch.Size(shape)
         self.one = torch.rand(self.shape, device=device)
         self.two = torch.rand(self.shape, device=device)
@@ -232,7 +233,7 @@ def _capture(device: torch.device, steps: Sequence[Callable], warmup: int) -> Tu
     Warm-up and capture run on a side stream of the network's GPU, whatever the current device is: torchrun's
     second process runs its network on cuda:1 while cuda:0 stays current, and ``torch.cuda.graph``'s own default
     capture stream is made once per process on the GPU current then, where cuDNN refuses to launch for another
-    GPU's network (seen on nvidia-h200-x2). Returns (graphs, outputs), one of each per step.
+    GPU's network (seen on a two-GPU H200 machine). Returns (graphs, outputs), one of each per step.
     """
     with torch.cuda.device(device):
         stream = torch.cuda.Stream(device)
@@ -286,11 +287,11 @@ def compile_network(net: nn.Module) -> nn.Module:
     layout changes, without CUDA graphs of its own). The copy is still a ``Network``, so the engine replays it as its
     own CUDA graphs, along quadratic paths too. Each frame size compiles on its first pair (23 s for the default
     network at 1080p on an H100). Measured side by side there at 1080p, bf16: 22.2-22.4 ms per pair against
-    27.6-28.6 without (docs/performance.md). Other networks (the published architecture) are compiled whole, in
-    ``reduce-overhead`` mode.
+    27.6-28.6 without (docs/performance.md). Networks the engine does not capture itself (``cuda_graphs`` off: the
+    published architecture) are compiled whole, in ``reduce-overhead`` mode (Inductor's own CUDA graphs).
     """
     check_compilable(next(net.parameters()).device)
-    if not isinstance(net, Network):
+    if not getattr(net, "cuda_graphs", False):
         return torch.compile(net, mode="reduce-overhead", dynamic=False)
     config = torch._dynamo.config
     # every stack is an nn.Module call: one code object whose compiled variants (one per module and frame size)

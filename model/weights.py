@@ -100,10 +100,31 @@ def load_weights(path: Union[str, Path], device: Union[str, torch.device] = "cpu
 PUBLISHED_SUFFIXES = (".pytorch", ".pth", ".pt")
 
 
+def load_published(path: Union[str, Path], device: Union[str, torch.device] = "cpu") -> PublishedNetwork:
+    """Load a published checkpoint (``network-lf.pytorch`` / ``network-l1.pytorch``), strictly."""
+    from .published import PublishedNetwork
+
+    path = Path(path)
+    if not path.is_file():
+        raise WeightsError(f"weights file not found: {path}")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:
+        raise WeightsError(f"cannot read {path} as a PyTorch checkpoint: {exc}") from exc
+    if not isinstance(state, dict):
+        raise WeightsError(f"{path} does not hold a state dict")
+    # the released checkpoints name their submodules 'module...'; this class names them 'net...'
+    state = {key.replace("module", "net"): value for key, value in state.items()}
+    net = PublishedNetwork()
+    try:
+        net.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        raise WeightsError(f"{path} does not fit the published architecture: {str(exc).splitlines()[0]}") from exc
+    return net.to(device).eval()
+
+
 def load_any(path: Union[str, Path], device: Union[str, torch.device] = "cpu") -> Union[Network, "PublishedNetwork"]:
     """This project's safetensors weights, or a published checkpoint (by its suffix)."""
     if Path(path).suffix in PUBLISHED_SUFFIXES:
-        from .published import load_published
-
         return load_published(path, device)
     return load_weights(path, device)

@@ -1,1 +1,1 @@
-"""Device scripts, diagnostics and plots: run from the repository root (python -m scripts.diagnose.validation)."""
+"""Remote-GPU training scripts (remote/) and diagnostics of trained weights (python -m scripts.diagnose.NAME)."""

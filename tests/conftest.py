@@ -51,6 +51,14 @@ class BlendInterpolator:
                 .astype(one.dtype) for t in times]
 
 
+@pytest.fixture(scope="session")
+def footage(tmp_path_factory):
+    """A footage folder of three short generated clips (tests/training_fixtures.make_footage), for training tests."""
+    from tests.training_fixtures import make_footage
+
+    return make_footage(tmp_path_factory.mktemp("footage"))
+
+
 @pytest.fixture
 def blend_interpolator() -> BlendInterpolator:
     return BlendInterpolator()

@@ -18,7 +18,6 @@ GPU_BENCHES = [
     ("bench.bench_softsplat", []),
     ("bench.bench_train", ["--data", "unused"]),
     ("bench.bench_video", ["--flow-scale", "1", "auto"]),
-    ("bench.probe_graphs_pipeline", ["--video", "unused.mp4"]),
 ]
 
 

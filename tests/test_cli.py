@@ -240,7 +240,7 @@ def _middlebury_folder(root: Path, names=("Alpha", "Beta"), shift=6) -> Path:
     """Middlebury's layout (<Sequence>/frame10.png, frame11.png, frame10i11.png) over a smooth texture moving
     ``shift`` pixels to the left, the true middle frame halfway."""
     rng = np.random.default_rng(3)
-    for i, name in enumerate(names):
+    for name in names:
         texture = cv2.GaussianBlur(rng.integers(0, 256, (48, 80 + shift, 3), dtype=np.uint8), (7, 7), 0)
         (root / name).mkdir(parents=True)
         for file, x in (("frame10.png", 0), ("frame10i11.png", shift // 2), ("frame11.png", shift)):

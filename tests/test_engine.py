@@ -377,3 +377,41 @@ def test_flow_scale_auto_runs_every_path_and_matches_scale_one_where_no_pair_is_
     engine = Interpolator(InterpolatorOptions(device="cpu", flow_scale="auto"), network=cpu_network)
     assert engine.interpolate_integer(frames[1], frames[2], [0.5])[0].shape == frames[1].shape
     assert asked == [1.0, 0.5]
+
+
+def test_every_network_implements_the_one_interface(cpu_network):
+    """The network, its ensembles and the published architecture are ``model.interface.InterpolationNetwork``s,
+    and their capability flags are what the engine decides by (no class checks)."""
+    from model.ensemble import with_ensemble
+    from model.interface import InterpolationNetwork
+    from model.published import PublishedNetwork
+
+    with torch.random.fork_rng():  # leave later tests' random numbers as they were
+        published = PublishedNetwork()
+    flags = ("flow_alpha", "quadratic_paths", "cuda_graphs", "tiles", "bf16_autocast")
+    expected = {
+        "network": (cpu_network, (True, True, True, True, True), cpu_network, 1),
+        "ensemble": (with_ensemble(cpu_network, 4), (False, True, False, True, True), cpu_network, 4),
+        "published": (published, (False, False, False, True, False), published, 1),
+        "published ensemble": (with_ensemble(published, 2), (False, False, False, True, False), published, 2),
+    }
+    for name, (net, capabilities, base, passes) in expected.items():
+        assert isinstance(net, InterpolationNetwork), name
+        assert tuple(getattr(net, flag) for flag in flags) == capabilities, name
+        assert net.base is base and net.passes == passes, name
+
+
+def test_published_ensemble_moves_at_constant_velocity_in_a_stream(capsys):
+    """An ensemble of the published network has no quadratic paths: a stream's pairs move at constant velocity (said
+    once), as the published network alone does. (Before the interface, the engine sent any ensemble down the
+    quadratic path, where the published network has no flow states: AttributeError.)"""
+    from model.published import PublishedNetwork
+
+    with torch.random.fork_rng():  # seeded weights, without changing the random numbers of later tests
+        torch.manual_seed(0)
+        net = PublishedNetwork().eval()
+    engine = Interpolator(InterpolatorOptions(device="cpu", tile=0, ensemble=2), network=net)
+    frames = [np.full((32, 48, 3), 40 * i, np.uint8) for i in range(3)]
+    out = engine.interpolate_integer_with_neighbours(frames[1], frames[2], [0.5], (frames[0], 1.0), None)
+    assert len(out) == 1 and out[0].shape == (32, 48, 3) and out[0].dtype == np.uint8
+    assert capsys.readouterr().err.count("(the published network) frames move at constant velocity") == 1

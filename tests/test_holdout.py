@@ -103,7 +103,7 @@ def test_confirmation_triplets_lie_between_the_standard_ones(two_folders):
     assert not keys["fresh"] & keys["standard"] and not keys["quarter"] & (keys["standard"] | keys["fresh"])
     for clip in {t.clip for t in sets["standard"]}:
         for gap in (1, 2):
-            def centres(*names: str) -> list:
+            def centres(*names: str, clip=clip, gap=gap) -> list:
                 return sorted(t.centre for n in names for t in sets[n] if (t.clip, t.gap) == (clip, gap))
 
             for inner, outer in ((centres("fresh"), centres("standard")),
@@ -185,24 +185,6 @@ def test_widened_network_scales_parameters():
     assert 3.5 < count_parameters(Network(NetworkConfig().widened(2))) / base < 4.2
     with pytest.raises(ValueError):
         NetworkConfig().widened(0)
-
-
-def test_flow_source_probe_scores_the_network_with_its_own_and_with_dis_flow(tmp_path):
-    """bench/probe_flow_source.py: the same triplets and baseline as training.holdout, and two network rows."""
-    from bench import probe_flow_source
-
-    folder = _held_out_folder(tmp_path)
-    out = tmp_path / "probe.json"
-    weights = FAST
-    assert probe_flow_source.main(["--data", str(folder), "--weights", str(weights), "--json", str(out)]) == 0
-    report = json.loads(out.read_text())
-    triplets = holdout_triplets(load_clips([folder], None, torch.device("cpu"), 256, keep=lambda r, e: is_holdout(e)))
-    assert report["triplets"] == len(triplets) > 0
-    assert report["scores"]["baseline"] == pytest.approx(baseline_scores(triplets).tolist(), abs=1e-4)
-    for name in ("network", "network_dis_flow"):
-        assert report[name]["baseline_psnr"] == pytest.approx(float(baseline_scores(triplets).mean()), abs=1e-4)
-        assert report[name]["margin"] == pytest.approx(report[name]["holdout_psnr"] - report[name]["baseline_psnr"],
-                                                       abs=1e-4)
 
 
 def test_holdout_cli_passes_the_flow_scale_to_the_network(tmp_path, capsys):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.training_fixtures import footage, run_args  # noqa: F401  (footage: a fixture)
+from tests.training_fixtures import run_args
 from training.data import Clip, FootageSampler
 from training.linearity import clip_nonlinearity, near_linear_subsets, triplet_nonlinearity
 
@@ -79,7 +79,7 @@ def test_near_linear_subsets_pick_the_steady_triplets():
     assert list(subsets) == ["a"] and subsets["a"][0].tolist() == [True, False]
 
 
-def test_measuring_tool_tables_cover_the_samplers_gap_range(footage, tmp_path, capsys):  # noqa: F811
+def test_measuring_tool_tables_cover_the_samplers_gap_range(footage, tmp_path, capsys):
     """python -m training.linearity writes one table per training clip over the k range the sampler draws from
     (a clip of 2 px a frame: k up to 3 of the recipe's max_gap 4), and says so; footage too small for the
     recipe's crop is the sampler's error."""
@@ -114,7 +114,7 @@ def _trainer(footage, out, *extra, resume=None):
     return trainer
 
 
-def test_train_measures_once_and_resumes_with_the_table(footage, tmp_path, capsys):  # noqa: F811
+def test_train_measures_once_and_resumes_with_the_table(footage, tmp_path, capsys):
     out = tmp_path / "run"
     trainer = _trainer(footage, out)
     text = capsys.readouterr().out

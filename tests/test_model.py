@@ -85,7 +85,7 @@ def test_auto_flow_scale_is_full_scale_for_small_motion():
 
 
 def test_auto_flow_scale_takes_half_scale_per_pair_where_it_explains_large_motion_better(monkeypatch):
-    """Rule C (docs/journal/scaling-study.md, session 41): a pair whose forward flow's p95 exceeds 32 px takes the
+    """Rule C (docs/findings.md, F12): a pair whose forward flow's p95 exceeds 32 px takes the
     half-scale flows where their warp error is lower; every other pair keeps the full-scale flows."""
     torch.manual_seed(0)
     net = Network().eval()
@@ -644,7 +644,7 @@ def test_cuda_graphed_pairs_on_a_second_gpu():
     from model.runtime import GraphedNetwork, GraphedPairs
 
     if torch.cuda.device_count() < 2:
-        pytest.skip("needs two GPUs (nvidia-h200-x2)")
+        pytest.skip("needs two GPUs")
     torch.manual_seed(0)
     shape = (1, 3, 64, 96)
     # a graph on cuda:0 first: torch.cuda.graph's default capture stream is then made on cuda:0, where a capture

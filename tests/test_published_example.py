@@ -50,18 +50,18 @@ def example(tmp_path, monkeypatch):
 
 def test_the_published_example_runs_in_all_four_modes(example):
     # the published example's lines, with .cuda() left out (the CPU here)
-    tenOne = torch.FloatTensor(numpy.ascontiguousarray(cv2.imread(filename='./images/one.png', flags=-1).transpose(2, 0, 1)[None, :, :, :].astype(numpy.float32) * (1.0 / 255.0)))  # noqa: E501, N806
-    tenTwo = torch.FloatTensor(numpy.ascontiguousarray(cv2.imread(filename='./images/two.png', flags=-1).transpose(2, 0, 1)[None, :, :, :].astype(numpy.float32) * (1.0 / 255.0)))  # noqa: E501, N806
-    tenFlow = torch.FloatTensor(numpy.ascontiguousarray(run.read_flo('./images/flow.flo').transpose(2, 0, 1)[None, :, :, :]))  # noqa: E501, N806
+    tenOne = torch.FloatTensor(numpy.ascontiguousarray(cv2.imread(filename='./images/one.png', flags=-1).transpose(2, 0, 1)[None, :, :, :].astype(numpy.float32) * (1.0 / 255.0)))  # noqa: E501
+    tenTwo = torch.FloatTensor(numpy.ascontiguousarray(cv2.imread(filename='./images/two.png', flags=-1).transpose(2, 0, 1)[None, :, :, :].astype(numpy.float32) * (1.0 / 255.0)))  # noqa: E501
+    tenFlow = torch.FloatTensor(numpy.ascontiguousarray(run.read_flo('./images/flow.flo').transpose(2, 0, 1)[None, :, :, :]))  # noqa: E501
 
-    tenMetric = torch.nn.functional.l1_loss(input=tenOne, target=run.backwarp(tenIn=tenTwo, tenFlow=tenFlow), reduction='none').mean([1], True)  # noqa: E501, N806
+    tenMetric = torch.nn.functional.l1_loss(input=tenOne, target=run.backwarp(tenIn=tenTwo, tenFlow=tenFlow), reduction='none').mean([1], True)  # noqa: E501
 
     outputs = {}
-    for intTime, fltTime in enumerate(numpy.linspace(0.0, 1.0, 11).tolist()):  # noqa: N806
-        tenSummation = softsplat.softsplat(tenIn=tenOne, tenFlow=tenFlow * fltTime, tenMetric=None, strMode='sum')  # noqa: E501, N806
-        tenAverage = softsplat.softsplat(tenIn=tenOne, tenFlow=tenFlow * fltTime, tenMetric=None, strMode='avg')  # noqa: E501, N806
-        tenLinear = softsplat.softsplat(tenIn=tenOne, tenFlow=tenFlow * fltTime, tenMetric=(0.3 - tenMetric).clip(0.001, 1.0), strMode='linear')  # noqa: E501, N806
-        tenSoftmax = softsplat.softsplat(tenIn=tenOne, tenFlow=tenFlow * fltTime, tenMetric=(-20.0 * tenMetric).clip(-20.0, 20.0), strMode='soft')  # noqa: E501, N806
+    for intTime, fltTime in enumerate(numpy.linspace(0.0, 1.0, 11).tolist()):
+        tenSummation = softsplat.softsplat(tenIn=tenOne, tenFlow=tenFlow * fltTime, tenMetric=None, strMode='sum')
+        tenAverage = softsplat.softsplat(tenIn=tenOne, tenFlow=tenFlow * fltTime, tenMetric=None, strMode='avg')
+        tenLinear = softsplat.softsplat(tenIn=tenOne, tenFlow=tenFlow * fltTime, tenMetric=(0.3 - tenMetric).clip(0.001, 1.0), strMode='linear')  # noqa: E501
+        tenSoftmax = softsplat.softsplat(tenIn=tenOne, tenFlow=tenFlow * fltTime, tenMetric=(-20.0 * tenMetric).clip(-20.0, 20.0), strMode='soft')  # noqa: E501
         outputs[intTime] = (tenSummation, tenAverage, tenLinear, tenSoftmax)
 
     # what the example shows: its inputs as written, and frames that look like frame one moved along the flow
@@ -70,7 +70,7 @@ def test_the_published_example_runs_in_all_four_modes(example):
     # backwarp brings frame two back onto frame one where the flow is the plain shift (the rows where the sine
     # term is small), so the metric is small there; the texture itself varies by far more
     assert float(tenMetric[0, 0, 4:-4, 4:-4].median()) < 0.02 < float((tenOne - tenTwo).abs().mean())
-    for time, outs in outputs.items():
+    for outs in outputs.values():
         for mode, out in zip(("sum", "avg", "linear", "soft"), outs):
             assert out.shape == (1, 3, H, W) and out.dtype == torch.float32 and torch.isfinite(out).all(), mode
     # t = 0: no motion, every mode gives frame one back ('linear' to its normaliser's 1e-7 over a metric >= 0.001)
@@ -90,12 +90,12 @@ def test_the_published_example_runs_in_all_four_modes(example):
             assert float((linear - tenTwo)[inner].abs().mean()) < 0.03
 
 
-def _published_backwarp(tenIn, tenFlow):  # noqa: N803
+def _published_backwarp(tenIn, tenFlow):
     """The published run.py's backwarp (grid built with linspace, align_corners=True, zeros outside)."""
-    tenHor = torch.linspace(-1.0, 1.0, tenFlow.shape[3]).view(1, 1, 1, -1).repeat(1, 1, tenFlow.shape[2], 1)  # noqa
-    tenVer = torch.linspace(-1.0, 1.0, tenFlow.shape[2]).view(1, 1, -1, 1).repeat(1, 1, 1, tenFlow.shape[3])  # noqa
+    tenHor = torch.linspace(-1.0, 1.0, tenFlow.shape[3]).view(1, 1, 1, -1).repeat(1, 1, tenFlow.shape[2], 1)
+    tenVer = torch.linspace(-1.0, 1.0, tenFlow.shape[2]).view(1, 1, -1, 1).repeat(1, 1, 1, tenFlow.shape[3])
     grid = torch.cat([tenHor, tenVer], 1)
-    tenFlow = torch.cat([tenFlow[:, 0:1] / ((tenIn.shape[3] - 1.0) / 2.0),  # noqa: N806
+    tenFlow = torch.cat([tenFlow[:, 0:1] / ((tenIn.shape[3] - 1.0) / 2.0),
                          tenFlow[:, 1:2] / ((tenIn.shape[2] - 1.0) / 2.0)], 1)
     return torch.nn.functional.grid_sample(input=tenIn, grid=(grid + tenFlow).permute(0, 2, 3, 1), mode="bilinear",
                                            padding_mode="zeros", align_corners=True)

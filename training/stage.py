@@ -1,22 +1,23 @@
-"""Stage footage on the GPU machine despite the 64 MiB a device call carries.
+"""Stage footage on a rented GPU machine that keeps nothing between jobs and takes a size-limited upload.
 
-Here, split the footage folders into bundles that each fit one call (whole clips, each folder's clips.jsonl in
-every bundle that holds some of its clips):
+Here, split the footage folders into bundles of whole clips that each fit one upload (``--max-mib``: the upload's
+limit less what else goes with it, such as the working tree), each folder's clips.jsonl in every bundle that holds
+some of its clips:
 
-    python -m training.stage pack --data ../shared/data/footage ../shared/data/footage2 --out .data/bundles
+    python -m training.stage pack --data FOOTAGE FOOTAGE2 --out .data/bundles --max-mib 31
 
 ``--min-short-side 512`` packs only the training clips a 512-px crop can use (the ``quality`` stages' recipes) and
 every held-out clip (they validate), in fewer bundles; ``--held-out-only`` the held-out clips alone (to score weights
-with ``training.holdout`` on the device). Each bundle's clips.jsonl then lists only the selected clips (of every
-bundle), so that ``check`` finds the selection complete once all its bundles are staged.
+with ``training.holdout`` there). Each bundle's clips.jsonl then lists only the selected clips (of every bundle), so
+that ``check`` finds the selection complete once all its bundles are staged.
 
-There, one quick call per bundle while the machine stays warm, carrying ``.data/bundles/N``: copy it outside
-the work tree and decode its clips into the frame cache that ``train.py --frame-cache`` memory-maps:
+There, one job per uploaded bundle while the machine is held: copy it out of the uploaded folder and decode its
+clips into the frame cache that ``train.py --frame-cache`` memory-maps:
 
     python -m training.stage unpack .data/bundles/N --dest ~/vfi/data --cache /dev/shm/vfi-cache
 
-and before training, check that every clip of every clips.jsonl is there and decoded (a machine that went back
-comes bare; stage again then):
+and before training, check that every clip of every clips.jsonl is there and decoded (a machine given back and
+rented again comes bare; stage again then):
 
     python -m training.stage check --dest ~/vfi/data --cache /dev/shm/vfi-cache
 """
@@ -130,19 +131,19 @@ def check(dest: Path, cache: Path) -> Dict[str, List[str]]:
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
-    pk = sub.add_parser("pack", help="split footage folders into bundles that fit a device call")
+    pk = sub.add_parser("pack", help="split footage folders into bundles that each fit one upload")
     pk.add_argument("--data", type=Path, nargs="+", required=True)
     pk.add_argument("--out", type=Path, required=True)
     pk.add_argument("--max-mib", type=float, default=31.0,
-                    help="largest bundle (a call carries 64 MiB in all, the work tree of about 30 MiB included)")
+                    help="largest bundle: the upload limit less what else goes with it")
     pk.add_argument("--min-short-side", type=int, default=0, metavar="PX",
                     help="only training clips at least PX on their short side (and every held-out clip)")
     pk.add_argument("--held-out-only", action="store_true", help="only the held-out clips")
-    up = sub.add_parser("unpack", help="on the device: copy a bundle outside the work tree and decode it")
+    up = sub.add_parser("unpack", help="on the GPU machine: copy an uploaded bundle out and decode it")
     up.add_argument("bundle", type=Path)
     up.add_argument("--dest", type=Path, required=True)
     up.add_argument("--cache", type=Path, required=True)
-    ck = sub.add_parser("check", help="on the device: is every clip staged and decoded?")
+    ck = sub.add_parser("check", help="on the GPU machine: is every clip staged and decoded?")
     ck.add_argument("--dest", type=Path, required=True)
     ck.add_argument("--cache", type=Path, required=True)
     args = p.parse_args(argv)

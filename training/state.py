@@ -1,7 +1,7 @@
 """A training run's state folder (``train.py --out``): the names of its files and its progress record.
 
 ``train.py`` writes the folder at every chunk's end and ``--resume`` reads it back; ``training.export`` turns it
-into a weights file, ``training.unpack`` rebuilds it from a device call's returned files and
+into a weights file, ``training.unpack`` rebuilds it from a remote chunk's output folder and
 ``training.reproduce`` reads its step to know which stages are done. They all name the files from here.
 """
 

@@ -108,7 +108,7 @@ class WeightAverage:
 
     def state_dict(self) -> dict:
         """The average in float16, the precision of the weights it is saved as: half the bytes, so a resumed run's
-        state fits a device call's carry beside the footage; a resume rounds it once (relative 5e-4, far below
+        state makes a smaller upload beside the footage; a resume rounds it once (relative 5e-4, far below
         what one training step moves it)."""
         out = {name: a.detach().half().cpu().contiguous() for name, a in zip(self.names, self.average)}
         out["_updates"] = torch.tensor([self.updates])
@@ -134,7 +134,7 @@ class WeightAverage:
 
 
 def compact(optim_state: dict) -> dict:
-    """AdamW's moments in bfloat16 on the CPU: half the bytes (a state then fits one device call's carry beside
+    """AdamW's moments in bfloat16 on the CPU: half the bytes (a smaller state to upload beside
     the footage) and loadable anywhere; loading casts them back to the parameters' float32 and device. Three
     significant digits of a running average are plenty."""
     def pack(v: Any) -> Any:

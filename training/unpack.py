@@ -1,13 +1,14 @@
-"""Turn a device chunk's returned files into a state folder that the next chunk resumes.
+"""Turn the output folder of a training chunk on a remote GPU machine into a state folder the next chunk resumes.
 
-``scripts/device/chunk.sh`` leaves, under the call's ``$OUT``, ``train/state_model.safetensors`` and
+``scripts/remote/chunk.sh OUTPUT ...`` leaves, under OUTPUT, ``train/state_model.safetensors`` and
 ``train/state_optim.pt`` (full precision) and ``small.tar`` (its ``t/`` folder: configs, progress, loss log, the
-moving average and, where a step beat the kept one, ``weights.safetensors``). This puts them together:
+moving average and, where a step beat the kept one, ``weights.safetensors``). Once OUTPUT is copied back here, this
+puts them together:
 
-    python -m training.unpack /work/.device/3 runs/46 --resume-dir .data/r46
+    python -m training.unpack OUTPUT runs/46 --resume-dir .data/r46
 
-``runs/46`` gets everything (to read, export or commit from); ``--resume-dir`` gets only what ``train.py --resume``
-reads, without the weights file, so that it fits a device call's carry beside the footage.
+``runs/46`` gets everything (to read or export from); ``--resume-dir`` gets only what ``train.py --resume`` reads,
+without the weights file, so that the next chunk's upload stays small.
 """
 
 from __future__ import annotations
@@ -23,13 +24,13 @@ from training.state import REQUIRED, RESUME_FILES
 
 
 def unpack_chunk(returned: Path, state: Path, resume_dir: Optional[Path] = None) -> List[str]:
-    """Unpack ``returned`` (a device call's files: small.tar and train/) into ``state``; with ``resume_dir``, copy
+    """Unpack ``returned`` (a chunk's output folder: small.tar and train/) into ``state``; with ``resume_dir``, copy
     the files a resume needs there too. Returns the names written to ``state``."""
     returned, state = Path(returned), Path(state)
     tar_path = returned / "small.tar"
     if not tar_path.is_file():
-        raise ValueError(f"{returned} has no small.tar: pass the folder a device chunk's files came back to "
-                         f"(the run tool's files_at)")
+        raise ValueError(f"{returned} has no small.tar: pass the output folder of scripts/remote/chunk.sh, as "
+                         f"copied back from the GPU machine")
     if state.exists() and any(state.iterdir()):
         raise ValueError(f"{state} is not empty: unpack each chunk into a new folder (e.g. runs/<chunk>)")
     state.mkdir(parents=True, exist_ok=True)
@@ -60,10 +61,10 @@ def unpack_chunk(returned: Path, state: Path, resume_dir: Optional[Path] = None)
 
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("returned", type=Path, help="the folder a device chunk's files came back to")
+    p.add_argument("returned", type=Path, help="the output folder of scripts/remote/chunk.sh, copied back")
     p.add_argument("state", type=Path, help="a new folder for the whole state")
     p.add_argument("--resume-dir", type=Path, default=None,
-                   help="also copy what train.py --resume reads here (no weights file: it fits the carry)")
+                   help="also copy what train.py --resume reads here (no weights file: a smaller upload)")
     args = p.parse_args(argv)
     try:
         written = unpack_chunk(args.returned, args.state, args.resume_dir)
