@@ -133,21 +133,30 @@ def video_options(args: argparse.Namespace) -> "VideoOptions":
 def run_sequence(args: argparse.Namespace) -> int:
     """--video or --frames: stream through the engine and report one summary line."""
     from pipeline.schedule import parse_rate
-    from pipeline.video import check_frames_paths, check_video_paths, interpolate_frames, interpolate_video
+    from pipeline.video import (check_frames_paths, check_video_paths, interpolate_frames, interpolate_video,
+                                lock_output)
 
     options = video_options(args)
     if args.video is not None:  # a mistyped path is said now, not after the network's imports and load
         check_video_paths(args.video, args.out)
     else:
         check_frames_paths(args.frames, str(args.out))
-    from engine import Interpolator
+    # one job per output: a second one refuses now, before the network loads, and never touches the first's files
+    lock = lock_output(args.out) if args.video is not None and "%" not in args.out.name else None
+    try:
+        from engine import Interpolator
 
-    interpolator = Interpolator(interpolator_options(args))
-    if args.video is not None:
-        # whatever changes the frames is part of the job's identity: a resumed job never mixes two settings
-        stats = interpolate_video(args.video, args.out, interpolator, options, weights_id=interpolator.job_id)
-    else:
-        stats = interpolate_frames(args.frames, str(args.out), parse_rate(args.input_fps), interpolator, options)
+        interpolator = Interpolator(interpolator_options(args))
+        if args.video is not None:
+            # whatever changes the frames is part of the job's identity: a resumed job never mixes two settings
+            stats = interpolate_video(args.video, args.out, interpolator, options, weights_id=interpolator.job_id,
+                                      lock=lock)
+        else:
+            stats = interpolate_frames(args.frames, str(args.out), parse_rate(args.input_fps), interpolator,
+                                       options)
+    finally:
+        if lock is not None:
+            lock.release()
     problem = stats.pop("input_problem", None)
     print(f"wrote {args.out}: " + ", ".join(f"{k} {v}" for k, v in stats.items()))
     if problem:

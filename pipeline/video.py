@@ -2,9 +2,10 @@
 
 Frames are decoded, interpolated and encoded one anchor pair at a time, so memory
 does not grow with the video. The output is encoded in segments under
-``<out stem>.work/`` (named without the extension, so a rerun into another container
-reuses them); an interrupted job rerun with the same command keeps the finished
-segments. A segment closes after ``segment_work_seconds`` of work (a minute) or
+``<out name>.work/`` (``movie.mp4.work``: outputs that share a stem never share state),
+held by an exclusive lock (``pipeline.jobs``) so that a second job on the same output
+refuses while the first runs; an interrupted job rerun with the same command keeps the
+finished segments. A segment closes after ``segment_work_seconds`` of work (a minute) or
 ``segment_seconds`` of video, whichever comes first, so an interrupt costs at most
 about a minute on any device; each segment's name says which output frames it holds.
 The final file is assembled under a temporary name in the work folder (segments
@@ -42,6 +43,7 @@ from media.video import (FrameWriter, VideoError, VideoInfo, at_field_rate, audi
                          check_codec_fits, concat_and_mux, estimate_video_bytes, output_pix_fmt, probe, read_frames,
                          rescale_timecode, segment_suffix)
 
+from .jobs import LOCK_NAME, OutputLock, work_folder
 from .prefetch import prefetch
 from .schedule import Plan, is_cut, make_plan, source_between, thumb_change, thumbnail
 
@@ -290,10 +292,33 @@ def check_video_paths(source: Path, out: Path) -> None:
                          f"or an image pattern such as frames/%06d.png)")
 
 
+def lock_output(out: Path) -> Optional[OutputLock]:
+    """The lock of the job writing ``out``, taken (OutputError if another job holds it); None in the processes
+    torchrun starts beside the first, which works under the first's lock."""
+    if _rank_and_world()[0] != 0:
+        return None
+    check_folder(Path(out).parent)  # a folder that takes no files is named as such, not by the lock's file
+    return OutputLock(Path(out), lambda work: _ours(work) is not None).acquire()
+
+
 def interpolate_video(source: Path, out: Path, interpolate: Interpolator, options: VideoOptions,
-                      weights_id: str = "", progress: bool = True) -> dict:
-    """Interpolate a video file into ``out``; returns counts for the report line."""
+                      weights_id: str = "", progress: bool = True, lock: Optional[OutputLock] = None) -> dict:
+    """Interpolate a video file into ``out``; returns counts for the report line. ``lock``: the output's lock
+    (``lock_output``) where the caller took it already, before loading the network; else it is taken here."""
     source, out = Path(source), Path(out)
+    own_lock = lock is None
+    if own_lock:
+        check_video_paths(source, out)
+        lock = lock_output(out)
+    try:
+        return _interpolate_video(source, out, interpolate, options, weights_id, progress)
+    finally:
+        if own_lock and lock is not None:
+            lock.release()
+
+
+def _interpolate_video(source: Path, out: Path, interpolate: Interpolator, options: VideoOptions,
+                       weights_id: str, progress: bool) -> dict:
     check_video_paths(source, out)
     info = probe(source)
     if info.frames == 0:
@@ -308,7 +333,7 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
     slow = plan.slowdown
     keep_audio = info.has_audio and (not options.slowmo or options.audio_codec != "copy")
     audio = audio_args(options.audio_codec, slow, options.audio_bitrate) if keep_audio else []
-    work = out.with_name(out.stem + ".work")
+    work = work_folder(out)
     check_not_input([work], [source])
     key = _job_key(info, options, weights_id)
     rank, world = _rank_and_world()
@@ -410,7 +435,7 @@ def _rank_and_world() -> Tuple[int, int]:
 _MADE_BY = "run.py: the segments of a video job, for a resume (safe to delete)"
 # the files a job makes in its work folder: its marker, segments (finished: seg_START-STOP, being written: .part),
 # the joined output before its rename with the segment list and cover pictures beside it, and torchrun's markers
-_OUR_FILES = re.compile(r"job\.json|job\.json\.tmp|\.job\.json\.\w+\.tmp|seg_\d+(-\d+)?(\.part)?\.\w+|"
+_OUR_FILES = re.compile(r"job\.lock|job\.json|job\.json\.tmp|\.job\.json\.\w+\.tmp|seg_\d+(-\d+)?(\.part)?\.\w+|"
                         r"joined\.\w+(\.concat\.txt|\.cover\d+\.\w+)?|rank_\d+\.done")
 
 
@@ -427,10 +452,10 @@ def _ours(work: Path) -> Optional[dict]:
     return marker if marker.get("made_by") == _MADE_BY or legacy else None
 
 
-def _remove_ours(work: Path) -> None:
-    """Remove the files a job made in ``work`` (none other)."""
+def _remove_ours(work: Path, keep: str = "") -> None:
+    """Remove the files a job made in ``work`` (none other; nor ``keep``)."""
     for path in work.iterdir():
-        if _OUR_FILES.fullmatch(path.name) and not path.is_dir():
+        if _OUR_FILES.fullmatch(path.name) and not path.is_dir() and path.name != keep:
             path.unlink()
 
 
@@ -443,19 +468,20 @@ def _prepare_work_dir(work: Path, key: str, rank: int) -> None:
     marker = None
     if work.exists() or work.is_symlink():
         marker = _ours(work) if work.is_dir() else None
-        if marker is None:
+        # (a folder holding only the lock is this job's, made by OutputLock a moment ago or by a job killed then)
+        if marker is None and not (work.is_dir() and {p.name for p in work.iterdir()} <= {LOCK_NAME}):
             raise OutputError(f"{work} exists and is not a work folder of this program (it has no job.json of "
                               f"one): it is left as it is -- move it, or choose another --out name (nothing was "
                               f"interpolated yet)")
     try:
         if marker is not None:
             if marker.get("key") != key:
-                _remove_ours(work)  # left by another job into this output: start over
+                _remove_ours(work, keep=LOCK_NAME)  # left by another job into this output: start over
             for path in work.iterdir():
                 if re.fullmatch(r"rank_\d+\.done|seg_\d+\.part\.\w+|joined\..*", path.name) and not path.is_dir():
                     path.unlink()  # an earlier run's leftovers: unfinished segment, torchrun markers
         else:
-            work.mkdir()
+            work.mkdir(exist_ok=True)
         atomic_write(work / "job.json", json.dumps({"made_by": _MADE_BY, "key": key}).encode())
     except OSError as exc:
         raise os_error(exc, exc.filename or work, "write into") from None
