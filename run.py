@@ -142,7 +142,7 @@ def run_sequence(args: argparse.Namespace) -> int:
     else:
         check_frames_paths(args.frames, str(args.out))
     # one job per output: a second one refuses now, before the network loads, and never touches the first's files
-    lock = lock_output(args.out) if args.video is not None and "%" not in args.out.name else None
+    lock = lock_output(args.out)
     try:
         from engine import Interpolator
 
@@ -153,7 +153,7 @@ def run_sequence(args: argparse.Namespace) -> int:
                                       lock=lock)
         else:
             stats = interpolate_frames(args.frames, str(args.out), parse_rate(args.input_fps), interpolator,
-                                       options)
+                                       options, weights_id=interpolator.job_id, lock=lock)
     finally:
         if lock is not None:
             lock.release()

@@ -245,16 +245,20 @@ def _output_frames(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpol
         j += 1
 
 
+def _frame_options(options: VideoOptions) -> dict:
+    """The options that change the frames, as text (the audio is muxed at the end: its codec and bitrate leave the
+    segments as they are; segments name the frames they hold, so sizing them differently resumes the same job)."""
+    return {k: str(v) for k, v in asdict(options).items()
+            if k not in ("audio_codec", "audio_bitrate", "segment_seconds", "segment_work_seconds")}
+
+
 def _job_key(info: VideoInfo, options: VideoOptions, weights: str) -> str:
     stat = info.path.stat()
     # "segments": bumped when this code encodes segments differently for the same input and options (2: session
     # 10's rotation, pixel aspect, colour and deinterlacing; 3: segments sized by time, named by their frames), so
     # a job left by an older version starts afresh
     desc = {"input": str(info.path.resolve()), "size": stat.st_size, "mtime": stat.st_mtime_ns,
-            # (the audio is muxed at the end: its codec and bitrate leave the segments as they are)
-            # (segments name the frames they hold, so sizing them differently resumes the same job)
-            "options": {k: str(v) for k, v in asdict(options).items()
-                        if k not in ("audio_codec", "audio_bitrate", "segment_seconds", "segment_work_seconds")},
+            "options": _frame_options(options),
             "weights": weights,
             "segments": 3}
     return hashlib.sha256(json.dumps(desc, sort_keys=True).encode()).hexdigest()
@@ -327,7 +331,8 @@ def _interpolate_video(source: Path, out: Path, interpolate: Interpolator, optio
         info = at_field_rate(info)
     plan = make_plan(info.duration, info.rate, options.factor, options.fps, options.slowmo)
     if "%" in out.name:
-        return _video_to_images(info, str(out), plan, interpolate, options, progress)
+        return _video_to_images(info, str(out), plan, interpolate, options, progress,
+                                _job_key(info, options, weights_id))
     pix_fmt = output_pix_fmt(options.codec, options.pix_fmt, info.width, info.height, info.bit_depth > 8)
     check_codec_fits(options.codec, pix_fmt, out)
     slow = plan.slowdown
@@ -610,12 +615,40 @@ def _image_paths(out_pattern: str, count: int) -> List[Path]:
     return paths
 
 
+def _prepare_image_job(out_pattern: str, outs: Sequence[Path], key: str) -> None:
+    """The image job's record, in the work folder beside its images (``DIR/%06d.png.work/job.json``, kept when the
+    job ends): the same job resumes, taking the images it wrote as done; another job into the same pattern (other
+    settings, another input) first removes the images the record lists, so the two never mix; an existing file
+    of an output's name without a record is never taken as an output frame: the job is refused."""
+    work = work_folder(Path(out_pattern))
+    marker = _ours(work)
+    try:
+        if marker is not None and marker.get("key") != key:
+            old = marker.get("pattern") == out_pattern and isinstance(marker.get("count"), int)
+            for path in (_image_paths(out_pattern, marker["count"]) if old else []):
+                if path.is_file():
+                    path.unlink()  # the earlier job's frames: this job starts over
+        elif marker is None:
+            found = next((path for path in outs if path.exists()), None)
+            if found is not None:
+                raise OutputError(f"{found} exists, and no job of this program recorded writing it (no "
+                                  f"{work.name}/job.json of one): it is never taken as an output frame -- move the "
+                                  f"files named like the output, or choose another folder (nothing was "
+                                  f"interpolated yet)")
+        work.mkdir(exist_ok=True)
+        atomic_write(work / "job.json", json.dumps({"made_by": _MADE_BY, "key": key, "pattern": out_pattern,
+                                                    "count": len(outs)}).encode())
+    except OSError as exc:
+        raise os_error(exc, exc.filename or work, "write into") from None
+
+
 def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_pattern: str, plan: Plan,
                   interpolate: Interpolator, options: VideoOptions, progress: bool, inputs: Sequence[Path],
-                  size: Tuple[int, int, int]) -> dict:
+                  size: Tuple[int, int, int], key: str) -> dict:
     """Frames (H x W x 3, or x 4 with alpha) in, one image per output frame; alpha is written where the format
-    holds it. Before any work: no output is one of ``inputs``, and the folder takes files and has room for those
-    still to write (``size``: width, height, bit depth)."""
+    holds it. Before any work: no output is one of ``inputs``, the folder takes files and has room for those
+    still to write (``size``: width, height, bit depth), and existing images are this job's (``key``:
+    ``_prepare_image_job``)."""
     from tqdm import tqdm
 
     from media.images import check_image_outputs, check_writable, write_image
@@ -623,6 +656,7 @@ def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_
     outs = _image_paths(out_pattern, plan.count)
     check_writable(outs[0])
     check_not_input(outs, inputs)
+    _prepare_image_job(out_pattern, outs, hashlib.sha256(f"{key} {out_pattern}".encode()).hexdigest())
     width, height, depth = size
     # room for the images still to write (a resumed job has some already)
     check_image_outputs([path for path in outs if not path.exists()], (), width, height, depth)
@@ -659,9 +693,9 @@ def _deinterlaced(info: VideoInfo) -> str:
 
 
 def _video_to_images(info: VideoInfo, out_pattern: str, plan: Plan, interpolate: Interpolator,
-                     options: VideoOptions, progress: bool) -> dict:
+                     options: VideoOptions, progress: bool, key: str) -> dict:
     stats = _write_images(read_frames(info, alpha=True), info.pts, out_pattern, plan, interpolate, options, progress,
-                          [info.path], (info.width, info.height, 16 if info.bit_depth > 8 else 8))
+                          [info.path], (info.width, info.height, 16 if info.bit_depth > 8 else 8), key)
     stats.update(frames_in=info.frames, audio="not written (image output)" if info.has_audio else "none")
     if info.interlaced:
         stats["deinterlaced"] = _deinterlaced(info)
@@ -677,12 +711,27 @@ def check_frames_paths(frames_dir: Path, out_pattern: str) -> None:
 
 
 def interpolate_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction, interpolate: Interpolator,
-                       options: VideoOptions, progress: bool = True) -> dict:
-    """A folder of images in, images out (``out_pattern`` like DIR/%06d.png); existing outputs are kept."""
-    from media.images import READ_EXTENSIONS, read_image
-
+                       options: VideoOptions, progress: bool = True, weights_id: str = "",
+                       lock: Optional[OutputLock] = None) -> dict:
+    """A folder of images in, images out (``out_pattern`` like DIR/%06d.png); a rerun of the same job keeps the
+    images it wrote, another job into the pattern replaces them (``_prepare_image_job``). ``weights_id`` and
+    ``lock`` as for ``interpolate_video``."""
     frames_dir = Path(frames_dir)
     check_frames_paths(frames_dir, out_pattern)
+    own_lock = lock is None
+    if own_lock:
+        lock = lock_output(Path(out_pattern))
+    try:
+        return _interpolate_frames(frames_dir, out_pattern, rate_in, interpolate, options, progress, weights_id)
+    finally:
+        if own_lock and lock is not None:
+            lock.release()
+
+
+def _interpolate_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction, interpolate: Interpolator,
+                        options: VideoOptions, progress: bool, weights_id: str) -> dict:
+    from media.images import READ_EXTENSIONS, read_image
+
     files = sorted(p for p in frames_dir.iterdir() if p.suffix.lower() in READ_EXTENSIONS)
     if not files:
         raise VideoError(f"{frames_dir}: no image files (png/jpg/...) found")
@@ -705,7 +754,10 @@ def interpolate_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction, in
             yield _to_int(rgb, np.uint16 if depth == 16 else np.uint8)
 
     stamps = [Fraction(i) / rate_in for i in range(len(files))]
+    key = json.dumps({"inputs": [(str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns) for p in files],
+                      "rate": str(rate_in), "options": _frame_options(options), "weights": weights_id},
+                     sort_keys=True)
     stats = _write_images(frames(), stamps, out_pattern, plan, interpolate, options, progress, files,
-                          (first.shape[1], first.shape[0], first_depth))
+                          (first.shape[1], first.shape[0], first_depth), key)
     stats.update(frames_in=len(files))
     return stats

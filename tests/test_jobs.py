@@ -7,14 +7,17 @@ import signal
 import subprocess
 import sys
 import time
+from fractions import Fraction
 from pathlib import Path
 
+import cv2
+import numpy as np
 import pytest
 
 from engine import Interpolator, InterpolatorOptions
 from media.files import OutputError
 from media.video import ffmpeg_exe, probe, read_frames
-from pipeline.video import VideoOptions, interpolate_video, lock_output
+from pipeline.video import VideoOptions, interpolate_frames, interpolate_video, lock_output
 from test_robustness import Blend, _clip
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -128,3 +131,73 @@ def test_kill_9_mid_segment_then_a_rerun_resumes(tmp_path):
     stats = interpolate_video(clip, out, blend, OPTIONS, progress=False)  # the dead job's lock is free
     assert stats["resumed_segments"] >= 1 and blend.calls < 22
     assert _checksums(out) == _checksums(tmp_path / "alone.mp4") and not work.exists()
+
+
+def _frames_folder(folder, count=6):
+    folder.mkdir()
+    for i in range(count):
+        cv2.imwrite(str(folder / f"{i:06d}.png"), np.full((16, 24, 3), 30 * i, np.uint8))
+    return folder
+
+
+def _images(folder):
+    return {p.name: p.read_bytes() for p in sorted(folder.glob("*.png"))}
+
+
+def test_a_users_file_named_like_an_output_frame_is_never_taken_as_one(tmp_path):
+    """A user's unrelated 000003.png became output frame 3."""
+    frames = _frames_folder(tmp_path / "frames")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "000003.png").write_bytes(b"the user's")
+    blend = Blend()
+    for run_job in (lambda: interpolate_frames(frames, str(out / "%06d.png"), Fraction(10), blend, VideoOptions(),
+                                               progress=False),
+                    lambda: interpolate_video(_clip(tmp_path / "in.mp4", seconds=1), out / "%06d.png", blend,
+                                              VideoOptions(), progress=False)):
+        with pytest.raises(OutputError, match=r"000003.png exists, and no job of this program recorded writing it "
+                                              r".*never taken as an output frame"):
+            run_job()
+    assert blend.calls == 0 and (out / "000003.png").read_bytes() == b"the user's"
+    assert sorted(p.name for p in out.iterdir()) == ["000003.png"]
+
+
+@pytest.mark.parametrize("source", ["frames", "video"])
+def test_a_rerun_with_another_factor_into_an_image_folder_never_mixes(tmp_path, source):
+    """After --factor 2, a rerun with --factor 4 into the same folder kept the x2 run's first frames, exit 0."""
+    if source == "frames":
+        inputs = _frames_folder(tmp_path / "frames")
+
+        def job(out, factor):
+            return interpolate_frames(inputs, str(out / "%06d.png"), Fraction(10), Blend(),
+                                      VideoOptions(factor=factor), progress=False, weights_id="w")
+    else:
+        inputs = _clip(tmp_path / "in.mp4", seconds=1)
+
+        def job(out, factor):
+            return interpolate_video(inputs, out / "%06d.png", Blend(), VideoOptions(factor=factor),
+                                     progress=False, weights_id="w")
+    alone = {}
+    for factor in (2, 4):
+        (tmp_path / f"alone{factor}").mkdir()
+        job(tmp_path / f"alone{factor}", factor)
+        alone[factor] = _images(tmp_path / f"alone{factor}")
+    out = tmp_path / "out"
+    out.mkdir()
+    for factor in (2, 4, 2, 2):
+        job(out, factor)
+        assert _images(out) == alone[factor], factor
+    # an interrupted x4 run, then x2: the x4 frames are gone, not kept beside the x2 ones
+    with pytest.raises(KeyboardInterrupt):
+        interpolate_frames(inputs, str(out / "%06d.png"), Fraction(10), Blend(fail_at=3),
+                           VideoOptions(factor=4), progress=False, weights_id="w") if source == "frames" else \
+            interpolate_video(inputs, out / "%06d.png", Blend(fail_at=3), VideoOptions(factor=4), progress=False,
+                              weights_id="w")
+    job(out, 2)
+    assert _images(out) == alone[2]
+    # other weights are another job too
+    stats = interpolate_video(inputs, out / "%06d.png", Blend(), VideoOptions(factor=2), progress=False,
+                              weights_id="other") if source == "video" else \
+        interpolate_frames(inputs, str(out / "%06d.png"), Fraction(10), Blend(), VideoOptions(factor=2),
+                           progress=False, weights_id="other")
+    assert stats["interpolated"] > 0
