@@ -133,20 +133,21 @@ def video_options(args: argparse.Namespace) -> "VideoOptions":
 def run_sequence(args: argparse.Namespace) -> int:
     """--video or --frames: stream through the engine and report one summary line."""
     from pipeline.schedule import parse_rate
-    from pipeline.video import (check_frames_paths, check_video_paths, interpolate_frames, interpolate_video,
-                                lock_output)
+    from pipeline.video import interpolate_frames, interpolate_video, lock_output, plan_frames, plan_video
 
+    # every check that needs no network comes first, so that a mistake is said at once: the options, the input
+    # (probed), the output's frames, the weights file, and then the output's lock (a second job on it refuses)
     options = video_options(args)
-    if args.video is not None:  # a mistyped path is said now, not after the network's imports and load
-        check_video_paths(args.video, args.out)
+    if args.video is not None:
+        plan_video(args.video, args.out, options)
     else:
-        check_frames_paths(args.frames, str(args.out))
-    # one job per output: a second one refuses now, before the network loads, and never touches the first's files
+        plan_frames(args.frames, str(args.out), parse_rate(args.input_fps), options)
+    engine_options = interpolator_options(args)
     lock = lock_output(args.out)
     try:
         from engine import Interpolator
 
-        interpolator = Interpolator(interpolator_options(args))
+        interpolator = Interpolator(engine_options)
         if args.video is not None:
             # whatever changes the frames is part of the job's identity: a resumed job never mixes two settings
             stats = interpolate_video(args.video, args.out, interpolator, options, weights_id=interpolator.job_id,

@@ -130,6 +130,8 @@ def check_writable(path: Path) -> None:
     _check_extension(path)
     if not path.parent.is_dir():
         raise ImageError(f"{path}: folder '{path.parent}' does not exist (create it first)")
+    if path.is_dir():  # (found only when the finished frame was written, before)
+        raise ImageError(f"{path} is a folder: name an image file in it, such as {path / 'mid.png'}")
     check_folder(path.parent)
 
 

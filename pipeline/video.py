@@ -321,8 +321,11 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
             lock.release()
 
 
-def _interpolate_video(source: Path, out: Path, interpolate: Interpolator, options: VideoOptions,
-                       weights_id: str, progress: bool) -> dict:
+def plan_video(source: Path, out: Path, options: VideoOptions) -> Tuple[VideoInfo, Plan]:
+    """The input's properties and the output's frames, or the mistake that stops the job (VideoError, ValueError:
+    an unreadable input, a bad rate, an output with no frames, a bad image pattern), all without the network: the
+    command line calls this before it loads torch, so a mistake costs no wait."""
+    source, out = Path(source), Path(out)
     check_video_paths(source, out)
     info = probe(source)
     if info.frames == 0:
@@ -330,6 +333,14 @@ def _interpolate_video(source: Path, out: Path, interpolate: Interpolator, optio
     if options.field_rate and info.interlaced:
         info = at_field_rate(info)
     plan = make_plan(info.duration, info.rate, options.factor, options.fps, options.slowmo)
+    if "%" in out.name:
+        _image_paths(str(out), min(plan.count, 2))
+    return info, plan
+
+
+def _interpolate_video(source: Path, out: Path, interpolate: Interpolator, options: VideoOptions,
+                       weights_id: str, progress: bool) -> dict:
+    info, plan = plan_video(source, out, options)
     if "%" in out.name:
         return _video_to_images(info, str(out), plan, interpolate, options, progress,
                                 _job_key(info, options, weights_id))
@@ -728,14 +739,26 @@ def interpolate_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction, in
             lock.release()
 
 
-def _interpolate_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction, interpolate: Interpolator,
-                        options: VideoOptions, progress: bool, weights_id: str) -> dict:
-    from media.images import READ_EXTENSIONS, read_image
+def plan_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction,
+                options: VideoOptions) -> Tuple[List[Path], Plan]:
+    """``plan_video`` for a folder of images: its image files in order and the output's frames."""
+    from media.images import READ_EXTENSIONS
 
+    frames_dir = Path(frames_dir)
+    check_frames_paths(frames_dir, out_pattern)
     files = sorted(p for p in frames_dir.iterdir() if p.suffix.lower() in READ_EXTENSIONS)
     if not files:
         raise VideoError(f"{frames_dir}: no image files (png/jpg/...) found")
     plan = make_plan(len(files) / rate_in, rate_in, options.factor, options.fps, options.slowmo)
+    _image_paths(out_pattern, min(plan.count, 2))
+    return files, plan
+
+
+def _interpolate_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction, interpolate: Interpolator,
+                        options: VideoOptions, progress: bool, weights_id: str) -> dict:
+    from media.images import read_image
+
+    files, plan = plan_frames(frames_dir, out_pattern, rate_in, options)
     # transparency (rendered or keyed footage) follows the first image: with alpha there, every frame carries it
     # (opaque where an image has none)
     first, first_alpha, first_depth = read_image(files[0])

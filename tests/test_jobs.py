@@ -201,3 +201,57 @@ def test_a_rerun_with_another_factor_into_an_image_folder_never_mixes(tmp_path, 
         interpolate_frames(inputs, str(out / "%06d.png"), Fraction(10), Blend(), VideoOptions(factor=2),
                            progress=False, weights_id="other")
     assert stats["interpolated"] > 0
+
+
+# (arguments, words of the one-line error): every mistake the network is not needed to find; run.py took 3-50 s of
+# imports and loading before naming most of them
+MISTAKES = {
+    "empty mp4": (["--video", "empty.mp4", "--out", "o.mp4"], "no video stream found"),
+    "text mp4": (["--video", "text.mp4", "--out", "o.mp4"], "no video stream found"),
+    "factor 0": (["--video", "in.mp4", "--out", "o.mp4", "--factor", "0"], "--factor must be 1 or more"),
+    "factor -2": (["--video", "in.mp4", "--out", "o.mp4", "--factor", "-2"], "--factor must be 1 or more"),
+    "factor 0 frames": (["--frames", "frames", "--out", "out/%06d.png", "--factor", "0"], "--factor must be 1"),
+    "missing weights": (["--video", "in.mp4", "--out", "o.mp4", "--weights", "nope.safetensors"], "no such file"),
+    "empty frames folder": (["--frames", "empty", "--out", "out/%06d.png"], "no image files"),
+    "fps with factor": (["--video", "in.mp4", "--out", "o.mp4", "--fps", "50", "--factor", "2"],
+                        "use it without --factor"),
+    "out is a folder": (["--video", "in.mp4", "--out", "out"], "out is a folder"),
+    "pair out is a folder": (["--one", "a.png", "--two", "a.png", "--out", "folder.png"], "folder.png is a folder"),
+    "no output frames": (["--video", "half.mp4", "--out", "fps1.mp4", "--fps", "1"],
+                         "holds no frame at 1 frames/s -- use an --fps of at least 2"),
+    "bad pattern": (["--video", "in.mp4", "--out", "out/%d%d.png"], "holds one number field"),
+    "output locked": (["--video", "in.mp4", "--out", "locked.mp4"], "another job is writing locked.mp4"),
+}
+
+
+@pytest.fixture(scope="module")
+def mistakes_folder(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("mistakes")
+    _clip(folder / "in.mp4", seconds=1)
+    _clip(folder / "half.mp4", seconds=0.5)
+    (folder / "empty.mp4").write_bytes(b"")
+    (folder / "text.mp4").write_text("not a video\n")
+    for name in ("empty", "out", "folder.png"):
+        (folder / name).mkdir()
+    _frames_folder(folder / "frames", 3)
+    cv2.imwrite(str(folder / "a.png"), np.zeros((16, 24, 3), np.uint8))
+    return folder
+
+
+@pytest.mark.parametrize("case", sorted(MISTAKES))
+def test_every_mistake_is_reported_within_a_second_without_torch(mistakes_folder, case):
+    args, words = MISTAKES[case]
+    lock = lock_output(mistakes_folder / "locked.mp4") if case == "output locked" else None
+    try:
+        start = time.monotonic()
+        proc = subprocess.run([sys.executable, "-X", "importtime", str(ROOT / "run.py"), *args, "--device", "cpu"],
+                              capture_output=True, text=True, cwd=mistakes_folder, timeout=60)
+        seconds = time.monotonic() - start
+    finally:
+        if lock is not None:
+            lock.release()
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "import time:" in line}
+    said = [line for line in proc.stderr.splitlines() if "import time:" not in line]
+    assert proc.returncode == 2 and len(said) == 1 and said[0].startswith("error: ") and words in said[0], said
+    assert "torch" not in imported and seconds < 1.0, seconds
+    assert sorted(p.name for p in mistakes_folder.iterdir() if p.name.endswith(".work")) == []
