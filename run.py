@@ -219,8 +219,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     except ValueError as exc:  # the user's mistakes: VideoError, ImageError, OutputError and WeightsError are ones
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted" + (": run the same command again to resume" if sequence else ""), file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        # pipeline.jobs.Interrupted says what the job kept; a plain one came before any work (loading, checks)
+        print(f"interrupted: {exc}" if str(exc) else "interrupted before any frame was made", file=sys.stderr)
         return 130
 
 

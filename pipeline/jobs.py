@@ -23,6 +23,11 @@ except ImportError:  # Windows: no flock; jobs there are not guarded against eac
 LOCK_NAME = "job.lock"
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a job's work: the message says what was kept, and whether a rerun resumes. A plain
+    KeyboardInterrupt means nothing had started (loading, checks)."""
+
+
 def work_folder(out: Path) -> Path:
     """Where the job writing ``out`` keeps its state: beside it, named from its whole name."""
     out = Path(out)

@@ -43,7 +43,7 @@ from media.video import (FrameWriter, VideoError, VideoInfo, at_field_rate, audi
                          check_codec_fits, concat_and_mux, estimate_video_bytes, output_pix_fmt, probe, read_frames,
                          rescale_timecode, segment_suffix)
 
-from .jobs import LOCK_NAME, OutputLock, work_folder
+from .jobs import LOCK_NAME, Interrupted, OutputLock, work_folder
 from .prefetch import prefetch
 from .schedule import Plan, is_cut, make_plan, source_between, thumb_change, thumbnail
 
@@ -547,34 +547,52 @@ def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_f
              "resumed_segments": sum(1 for start, stop in finished if start in mine or stop - 1 in mine)}
     most_frames = max(1, int(round(options.segment_seconds * plan.rate_out)))
     writer = None
-    start = opened = 0
+    start = 0
+    kept: List[int] = []  # the frames of each segment this run finished
 
     def close(stop: int) -> None:
         writer.close()
         os.replace(writer.path, work / f"seg_{start:06d}-{stop:06d}{suffix}")
+        kept.append(stop - start)
 
     bar = tqdm(total=plan.count, unit="frame", disable=not progress or rank != 0, desc=name, file=sys.stderr)
     try:
         # decoding runs ahead in a thread while the GPU works (bounded: a few frames)
         anchors = prefetch(_anchors(read_frames(info), info.pts, options.dedup_threshold), depth=4)
         skip = lambda k: done[k] or k not in mine  # noqa: E731
+        # the work of the open segment counts from the end of the last one (or of the frames skipped): the time
+        # its first frame took to make is in it, so a frame that takes minutes is kept as soon as it is written
+        working_since = time.monotonic()
         for j, frame in _output_frames(anchors, plan, interpolate, options.scene_threshold, skip, stats,
                                        options.motion):
-            if writer is not None and (frame is None or j - start >= most_frames
-                                       or time.monotonic() - opened >= options.segment_work_seconds):
-                close(j)
-                writer = None
-            if frame is not None:
+            if frame is None:
+                if writer is not None:
+                    close(j)
+                    writer = None
+                working_since = time.monotonic()
+            else:
                 if writer is None:
-                    start, opened = j, time.monotonic()
+                    start = j
                     writer = FrameWriter(work / f"seg_{start:06d}.part{suffix}", info.width, info.height,
                                          plan.rate_out, info.bit_depth, options.codec, options.crf, pix_fmt,
                                          options.preset, info.sample_aspect, info.color)
                 writer.write(frame)
+                # closed by frame count or by work, whichever comes first
+                if j + 1 - start >= most_frames or time.monotonic() - working_since >= options.segment_work_seconds:
+                    close(j + 1)
+                    writer = None
+                    working_since = time.monotonic()
             bar.update(1)
         if writer is not None:
             close(plan.count)
             writer = None
+    except KeyboardInterrupt:
+        if writer is not None:
+            writer.abort()
+        raise Interrupted(f"{sum(kept)} new output frames kept in {len(kept)} finished segments"
+                          + (f" (and {len(finished)} from before)" if finished else "")
+                          + ("; run the same command again to resume" if kept or finished else
+                             "; nothing finished yet: a rerun starts over")) from None
     except BaseException:
         if writer is not None:
             writer.abort()
@@ -660,9 +678,7 @@ def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_
     holds it. Before any work: no output is one of ``inputs``, the folder takes files and has room for those
     still to write (``size``: width, height, bit depth), and existing images are this job's (``key``:
     ``_prepare_image_job``)."""
-    from tqdm import tqdm
-
-    from media.images import check_image_outputs, check_writable, write_image
+    from media.images import check_image_outputs, check_writable
 
     outs = _image_paths(out_pattern, plan.count)
     check_writable(outs[0])
@@ -673,8 +689,28 @@ def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_
     check_image_outputs([path for path in outs if not path.exists()], (), width, height, depth)
     stats = {"cuts": 0, "interpolated": 0}
     keep_alpha = outs[0].suffix.lower() in _ALPHA_FORMATS
-    has_alpha = False
     anchors = prefetch(_anchors(frames, stamps, options.dedup_threshold), depth=4)
+    try:
+        _image_loop(anchors, plan, interpolate, options, outs, keep_alpha, stats, progress)
+    except KeyboardInterrupt:
+        written = sum(1 for path in outs if path.exists())
+        raise Interrupted(f"{written} of {plan.count} images written are kept"
+                          + ("; run the same command again to resume" if written else "")) from None
+    stats.update(frames_out=plan.count, rate_out=str(plan.rate_out))
+    if stats.pop("has_alpha"):
+        stats["alpha"] = ("kept" if keep_alpha
+                          else f"dropped ({outs[0].suffix} holds none: write .png, .tif or .webp to keep it)")
+    return stats
+
+
+def _image_loop(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpolator, options: VideoOptions,
+                outs: Sequence[Path], keep_alpha: bool, stats: dict, progress: bool) -> None:
+    """Make and write every image not yet written (``_write_images``)."""
+    from tqdm import tqdm
+
+    from media.images import write_image
+
+    has_alpha = False
     with tqdm(total=plan.count, unit="frame", disable=not progress, file=sys.stderr) as bar:
         for j, frame in _output_frames(anchors, plan, interpolate, options.scene_threshold,
                                        lambda k: outs[k].exists(), stats, options.motion):
@@ -691,11 +727,7 @@ def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_
                     raise OutputError(f"{exc}; rerun the same command to resume: the {j} images written are "
                                       f"kept") from None
             bar.update(1)
-    stats.update(frames_out=plan.count, rate_out=str(plan.rate_out))
-    if has_alpha:
-        stats["alpha"] = ("kept" if keep_alpha
-                          else f"dropped ({outs[0].suffix} holds none: write .png, .tif or .webp to keep it)")
-    return stats
+    stats["has_alpha"] = has_alpha
 
 
 def _deinterlaced(info: VideoInfo) -> str:

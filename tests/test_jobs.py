@@ -255,3 +255,44 @@ def test_every_mistake_is_reported_within_a_second_without_torch(mistakes_folder
     assert proc.returncode == 2 and len(said) == 1 and said[0].startswith("error: ") and words in said[0], said
     assert "torch" not in imported and seconds < 1.0, seconds
     assert sorted(p.name for p in mistakes_folder.iterdir() if p.name.endswith(".work")) == []
+
+
+def _kept(work):
+    return sum(int(p.stem.split("-")[1]) - int(p.stem.split("_")[1].split("-")[0]) for p in work.glob("seg_*-*.mp4"))
+
+
+@pytest.mark.parametrize("fail_at", [2, 3, 4])
+def test_a_frame_that_takes_longer_than_a_segment_is_kept_once_written(tmp_path, fail_at):
+    """A segment closed at the first frame written after a minute of work: where one frame took minutes, an
+    interrupt before the second lost everything (9 minutes in one try). Now it closes right after the write that
+    ends its minute, and the minute counts the time its first frame took: at most one frame's work is lost."""
+    clip = _clip(tmp_path / "in.mp4", seconds=2)
+    options = VideoOptions(segment_work_seconds=0.2)  # "a minute", where each pair takes 0.3 s ("minutes")
+    with pytest.raises(KeyboardInterrupt, match="; run the same command again to resume$"):
+        interpolate_video(clip, tmp_path / "out.mp4", Blend(wait=0.3, fail_at=fail_at), options, progress=False)
+    made = 2 * (fail_at - 1)  # output frames made before the interrupt: a copy and an interpolation per pair
+    assert _kept(tmp_path / "out.mp4.work") >= made - 1
+
+
+def test_an_interrupt_says_what_was_kept_and_never_offers_a_resume_of_nothing(tmp_path, monkeypatch, capsys):
+    """An interrupt during start-up said "run the same command again to resume" when nothing had started."""
+    import run
+    from engine import interpolator
+
+    clip = _clip(tmp_path / "in.mp4", seconds=1)
+
+    def loading(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(interpolator.Interpolator, "__init__", loading)
+    assert run.main(["--video", str(clip), "--out", str(tmp_path / "out.mp4"), "--device", "cpu"]) == 130
+    err = capsys.readouterr().err
+    assert err == "interrupted before any frame was made\n", err
+    assert not (tmp_path / "out.mp4.work").exists()
+    with pytest.raises(KeyboardInterrupt, match="^0 new output frames kept in 0 finished segments; nothing "
+                                                "finished yet: a rerun starts over$"):
+        interpolate_video(clip, tmp_path / "out.mp4", Blend(fail_at=1), VideoOptions(), progress=False)
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    with pytest.raises(KeyboardInterrupt, match="^4 of 24 images written are kept; run the same command again"):
+        interpolate_video(clip, frames / "%04d.png", Blend(fail_at=3), VideoOptions(), progress=False)
