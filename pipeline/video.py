@@ -41,7 +41,7 @@ from media.files import OutputError, atomic_write, check_folder, check_not_input
 from media.images import as_dtype, mix_alpha_linearly
 from media.video import (FrameWriter, VideoError, VideoInfo, at_field_rate, audio_args, check_audio_fits,
                          check_codec_fits, concat_and_mux, estimate_video_bytes, output_pix_fmt, probe, read_frames,
-                         rescale_timecode, segment_suffix)
+                         reorder_delay, rescale_timecode, segment_suffix)
 
 from .jobs import LOCK_NAME, Interrupted, OutputLock, work_folder
 from .prefetch import prefetch
@@ -378,10 +378,14 @@ def _interpolate_video(source: Path, out: Path, interpolate: Interpolator, optio
         # frames)
         timecode = rescale_timecode(info.timecode, info.rate / (2 if info.field_rate else 1), plan.rate_out) \
             if info.timecode else ""
+        # (mp4 and mov segments store decoding times; where their reorder delays differ the join lays them out
+        # again: concat_and_mux)
+        longest = max(segments, key=lambda s: s[1] - s[0])[2]
+        delay = reorder_delay(longest) if suffix in (".mp4", ".mov") and len(segments) > 1 else 0
         left_out = concat_and_mux([path for _, _, path in segments], source, tmp, keep_audio,
                                   info.has_subtitles and not options.slowmo, info.start * slow,
                                   with_chapters=not options.slowmo, covers=info.covers, attachments=info.attachments,
-                                  timecode=timecode, audio=audio, name=out)
+                                  timecode=timecode, audio=audio, name=out, delay=delay)
         try:
             os.replace(tmp, out)
         except OSError as exc:

@@ -3,6 +3,7 @@ option that changes the frames, and reruns that never mix two settings. CPU, sma
 a stand-in (``Blend``) where it is not the point."""
 
 import hashlib
+import re
 import signal
 import subprocess
 import sys
@@ -296,3 +297,25 @@ def test_an_interrupt_says_what_was_kept_and_never_offers_a_resume_of_nothing(tm
     frames.mkdir()
     with pytest.raises(KeyboardInterrupt, match="^4 of 24 images written are kept; run the same command again"):
         interpolate_video(clip, frames / "%04d.png", Blend(fail_at=3), VideoOptions(), progress=False)
+
+
+def _declared(path):
+    """The video stream's declared duration and rate as ffmpeg's banner gives them (avg_frame_rate, as ffprobe
+    and editors read it)."""
+    text = subprocess.run([ffmpeg_exe(), "-hide_banner", "-i", str(path)], capture_output=True, text=True).stderr
+    return re.search(r"Duration: ([\d:.]+)", text).group(1), re.search(r"([\d.]+) fps", text).group(1)
+
+
+def test_segments_of_any_length_join_into_a_stream_that_declares_its_exact_rate(tmp_path):
+    """A 720p x2 output declared 1.950 s and avg_frame_rate 1600/39 (41.03) for 80 frames at exactly 1/40 s: its
+    segments (closed by time on a slow CPU) held 2 to 4 frames, and one of two frames has no B-frames, so its
+    successor's decoding times fell before its own."""
+    clip = _clip(tmp_path / "in.mp4", seconds=2, rate=20)
+    slow = {1, 3, 9}  # pairs that take long: segments of one frame, then of several
+    blend = Blend(on_call=lambda n: time.sleep(0.3) if n in slow else None)
+    out = tmp_path / "out.mp4"
+    interpolate_video(clip, out, blend, VideoOptions(segment_work_seconds=0.2), progress=False)
+    assert _declared(out) == ("00:00:02.00", "40")
+    info = probe(out)
+    assert info.frames == 80 and info.rate == 40 and not info.variable_rate
+    assert info.pts == [Fraction(j, 40) for j in range(80)]
