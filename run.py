@@ -99,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bitrate of re-encoded audio (--audio-codec), e.g. 192k; default: the encoder's own "
                         "(aac: 128k)")
     v.add_argument("--segment-seconds", type=float, default=10.0, help="resume granularity of video output")
+    p.add_argument("--no-space-check", action="store_true",
+                   help="write until the disk is full instead of stopping when the output's first frames, measured, "
+                        "say the rest will not fit (pairs: room for outputs the size of the inputs)")
     return p
 
 
@@ -120,6 +123,7 @@ def video_options(args: argparse.Namespace) -> "VideoOptions":
                            scene_threshold=args.scene_threshold, dedup_threshold=args.dedup or 0.0,
                            crf=args.crf, codec=codec, preset=args.preset, pix_fmt=args.pix_fmt,
                            segment_seconds=args.segment_seconds, field_rate=args.fields,
+                           space_check=not args.no_space_check,
                            audio_codec=args.audio_codec, audio_bitrate=args.audio_bitrate, motion=args.motion)
     audio_args(args.audio_codec, 1, args.audio_bitrate)  # a bad --audio-bitrate is refused before any work
     if "%" not in str(args.out):  # video output: an encoder ffmpeg lacks is named now, not after the first segment
@@ -174,7 +178,8 @@ def run_pair(args: argparse.Namespace) -> int:
 
     # one pair: compiling would cost more than it saves
     for path in interpolate_files(args.one, args.two, args.out, args.time,
-                                  replace(interpolator_options(args), compile=False)):
+                                  replace(interpolator_options(args), compile=False),
+                                  space_check=not args.no_space_check):
         print(f"wrote {path}")
     return 0
 

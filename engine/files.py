@@ -32,13 +32,15 @@ def output_paths(out: Path, times: Sequence[float]) -> List[Path]:
 
 
 def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = (0.5,),
-                      interpolator: Optional[Union[Interpolator, InterpolatorOptions]] = None) -> List[Path]:
+                      interpolator: Optional[Union[Interpolator, InterpolatorOptions]] = None,
+                      space_check: bool = True) -> List[Path]:
     """Read two images, interpolate, write one image per t (8 or 16 bits, with alpha where either input has it).
     Returns the written paths.
 
     ``interpolator`` is an ``Interpolator``, or the options to build one with (default ``InterpolatorOptions()``)
     once the times, the outputs and the inputs have been checked: a mistake costs no loading of weights, nor of
-    torch.
+    torch. ``space_check``: before that, the outputs' folder must have room for them, measured on the inputs
+    (``media.images.check_image_outputs``).
     """
     from media.images import check_image_outputs, check_writable, read_image, write_image
 
@@ -52,7 +54,7 @@ def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = 
         raise ValueError(f"frames differ in size: {one} is {rgb_one.shape[1]}x{rgb_one.shape[0]}, "
                          f"{two} is {rgb_two.shape[1]}x{rgb_two.shape[0]}")
     depth = max(depth_one, depth_two)
-    check_image_outputs(paths, [one, two], rgb_one.shape[1], rgb_one.shape[0], depth)
+    check_image_outputs(paths, [one, two], rgb_one.shape[1], rgb_one.shape[0], depth, space_check)
     if interpolator is None or isinstance(interpolator, InterpolatorOptions):
         from .interpolator import Interpolator
 

@@ -438,15 +438,6 @@ def encoder_quality_args(codec: str, crf: int, preset: str) -> Optional[List[str
 _INTRA = ("prores", "dnxhd", "ffv1", "png", "qtrle", "huffyuv", "ffvhuff", "utvideo", "rawvideo", "magicyuv")
 
 
-def estimate_video_bytes(codec: str, crf: int, width: int, height: int, frames: int) -> int:
-    """About how many bytes ``codec`` writes for ``frames`` frames (for the free-space check before a job): 0.1
-    bits per pixel at x264's --crf 18 (12 Mbit/s at 1080p60), doubling every 6 lower, and 4 bits per pixel for the
-    intra-frame and lossless encoders. Footage differs by a few times either way: the check catches a disk that is
-    clearly too full, and a disk that fills anyway stops the job with its finished segments kept."""
-    bits = 4.0 if codec.startswith(_INTRA) else 0.1 * 2.0 ** ((18 - crf) / 6)
-    return int(bits * width * height * frames / 8)
-
-
 @functools.lru_cache(maxsize=None)
 def encoder_pix_fmts(codec: str) -> Tuple[str, ...]:
     """The pixel formats ffmpeg's ``codec`` encoder takes (empty where ffmpeg does not list them)."""

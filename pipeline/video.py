@@ -15,8 +15,8 @@ Nothing the job did not make is deleted or overwritten: the input is only ever r
 an output that is the input is refused, and the work folder is recognised as the
 job's by the marker file it writes there (``job.json``); a folder of that name
 without it is left alone and the job refused. Before any frame is interpolated, the
-output folder must take files and have room for about what the job writes; a
-file-system failure during the job is one line (``media.files.OutputError``) naming
+output folder must take files; the room the job needs is measured on its first frames
+written (``_room_for_the_rest``; ``VideoOptions.space_check``); a file-system failure during the job is one line (``media.files.OutputError``) naming
 the path and the cause, with the finished segments kept for a resume.
 """
 
@@ -27,6 +27,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -37,10 +38,11 @@ from typing import (Callable, Deque, Iterator, List, NamedTuple, Optional, Proto
 
 import numpy as np
 
-from media.files import OutputError, atomic_write, check_folder, check_not_input, os_error, same_file
+from media.files import (OutputError, atomic_write, check_folder, check_not_input, human_size, os_error,
+                         same_file)
 from media.images import as_dtype, mix_alpha_linearly
 from media.video import (FrameWriter, VideoError, VideoInfo, at_field_rate, audio_args, check_audio_fits,
-                         check_codec_fits, concat_and_mux, estimate_video_bytes, output_pix_fmt, probe, read_frames,
+                         check_codec_fits, concat_and_mux, output_pix_fmt, probe, read_frames,
                          reorder_delay, rescale_timecode, segment_suffix)
 
 from .jobs import LOCK_NAME, Interrupted, OutputLock, work_folder
@@ -68,6 +70,9 @@ class VideoOptions:
     # the most work one segment holds, in seconds of wall-clock time: a resume after an interrupt redoes at most
     # this (on a CPU, 10 s of video can take a quarter of an hour)
     segment_work_seconds: float = 60.0
+    # stop the job when the frames written so far, measured, say the rest will not fit (False: write until the
+    # disk is full; the finished segments are kept either way)
+    space_check: bool = True
     # interlaced input read one frame per field (twice its frame rate) instead of one per frame
     field_rate: bool = False
     # the source's audio: "copy" (unchanged; dropped in slow motion), or an ffmpeg encoder to re-encode it with
@@ -249,7 +254,7 @@ def _frame_options(options: VideoOptions) -> dict:
     """The options that change the frames, as text (the audio is muxed at the end: its codec and bitrate leave the
     segments as they are; segments name the frames they hold, so sizing them differently resumes the same job)."""
     return {k: str(v) for k, v in asdict(options).items()
-            if k not in ("audio_codec", "audio_bitrate", "segment_seconds", "segment_work_seconds")}
+            if k not in ("audio_codec", "audio_bitrate", "segment_seconds", "segment_work_seconds", "space_check")}
 
 
 def _job_key(info: VideoInfo, options: VideoOptions, weights: str) -> str:
@@ -355,14 +360,14 @@ def _interpolate_video(source: Path, out: Path, interpolate: Interpolator, optio
     rank, world = _rank_and_world()
     # mp4 where the codec allows (exact timestamps; mkv rounds them to ms), else mov (ProRes), else mkv
     suffix = segment_suffix(options.codec, pix_fmt)
-    if rank == 0:
-        _check_room(out, work, suffix, plan.count, options, info, keep_audio)
     if keep_audio:
         check_audio_fits(source, out, audio)
     _prepare_work_dir(work, key, rank)
     try:
+        # (the joined file copies the source's other streams: room for them is asked for with the segments')
+        other = info.path.stat().st_size if keep_audio or info.has_subtitles else 0
         stats = _encode_segments(info, plan, work, suffix, pix_fmt, interpolate, options, rank, world,
-                                 progress, out.name)
+                                 progress, out.name, other)
         if world > 1:
             _touch(work / f"rank_{rank}.done")
             if rank != 0:
@@ -435,14 +440,25 @@ def _with_resume(message: str) -> str:
     return message if "to resume" in message else f"{message}; {_RESUME}"
 
 
-def _check_room(out: Path, work: Path, suffix: str, count: int, options: VideoOptions, info: VideoInfo,
-                keep_audio: bool) -> None:
-    """Before any work: the output folder takes files and has room for the segments still to encode plus the
-    joined copy of them all (both exist at the end), and the source's other streams."""
-    video = estimate_video_bytes(options.codec, options.crf, info.width, info.height, count)
-    done = sum(path.stat().st_size for _, _, path in _finished_segments(work, suffix)) if _ours(work) else 0
-    other = info.path.stat().st_size if keep_audio or info.has_subtitles else 0
-    check_folder(out.parent, max(0, video - done) + video + other)
+# frames measured before their size says whether the rest of a job fits (a lone first frame, all intra-coded, is
+# several times the size of the frames after it)
+MEASURED_FRAMES = 12
+
+
+def _room_for_the_rest(folder: Path, made_bytes: int, made: int, remaining: int, joined: int) -> None:
+    """Once ``made`` frames took ``made_bytes``: OutputError if ``folder`` lacks room for ``remaining`` more
+    frames and ``joined`` bytes besides (the joined copy of a video, its other streams), at the size measured."""
+    per_frame = made_bytes / max(1, made)
+    need = int(per_frame * remaining) + joined
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return  # not asked here (some network shares): the writes will tell
+    if free < need:
+        raise OutputError(f"not enough space in {folder}: the {made} frames written took {human_size(per_frame)} "
+                          f"each, so the rest of the job needs about {human_size(need)} and {human_size(free)} is "
+                          f"free -- free some space there, choose --out on another disk, or add --no-space-check "
+                          f"to write until the disk is full")
 
 
 def _rank_and_world() -> Tuple[int, int]:
@@ -536,9 +552,11 @@ def _finished_segments(work: Path, suffix: str) -> List[Tuple[int, int, Path]]:
 
 
 def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_fmt: str, interpolate: Interpolator,
-                     options: VideoOptions, rank: int, world: int, progress: bool, name: str) -> dict:
+                     options: VideoOptions, rank: int, world: int, progress: bool, name: str, other: int = 0) -> dict:
     """Interpolate and encode this process's output frames that no finished segment holds, in segments that
-    close after ``options.segment_work_seconds`` of work or ``options.segment_seconds`` of video."""
+    close after ``options.segment_work_seconds`` of work or ``options.segment_seconds`` of video. From the first
+    ``MEASURED_FRAMES`` frames on, each closed segment checks that the rest fits: the frames still to encode and
+    the joined copy of them all (both exist at the end) at the size measured, plus ``other`` bytes."""
     from tqdm import tqdm
 
     # several processes (torchrun): each encodes one contiguous run of output frames
@@ -553,11 +571,21 @@ def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_f
     writer = None
     start = 0
     kept: List[int] = []  # the frames of each segment this run finished
+    sizes: List[int] = []  # and their sizes in bytes
+    to_make = sum(1 for k in mine if not done[k])
 
     def close(stop: int) -> None:
-        writer.close()
-        os.replace(writer.path, work / f"seg_{start:06d}-{stop:06d}{suffix}")
+        nonlocal writer
+        closing, writer = writer, None
+        closing.close()
+        path = work / f"seg_{start:06d}-{stop:06d}{suffix}"
+        os.replace(closing.path, path)
         kept.append(stop - start)
+        sizes.append(path.stat().st_size)
+        if options.space_check and sum(kept) >= min(MEASURED_FRAMES, to_make):
+            per_frame = sum(sizes) / sum(kept)
+            _room_for_the_rest(work, sum(sizes), sum(kept), to_make - sum(kept),
+                               int(per_frame * plan.count) + other if rank == 0 else 0)
 
     bar = tqdm(total=plan.count, unit="frame", disable=not progress or rank != 0, desc=name, file=sys.stderr)
     try:
@@ -689,8 +717,8 @@ def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_
     check_not_input(outs, inputs)
     _prepare_image_job(out_pattern, outs, hashlib.sha256(f"{key} {out_pattern}".encode()).hexdigest())
     width, height, depth = size
-    # room for the images still to write (a resumed job has some already)
-    check_image_outputs([path for path in outs if not path.exists()], (), width, height, depth)
+    # the folder takes the images; their room is measured on the first ones written (_image_loop)
+    check_image_outputs([path for path in outs if not path.exists()], (), width, height, depth, space_check=False)
     stats = {"cuts": 0, "interpolated": 0}
     keep_alpha = outs[0].suffix.lower() in _ALPHA_FORMATS
     anchors = prefetch(_anchors(frames, stamps, options.dedup_threshold), depth=4)
@@ -715,6 +743,8 @@ def _image_loop(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpolato
     from media.images import write_image
 
     has_alpha = False
+    to_write = sum(1 for path in outs if not path.exists())
+    written = written_bytes = 0
     with tqdm(total=plan.count, unit="frame", disable=not progress, file=sys.stderr) as bar:
         for j, frame in _output_frames(anchors, plan, interpolate, options.scene_threshold,
                                        lambda k: outs[k].exists(), stats, options.motion):
@@ -730,6 +760,13 @@ def _image_loop(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpolato
                                           f"it again and rerun the same command (the job starts over)") from None
                     raise OutputError(f"{exc}; rerun the same command to resume: the {j} images written are "
                                       f"kept") from None
+                written, written_bytes = written + 1, written_bytes + outs[j].stat().st_size
+                if options.space_check and written == min(MEASURED_FRAMES, to_write):
+                    try:
+                        _room_for_the_rest(outs[j].parent, written_bytes, written, to_write - written, 0)
+                    except OutputError as exc:
+                        raise OutputError(f"{exc}; rerun the same command to resume: the images written are "
+                                          f"kept") from None
             bar.update(1)
     stats["has_alpha"] = has_alpha
 

@@ -2,8 +2,10 @@
 option that changes the frames, and reruns that never mix two settings. CPU, small generated clips; the network is
 a stand-in (``Blend``) where it is not the point."""
 
+import dataclasses
 import hashlib
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -319,3 +321,66 @@ def test_segments_of_any_length_join_into_a_stream_that_declares_its_exact_rate(
     info = probe(out)
     assert info.frames == 80 and info.rate == 40 and not info.variable_rate
     assert info.pts == [Fraction(j, 40) for j in range(80)]
+
+
+def _free(monkeypatch, free):
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(10**10, 10**10 - free, free))
+
+
+def _flat_clip(path, size="640x480", seconds=2):
+    subprocess.run([ffmpeg_exe(), "-loglevel", "error", "-y", "-f", "lavfi", "-i", f"color=c=gray:size={size}:rate=12",
+                    "-t", str(seconds), "-c:v", "libx264", "-pix_fmt", "yuv420p", str(path)], check=True)
+    return path
+
+
+def test_the_space_check_measures_instead_of_guessing(tmp_path, monkeypatch):
+    """It guessed 0.1 bits a pixel and refused jobs that fit (2.7 MB asked for a 1.06 MB video), with no override.
+    Now the first frames written are measured, and --no-space-check turns it off."""
+    flat = _flat_clip(tmp_path / "flat.mp4")  # 48 output frames of 640x480 that encode to almost nothing
+    _free(monkeypatch, 100_000)  # the guess asked for 369 KB
+    interpolate_video(flat, tmp_path / "flat_x2.mp4", Blend(), OPTIONS, progress=False)
+    assert probe(tmp_path / "flat_x2.mp4").frames == 48
+    busy = _clip(tmp_path / "busy.mp4", seconds=2, size="320x240")  # noisy frames: several KB each
+    out = tmp_path / "busy_x2.mp4"
+    blend = Blend()
+    with pytest.raises(OutputError, match=r"^not enough space in .*: the 12 frames written took [\d.]+ KB each, so "
+                                          r"the rest of the job needs about [\d.]+ KB and 100.0 KB is free -- .*"
+                                          r"--no-space-check .*; rerun the same command to resume"):
+        interpolate_video(busy, out, blend, OPTIONS, progress=False)
+    assert blend.calls == 6 and len(list((tmp_path / "busy_x2.mp4.work").glob("seg_*-*.mp4"))) == 1
+    stats = interpolate_video(busy, out, Blend(), dataclasses.replace(OPTIONS, space_check=False), progress=False)
+    assert stats["resumed_segments"] == 1 and probe(out).frames == 48
+
+
+def test_image_outputs_are_measured_too(tmp_path, monkeypatch):
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(8):  # noise: about 37 KB an image; 16 output images, 4 after the 12 measured
+        cv2.imwrite(str(frames / f"{i:06d}.png"), rng.integers(0, 256, (96, 128, 3), np.uint8))
+    out = tmp_path / "out"
+    out.mkdir()
+    _free(monkeypatch, 100_000)
+    with pytest.raises(OutputError, match=r"the 12 frames written took .* 100.0 KB is free.*the images written are "
+                                          r"kept$"):
+        interpolate_frames(frames, str(out / "%06d.png"), Fraction(10), Blend(), VideoOptions(), progress=False)
+    assert len(list(out.glob("*.png"))) == 12
+    interpolate_frames(frames, str(out / "%06d.png"), Fraction(10), Blend(), VideoOptions(space_check=False),
+                       progress=False)
+    assert len(list(out.glob("*.png"))) == 16
+
+
+def test_pair_outputs_need_room_for_what_the_inputs_take(tmp_path, monkeypatch):
+    """A 40 KB PNG was refused with 127 KB free: the guess was 194 KB."""
+    from media.images import check_image_outputs
+
+    ramp = np.tile(np.linspace(0, 255, 360).astype(np.uint8), (360, 1))
+    one = tmp_path / "one.png"
+    cv2.imwrite(str(one), np.dstack([ramp, ramp.T, ramp]))
+    assert one.stat().st_size < 100_000  # the guess for 360 x 360 was 194 KB
+    _free(monkeypatch, 127_000)
+    check_image_outputs([tmp_path / "mid.png"], [one, one], 360, 360)
+    _free(monkeypatch, one.stat().st_size // 2)
+    with pytest.raises(OutputError, match="not enough space"):
+        check_image_outputs([tmp_path / "mid.png"], [one, one], 360, 360)
+    check_image_outputs([tmp_path / "mid.png"], [one, one], 360, 360, space_check=False)

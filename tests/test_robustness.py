@@ -175,14 +175,16 @@ def test_a_read_only_output_folder_is_found_before_any_work(tmp_path, monkeypatc
     assert code == 2 and err.startswith("error: cannot write into") and err.count("\n") == 1, err
 
 
-def test_a_disk_without_room_for_the_job_is_found_before_any_work(tmp_path, monkeypatch):
-    clip = _clip(tmp_path / "in.mp4", seconds=1)
-    monkeypatch.setattr(shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(10**9, 10**9 - 1000, 1000))
+def test_a_disk_without_room_for_the_job_is_found_on_its_first_frames(tmp_path, monkeypatch):
+    """The room is measured on the first frames written (a guess before any work refused jobs that fit), and the
+    job stops there with them kept."""
+    clip = _clip(tmp_path / "in.mp4", seconds=2, size="320x240")
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(10**9, 10**9 - 70_000, 70_000))
     blend = Blend()
-    with pytest.raises(OutputError, match=r"not enough space in .*: the job writes about [\d.]+ KB, 1.0 KB is "
-                                          r"free -- free some space"):
-        interpolate_video(clip, tmp_path / "out.mp4", blend, VideoOptions(), progress=False)
-    assert blend.calls == 0 and not (tmp_path / "out.mp4.work").exists()
+    with pytest.raises(OutputError, match=r"not enough space in .*: the 12 frames written took [\d.]+ KB each, so "
+                                          r"the rest of the job needs about [\d.]+ KB and 70.0 KB is free"):
+        interpolate_video(clip, tmp_path / "out.mp4", blend, VideoOptions(segment_seconds=0.5), progress=False)
+    assert blend.calls == 6 and len(list((tmp_path / "out.mp4.work").glob("seg_*-*.mp4"))) == 1
 
 
 def test_the_encoder_stops_the_job_at_once_when_the_disk_is_full(tmp_path):
