@@ -137,6 +137,7 @@ def video_options(args: argparse.Namespace) -> "VideoOptions":
 def run_sequence(args: argparse.Namespace) -> int:
     """--video or --frames: stream through the engine and report one summary line."""
     from pipeline.schedule import parse_rate
+    from engine.options import loading_line
     from pipeline.video import interpolate_frames, interpolate_video, lock_output, plan_frames, plan_video
 
     # every check that needs no network comes first, so that a mistake is said at once: the options, the input
@@ -149,6 +150,7 @@ def run_sequence(args: argparse.Namespace) -> int:
     engine_options = interpolator_options(args)
     lock = lock_output(args.out)
     try:
+        print(loading_line(engine_options), file=sys.stderr, flush=True)
         from engine import Interpolator
 
         interpolator = Interpolator(engine_options)
@@ -179,7 +181,7 @@ def run_pair(args: argparse.Namespace) -> int:
     # one pair: compiling would cost more than it saves
     for path in interpolate_files(args.one, args.two, args.out, args.time,
                                   replace(interpolator_options(args), compile=False),
-                                  space_check=not args.no_space_check):
+                                  space_check=not args.no_space_check, progress=True):
         print(f"wrote {path}")
     return 0
 

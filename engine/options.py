@@ -4,6 +4,7 @@ command that stops at a mistake in its options, times or files says so at once (
 from __future__ import annotations
 
 import argparse
+import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
@@ -106,7 +107,8 @@ class InterpolatorOptions:
     # the device decides the frames through the precision and the kernels: frames_key takes the device the
     # interpolator resolved, not the name
     device: str = _option(
-        "auto", "where to run", lambda v: isinstance(v, str) and v != "", "use auto, cpu, cuda or cuda:N",
+        "auto", "where to run", lambda v: isinstance(v, str) and re.fullmatch(r"auto|cpu|cuda(:\d+)?", v) is not None,
+        "use auto, cpu, cuda or cuda:N",
         frames=False, flags=[(("--device",), dict(default="auto", help="auto, cpu, cuda or cuda:N"))])
     precision: str = _option(
         "auto", "autocast", lambda v: v in PRECISION_NAMES, f"use one of {', '.join(PRECISION_NAMES)}",
@@ -222,6 +224,8 @@ def weights_for(args: argparse.Namespace, root: Path = ROOT) -> Path:
 
 def options_from_args(args: argparse.Namespace, root: Path = ROOT) -> InterpolatorOptions:
     """The options the flags of ``add_flags`` give (checked by their types already; files here)."""
+    if not _field("device").metadata["check"](args.device):
+        raise ValueError(f"--device {args.device!r} is not a device: use auto, cpu, cuda or cuda:N")
     precision = next((name for name in ("fp32", "fp16", "bf16") if getattr(args, name)), "auto")
     # the default network passed its held-out rules with auto for pairs and videos; the fast one lost 0.3 dB on
     # one held-out clip (docs/performance.md)
@@ -239,6 +243,17 @@ def frames_key(options: InterpolatorOptions, **resolved: str) -> Dict[str, str]:
     key = {f.name: str(getattr(options, f.name)) for f in fields(options) if f.metadata["frames"]}
     key.update(resolved)
     return key
+
+
+def loading_line(options: InterpolatorOptions) -> str:
+    """What a command says while torch and the network load (seconds; up to a minute on a busy machine)."""
+    weights = Path(options.weights)
+    try:
+        name = str(weights.relative_to(ROOT))
+    except ValueError:
+        name = str(weights)
+    where = "" if options.device == "auto" else f" on {options.device}"
+    return f"loading torch and the network ({name}){where} ..."
 
 
 def check_times(times: Sequence[float]) -> List[float]:

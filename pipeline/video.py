@@ -28,7 +28,6 @@ import json
 import os
 import re
 import shutil
-import sys
 import time
 from dataclasses import asdict, dataclass
 from fractions import Fraction
@@ -41,6 +40,7 @@ import numpy as np
 from media.files import (OutputError, atomic_write, check_folder, check_not_input, human_size, os_error,
                          same_file)
 from media.images import as_dtype, mix_alpha_linearly
+from media.progress import Progress
 from media.video import (FrameWriter, VideoError, VideoInfo, at_field_rate, audio_args, check_audio_fits,
                          check_codec_fits, concat_and_mux, output_pix_fmt, probe, read_frames,
                          reorder_delay, rescale_timecode, segment_suffix)
@@ -557,7 +557,6 @@ def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_f
     close after ``options.segment_work_seconds`` of work or ``options.segment_seconds`` of video. From the first
     ``MEASURED_FRAMES`` frames on, each closed segment checks that the rest fits: the frames still to encode and
     the joined copy of them all (both exist at the end) at the size measured, plus ``other`` bytes."""
-    from tqdm import tqdm
 
     # several processes (torchrun): each encodes one contiguous run of output frames
     mine = range(rank * plan.count // world, (rank + 1) * plan.count // world)
@@ -587,7 +586,7 @@ def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_f
             _room_for_the_rest(work, sum(sizes), sum(kept), to_make - sum(kept),
                                int(per_frame * plan.count) + other if rank == 0 else 0)
 
-    bar = tqdm(total=plan.count, unit="frame", disable=not progress or rank != 0, desc=name, file=sys.stderr)
+    bar = Progress(plan.count, name, disable=not progress or rank != 0)
     try:
         # decoding runs ahead in a thread while the GPU works (bounded: a few frames)
         anchors = prefetch(_anchors(read_frames(info), info.pts, options.dedup_threshold), depth=4)
@@ -614,7 +613,10 @@ def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_f
                     close(j + 1)
                     writer = None
                     working_since = time.monotonic()
-            bar.update(1)
+            if frame is None:
+                bar.skip()
+            else:
+                bar.update()
         if writer is not None:
             close(plan.count)
             writer = None
@@ -738,14 +740,12 @@ def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_
 def _image_loop(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpolator, options: VideoOptions,
                 outs: Sequence[Path], keep_alpha: bool, stats: dict, progress: bool) -> None:
     """Make and write every image not yet written (``_write_images``)."""
-    from tqdm import tqdm
-
     from media.images import write_image
 
     has_alpha = False
     to_write = sum(1 for path in outs if not path.exists())
     written = written_bytes = 0
-    with tqdm(total=plan.count, unit="frame", disable=not progress, file=sys.stderr) as bar:
+    with Progress(plan.count, disable=not progress) as bar:
         for j, frame in _output_frames(anchors, plan, interpolate, options.scene_threshold,
                                        lambda k: outs[k].exists(), stats, options.motion):
             if frame is not None:
@@ -767,7 +767,9 @@ def _image_loop(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpolato
                     except OutputError as exc:
                         raise OutputError(f"{exc}; rerun the same command to resume: the images written are "
                                           f"kept") from None
-            bar.update(1)
+                bar.update()
+            else:
+                bar.skip()
     stats["has_alpha"] = has_alpha
 
 

@@ -4,6 +4,7 @@ a stand-in (``Blend``) where it is not the point."""
 
 import dataclasses
 import hashlib
+import io
 import re
 import shutil
 import signal
@@ -19,6 +20,7 @@ import pytest
 
 from engine import Interpolator, InterpolatorOptions
 from media.files import OutputError
+from media.progress import Progress, Spinner
 from media.video import ffmpeg_exe, probe, read_frames
 from pipeline.video import VideoOptions, interpolate_frames, interpolate_video, lock_output
 from test_robustness import Blend, _clip
@@ -224,6 +226,8 @@ MISTAKES = {
                          "holds no frame at 1 frames/s -- use an --fps of at least 2"),
     "bad pattern": (["--video", "in.mp4", "--out", "out/%d%d.png"], "holds one number field"),
     "output locked": (["--video", "in.mp4", "--out", "locked.mp4"], "another job is writing locked.mp4"),
+    "bad device": (["--video", "in.mp4", "--out", "o.mp4", "--device", "tpu"], "--device 'tpu' is not a device"),
+    "pair bad device": (["--one", "a.png", "--two", "a.png", "--out", "m.png", "--device", "gpu"], "is not a device"),
 }
 
 
@@ -247,7 +251,8 @@ def test_every_mistake_is_reported_within_a_second_without_torch(mistakes_folder
     lock = lock_output(mistakes_folder / "locked.mp4") if case == "output locked" else None
     try:
         start = time.monotonic()
-        proc = subprocess.run([sys.executable, "-X", "importtime", str(ROOT / "run.py"), *args, "--device", "cpu"],
+        device = [] if "--device" in args else ["--device", "cpu"]
+        proc = subprocess.run([sys.executable, "-X", "importtime", str(ROOT / "run.py"), *args, *device],
                               capture_output=True, text=True, cwd=mistakes_folder, timeout=60)
         seconds = time.monotonic() - start
     finally:
@@ -290,7 +295,8 @@ def test_an_interrupt_says_what_was_kept_and_never_offers_a_resume_of_nothing(tm
     monkeypatch.setattr(interpolator.Interpolator, "__init__", loading)
     assert run.main(["--video", str(clip), "--out", str(tmp_path / "out.mp4"), "--device", "cpu"]) == 130
     err = capsys.readouterr().err
-    assert err == "interrupted before any frame was made\n", err
+    assert err.splitlines() == ["loading torch and the network (weights/network.safetensors) on cpu ...",
+                                "interrupted before any frame was made"], err
     assert not (tmp_path / "out.mp4.work").exists()
     with pytest.raises(KeyboardInterrupt, match="^0 new output frames kept in 0 finished segments; nothing "
                                                 "finished yet: a rerun starts over$"):
@@ -384,3 +390,49 @@ def test_pair_outputs_need_room_for_what_the_inputs_take(tmp_path, monkeypatch):
     with pytest.raises(OutputError, match="not enough space"):
         check_image_outputs([tmp_path / "mid.png"], [one, one], 360, 360)
     check_image_outputs([tmp_path / "mid.png"], [one, one], 360, 360, space_check=False)
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_in_a_log_is_lines_and_in_a_terminal_a_bar_without_invented_rates(tmp_path, capsys):
+    """In a non-terminal log the bar wrote \r-joined updates; after a resume its first rate was invented (the
+    frames of the finished segments counted as made in no time) and its early ETA far off."""
+    clip = _clip(tmp_path / "in.mp4", seconds=1)
+    interpolate_video(clip, tmp_path / "out.mp4", Blend(), VideoOptions(), progress=True)
+    (tmp_path / "out").mkdir()
+    interpolate_video(clip, tmp_path / "out" / "%04d.png", Blend(), VideoOptions(), progress=True)
+    err = capsys.readouterr().err
+    assert "\r" not in err and "frame/s" not in err, err
+    log = io.StringIO()
+    bar = Progress(100, "out.mp4", stream=log, every=0)
+    bar.skip(40)
+    assert bar.line() == "out.mp4: 40/100 frames (40 from an earlier run)"  # no rate before a frame is made
+    time.sleep(0.2)
+    bar.update(2)
+    line = log.getvalue().splitlines()[-1]
+    rate = 2 / float(re.search(r", ([\d.]+) frames/s", line).group(1))
+    assert 0.18 < rate < 0.5 and "about 0:" in line and "\r" not in log.getvalue(), line
+    terminal = _Terminal()
+    bar = Progress(100, "out.mp4", stream=terminal)
+    bar.skip(40)
+    shown = terminal.getvalue().split("\r")[-1]
+    assert "40/100" in shown and "?frame/s" in shown, shown
+    bar.close()
+
+
+def test_a_long_pair_says_it_is_working(tmp_path, cpu_interpolator, capsys):
+    """Pair mode printed nothing between the start and 'wrote': 46 s for a 720p pair on the CPU."""
+    from engine.files import interpolate_files
+
+    one, two = tmp_path / "one.png", tmp_path / "two.png"
+    cv2.imwrite(str(one), np.zeros((24, 32, 3), np.uint8))
+    cv2.imwrite(str(two), np.full((24, 32, 3), 200, np.uint8))
+    interpolate_files(one, two, tmp_path / "mid.png", [0.5], cpu_interpolator, progress=True)
+    assert capsys.readouterr().err == "interpolating the 32x24 pair (1 time) ...\n"
+    terminal = _Terminal()
+    with Spinner("interpolating", stream=terminal):
+        time.sleep(1.2)
+    assert re.fullmatch(r"(\rinterpolating [-|/\\] 0:0[01]){2}\rinterpolating: 0:01\n", terminal.getvalue())
