@@ -27,10 +27,10 @@ def output_paths(out: Path, times: Sequence[float]) -> List[Path]:
     try:
         paths = [Path(name.format(i=i, t=f"{t:.3f}")) for i, t in enumerate(times)]
     except (KeyError, IndexError, ValueError):  # other fields ({x}, {0}, {}) or a lone brace
-        raise ValueError(f"--out {out}: braces in the name may hold only {{i}} (the index) or {{t}} (the time)") \
+        raise ValueError(f"out {out}: braces in the name may hold only {{i}} (the index) or {{t}} (the time)") \
             from None
     if len(set(paths)) != len(paths):
-        raise ValueError(f"--out {out} gives the same file name for several times: use {{i}} or {{t}}")
+        raise ValueError(f"out {out} gives the same file name for several times: use {{i}} or {{t}}")
     return paths
 
 
