@@ -16,8 +16,9 @@ an output that is the input is refused, and the work folder is recognised as the
 job's by the marker file it writes there (``job.json``); a folder of that name
 without it is left alone and the job refused. Before any frame is interpolated, the
 output folder must take files; the room the job needs is measured on its first frames
-written (``_room_for_the_rest``; ``VideoOptions.space_check``); a file-system failure during the job is one line (``media.files.OutputError``) naming
-the path and the cause, with the finished segments kept for a resume.
+written (``_room_for_the_rest``; ``VideoOptions.space_check``). A file-system failure
+during the job is one line (``media.files.OutputError``) naming the path and the
+cause, with the finished segments kept for a resume.
 """
 
 from __future__ import annotations

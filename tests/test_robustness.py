@@ -70,7 +70,8 @@ def _cli(args, capsys):
 
 
 def test_a_users_folder_named_like_the_work_folder_is_left_alone(tmp_path, capsys):
-    """The job once deleted NAME.work/ (now NAME.mp4.work/) next to --out NAME.mp4, with its contents, without a word."""
+    """The job once deleted NAME.work/ (now NAME.mp4.work/) next to --out NAME.mp4, with its contents, without a
+    word."""
     clip = _clip(tmp_path / "in.mp4")
     mine = tmp_path / "holiday.mp4.work"
     mine.mkdir()
