@@ -136,8 +136,8 @@ def video_options(args: argparse.Namespace) -> "VideoOptions":
 
 def run_sequence(args: argparse.Namespace) -> int:
     """--video or --frames: stream through the engine and report one summary line."""
-    from pipeline.schedule import parse_rate
     from engine.options import loading_line
+    from pipeline.schedule import parse_rate
     from pipeline.video import interpolate_frames, interpolate_video, lock_output, plan_frames, plan_video
 
     # every check that needs no network comes first, so that a mistake is said at once: the options, the input

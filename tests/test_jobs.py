@@ -81,7 +81,7 @@ def test_the_same_output_twice_at_once_one_refuses_the_other_is_untouched(tmp_pa
     clip = _clip(tmp_path / "in.mp4", seconds=2)
     interpolate_video(clip, tmp_path / "alone.mp4", Blend(), OPTIONS, progress=False)
     out = tmp_path / "out.mp4"
-    jobs = [_start(clip, out), _start(clip, out)]
+    jobs = [_start(clip, out, wait=0.1), _start(clip, out, wait=0.1)]  # each job takes 2.4 s or more
     results = [(job.wait(60), *job.communicate()) for job in jobs]
     assert sorted(code for code, _, _ in results) == [0, 2], results
     refused = next(err for code, _, err in results if code == 2)
