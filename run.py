@@ -46,7 +46,7 @@ class _Defaults(argparse.ArgumentDefaultsHelpFormatter):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from engine.options import flow_scale_value
+    from engine.options import add_flags
     from media.video import PRESETS
     from pipeline.video import MOTIONS
 
@@ -55,39 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--two", type=Path, help="second frame, same size as --one")
     p.add_argument("--out", type=Path, help="output image; with several --time values use {i} or {t} in the name")
     p.add_argument("--time", type=float, nargs="+", default=[0.5], help="time(s) of the output frame(s), 0 < t < 1")
-    p.add_argument("--model", default="network",
-                   help="name of a weights file in weights/ (without .safetensors): network (the default) or fast "
-                        "(about 2x the speed on a GPU: 10.6 against 20.9 ms per 1080p frame on an H200, bf16; "
-                        "lower quality)")
-    p.add_argument("--weights", type=Path, default=None,
-                   help="path of a weights file (.safetensors, or a published network-lf.pytorch); overrides --model")
-    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
-    precision = p.add_mutually_exclusive_group()
-    precision.add_argument("--fp32", action="store_true",
-                           help="float32 throughout (the default on the CPU, on GPUs older than compute capability "
-                                "8.0 and for the published weights; elsewhere the default is bfloat16 autocast)")
-    precision.add_argument("--fp16", action="store_true", help="float16 autocast (CUDA)")
-    precision.add_argument("--bf16", action="store_true", help="bfloat16 autocast (the default for this project's "
-                           "networks on GPUs of compute capability 8.0 and up)")
-    p.add_argument("--flow-scale", "--scale", type=flow_scale_value, default=None,
-                   help="estimate flow at this fraction of the resolution (e.g. 0.5 for 4K), or auto: full "
-                        "resolution, and half for a pair whose motion exceeds 32 px where warping by that flow "
-                        "matches the frames better. Default: auto with the default network, 1 with other weights "
-                        "(docs/performance.md)")
-    p.add_argument("--tile", type=tile_value, default="auto",
-                   help="process frames larger than TILE x TILE in overlapping tiles (bounded memory); 0 = whole "
-                        "frames; auto = whole frames when they fit in the device's free memory, else the largest "
-                        "tiles that do")
-    p.add_argument("--tile-overlap", type=int, default=None,
-                   help="overlap of neighbouring tiles in pixels, cross-faded (default: 128, or a quarter of a tile "
-                        "under 512 px)")
-    p.add_argument("--alpha", default="flow", choices=["flow", "linear"],
-                   help="transparency of interpolated frames: moved with the flow (objects with their own alpha), or "
-                        "the two frames' alpha mixed linearly in time (a still matte over moving content)")
-    p.add_argument("--ensemble", type=int, default=1, choices=[1, 2, 4],
-                   help="average 2 passes (the frames and their mirror image) or 4 (also time-reversed): 2x or 4x "
-                        "the time (Middlebury: 35.32 / 35.33 dB against 35.26 one pass; videos along quadratic "
-                        "paths in every pass; docs/performance.md)")
+    # the engine's options: flags, checks and resume key from one declaration (engine/options.py)
+    add_flags(p)
     v = p.add_argument_group("video and frame sequences")
     v.add_argument("--video", type=Path, help="input video; --out is a video file (mp4/mkv/mov) or DIR/%%06d.png")
     v.add_argument("--frames", type=Path, help="input folder of frames (sorted by name); --out DIR/%%06d.png")
@@ -109,12 +78,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="interlaced --video (DV, broadcast): deinterlace to one frame per field, twice the frame rate "
                         "(25i gives 50 frames/s, every moment the camera took), before --factor / --fps apply "
                         "(--factor 1: no interpolation); default: one frame per frame")
-    v.add_argument("--compile", action="store_true",
-                   help="torch.compile the network's convolutions (CUDA): the first pair of each frame size takes "
-                        "15-30 s to compile, later pairs take 12-21%% less time (docs/video.md)")
-    v.add_argument("--eager", action="store_true",
-                   help="run the network op by op on CUDA instead of replaying it as CUDA graphs (the default for "
-                        "whole frames without --ensemble); the frames differ by float rounding only")
     v.add_argument("--crf", type=int, default=18,
                    help="constant quality, lower is better, on the encoder's own scale: CRF 0-51 for x264/x265, "
                         "-cq 1-51 for NVENC, CRF 0-63 for VP8/VP9/AV1 (libvpx, libvpx-vp9, libsvtav1, libaom-av1)")
@@ -136,49 +99,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bitrate of re-encoded audio (--audio-codec), e.g. 192k; default: the encoder's own "
                         "(aac: 128k)")
     v.add_argument("--segment-seconds", type=float, default=10.0, help="resume granularity of video output")
+    p.add_argument("--no-space-check", action="store_true",
+                   help="write until the disk is full instead of stopping when the output's first frames, measured, "
+                        "say the rest will not fit (pairs: room for outputs the size of the inputs)")
     return p
 
 
-def tile_value(text: str) -> Union[int, str]:
-    if text == "auto":
-        return text
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: use auto, 0 (whole frames) or a tile size in pixels")
-    return value
-
-
 def interpolator_options(args: argparse.Namespace) -> "InterpolatorOptions":
-    """The engine's options from the command line."""
-    from engine import InterpolatorOptions
+    """The engine's options from the command line (engine.options declares them)."""
+    from engine.options import options_from_args
 
-    weights = args.weights if args.weights is not None else ROOT / "weights" / f"{args.model}.safetensors"
-    if args.weights is None and not weights.is_file():
-        names = sorted(p.stem for p in (ROOT / "weights").glob("*.safetensors"))
-        raise ValueError(f"--model {args.model}: there is no weights/{args.model}.safetensors; use one of "
-                         f"{', '.join(names) or '(none found)'}, or --weights PATH")
-    return InterpolatorOptions(weights=weights, device=args.device,
-                               precision=precision_for(args),
-                               flow_scale=flow_scale_for(args), tile=args.tile, tile_overlap=args.tile_overlap,
-                               ensemble=args.ensemble, alpha=args.alpha, compile=args.compile,
-                               cuda_graphs=not args.eager)
-
-
-def precision_for(args: argparse.Namespace) -> str:
-    """``InterpolatorOptions.precision`` from ``--fp32`` / ``--fp16`` / ``--bf16``, or auto when none is given."""
-    return next((name for name in ("fp32", "fp16", "bf16") if getattr(args, name)), "auto")
-
-
-def flow_scale_for(args: argparse.Namespace) -> Union[float, str]:
-    """--flow-scale, or its default: auto with the default network (it passed its held-out rules for image pairs and
-    for videos along quadratic paths), else 1: with the fast network one held-out clip lost 0.3 dB
-    (docs/performance.md)."""
-    if args.flow_scale is not None:
-        return args.flow_scale
-    return "auto" if args.weights is None and args.model == "network" else 1.0
+    return options_from_args(args, ROOT)
 
 
 def video_options(args: argparse.Namespace) -> "VideoOptions":
@@ -192,6 +123,7 @@ def video_options(args: argparse.Namespace) -> "VideoOptions":
                            scene_threshold=args.scene_threshold, dedup_threshold=args.dedup or 0.0,
                            crf=args.crf, codec=codec, preset=args.preset, pix_fmt=args.pix_fmt,
                            segment_seconds=args.segment_seconds, field_rate=args.fields,
+                           space_check=not args.no_space_check,
                            audio_codec=args.audio_codec, audio_bitrate=args.audio_bitrate, motion=args.motion)
     audio_args(args.audio_codec, 1, args.audio_bitrate)  # a bad --audio-bitrate is refused before any work
     if "%" not in str(args.out):  # video output: an encoder ffmpeg lacks is named now, not after the first segment
@@ -204,22 +136,34 @@ def video_options(args: argparse.Namespace) -> "VideoOptions":
 
 def run_sequence(args: argparse.Namespace) -> int:
     """--video or --frames: stream through the engine and report one summary line."""
+    from engine.options import loading_line
     from pipeline.schedule import parse_rate
-    from pipeline.video import check_frames_paths, check_video_paths, interpolate_frames, interpolate_video
+    from pipeline.video import interpolate_frames, interpolate_video, lock_output, plan_frames, plan_video
 
+    # every check that needs no network comes first, so that a mistake is said at once: the options, the input
+    # (probed), the output's frames, the weights file, and then the output's lock (a second job on it refuses)
     options = video_options(args)
-    if args.video is not None:  # a mistyped path is said now, not after the network's imports and load
-        check_video_paths(args.video, args.out)
-    else:
-        check_frames_paths(args.frames, str(args.out))
-    from engine import Interpolator
-
-    interpolator = Interpolator(interpolator_options(args))
     if args.video is not None:
-        # whatever changes the frames is part of the job's identity: a resumed job never mixes two settings
-        stats = interpolate_video(args.video, args.out, interpolator, options, weights_id=interpolator.job_id)
+        plan_video(args.video, args.out, options)
     else:
-        stats = interpolate_frames(args.frames, str(args.out), parse_rate(args.input_fps), interpolator, options)
+        plan_frames(args.frames, str(args.out), parse_rate(args.input_fps), options)
+    engine_options = interpolator_options(args)
+    lock = lock_output(args.out)
+    try:
+        print(loading_line(engine_options), file=sys.stderr, flush=True)
+        from engine import Interpolator
+
+        interpolator = Interpolator(engine_options)
+        if args.video is not None:
+            # whatever changes the frames is part of the job's identity: a resumed job never mixes two settings
+            stats = interpolate_video(args.video, args.out, interpolator, options, weights_id=interpolator.job_id,
+                                      lock=lock)
+        else:
+            stats = interpolate_frames(args.frames, str(args.out), parse_rate(args.input_fps), interpolator,
+                                       options, weights_id=interpolator.job_id, lock=lock)
+    finally:
+        if lock is not None:
+            lock.release()
     problem = stats.pop("input_problem", None)
     print(f"wrote {args.out}: " + ", ".join(f"{k} {v}" for k, v in stats.items()))
     if problem:
@@ -236,7 +180,8 @@ def run_pair(args: argparse.Namespace) -> int:
 
     # one pair: compiling would cost more than it saves
     for path in interpolate_files(args.one, args.two, args.out, args.time,
-                                  replace(interpolator_options(args), compile=False)):
+                                  replace(interpolator_options(args), compile=False),
+                                  space_check=not args.no_space_check, progress=True):
         print(f"wrote {path}")
     return 0
 
@@ -281,8 +226,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     except ValueError as exc:  # the user's mistakes: VideoError, ImageError, OutputError and WeightsError are ones
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted" + (": run the same command again to resume" if sequence else ""), file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        # pipeline.jobs.Interrupted says what the job kept; a plain one came before any work (loading, checks)
+        print(f"interrupted: {exc}" if str(exc) else "interrupted before any frame was made", file=sys.stderr)
         return 130
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, List, Optional, Sequence, Union
 
 import numpy as np
 
-from .options import InterpolatorOptions, check_times
+from media.progress import Spinner
+
+from .options import InterpolatorOptions, check_times, loading_line
 
 if TYPE_CHECKING:
     from .interpolator import Interpolator
@@ -24,21 +27,24 @@ def output_paths(out: Path, times: Sequence[float]) -> List[Path]:
     try:
         paths = [Path(name.format(i=i, t=f"{t:.3f}")) for i, t in enumerate(times)]
     except (KeyError, IndexError, ValueError):  # other fields ({x}, {0}, {}) or a lone brace
-        raise ValueError(f"--out {out}: braces in the name may hold only {{i}} (the index) or {{t}} (the time)") \
+        raise ValueError(f"out {out}: braces in the name may hold only {{i}} (the index) or {{t}} (the time)") \
             from None
     if len(set(paths)) != len(paths):
-        raise ValueError(f"--out {out} gives the same file name for several times: use {{i}} or {{t}}")
+        raise ValueError(f"out {out} gives the same file name for several times: use {{i}} or {{t}}")
     return paths
 
 
 def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = (0.5,),
-                      interpolator: Optional[Union[Interpolator, InterpolatorOptions]] = None) -> List[Path]:
+                      interpolator: Optional[Union[Interpolator, InterpolatorOptions]] = None,
+                      space_check: bool = True, progress: bool = False) -> List[Path]:
     """Read two images, interpolate, write one image per t (8 or 16 bits, with alpha where either input has it).
     Returns the written paths.
 
     ``interpolator`` is an ``Interpolator``, or the options to build one with (default ``InterpolatorOptions()``)
     once the times, the outputs and the inputs have been checked: a mistake costs no loading of weights, nor of
-    torch.
+    torch. ``space_check``: before that, the outputs' folder must have room for them, measured on the inputs
+    (``media.images.check_image_outputs``). ``progress``: say on stderr when the network loads and, while the
+    pair is interpolated, that it is (a spinner on a terminal; on the CPU a 720p pair takes most of a minute).
     """
     from media.images import check_image_outputs, check_writable, read_image, write_image
 
@@ -52,18 +58,24 @@ def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = 
         raise ValueError(f"frames differ in size: {one} is {rgb_one.shape[1]}x{rgb_one.shape[0]}, "
                          f"{two} is {rgb_two.shape[1]}x{rgb_two.shape[0]}")
     depth = max(depth_one, depth_two)
-    check_image_outputs(paths, [one, two], rgb_one.shape[1], rgb_one.shape[0], depth)
+    check_image_outputs(paths, [one, two], rgb_one.shape[1], rgb_one.shape[0], depth, space_check)
     if interpolator is None or isinstance(interpolator, InterpolatorOptions):
+        options = interpolator or InterpolatorOptions()
+        if progress:
+            print(loading_line(options), file=sys.stderr, flush=True)
         from .interpolator import Interpolator
 
-        interpolator = Interpolator(interpolator or InterpolatorOptions())
-    if alpha_one is None and alpha_two is None:
-        frames, alphas = interpolator(rgb_one, rgb_two, times), [None] * len(times)
-    else:
-        opaque = np.ones(rgb_one.shape[:2], np.float32)
-        frames, alphas = interpolator.interpolate_with_alpha(
-            rgb_one, rgb_two, alpha_one if alpha_one is not None else opaque,
-            alpha_two if alpha_two is not None else opaque, times)
+        interpolator = Interpolator(options)
+    height, width = rgb_one.shape[:2]
+    with Spinner(f"interpolating the {width}x{height} pair ({len(times)} time{'s' * (len(times) > 1)})",
+                 disable=not progress):
+        if alpha_one is None and alpha_two is None:
+            frames, alphas = interpolator(rgb_one, rgb_two, times), [None] * len(times)
+        else:
+            opaque = np.ones(rgb_one.shape[:2], np.float32)
+            frames, alphas = interpolator.interpolate_with_alpha(
+                rgb_one, rgb_two, alpha_one if alpha_one is not None else opaque,
+                alpha_two if alpha_two is not None else opaque, times)
     for path, frame, alpha in zip(paths, frames, alphas):
         write_image(path, frame, alpha, depth)
     return paths

@@ -35,7 +35,7 @@ from torch import nn
 from softsplat import warn_without_fast_kernels
 
 # the options and checks that need no torch live in engine/options.py
-from .options import InterpolatorOptions, check_times
+from .options import InterpolatorOptions, check_times, frames_key
 
 if TYPE_CHECKING:
     from model.inference import RunSettings
@@ -55,14 +55,14 @@ def resolve_device(name: str) -> torch.device:
     try:
         device = torch.device(name)
     except RuntimeError as exc:
-        raise ValueError(f"--device {name!r} is not a device: use auto, cpu, cuda or cuda:N") from exc
+        raise ValueError(f"device {name!r} is not a device: use auto, cpu, cuda or cuda:N") from exc
     if device.type == "cuda":
         if not torch.cuda.is_available():
-            raise ValueError("--device cuda asked for, but no CUDA GPU is available: use --device cpu")
+            raise ValueError(f"device {name!r} asked for, but no CUDA GPU is available: use device 'cpu' (or auto)")
         if device.index is not None and device.index >= torch.cuda.device_count():
-            raise ValueError(f"--device {name}: only {torch.cuda.device_count()} CUDA device(s) here")
+            raise ValueError(f"device {name!r}: only {torch.cuda.device_count()} CUDA device(s) here")
     elif device.type != "cpu":
-        raise ValueError(f"--device {name!r}: use auto, cpu, cuda or cuda:N")
+        raise ValueError(f"device {name!r}: use auto, cpu, cuda or cuda:N")
     return device
 
 
@@ -131,15 +131,17 @@ class Interpolator:
 
     @property
     def job_id(self) -> str:
-        """What makes this interpolator's frames what they are: a resumed video job never mixes two settings, nor
-        two weights files at one path (the file's content is part of it)."""
+        """What makes this interpolator's frames what they are (``engine.options.frames_key``: every option
+        declared to change them, the device and autocast it resolved, the weights file's content): a resumed video
+        job never mixes two settings, nor two weights files at one path."""
         weights = Path(self.options.weights)
         content = ""
         if weights.is_file():
             stat = weights.stat()
-            content = f" sha256={_file_digest(str(weights.resolve()), stat.st_size, stat.st_mtime_ns)}"
-        return (f"{self.options.weights}{content} ensemble={self.options.ensemble} "
-                f"flow_scale={self.options.flow_scale} autocast={self.autocast_dtype}")
+            content = _file_digest(str(weights.resolve()), stat.st_size, stat.st_mtime_ns)
+        key = frames_key(self.options, weights_sha256=content, device=self.device.type,
+                         autocast=str(self.autocast_dtype))
+        return " ".join(f"{name}={value}" for name, value in sorted(key.items()))
 
     def tile_for(self, height: int, width: int, cached_pairs: int = 0) -> int:
         """The tile size for frames of this size (0: whole frames); for "auto" what fits in free memory, said once

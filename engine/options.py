@@ -3,9 +3,11 @@ command that stops at a mistake in its options, times or files says so at once (
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import argparse
+import re
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_WEIGHTS = ROOT / "weights" / "network.safetensors"
@@ -19,8 +21,6 @@ ALPHA_MODES = ("flow", "linear")
 def flow_scale_value(text: str) -> Union[float, str]:
     """A ``--flow-scale`` argument: auto, or a factor above 0 (argparse.ArgumentTypeError otherwise; the engine
     then asks for at most 1)."""
-    import argparse
-
     try:
         value: Union[float, str] = text if text == "auto" else float(text)
     except ValueError:
@@ -31,10 +31,50 @@ def flow_scale_value(text: str) -> Union[float, str]:
     return value
 
 
+def tile_value(text: str) -> Union[int, str]:
+    """A ``--tile`` argument: auto, 0 or a tile size in pixels (argparse.ArgumentTypeError otherwise)."""
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: use auto, 0 (whole frames) or a tile size in pixels")
+    return value
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _valid_scale(value: Any) -> bool:
+    return value == "auto" or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                               and 0.0 < value <= 1.0)
+
+
+def _option(default: Any, help: str, check: Optional[Callable[[Any], bool]] = None, rule: str = "",
+            frames: bool = True, flags: Sequence[Tuple[Tuple[str, ...], Dict[str, Any]]] = (),
+            exclusive: bool = False) -> Any:
+    """One inference option's whole declaration.
+
+    ``help``: what it does (also the flag's help where ``flags`` gives none); ``check`` / ``rule``: the test its
+    value passes and the fix said when it does not (``InterpolatorOptions`` raises ValueError naming the field,
+    the command line's flag types name the flag); ``frames``: whether the option changes the frames, so that a
+    resumed job made with another value starts over (``frames_key``); ``flags``: the command-line flags, as
+    (names, argparse keywords), ``exclusive`` where only one of them may be given."""
+    return field(default=default, metadata={"help": help, "check": check, "rule": rule, "frames": frames,
+                                            "flags": tuple(flags), "exclusive": exclusive})
+
+
 @dataclass(frozen=True)
 class InterpolatorOptions:
-    """How to run the network. Every field is checked when the options are made (ValueError naming it).
+    """How to run the network. Every field is declared once below, with its check, its command-line flags
+    (``add_flags``) and whether it changes the frames (``frames_key``); a bad value is a ValueError naming the
+    field when the options are made.
 
+    ``weights``: the weights file (``--model NAME`` names one in weights/, ``--weights PATH`` any).
+    ``device``: auto (CUDA when there is a GPU, else the CPU), cpu, cuda or cuda:N.
     ``precision``: "auto" runs this project's networks under bfloat16 autocast on CUDA GPUs with bfloat16
     tensor cores (compute capability 8.0 and up: A100, H100, RTX 30 series and later), where the default network
     runs a video about a fifth faster at the same measured quality, and in float32 elsewhere (the CPU, older GPUs,
@@ -56,31 +96,76 @@ class InterpolatorOptions:
     without an ensemble; the frames differ from an eager run by float rounding only.
     """
 
-    weights: Path = DEFAULT_WEIGHTS
-    device: str = "auto"
-    precision: str = "auto"
-    flow_scale: Union[float, str] = 1.0
-    tile: Union[int, str] = "auto"
-    tile_overlap: Optional[int] = None
-    ensemble: int = 1
-    alpha: str = "flow"
-    compile: bool = False
-    cuda_graphs: bool = True
+    weights: Path = _option(
+        DEFAULT_WEIGHTS, "the weights file", lambda v: isinstance(v, (str, Path)) and str(v) != "",
+        "give the path of a weights file",
+        flags=[(("--model",), dict(default="network", help="name of a weights file in weights/ (without "
+                                   ".safetensors): network (the default) or fast (about 2x the speed on a GPU: 10.6 "
+                                   "against 20.9 ms per 1080p frame on an H200, bf16; lower quality)")),
+               (("--weights",), dict(type=Path, default=None, help="path of a weights file (.safetensors, or a "
+                                     "published network-lf.pytorch); overrides --model"))])
+    # the device decides the frames through the precision and the kernels: frames_key takes the device the
+    # interpolator resolved, not the name
+    device: str = _option(
+        "auto", "where to run", lambda v: isinstance(v, str) and re.fullmatch(r"auto|cpu|cuda(:\d+)?", v) is not None,
+        "use auto, cpu, cuda or cuda:N",
+        frames=False, flags=[(("--device",), dict(default="auto", help="auto, cpu, cuda or cuda:N"))])
+    precision: str = _option(
+        "auto", "autocast", lambda v: v in PRECISION_NAMES, f"use one of {', '.join(PRECISION_NAMES)}",
+        exclusive=True,
+        flags=[(("--fp32",), dict(action="store_true", help="float32 throughout (the default on the CPU, on GPUs "
+                                  "older than compute capability 8.0 and for the published weights; elsewhere the "
+                                  "default is bfloat16 autocast)")),
+               (("--fp16",), dict(action="store_true", help="float16 autocast (CUDA)")),
+               (("--bf16",), dict(action="store_true", help="bfloat16 autocast (the default for this project's "
+                                  "networks on GPUs of compute capability 8.0 and up)"))])
+    flow_scale: Union[float, str] = _option(
+        1.0, "flow resolution", _valid_scale, "use auto or a value in (0, 1]",
+        flags=[(("--flow-scale", "--scale"), dict(
+            type=flow_scale_value, default=None,
+            help="estimate flow at this fraction of the resolution (e.g. 0.5 for 4K), or auto: full resolution, "
+                 "and half for a pair whose motion exceeds 32 px where warping by that flow matches the frames "
+                 "better. Default: auto with the default network, 1 with other weights (docs/performance.md)"))])
+    tile: Union[int, str] = _option(
+        "auto", "tiling", lambda v: v == "auto" or (_is_int(v) and v >= 0),
+        "use auto, 0 (whole frames) or a tile size in pixels",
+        flags=[(("--tile",), dict(type=tile_value, default="auto", help=(
+            "process frames larger than TILE x TILE in overlapping tiles (bounded memory); 0 = whole frames; auto "
+            "= whole frames when they fit in the device's free memory, else the largest tiles that do")))])
+    tile_overlap: Optional[int] = _option(
+        None, "tile overlap", lambda v: v is None or (_is_int(v) and v >= 1), "use at least 1 pixel, or None",
+        flags=[(("--tile-overlap",), dict(type=int, default=None, help=(
+            "overlap of neighbouring tiles in pixels, cross-faded (default: 128, or a quarter of a tile under "
+            "512 px)")))])
+    ensemble: int = _option(
+        1, "passes averaged", lambda v: v in (1, 2, 4) and not isinstance(v, bool), "use 1, 2 or 4 passes",
+        flags=[(("--ensemble",), dict(type=int, default=1, choices=[1, 2, 4], help=(
+            "average 2 passes (the frames and their mirror image) or 4 (also time-reversed): 2x or 4x the time "
+            "(Middlebury: 35.32 / 35.33 dB against 35.26 one pass; videos along quadratic paths in every pass; "
+            "docs/performance.md)")))])
+    alpha: str = _option(
+        "flow", "transparency", lambda v: v in ALPHA_MODES, "use flow or linear",
+        flags=[(("--alpha",), dict(default="flow", choices=list(ALPHA_MODES), help=(
+            "transparency of interpolated frames: moved with the flow (objects with their own alpha), or the two "
+            "frames' alpha mixed linearly in time (a still matte over moving content)")))])
+    # compiled and graphed runs differ from eager ones by float rounding: part of the key, so a resumed job's
+    # frames are exactly those of one run
+    compile: bool = _option(
+        False, "torch.compile", lambda v: isinstance(v, bool), "use True or False",
+        flags=[(("--compile",), dict(action="store_true", help=(
+            "torch.compile the network's convolutions (CUDA): the first pair of each frame size takes 15-30 s to "
+            "compile, later pairs take 12-21%% less time (docs/video.md)")))])
+    cuda_graphs: bool = _option(
+        True, "CUDA graphs", lambda v: isinstance(v, bool), "use True or False",
+        flags=[(("--eager",), dict(action="store_true", help=(
+            "run the network op by op on CUDA instead of replaying it as CUDA graphs (the default for whole "
+            "frames without --ensemble); the frames differ by float rounding only")))])
 
     def __post_init__(self) -> None:
-        if self.precision not in PRECISION_NAMES:
-            raise ValueError(f"precision {self.precision!r}: use one of {', '.join(PRECISION_NAMES)}")
-        scale = self.flow_scale
-        if scale != "auto" and (isinstance(scale, (str, bool)) or not 0.0 < scale <= 1.0):
-            raise ValueError(f"--flow-scale {self.flow_scale}: use auto or a value in (0, 1]")
-        if self.tile != "auto" and (isinstance(self.tile, bool) or not isinstance(self.tile, int) or self.tile < 0):
-            raise ValueError(f"--tile {self.tile!r}: use auto, 0 (whole frames) or a tile size in pixels")
-        if self.tile_overlap is not None and self.tile_overlap < 1:
-            raise ValueError(f"--tile-overlap {self.tile_overlap}: use at least 1 pixel")
-        if self.ensemble not in (1, 2, 4):
-            raise ValueError(f"--ensemble {self.ensemble}: use 1, 2 or 4 passes")
-        if self.alpha not in ALPHA_MODES:
-            raise ValueError(f"--alpha {self.alpha!r}: use flow or linear")
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not f.metadata["check"](value):
+                raise ValueError(f"InterpolatorOptions {f.name}={value!r}: {f.metadata['rule']}")
 
     def overlap_for(self, tile: int) -> int:
         """The overlap of tiles of ``tile`` pixels: ``tile_overlap``, or by default 128 px (a quarter of tiles under
@@ -90,12 +175,93 @@ class InterpolatorOptions:
         return max(1, min(128, tile // 4))
 
 
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """The command-line flags of every option, from its declaration; ``options_from_args`` reads them back."""
+    for f in fields(InterpolatorOptions):
+        group: Any = parser.add_mutually_exclusive_group() if f.metadata["exclusive"] else parser
+        for names, kwargs in f.metadata["flags"]:
+            kwargs = dict(kwargs)
+            if "type" in kwargs and kwargs["type"] in (int, float):
+                kwargs["type"] = _checked(f.name, names[0], kwargs["type"])
+            group.add_argument(*names, **kwargs)
+
+
+def _checked(name: str, flag: str, parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """``parse`` then the declared check of option ``name``: a bad value is argparse's one line naming ``flag``."""
+    check = _field(name).metadata
+
+    def value(text: str) -> Any:
+        try:
+            parsed = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not check["check"](parsed):
+            raise argparse.ArgumentTypeError(f"{text}: {check['rule']}")
+        return parsed
+    value.__name__ = parse.__name__
+    return value
+
+
+def _field(name: str) -> Any:
+    return next(f for f in fields(InterpolatorOptions) if f.name == name)
+
+
+def weights_for(args: argparse.Namespace, root: Path = ROOT) -> Path:
+    """``--weights``, or the file ``--model`` names in weights/ (ValueError naming the ones there if none)."""
+    if args.weights is not None:
+        weights = Path(args.weights)
+        if not weights.is_file():
+            raise ValueError(f"--weights {weights}: no such file -- give the path of a weights file, or --model "
+                             f"NAME for one in weights/")
+        return weights
+    weights = root / "weights" / f"{args.model}.safetensors"
+    if not weights.is_file():
+        names = sorted(p.stem for p in (root / "weights").glob("*.safetensors"))
+        raise ValueError(f"--model {args.model}: there is no weights/{args.model}.safetensors; use one of "
+                         f"{', '.join(names) or '(none found)'}, or --weights PATH")
+    return weights
+
+
+def options_from_args(args: argparse.Namespace, root: Path = ROOT) -> InterpolatorOptions:
+    """The options the flags of ``add_flags`` give (checked by their types already; files here)."""
+    if not _field("device").metadata["check"](args.device):
+        raise ValueError(f"--device {args.device!r} is not a device: use auto, cpu, cuda or cuda:N")
+    precision = next((name for name in ("fp32", "fp16", "bf16") if getattr(args, name)), "auto")
+    # the default network passed its held-out rules with auto for pairs and videos; the fast one lost 0.3 dB on
+    # one held-out clip (docs/performance.md)
+    default_scale = "auto" if args.weights is None and args.model == "network" else 1.0
+    return InterpolatorOptions(weights=weights_for(args, root), device=args.device, precision=precision,
+                               flow_scale=args.flow_scale if args.flow_scale is not None else default_scale,
+                               tile=args.tile, tile_overlap=args.tile_overlap, ensemble=args.ensemble,
+                               alpha=args.alpha, compile=args.compile, cuda_graphs=not args.eager)
+
+
+def frames_key(options: InterpolatorOptions, **resolved: str) -> Dict[str, str]:
+    """Every option that changes the frames, by its declaration, as text: a resumed job whose key differs starts
+    over. ``resolved``: what the interpolator decided that the options leave open (device, autocast, the weights
+    file's content)."""
+    key = {f.name: str(getattr(options, f.name)) for f in fields(options) if f.metadata["frames"]}
+    key.update(resolved)
+    return key
+
+
+def loading_line(options: InterpolatorOptions) -> str:
+    """What a command says while torch and the network load (seconds; up to a minute on a busy machine)."""
+    weights = Path(options.weights)
+    try:
+        name = str(weights.relative_to(ROOT))
+    except ValueError:
+        name = str(weights)
+    where = "" if options.device == "auto" else f" on {options.device}"
+    return f"loading torch and the network ({name}){where} ..."
+
+
 def check_times(times: Sequence[float]) -> List[float]:
     """``times`` as floats, each strictly between 0 and 1 (ValueError otherwise)."""
     times = [float(t) for t in times]
     if not times:
-        raise ValueError("--time: give at least one time")
+        raise ValueError("times: give at least one time")
     for t in times:
         if not 0.0 < t < 1.0:
-            raise ValueError(f"--time {t}: times must lie strictly between 0 and 1")
+            raise ValueError(f"time {t}: times must lie strictly between 0 and 1")
     return times

@@ -14,7 +14,7 @@ from __future__ import annotations
 import zlib
 from pathlib import Path
 from types import ModuleType
-from typing import Callable, Iterable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -130,31 +130,33 @@ def check_writable(path: Path) -> None:
     _check_extension(path)
     if not path.parent.is_dir():
         raise ImageError(f"{path}: folder '{path.parent}' does not exist (create it first)")
+    if path.is_dir():  # (found only when the finished frame was written, before)
+        raise ImageError(f"{path} is a folder: name an image file in it, such as {path / 'mid.png'}")
     check_folder(path.parent)
 
 
-# bytes per pixel of an 8-bit RGB(A) image, about, by format: PNG and TIFF compress video frames to about half,
-# WebP to a third, JPEG to a tenth; BMP not at all
-_BYTES_PER_PIXEL = {".png": 1.5, ".tif": 1.5, ".tiff": 1.5, ".webp": 1.0, ".jpg": 0.3, ".jpeg": 0.3, ".bmp": 3.0}
-
-
-def estimate_bytes(suffix: str, width: int, height: int, depth: int = 8) -> int:
-    """About how many bytes an image of this format and size takes (for the free-space check)."""
-    deep = 2 if depth == 16 and suffix.lower() in (".png", ".tif", ".tiff") else 1
-    return int(_BYTES_PER_PIXEL.get(suffix.lower(), 3.0) * deep * width * height)
-
-
 def check_image_outputs(outputs: Sequence[Path], inputs: Iterable[Path], width: int, height: int,
-                        depth: int = 8) -> None:
+                        depth: int = 8, space_check: bool = True) -> None:
     """Before interpolating: no output is an input, and every output's folder takes files and has room for
-    them. Raises OutputError (a ValueError) with one line naming the cause."""
+    them, measured on the inputs: an output takes about what an input of its format takes (the same content,
+    encoded alike); outputs of a format no input has are not counted (the write says if the disk is full).
+    Raises OutputError (a ValueError) with one line naming the cause. ``width``, ``height``, ``depth``: the
+    outputs' (kept for callers; the room comes from the inputs' sizes)."""
     outputs = [Path(p) for p in outputs]
+    inputs = [Path(p) for p in inputs]
     check_not_input(outputs, inputs)
+    sizes: Dict[str, List[int]] = {}
+    for path in inputs:
+        try:
+            sizes.setdefault(path.suffix.lower(), []).append(path.stat().st_size)
+        except OSError:
+            pass
     for folder in dict.fromkeys(p.parent for p in outputs):
         mine = [p for p in outputs if p.parent == folder]
         for path in mine:
             _check_extension(path)
-        need = sum(estimate_bytes(p.suffix, width, height, depth) for p in mine)
+        like = [sizes.get(p.suffix.lower(), []) for p in mine]
+        need = sum(max(found) for found in like if found) if space_check else 0
         check_folder(folder, need)
 
 

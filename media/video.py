@@ -439,15 +439,6 @@ def encoder_quality_args(codec: str, crf: int, preset: str) -> Optional[List[str
 _INTRA = ("prores", "dnxhd", "ffv1", "png", "qtrle", "huffyuv", "ffvhuff", "utvideo", "rawvideo", "magicyuv")
 
 
-def estimate_video_bytes(codec: str, crf: int, width: int, height: int, frames: int) -> int:
-    """About how many bytes ``codec`` writes for ``frames`` frames (for the free-space check before a job): 0.1
-    bits per pixel at x264's --crf 18 (12 Mbit/s at 1080p60), doubling every 6 lower, and 4 bits per pixel for the
-    intra-frame and lossless encoders. Footage differs by a few times either way: the check catches a disk that is
-    clearly too full, and a disk that fills anyway stops the job with its finished segments kept."""
-    bits = 4.0 if codec.startswith(_INTRA) else 0.1 * 2.0 ** ((18 - crf) / 6)
-    return int(bits * width * height * frames / 8)
-
-
 @functools.lru_cache(maxsize=None)
 def encoder_pix_fmts(codec: str) -> Tuple[str, ...]:
     """The pixel formats ffmpeg's ``codec`` encoder takes (empty where ffmpeg does not list them)."""
@@ -692,10 +683,23 @@ def _attach(pictures: List[Tuple[Path, str]], first: int) -> List[str]:
     return args
 
 
+def reorder_delay(path: Path) -> int:
+    """How many frames the decode order of ``path``'s video runs ahead of its presentation (B-frames: x264 at
+    its default settings 2, intra-only codecs 0), from its first packet; 0 where it cannot be read."""
+    proc = subprocess.run([ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-i", str(path),
+                           "-map", "0:v:0", "-c", "copy", "-frames:v", "1", "-f", "framecrc", "-"],
+                          capture_output=True, text=True)
+    for line in proc.stdout.splitlines():
+        fields = [f.strip() for f in line.split(",")]
+        if not line.startswith("#") and len(fields) >= 4 and fields[3].lstrip("-").isdigit() and int(fields[3]) > 0:
+            return max(0, round((int(fields[2]) - int(fields[1])) / int(fields[3])))
+    return 0
+
+
 def concat_and_mux(parts: Sequence[Path], source: Path, out: Path, with_audio: bool, with_subtitles: bool,
                    video_start: Fraction = Fraction(0), with_chapters: bool = True,
                    covers: Sequence[Tuple[int, str]] = (), attachments: int = 0, timecode: str = "",
-                   audio: Sequence[str] = (), name: Optional[Path] = None) -> List[str]:
+                   audio: Sequence[str] = (), name: Optional[Path] = None, delay: int = 0) -> List[str]:
     """Join encoded segments (stream copy) and copy the source's audio (or treat it as ``audio``, options from
     ``audio_args``: re-encoded, slowed), subtitles, chapters and file metadata
     (title, creation time, location) alongside; the video starts ``video_start`` seconds after the audio and
@@ -705,7 +709,13 @@ def concat_and_mux(parts: Sequence[Path], source: Path, out: Path, with_audio: b
     styled subtitles). ``timecode`` (at the output's rate, ``rescale_timecode``) is written as the start timecode
     (a tmcd track in mp4/mov, a tag in mkv). Returns what was left out: "subtitles", "cover pictures",
     "attachments" or "timecode". ``name`` is the path errors name where ``out`` is its temporary name: a
-    file-system failure raises OutputError naming it and the cause, other failures a VideoError."""
+    file-system failure raises OutputError naming it and the cause, other failures a VideoError.
+
+    ``delay``: the segments' largest ``reorder_delay``, for constant-rate parts whose delays differ (a segment of
+    one or two frames has no B-frames, so none): the concat demuxer put such a part's successor's decoding times
+    before its own, the muxer nudged them forward a tick at a time, and the stream's declared duration came out
+    short by the difference (80 frames at 40/s declared 1.950 s, avg_frame_rate 1600/39). The decoding times are
+    laid out again as the frames' times less ``delay`` frames, which is valid in every part."""
     suffix = out.suffix.lower()
     listing = out.with_name(out.name + ".concat.txt")
     # quoted for the concat demuxer: a quote inside a name (an output called "Mom's birthday.mp4") closes the
@@ -719,6 +729,8 @@ def concat_and_mux(parts: Sequence[Path], source: Path, out: Path, with_audio: b
             base += ["-itsoffset", f"{float(video_start):.6f}"]
         base += ["-f", "concat", "-safe", "0", "-i", str(listing), "-i", str(source)]
         maps = ["-map", "0:v", "-map_metadata", "1", "-map_chapters", "1" if with_chapters else "-1"]
+        if delay > 0:
+            maps += ["-bsf:v", f"setts=pts=PTS:dts=STARTPTS+(N-{delay})*DURATION"]
         if with_audio:
             maps += ["-map", "1:a?"]
         present = [name for name, there in (("subtitles", with_subtitles), ("cover pictures", bool(covers)),

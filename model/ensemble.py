@@ -22,7 +22,7 @@ PASSES = (1, 2, 4)
 def pass_variants(passes: int) -> List[Tuple[bool, bool]]:
     """(mirrored left-right, reversed in time) of each of an ensemble's passes, the plain pass first."""
     if passes not in PASSES:
-        raise ValueError(f"--ensemble {passes}: use 1, 2 or 4 passes")
+        raise ValueError(f"ensemble {passes}: use 1, 2 or 4 passes")
     return [(False, False), (True, False), (False, True), (True, True)][:passes]
 
 

@@ -272,7 +272,7 @@ class PublishedNetwork(nn.Module):
     def forward(self, one: torch.Tensor, two: torch.Tensor, times: Sequence[float] = (0.5,),
                 flow_scale: FlowScale = 1.0) -> List[torch.Tensor]:
         if flow_scale not in (1.0, AUTO):  # auto: its flow has one scale, the full one
-            raise ValueError("the published network has no --flow-scale: use 1.0")
+            raise ValueError("the published network has no flow scale: use flow_scale 1.0")
         padder = InputPadder(one.shape, 2)
         a, b = padder.pad(one.flip(1), two.flip(1))  # RGB -> BGR
         mean = (a.mean([1, 2, 3], True) + b.mean([1, 2, 3], True)) / 2

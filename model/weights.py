@@ -38,7 +38,8 @@ def save_weights(net: Network, path: Union[str, Path], dtype: torch.dtype = torc
 
 def _require_file(path: Path) -> None:
     if not path.is_file():
-        raise WeightsError(f"weights file not found: {path} (train some with train.py, or pass --weights PATH)")
+        raise WeightsError(f"weights file not found: {path} (train some with train.py, or give the path of a "
+                           f"weights file)")
 
 
 def _unreadable(path: Path, exc: Exception) -> WeightsError:

@@ -46,7 +46,11 @@ def make_plan(duration: Fraction, rate_in: Fraction, factor: Optional[int] = Non
         step = 1 / (rate_in * factor)
         return Plan(rate_in, int(round(duration / step)), step)
     rate_out = fps if fps is not None else rate_in * factor
-    return Plan(rate_out, int(round(duration * rate_out)), 1 / rate_out)
+    count = int(round(duration * rate_out))
+    if count < 1:  # (found at the end before, as ffmpeg's error joining no segments)
+        raise ValueError(f"--fps {rate_out}: the input lasts {float(duration):.3g} s, which holds no frame at "
+                         f"{float(rate_out):.4g} frames/s -- use an --fps of at least {float(1 / duration):.3g}")
+    return Plan(rate_out, count, 1 / rate_out)
 
 
 @dataclass

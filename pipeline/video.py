@@ -2,9 +2,10 @@
 
 Frames are decoded, interpolated and encoded one anchor pair at a time, so memory
 does not grow with the video. The output is encoded in segments under
-``<out stem>.work/`` (named without the extension, so a rerun into another container
-reuses them); an interrupted job rerun with the same command keeps the finished
-segments. A segment closes after ``segment_work_seconds`` of work (a minute) or
+``<out name>.work/`` (``movie.mp4.work``: outputs that share a stem never share state),
+held by an exclusive lock (``pipeline.jobs``) so that a second job on the same output
+refuses while the first runs; an interrupted job rerun with the same command keeps the
+finished segments. A segment closes after ``segment_work_seconds`` of work (a minute) or
 ``segment_seconds`` of video, whichever comes first, so an interrupt costs at most
 about a minute on any device; each segment's name says which output frames it holds.
 The final file is assembled under a temporary name in the work folder (segments
@@ -14,9 +15,10 @@ Nothing the job did not make is deleted or overwritten: the input is only ever r
 an output that is the input is refused, and the work folder is recognised as the
 job's by the marker file it writes there (``job.json``); a folder of that name
 without it is left alone and the job refused. Before any frame is interpolated, the
-output folder must take files and have room for about what the job writes; a
-file-system failure during the job is one line (``media.files.OutputError``) naming
-the path and the cause, with the finished segments kept for a resume.
+output folder must take files; the room the job needs is measured on its first frames
+written (``_room_for_the_rest``; ``VideoOptions.space_check``). A file-system failure
+during the job is one line (``media.files.OutputError``) naming the path and the
+cause, with the finished segments kept for a resume.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import hashlib
 import json
 import os
 import re
-import sys
+import shutil
 import time
 from dataclasses import asdict, dataclass
 from fractions import Fraction
@@ -36,12 +38,15 @@ from typing import (Callable, Deque, Iterator, List, NamedTuple, Optional, Proto
 
 import numpy as np
 
-from media.files import OutputError, atomic_write, check_folder, check_not_input, os_error, same_file
+from media.files import (OutputError, atomic_write, check_folder, check_not_input, human_size, os_error,
+                         same_file)
 from media.images import as_dtype, mix_alpha_linearly
+from media.progress import Progress
 from media.video import (FrameWriter, VideoError, VideoInfo, at_field_rate, audio_args, check_audio_fits,
-                         check_codec_fits, concat_and_mux, estimate_video_bytes, output_pix_fmt, probe, read_frames,
-                         rescale_timecode, segment_suffix)
+                         check_codec_fits, concat_and_mux, output_pix_fmt, probe, read_frames,
+                         reorder_delay, rescale_timecode, segment_suffix)
 
+from .jobs import LOCK_NAME, Interrupted, OutputLock, work_folder
 from .prefetch import prefetch
 from .schedule import Plan, is_cut, make_plan, source_between, thumb_change, thumbnail
 
@@ -66,6 +71,9 @@ class VideoOptions:
     # the most work one segment holds, in seconds of wall-clock time: a resume after an interrupt redoes at most
     # this (on a CPU, 10 s of video can take a quarter of an hour)
     segment_work_seconds: float = 60.0
+    # stop the job when the frames written so far, measured, say the rest will not fit (False: write until the
+    # disk is full; the finished segments are kept either way)
+    space_check: bool = True
     # interlaced input read one frame per field (twice its frame rate) instead of one per frame
     field_rate: bool = False
     # the source's audio: "copy" (unchanged; dropped in slow motion), or an ffmpeg encoder to re-encode it with
@@ -243,16 +251,20 @@ def _output_frames(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpol
         j += 1
 
 
+def _frame_options(options: VideoOptions) -> dict:
+    """The options that change the frames, as text (the audio is muxed at the end: its codec and bitrate leave the
+    segments as they are; segments name the frames they hold, so sizing them differently resumes the same job)."""
+    return {k: str(v) for k, v in asdict(options).items()
+            if k not in ("audio_codec", "audio_bitrate", "segment_seconds", "segment_work_seconds", "space_check")}
+
+
 def _job_key(info: VideoInfo, options: VideoOptions, weights: str) -> str:
     stat = info.path.stat()
     # "segments": bumped when this code encodes segments differently for the same input and options (2: session
     # 10's rotation, pixel aspect, colour and deinterlacing; 3: segments sized by time, named by their frames), so
     # a job left by an older version starts afresh
     desc = {"input": str(info.path.resolve()), "size": stat.st_size, "mtime": stat.st_mtime_ns,
-            # (the audio is muxed at the end: its codec and bitrate leave the segments as they are)
-            # (segments name the frames they hold, so sizing them differently resumes the same job)
-            "options": {k: str(v) for k, v in asdict(options).items()
-                        if k not in ("audio_codec", "audio_bitrate", "segment_seconds", "segment_work_seconds")},
+            "options": _frame_options(options),
             "weights": weights,
             "segments": 3}
     return hashlib.sha256(json.dumps(desc, sort_keys=True).encode()).hexdigest()
@@ -290,9 +302,35 @@ def check_video_paths(source: Path, out: Path) -> None:
                          f"or an image pattern such as frames/%06d.png)")
 
 
+def lock_output(out: Path) -> Optional[OutputLock]:
+    """The lock of the job writing ``out``, taken (OutputError if another job holds it); None in the processes
+    torchrun starts beside the first, which works under the first's lock."""
+    if _rank_and_world()[0] != 0:
+        return None
+    check_folder(Path(out).parent)  # a folder that takes no files is named as such, not by the lock's file
+    return OutputLock(Path(out), lambda work: _ours(work) is not None).acquire()
+
+
 def interpolate_video(source: Path, out: Path, interpolate: Interpolator, options: VideoOptions,
-                      weights_id: str = "", progress: bool = True) -> dict:
-    """Interpolate a video file into ``out``; returns counts for the report line."""
+                      weights_id: str = "", progress: bool = True, lock: Optional[OutputLock] = None) -> dict:
+    """Interpolate a video file into ``out``; returns counts for the report line. ``lock``: the output's lock
+    (``lock_output``) where the caller took it already, before loading the network; else it is taken here."""
+    source, out = Path(source), Path(out)
+    own_lock = lock is None
+    if own_lock:
+        check_video_paths(source, out)
+        lock = lock_output(out)
+    try:
+        return _interpolate_video(source, out, interpolate, options, weights_id, progress)
+    finally:
+        if own_lock and lock is not None:
+            lock.release()
+
+
+def plan_video(source: Path, out: Path, options: VideoOptions) -> Tuple[VideoInfo, Plan]:
+    """The input's properties and the output's frames, or the mistake that stops the job (VideoError, ValueError:
+    an unreadable input, a bad rate, an output with no frames, a bad image pattern), all without the network: the
+    command line calls this before it loads torch, so a mistake costs no wait."""
     source, out = Path(source), Path(out)
     check_video_paths(source, out)
     info = probe(source)
@@ -302,26 +340,35 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
         info = at_field_rate(info)
     plan = make_plan(info.duration, info.rate, options.factor, options.fps, options.slowmo)
     if "%" in out.name:
-        return _video_to_images(info, str(out), plan, interpolate, options, progress)
+        _image_paths(str(out), min(plan.count, 2))
+    return info, plan
+
+
+def _interpolate_video(source: Path, out: Path, interpolate: Interpolator, options: VideoOptions,
+                       weights_id: str, progress: bool) -> dict:
+    info, plan = plan_video(source, out, options)
+    if "%" in out.name:
+        return _video_to_images(info, str(out), plan, interpolate, options, progress,
+                                _job_key(info, options, weights_id))
     pix_fmt = output_pix_fmt(options.codec, options.pix_fmt, info.width, info.height, info.bit_depth > 8)
     check_codec_fits(options.codec, pix_fmt, out)
     slow = plan.slowdown
     keep_audio = info.has_audio and (not options.slowmo or options.audio_codec != "copy")
     audio = audio_args(options.audio_codec, slow, options.audio_bitrate) if keep_audio else []
-    work = out.with_name(out.stem + ".work")
+    work = work_folder(out)
     check_not_input([work], [source])
     key = _job_key(info, options, weights_id)
     rank, world = _rank_and_world()
     # mp4 where the codec allows (exact timestamps; mkv rounds them to ms), else mov (ProRes), else mkv
     suffix = segment_suffix(options.codec, pix_fmt)
-    if rank == 0:
-        _check_room(out, work, suffix, plan.count, options, info, keep_audio)
     if keep_audio:
         check_audio_fits(source, out, audio)
     _prepare_work_dir(work, key, rank)
     try:
+        # (the joined file copies the source's other streams: room for them is asked for with the segments')
+        other = info.path.stat().st_size if keep_audio or info.has_subtitles else 0
         stats = _encode_segments(info, plan, work, suffix, pix_fmt, interpolate, options, rank, world,
-                                 progress, out.name)
+                                 progress, out.name, other)
         if world > 1:
             _touch(work / f"rank_{rank}.done")
             if rank != 0:
@@ -337,10 +384,14 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
         # frames)
         timecode = rescale_timecode(info.timecode, info.rate / (2 if info.field_rate else 1), plan.rate_out) \
             if info.timecode else ""
+        # (mp4 and mov segments store decoding times; where their reorder delays differ the join lays them out
+        # again: concat_and_mux)
+        longest = max(segments, key=lambda s: s[1] - s[0])[2]
+        delay = reorder_delay(longest) if suffix in (".mp4", ".mov") and len(segments) > 1 else 0
         left_out = concat_and_mux([path for _, _, path in segments], source, tmp, keep_audio,
                                   info.has_subtitles and not options.slowmo, info.start * slow,
                                   with_chapters=not options.slowmo, covers=info.covers, attachments=info.attachments,
-                                  timecode=timecode, audio=audio, name=out)
+                                  timecode=timecode, audio=audio, name=out, delay=delay)
         try:
             os.replace(tmp, out)
         except OSError as exc:
@@ -390,14 +441,25 @@ def _with_resume(message: str) -> str:
     return message if "to resume" in message else f"{message}; {_RESUME}"
 
 
-def _check_room(out: Path, work: Path, suffix: str, count: int, options: VideoOptions, info: VideoInfo,
-                keep_audio: bool) -> None:
-    """Before any work: the output folder takes files and has room for the segments still to encode plus the
-    joined copy of them all (both exist at the end), and the source's other streams."""
-    video = estimate_video_bytes(options.codec, options.crf, info.width, info.height, count)
-    done = sum(path.stat().st_size for _, _, path in _finished_segments(work, suffix)) if _ours(work) else 0
-    other = info.path.stat().st_size if keep_audio or info.has_subtitles else 0
-    check_folder(out.parent, max(0, video - done) + video + other)
+# frames measured before their size says whether the rest of a job fits (a lone first frame, all intra-coded, is
+# several times the size of the frames after it)
+MEASURED_FRAMES = 12
+
+
+def _room_for_the_rest(folder: Path, made_bytes: int, made: int, remaining: int, joined: int) -> None:
+    """Once ``made`` frames took ``made_bytes``: OutputError if ``folder`` lacks room for ``remaining`` more
+    frames and ``joined`` bytes besides (the joined copy of a video, its other streams), at the size measured."""
+    per_frame = made_bytes / max(1, made)
+    need = int(per_frame * remaining) + joined
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return  # not asked here (some network shares): the writes will tell
+    if free < need:
+        raise OutputError(f"not enough space in {folder}: the {made} frames written took {human_size(per_frame)} "
+                          f"each, so the rest of the job needs about {human_size(need)} and {human_size(free)} is "
+                          f"free -- free some space there, choose --out on another disk, or add --no-space-check "
+                          f"to write until the disk is full")
 
 
 def _rank_and_world() -> Tuple[int, int]:
@@ -410,7 +472,7 @@ def _rank_and_world() -> Tuple[int, int]:
 _MADE_BY = "run.py: the segments of a video job, for a resume (safe to delete)"
 # the files a job makes in its work folder: its marker, segments (finished: seg_START-STOP, being written: .part),
 # the joined output before its rename with the segment list and cover pictures beside it, and torchrun's markers
-_OUR_FILES = re.compile(r"job\.json|job\.json\.tmp|\.job\.json\.\w+\.tmp|seg_\d+(-\d+)?(\.part)?\.\w+|"
+_OUR_FILES = re.compile(r"job\.lock|job\.json|job\.json\.tmp|\.job\.json\.\w+\.tmp|seg_\d+(-\d+)?(\.part)?\.\w+|"
                         r"joined\.\w+(\.concat\.txt|\.cover\d+\.\w+)?|rank_\d+\.done")
 
 
@@ -427,10 +489,10 @@ def _ours(work: Path) -> Optional[dict]:
     return marker if marker.get("made_by") == _MADE_BY or legacy else None
 
 
-def _remove_ours(work: Path) -> None:
-    """Remove the files a job made in ``work`` (none other)."""
+def _remove_ours(work: Path, keep: str = "") -> None:
+    """Remove the files a job made in ``work`` (none other; nor ``keep``)."""
     for path in work.iterdir():
-        if _OUR_FILES.fullmatch(path.name) and not path.is_dir():
+        if _OUR_FILES.fullmatch(path.name) and not path.is_dir() and path.name != keep:
             path.unlink()
 
 
@@ -443,19 +505,20 @@ def _prepare_work_dir(work: Path, key: str, rank: int) -> None:
     marker = None
     if work.exists() or work.is_symlink():
         marker = _ours(work) if work.is_dir() else None
-        if marker is None:
+        # (a folder holding only the lock is this job's, made by OutputLock a moment ago or by a job killed then)
+        if marker is None and not (work.is_dir() and {p.name for p in work.iterdir()} <= {LOCK_NAME}):
             raise OutputError(f"{work} exists and is not a work folder of this program (it has no job.json of "
                               f"one): it is left as it is -- move it, or choose another --out name (nothing was "
                               f"interpolated yet)")
     try:
         if marker is not None:
             if marker.get("key") != key:
-                _remove_ours(work)  # left by another job into this output: start over
+                _remove_ours(work, keep=LOCK_NAME)  # left by another job into this output: start over
             for path in work.iterdir():
                 if re.fullmatch(r"rank_\d+\.done|seg_\d+\.part\.\w+|joined\..*", path.name) and not path.is_dir():
                     path.unlink()  # an earlier run's leftovers: unfinished segment, torchrun markers
         else:
-            work.mkdir()
+            work.mkdir(exist_ok=True)
         atomic_write(work / "job.json", json.dumps({"made_by": _MADE_BY, "key": key}).encode())
     except OSError as exc:
         raise os_error(exc, exc.filename or work, "write into") from None
@@ -490,10 +553,11 @@ def _finished_segments(work: Path, suffix: str) -> List[Tuple[int, int, Path]]:
 
 
 def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_fmt: str, interpolate: Interpolator,
-                     options: VideoOptions, rank: int, world: int, progress: bool, name: str) -> dict:
+                     options: VideoOptions, rank: int, world: int, progress: bool, name: str, other: int = 0) -> dict:
     """Interpolate and encode this process's output frames that no finished segment holds, in segments that
-    close after ``options.segment_work_seconds`` of work or ``options.segment_seconds`` of video."""
-    from tqdm import tqdm
+    close after ``options.segment_work_seconds`` of work or ``options.segment_seconds`` of video. From the first
+    ``MEASURED_FRAMES`` frames on, each closed segment checks that the rest fits: the frames still to encode and
+    the joined copy of them all (both exist at the end) at the size measured, plus ``other`` bytes."""
 
     # several processes (torchrun): each encodes one contiguous run of output frames
     mine = range(rank * plan.count // world, (rank + 1) * plan.count // world)
@@ -505,34 +569,65 @@ def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_f
              "resumed_segments": sum(1 for start, stop in finished if start in mine or stop - 1 in mine)}
     most_frames = max(1, int(round(options.segment_seconds * plan.rate_out)))
     writer = None
-    start = opened = 0
+    start = 0
+    kept: List[int] = []  # the frames of each segment this run finished
+    sizes: List[int] = []  # and their sizes in bytes
+    to_make = sum(1 for k in mine if not done[k])
 
     def close(stop: int) -> None:
-        writer.close()
-        os.replace(writer.path, work / f"seg_{start:06d}-{stop:06d}{suffix}")
+        nonlocal writer
+        closing, writer = writer, None
+        closing.close()
+        path = work / f"seg_{start:06d}-{stop:06d}{suffix}"
+        os.replace(closing.path, path)
+        kept.append(stop - start)
+        sizes.append(path.stat().st_size)
+        if options.space_check and sum(kept) >= min(MEASURED_FRAMES, to_make):
+            per_frame = sum(sizes) / sum(kept)
+            _room_for_the_rest(work, sum(sizes), sum(kept), to_make - sum(kept),
+                               int(per_frame * plan.count) + other if rank == 0 else 0)
 
-    bar = tqdm(total=plan.count, unit="frame", disable=not progress or rank != 0, desc=name, file=sys.stderr)
+    bar = Progress(plan.count, name, disable=not progress or rank != 0)
     try:
         # decoding runs ahead in a thread while the GPU works (bounded: a few frames)
         anchors = prefetch(_anchors(read_frames(info), info.pts, options.dedup_threshold), depth=4)
         skip = lambda k: done[k] or k not in mine  # noqa: E731
+        # the work of the open segment counts from the end of the last one (or of the frames skipped): the time
+        # its first frame took to make is in it, so a frame that takes minutes is kept as soon as it is written
+        working_since = time.monotonic()
         for j, frame in _output_frames(anchors, plan, interpolate, options.scene_threshold, skip, stats,
                                        options.motion):
-            if writer is not None and (frame is None or j - start >= most_frames
-                                       or time.monotonic() - opened >= options.segment_work_seconds):
-                close(j)
-                writer = None
-            if frame is not None:
+            if frame is None:
+                if writer is not None:
+                    close(j)
+                    writer = None
+                working_since = time.monotonic()
+            else:
                 if writer is None:
-                    start, opened = j, time.monotonic()
+                    start = j
                     writer = FrameWriter(work / f"seg_{start:06d}.part{suffix}", info.width, info.height,
                                          plan.rate_out, info.bit_depth, options.codec, options.crf, pix_fmt,
                                          options.preset, info.sample_aspect, info.color)
                 writer.write(frame)
-            bar.update(1)
+                # closed by frame count or by work, whichever comes first
+                if j + 1 - start >= most_frames or time.monotonic() - working_since >= options.segment_work_seconds:
+                    close(j + 1)
+                    writer = None
+                    working_since = time.monotonic()
+            if frame is None:
+                bar.skip()
+            else:
+                bar.update()
         if writer is not None:
             close(plan.count)
             writer = None
+    except KeyboardInterrupt:
+        if writer is not None:
+            writer.abort()
+        raise Interrupted(f"{sum(kept)} new output frames kept in {len(kept)} finished segments"
+                          + (f" (and {len(finished)} from before)" if finished else "")
+                          + ("; run the same command again to resume" if kept or finished else
+                             "; nothing finished yet: a rerun starts over")) from None
     except BaseException:
         if writer is not None:
             writer.abort()
@@ -584,27 +679,74 @@ def _image_paths(out_pattern: str, count: int) -> List[Path]:
     return paths
 
 
+def _prepare_image_job(out_pattern: str, outs: Sequence[Path], key: str) -> None:
+    """The image job's record, in the work folder beside its images (``DIR/%06d.png.work/job.json``, kept when the
+    job ends): the same job resumes, taking the images it wrote as done; another job into the same pattern (other
+    settings, another input) first removes the images the record lists, so the two never mix; an existing file
+    of an output's name without a record is never taken as an output frame: the job is refused."""
+    work = work_folder(Path(out_pattern))
+    marker = _ours(work)
+    try:
+        if marker is not None and marker.get("key") != key:
+            old = marker.get("pattern") == out_pattern and isinstance(marker.get("count"), int)
+            for path in (_image_paths(out_pattern, marker["count"]) if old else []):
+                if path.is_file():
+                    path.unlink()  # the earlier job's frames: this job starts over
+        elif marker is None:
+            found = next((path for path in outs if path.exists()), None)
+            if found is not None:
+                raise OutputError(f"{found} exists, and no job of this program recorded writing it (no "
+                                  f"{work.name}/job.json of one): it is never taken as an output frame -- move the "
+                                  f"files named like the output, or choose another folder (nothing was "
+                                  f"interpolated yet)")
+        work.mkdir(exist_ok=True)
+        atomic_write(work / "job.json", json.dumps({"made_by": _MADE_BY, "key": key, "pattern": out_pattern,
+                                                    "count": len(outs)}).encode())
+    except OSError as exc:
+        raise os_error(exc, exc.filename or work, "write into") from None
+
+
 def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_pattern: str, plan: Plan,
                   interpolate: Interpolator, options: VideoOptions, progress: bool, inputs: Sequence[Path],
-                  size: Tuple[int, int, int]) -> dict:
+                  size: Tuple[int, int, int], key: str) -> dict:
     """Frames (H x W x 3, or x 4 with alpha) in, one image per output frame; alpha is written where the format
-    holds it. Before any work: no output is one of ``inputs``, and the folder takes files and has room for those
-    still to write (``size``: width, height, bit depth)."""
-    from tqdm import tqdm
-
-    from media.images import check_image_outputs, check_writable, write_image
+    holds it. Before any work: no output is one of ``inputs``, the folder takes files and has room for those
+    still to write (``size``: width, height, bit depth), and existing images are this job's (``key``:
+    ``_prepare_image_job``)."""
+    from media.images import check_image_outputs, check_writable
 
     outs = _image_paths(out_pattern, plan.count)
     check_writable(outs[0])
     check_not_input(outs, inputs)
+    _prepare_image_job(out_pattern, outs, hashlib.sha256(f"{key} {out_pattern}".encode()).hexdigest())
     width, height, depth = size
-    # room for the images still to write (a resumed job has some already)
-    check_image_outputs([path for path in outs if not path.exists()], (), width, height, depth)
+    # the folder takes the images; their room is measured on the first ones written (_image_loop)
+    check_image_outputs([path for path in outs if not path.exists()], (), width, height, depth, space_check=False)
     stats = {"cuts": 0, "interpolated": 0}
     keep_alpha = outs[0].suffix.lower() in _ALPHA_FORMATS
-    has_alpha = False
     anchors = prefetch(_anchors(frames, stamps, options.dedup_threshold), depth=4)
-    with tqdm(total=plan.count, unit="frame", disable=not progress, file=sys.stderr) as bar:
+    try:
+        _image_loop(anchors, plan, interpolate, options, outs, keep_alpha, stats, progress)
+    except KeyboardInterrupt:
+        written = sum(1 for path in outs if path.exists())
+        raise Interrupted(f"{written} of {plan.count} images written are kept"
+                          + ("; run the same command again to resume" if written else "")) from None
+    stats.update(frames_out=plan.count, rate_out=str(plan.rate_out))
+    if stats.pop("has_alpha"):
+        stats["alpha"] = ("kept" if keep_alpha
+                          else f"dropped ({outs[0].suffix} holds none: write .png, .tif or .webp to keep it)")
+    return stats
+
+
+def _image_loop(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpolator, options: VideoOptions,
+                outs: Sequence[Path], keep_alpha: bool, stats: dict, progress: bool) -> None:
+    """Make and write every image not yet written (``_write_images``)."""
+    from media.images import write_image
+
+    has_alpha = False
+    to_write = sum(1 for path in outs if not path.exists())
+    written = written_bytes = 0
+    with Progress(plan.count, disable=not progress) as bar:
         for j, frame in _output_frames(anchors, plan, interpolate, options.scene_threshold,
                                        lambda k: outs[k].exists(), stats, options.motion):
             if frame is not None:
@@ -619,12 +761,17 @@ def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_
                                           f"it again and rerun the same command (the job starts over)") from None
                     raise OutputError(f"{exc}; rerun the same command to resume: the {j} images written are "
                                       f"kept") from None
-            bar.update(1)
-    stats.update(frames_out=plan.count, rate_out=str(plan.rate_out))
-    if has_alpha:
-        stats["alpha"] = ("kept" if keep_alpha
-                          else f"dropped ({outs[0].suffix} holds none: write .png, .tif or .webp to keep it)")
-    return stats
+                written, written_bytes = written + 1, written_bytes + outs[j].stat().st_size
+                if options.space_check and written == min(MEASURED_FRAMES, to_write):
+                    try:
+                        _room_for_the_rest(outs[j].parent, written_bytes, written, to_write - written, 0)
+                    except OutputError as exc:
+                        raise OutputError(f"{exc}; rerun the same command to resume: the images written are "
+                                          f"kept") from None
+                bar.update()
+            else:
+                bar.skip()
+    stats["has_alpha"] = has_alpha
 
 
 def _deinterlaced(info: VideoInfo) -> str:
@@ -633,9 +780,9 @@ def _deinterlaced(info: VideoInfo) -> str:
 
 
 def _video_to_images(info: VideoInfo, out_pattern: str, plan: Plan, interpolate: Interpolator,
-                     options: VideoOptions, progress: bool) -> dict:
+                     options: VideoOptions, progress: bool, key: str) -> dict:
     stats = _write_images(read_frames(info, alpha=True), info.pts, out_pattern, plan, interpolate, options, progress,
-                          [info.path], (info.width, info.height, 16 if info.bit_depth > 8 else 8))
+                          [info.path], (info.width, info.height, 16 if info.bit_depth > 8 else 8), key)
     stats.update(frames_in=info.frames, audio="not written (image output)" if info.has_audio else "none")
     if info.interlaced:
         stats["deinterlaced"] = _deinterlaced(info)
@@ -651,9 +798,27 @@ def check_frames_paths(frames_dir: Path, out_pattern: str) -> None:
 
 
 def interpolate_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction, interpolate: Interpolator,
-                       options: VideoOptions, progress: bool = True) -> dict:
-    """A folder of images in, images out (``out_pattern`` like DIR/%06d.png); existing outputs are kept."""
-    from media.images import READ_EXTENSIONS, read_image
+                       options: VideoOptions, progress: bool = True, weights_id: str = "",
+                       lock: Optional[OutputLock] = None) -> dict:
+    """A folder of images in, images out (``out_pattern`` like DIR/%06d.png); a rerun of the same job keeps the
+    images it wrote, another job into the pattern replaces them (``_prepare_image_job``). ``weights_id`` and
+    ``lock`` as for ``interpolate_video``."""
+    frames_dir = Path(frames_dir)
+    check_frames_paths(frames_dir, out_pattern)
+    own_lock = lock is None
+    if own_lock:
+        lock = lock_output(Path(out_pattern))
+    try:
+        return _interpolate_frames(frames_dir, out_pattern, rate_in, interpolate, options, progress, weights_id)
+    finally:
+        if own_lock and lock is not None:
+            lock.release()
+
+
+def plan_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction,
+                options: VideoOptions) -> Tuple[List[Path], Plan]:
+    """``plan_video`` for a folder of images: its image files in order and the output's frames."""
+    from media.images import READ_EXTENSIONS
 
     frames_dir = Path(frames_dir)
     check_frames_paths(frames_dir, out_pattern)
@@ -661,6 +826,15 @@ def interpolate_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction, in
     if not files:
         raise VideoError(f"{frames_dir}: no image files (png/jpg/...) found")
     plan = make_plan(len(files) / rate_in, rate_in, options.factor, options.fps, options.slowmo)
+    _image_paths(out_pattern, min(plan.count, 2))
+    return files, plan
+
+
+def _interpolate_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction, interpolate: Interpolator,
+                        options: VideoOptions, progress: bool, weights_id: str) -> dict:
+    from media.images import read_image
+
+    files, plan = plan_frames(frames_dir, out_pattern, rate_in, options)
     # transparency (rendered or keyed footage) follows the first image: with alpha there, every frame carries it
     # (opaque where an image has none)
     first, first_alpha, first_depth = read_image(files[0])
@@ -679,7 +853,10 @@ def interpolate_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction, in
             yield _to_int(rgb, np.uint16 if depth == 16 else np.uint8)
 
     stamps = [Fraction(i) / rate_in for i in range(len(files))]
+    key = json.dumps({"inputs": [(str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns) for p in files],
+                      "rate": str(rate_in), "options": _frame_options(options), "weights": weights_id},
+                     sort_keys=True)
     stats = _write_images(frames(), stamps, out_pattern, plan, interpolate, options, progress, files,
-                          (first.shape[1], first.shape[0], first_depth))
+                          (first.shape[1], first.shape[0], first_depth), key)
     stats.update(frames_in=len(files))
     return stats

@@ -22,13 +22,16 @@ def _frames(h=24, w=40, channels=3, dtype=np.uint8, seed=0):
 
 
 @pytest.mark.parametrize("field, value, words", [
-    ("precision", "fp8", "precision"), ("flow_scale", 0.0, "--flow-scale"), ("flow_scale", 1.5, "--flow-scale"),
-    ("flow_scale", "half", "--flow-scale"),
-    ("tile", -1, "--tile"), ("tile", "big", "--tile"), ("tile_overlap", 0, "--tile-overlap"),
-    ("ensemble", 3, "--ensemble"), ("alpha", "both", "--alpha")])
+    ("precision", "fp8", "use one of auto"), ("flow_scale", 0.0, r"use auto or a value in \(0, 1\]"),
+    ("flow_scale", 1.5, "use auto or"), ("flow_scale", "half", "use auto or"),
+    ("tile", -1, "use auto, 0"), ("tile", "big", "use auto, 0"), ("tile_overlap", 0, "use at least 1 pixel"),
+    ("ensemble", 3, "use 1, 2 or 4 passes"), ("alpha", "both", "use flow or linear"),
+    ("device", "tpu", "use auto, cpu, cuda or cuda:N")])
 def test_options_name_what_is_wrong(field, value, words):
-    with pytest.raises(ValueError, match=words):
+    """In the library's terms, the field and the fix (they named command-line flags: '--ensemble 3')."""
+    with pytest.raises(ValueError, match=f"^InterpolatorOptions {field}={value!r}: {words}") as info:
         InterpolatorOptions(**{field: value})
+    assert "--" not in str(info.value)
 
 
 def test_options_are_frozen():
@@ -71,13 +74,16 @@ def test_job_id_is_what_resumed_video_jobs_are_keyed_by(cpu_network, tmp_path):
     file at that path changed (an update of the repository's weights) starts afresh instead of mixing networks."""
     options = InterpolatorOptions(weights="w.safetensors", precision="fp16", flow_scale=0.5, ensemble=2)
     interpolator = Interpolator(options, network=cpu_network)
-    assert interpolator.job_id == "w.safetensors ensemble=2 flow_scale=0.5 autocast=torch.float16"
+    # every option declared to change the frames (engine.options), and what the interpolator resolved
+    assert interpolator.job_id == ("alpha=flow autocast=torch.float16 compile=False cuda_graphs=True device=cpu "
+                                   "ensemble=2 flow_scale=0.5 precision=fp16 tile=auto tile_overlap=None "
+                                   "weights=w.safetensors weights_sha256=")
     weights = tmp_path / "w.safetensors"
     ids = []
     for content in (b"one", b"three", b"three"):
         weights.write_bytes(content)
         ids.append(Interpolator(InterpolatorOptions(weights=str(weights)), network=cpu_network).job_id)
-    assert ids[0] != ids[1] == ids[2] and ids[1].startswith(f"{weights} sha256=")
+    assert ids[0] != ids[1] == ids[2] and ids[1].endswith(f"weights={weights} weights_sha256={ids[1][-16:]}")
 
 
 def test_integer_frames_are_the_networks_own(cpu_network, cpu_interpolator):
@@ -99,7 +105,7 @@ def test_integer_frames_are_the_networks_own(cpu_network, cpu_interpolator):
 def test_times_are_checked(cpu_interpolator):
     one, two = _frames()
     for times in ([0.0], [1.0], [0.5, 1.2], []):
-        with pytest.raises(ValueError, match="--time"):
+        with pytest.raises(ValueError, match="time"):
             cpu_interpolator.interpolate_integer(one, two, times)
 
 
@@ -195,7 +201,7 @@ def test_pair_files_are_checked_before_the_weights_load(tmp_path, monkeypatch):
                         ((one, two, one), "input")):
         with pytest.raises(ValueError, match=words):
             interpolate_files(*args, interpolator=options)
-    with pytest.raises(ValueError, match="--time"):
+    with pytest.raises(ValueError, match="time"):
         interpolate_files(one, two, tmp_path / "mid.png", [1.0], options)
 
 

@@ -121,10 +121,15 @@ def test_an_output_that_is_an_input_is_refused(tmp_path):
 
 
 def test_pair_outputs_are_checked_for_room(tmp_path, monkeypatch):
-    check_image_outputs([tmp_path / "a.png", tmp_path / "b.png"], [], 1920, 1080)
+    """Each output needs about what the largest input of its format takes."""
+    one = tmp_path / "one.png"
+    one.write_bytes(b"x" * 60_000)
+    check_image_outputs([tmp_path / "a.png", tmp_path / "b.png"], [one], 1920, 1080)
     monkeypatch.setattr(shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(10**9, 10**9 - 10**5, 10**5))
+    check_image_outputs([tmp_path / "a.png"], [one], 1920, 1080)
+    check_image_outputs([tmp_path / "a.jpg", tmp_path / "b.jpg"], [one], 1920, 1080)  # no jpg input: not counted
     with pytest.raises(OutputError, match="not enough space"):
-        check_image_outputs([tmp_path / "a.png"], [], 1920, 1080)
+        check_image_outputs([tmp_path / "a.png", tmp_path / "b.png"], [one], 1920, 1080)
 
 
 def test_ffmpeg_messages_are_read_for_their_cause():

@@ -70,9 +70,10 @@ def _cli(args, capsys):
 
 
 def test_a_users_folder_named_like_the_work_folder_is_left_alone(tmp_path, capsys):
-    """The job once deleted NAME.work/ next to --out NAME.mp4, with its contents, without a word."""
+    """The job once deleted NAME.work/ (now NAME.mp4.work/) next to --out NAME.mp4, with its contents, without a
+    word."""
     clip = _clip(tmp_path / "in.mp4")
-    mine = tmp_path / "holiday.work"
+    mine = tmp_path / "holiday.mp4.work"
     mine.mkdir()
     (mine / "notes.txt").write_text("the user's")
     (mine / "job.json").write_text('{"name": "a job.json of some other program"}')
@@ -90,7 +91,7 @@ def test_a_users_folder_named_like_the_work_folder_is_left_alone(tmp_path, capsy
 
 def test_a_work_folder_of_another_job_loses_only_the_jobs_files(tmp_path):
     clip = _clip(tmp_path / "in.mp4")
-    work = tmp_path / "out.work"
+    work = tmp_path / "out.mp4.work"
     work.mkdir()
     (work / "job.json").write_text(json.dumps({"key": "0" * 64}))  # left by an earlier version, another job
     (work / "seg_00000.mp4").write_bytes(b"an old segment")
@@ -150,7 +151,7 @@ def test_outputs_get_the_permissions_the_umask_gives(tmp_path, mask):
     finally:
         os.umask(old)
     assert (tmp_path / "out.mp4").stat().st_mode & 0o777 == 0o666 & ~mask
-    assert {p.stat().st_mode & 0o777 for p in (tmp_path / "frames").iterdir()} == {0o666 & ~mask}
+    assert {p.stat().st_mode & 0o777 for p in (tmp_path / "frames").glob("*.png")} == {0o666 & ~mask}
 
 
 def test_a_read_only_output_folder_is_found_before_any_work(tmp_path, monkeypatch, capsys):
@@ -175,14 +176,16 @@ def test_a_read_only_output_folder_is_found_before_any_work(tmp_path, monkeypatc
     assert code == 2 and err.startswith("error: cannot write into") and err.count("\n") == 1, err
 
 
-def test_a_disk_without_room_for_the_job_is_found_before_any_work(tmp_path, monkeypatch):
-    clip = _clip(tmp_path / "in.mp4", seconds=1)
-    monkeypatch.setattr(shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(10**9, 10**9 - 1000, 1000))
+def test_a_disk_without_room_for_the_job_is_found_on_its_first_frames(tmp_path, monkeypatch):
+    """The room is measured on the first frames written (a guess before any work refused jobs that fit), and the
+    job stops there with them kept."""
+    clip = _clip(tmp_path / "in.mp4", seconds=2, size="320x240")
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(10**9, 10**9 - 70_000, 70_000))
     blend = Blend()
-    with pytest.raises(OutputError, match=r"not enough space in .*: the job writes about [\d.]+ KB, 1.0 KB is "
-                                          r"free -- free some space"):
-        interpolate_video(clip, tmp_path / "out.mp4", blend, VideoOptions(), progress=False)
-    assert blend.calls == 0 and not (tmp_path / "out.work").exists()
+    with pytest.raises(OutputError, match=r"not enough space in .*: the 12 frames written took [\d.]+ KB each, so "
+                                          r"the rest of the job needs about [\d.]+ KB and 70.0 KB is free"):
+        interpolate_video(clip, tmp_path / "out.mp4", blend, VideoOptions(segment_seconds=0.5), progress=False)
+    assert blend.calls == 6 and len(list((tmp_path / "out.mp4.work").glob("seg_*-*.mp4"))) == 1
 
 
 def test_the_encoder_stops_the_job_at_once_when_the_disk_is_full(tmp_path):
@@ -220,10 +223,10 @@ def test_a_full_disk_mid_job_stops_it_keeping_the_finished_segments(tmp_path, mo
     assert "no space left on the disk" in message and message.endswith("the finished segments are kept"), message
     assert "audio" not in message
     assert blend.calls - opened[1] < 20  # stopped well before the segment's end
-    assert not out.exists() and len(list((tmp_path / "out.work").glob("seg_*-*.mp4"))) == 1
+    assert not out.exists() and len(list((tmp_path / "out.mp4.work").glob("seg_*-*.mp4"))) == 1
     # the unfinished segment is gone: on a full disk it held the room the rerun needs (the rerun's room check
     # comes before the work folder is tidied)
-    assert not [p for p in (tmp_path / "out.work").iterdir() if ".part" in p.name]
+    assert not [p for p in (tmp_path / "out.mp4.work").iterdir() if ".part" in p.name]
     monkeypatch.undo()
     stats = interpolate_video(clip, out, Blend(), options, progress=False)
     assert stats["resumed_segments"] == 1 and probe(out).frames == 96
@@ -245,7 +248,7 @@ def test_a_full_disk_at_the_join_says_so_and_no_audio_advice(tmp_path, monkeypat
     assert str(info.value) == (f"cannot write {out}: no space left on the disk -- free some space there or choose "
                                f"--out on another disk; rerun the same command to resume: the encoded segments "
                                f"are kept")
-    assert not out.exists() and list((tmp_path / "out.work").glob("seg_*-*.mp4"))
+    assert not out.exists() and list((tmp_path / "out.mp4.work").glob("seg_*-*.mp4"))
     monkeypatch.undo()
     blend = Blend()
     interpolate_video(clip, out, blend, VideoOptions(), progress=False)
@@ -254,7 +257,7 @@ def test_a_full_disk_at_the_join_says_so_and_no_audio_advice(tmp_path, monkeypat
 
 def test_the_work_folder_removed_mid_run_is_one_line(tmp_path, capsys):
     clip = _clip(tmp_path / "in.mp4")
-    work = tmp_path / "out.work"
+    work = tmp_path / "out.mp4.work"
     blend = Blend(on_call=lambda n: shutil.rmtree(work) if n == 3 else None)
     with pytest.raises(OutputError, match="^the work folder .* was removed during the run -- rerun the same command"):
         interpolate_video(clip, tmp_path / "out.mp4", blend, VideoOptions(), progress=False)
@@ -276,10 +279,10 @@ def test_a_full_disk_writing_frames_keeps_those_written(tmp_path, monkeypatch):
     with pytest.raises(OutputError, match=r"no space left.*resume: the 5 images written are kept$"):
         interpolate_video(clip, folder / "%04d.png", Blend(), VideoOptions(), progress=False)
     monkeypatch.undo()
-    assert sorted(p.name for p in folder.iterdir()) == [f"{i:04d}.png" for i in range(5)]  # nothing half-written
+    assert sorted(p.name for p in folder.glob("*.png")) == [f"{i:04d}.png" for i in range(5)]  # nothing half-written
     blend = Blend()
     interpolate_video(clip, folder / "%04d.png", blend, VideoOptions(), progress=False)
-    assert len(list(folder.iterdir())) == 24 and blend.calls == 11 - 2  # pairs 0 and 1 were done
+    assert len(list(folder.glob("*.png"))) == 24 and blend.calls == 11 - 2  # pairs 0 and 1 were done
 
 
 def test_segments_close_after_a_minute_of_work_so_an_interrupt_loses_little(tmp_path):
@@ -291,7 +294,7 @@ def test_segments_close_after_a_minute_of_work_so_an_interrupt_loses_little(tmp_
     assert options.segment_seconds == 10  # longer than the clip: before, one segment held it all
     with pytest.raises(KeyboardInterrupt):
         interpolate_video(clip, out, Blend(wait=0.1, fail_at=25), options, progress=False)
-    segments = sorted((tmp_path / "out.work").glob("seg_*-*.mp4"))
+    segments = sorted((tmp_path / "out.mp4.work").glob("seg_*-*.mp4"))
     kept = sum(int(p.stem.split("-")[1]) - int(p.stem.split("_")[1].split("-")[0]) for p in segments)
     assert len(segments) >= 3 and kept >= 2 * 24 - 2 * 8  # at most about 0.5 s of work (and a pair) lost
     blend = Blend()

@@ -92,7 +92,7 @@ def test_factor_two_keeps_duration_and_copies_audio(tmp_path, blend_interpolator
     assert dst.rate == 2 * src.rate
     assert abs(dst.duration - src.duration) <= 1 / dst.rate
     assert dst.has_audio and _audio_md5(out) == _audio_md5(clip)
-    assert not (tmp_path / "out.work").exists()
+    assert not (tmp_path / "out.mp4.work").exists()
     assert stats["audio"] == "copied" and stats["interpolated"] == src.frames - 1
     assert blend_interpolator.calls == [((64, 96, 3), (0.5,))] * (src.frames - 1)
 
@@ -225,7 +225,7 @@ def test_interrupted_job_resumes_without_redoing_segments(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         interpolate_video(clip, out, crashing, options, progress=False)
     assert not out.exists()
-    finished = sorted((tmp_path / "out.work").glob("seg_*[0-9].mp4"))
+    finished = sorted((tmp_path / "out.mp4.work").glob("seg_*[0-9].mp4"))
     assert len(finished) >= 1
     stats = interpolate_video(clip, out, lambda a, b, ts: [(1 - t) * a + t * b for t in ts], options, progress=False)
     assert stats["resumed_segments"] == len(finished)
@@ -406,7 +406,7 @@ def test_audio_that_the_container_cannot_hold_is_refused_before_any_work(tmp_pat
     err = str(info.value)
     assert "does not fit .mp4: use .mkv" in err and "--audio-codec aac" in err, err
     assert "nothing was interpolated yet" in err and not blend_interpolator.calls, err
-    assert not (tmp_path / "out.mp4").exists() and not (tmp_path / "out.work").exists()
+    assert not (tmp_path / "out.mp4").exists() and not (tmp_path / "out.mp4.work").exists()
     assert not list(tmp_path.glob(".audio-check-*"))
     assert _video(clip, tmp_path / "out.mkv", blend_interpolator)["audio"] == "copied"
     assert _audio_md5(tmp_path / "out.mkv") == _audio_md5(clip)
@@ -874,7 +874,7 @@ def test_prores_goes_to_mov_and_is_refused_for_mp4_before_any_work(tmp_path, cap
         _video(clip, tmp_path / "out.mp4", blend_interpolator, codec="prores_ks")
     err = str(info.value)
     assert ".mp4 cannot hold prores_ks video" in err and "use .mov" in err, err
-    assert "nothing was interpolated yet" in err and not (tmp_path / "out.work").exists()
+    assert "nothing was interpolated yet" in err and not (tmp_path / "out.mp4.work").exists()
     assert not blend_interpolator.calls
     assert _video(clip, tmp_path / "out.mov", blend_interpolator, codec="prores_ks")["audio"] == "copied"
     banner = subprocess.run([ffmpeg_exe(), "-hide_banner", "-i", str(tmp_path / "out.mov")], capture_output=True,
@@ -932,7 +932,7 @@ def test_audio_bitrate_sets_the_encoder_and_is_checked_first(tmp_path, capsys, b
     clip = _make_clip(tmp_path / "in.mp4", seconds=1, audio=True)
     # the command line refuses a bitrate for copied audio before any work
     code, _, err = _cli(["--video", clip, "--out", tmp_path / "x.mp4", "--audio-bitrate", "192k"], capsys)
-    assert code == 2 and "--audio-codec" in err and not (tmp_path / "x.work").exists(), err
+    assert code == 2 and "--audio-codec" in err and not (tmp_path / "x.mp4.work").exists(), err
     stats = _video(clip, tmp_path / "lo.mp4", blend_interpolator, audio_codec="aac", audio_bitrate="32k")
     assert stats["audio"] == "re-encoded (aac, 32k)", stats
     _video(clip, tmp_path / "hi.mp4", blend_interpolator, audio_codec="aac", audio_bitrate="256k")
@@ -961,7 +961,7 @@ def test_audio_codec_reencodes_for_webm_and_keeps_audio_in_slow_motion(tmp_path,
     with pytest.raises(VideoError) as info:
         _video(clip, tmp_path / "x.mp4", blend_interpolator, audio_codec="no-such-codec")
     err = str(info.value)
-    assert "another --audio-codec" in err and not (tmp_path / "x.work").exists()
+    assert "another --audio-codec" in err and not (tmp_path / "x.mp4.work").exists()
     assert "encoded with no-such-codec" in err, err
 
 

@@ -1,0 +1,137 @@
+"""Progress on stderr that says only what it knows.
+
+On a terminal: a tqdm bar (``Progress``) or a spinner with the time spent (``Spinner``), redrawn in place. In a
+log (stderr not a terminal) nothing is redrawn: a plain line now and then, never ``\\r``-joined updates. Rates
+and times left count only the work done in this run: steps skipped because an earlier run made them (a resumed
+job) move the count but not the rate, and nothing is estimated before the first step of this run is done.
+Importing this module does nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import IO, Optional
+
+# a line in a log at most this often (seconds)
+LOG_EVERY = 30.0
+
+
+def is_terminal(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}" if hours else f"{rest // 60}:{rest % 60:02d}"
+
+
+class Progress:
+    """``total`` steps (frames), some of which may be skipped (``skip``) rather than done (``update``)."""
+
+    def __init__(self, total: int, desc: str = "", unit: str = "frame", disable: bool = False,
+                 stream: Optional[IO[str]] = None, every: float = LOG_EVERY) -> None:
+        self.total, self.desc, self.unit, self.every = total, desc, unit, every
+        self.stream = stream if stream is not None else sys.stderr
+        self.disable = disable
+        self.done = self.skipped = 0
+        self.start = time.monotonic()
+        self._next_line = self.start + every
+        self._bar = None
+        if not disable and is_terminal(self.stream):
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total, unit=unit, desc=desc or None, file=self.stream)
+
+    def skip(self, count: int = 1) -> None:
+        """Steps an earlier run made: counted, not timed."""
+        self.skipped += count
+        if self._bar is not None:
+            # (tqdm's rates: the average counts from ``initial``, the moving one from ``last_print_n``)
+            self._bar.initial += count
+            self._bar.n += count
+            self._bar.last_print_n += count
+            self._bar.refresh()
+
+    def update(self, count: int = 1) -> None:
+        """Steps made by this run."""
+        self.done += count
+        if self._bar is not None:
+            self._bar.update(count)
+        elif not self.disable and time.monotonic() >= self._next_line:
+            self._next_line = time.monotonic() + self.every
+            print(self.line(), file=self.stream, flush=True)
+
+    def line(self) -> str:
+        """The state in words: counts, and the rate and time left of this run's work where it has any."""
+        elapsed = time.monotonic() - self.start
+        count = self.done + self.skipped
+        text = f"{self.desc + ': ' if self.desc else ''}{count}/{self.total} {self.unit}s"
+        if self.skipped:
+            text += f" ({self.skipped} from an earlier run)"
+        if self.done and elapsed > 0:
+            rate = self.done / elapsed
+            speed = f"{rate:.2f} {self.unit}s/s" if rate >= 1 else f"{1 / rate:.1f} s/{self.unit}"
+            text += f", {speed}, about {_clock((self.total - count) / rate)} left"
+        return text
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Spinner:
+    """Work of unknown length (one long pair): on a terminal a spinner with the time spent, redrawn twice a second;
+    in a log one line at the start and one every ``every`` seconds."""
+
+    FRAMES = "|/-\\"
+
+    def __init__(self, desc: str, stream: Optional[IO[str]] = None, every: float = LOG_EVERY,
+                 disable: bool = False) -> None:
+        self.desc, self.every, self.disable = desc, every, disable
+        self.stream = stream if stream is not None else sys.stderr
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    def __enter__(self) -> "Spinner":
+        if self.disable:
+            return self
+        self.start = time.monotonic()
+        terminal = is_terminal(self.stream)
+        if not terminal:
+            print(f"{self.desc} ...", file=self.stream, flush=True)
+        self._thread = threading.Thread(target=self._run, args=(terminal,), name="spinner", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self, terminal: bool) -> None:
+        turn = 0
+        while not self._stop.wait(0.5 if terminal else self.every):
+            elapsed = time.monotonic() - self.start
+            if terminal:
+                turn += 1
+                self.stream.write(f"\r{self.desc} {self.FRAMES[turn % 4]} {_clock(elapsed)}")
+                self.stream.flush()
+            else:
+                print(f"{self.desc}: still working, {_clock(elapsed)} so far", file=self.stream, flush=True)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._thread.join()
+        if is_terminal(self.stream):
+            self.stream.write(f"\r{self.desc}: {_clock(time.monotonic() - self.start)}\n")
+            self.stream.flush()
