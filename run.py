@@ -45,12 +45,31 @@ class _Defaults(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+class _Version(argparse.Action):
+    """--version: the version, the code's licence and the weights' terms, on stdout (argparse's own version action
+    would fold them into one paragraph)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS, help: Optional[str] = None) -> None:  # noqa: A002
+        super().__init__(option_strings, dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: Optional[str] = None) -> NoReturn:
+        from engine.about import version_text
+
+        print(version_text())
+        parser.exit(0)
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from engine.about import CODE_LICENCE, WEIGHTS_TERMS
     from engine.options import flow_scale_value
     from media.video import PRESETS
     from pipeline.video import MOTIONS
 
-    p = _Parser(description="Video frame interpolation with softmax splatting.", formatter_class=_Defaults)
+    p = _Parser(description="Video frame interpolation with softmax splatting.", formatter_class=_Defaults,
+                epilog=f"Licence: {CODE_LICENCE} {WEIGHTS_TERMS}")
+    p.add_argument("--version", action=_Version, help="print the version and the licence terms, then exit")
     p.add_argument("--one", type=Path, help="first frame (png/jpg/bmp/tif/webp; 8/16-bit; gray, RGB or RGBA)")
     p.add_argument("--two", type=Path, help="second frame, same size as --one")
     p.add_argument("--out", type=Path, help="output image; with several --time values use {i} or {t} in the name")

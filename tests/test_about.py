@@ -3,11 +3,13 @@ metadata, ``run.py --version`` and ``--help``."""
 
 import hashlib
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from engine.about import CODE_LICENCE, LICENCE_KEY, WEIGHTS_TERMS
+from engine.about import CODE_LICENCE, LICENCE_KEY, WEIGHTS_TERMS, __version__
 
 ROOT = Path(__file__).resolve().parent.parent
 # sha256 (first 16 digits) of each shipped file's tensor bytes (everything after the header), taken before the terms
@@ -35,3 +37,21 @@ def test_the_terms_say_non_commercial_and_name_the_sources():
     readme = (ROOT / "weights" / "README.md").read_text()
     assert "non-commercial research use only" in readme
     assert "MIT" in CODE_LICENCE and (ROOT / "LICENSE").read_text().startswith("MIT License")
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "run.py"), *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_version_prints_the_version_and_both_licences_on_stdout():
+    proc = _cli("--version")
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert proc.stdout.splitlines() == [f"softsplat-vfi {__version__}", CODE_LICENCE, WEIGHTS_TERMS]
+
+
+def test_help_ends_with_the_terms():
+    proc = _cli("--help")
+    assert proc.returncode == 0
+    folded = " ".join(proc.stdout.split())
+    assert folded.endswith(f"Licence: {CODE_LICENCE} {WEIGHTS_TERMS}")
+    assert "--version" in proc.stdout
