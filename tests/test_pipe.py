@@ -1,15 +1,25 @@
-"""YUV4MPEG2 pipes: ``pipeline.pipe`` on in-memory streams (layouts, rates, cuts, errors)."""
+"""YUV4MPEG2 pipes: ``run.py --video - --out -`` between two ffmpeg processes, and ``pipeline.pipe`` on in-memory
+streams (layouts, rates, cuts, errors)."""
 
 import io
+import re
+import subprocess
+import sys
+import threading
 from fractions import Fraction
+from pathlib import Path
 from typing import List, Tuple
 
 import numpy as np
 import pytest
 
+from media.video import ffmpeg_exe
 from media.y4m import Y4MError, parse_header
 from pipeline.pipe import interpolate_pipe
 from pipeline.video import VideoOptions
+
+ROOT = Path(__file__).resolve().parent.parent
+
 
 def _split(stream: bytes) -> Tuple[bytes, List[bytes]]:
     """(header line, frame payloads) of a whole y4m stream."""
@@ -23,6 +33,55 @@ def _split(stream: bytes) -> Tuple[bytes, List[bytes]]:
         assert len(frames[-1]) == header.frame_bytes
         rest = rest[header.frame_bytes:]
     return header_line, frames
+
+
+def _testsrc(frames: int, pix_fmt: str, rate: str = "24000/1001", size: str = "64x48") -> bytes:
+    """A y4m stream made by ffmpeg's testsrc2 (moving patterns)."""
+    return subprocess.run([ffmpeg_exe(), "-v", "error", "-f", "lavfi", "-i", f"testsrc2=size={size}:rate={rate}",
+                           "-frames:v", str(frames), "-pix_fmt", pix_fmt, "-strict", "-1", "-f", "yuv4mpegpipe", "-"],
+                          capture_output=True, check=True).stdout
+
+
+def _framemd5(args: List[str], stdin: bytes = b"") -> Tuple[Fraction, List[int], List[str]]:
+    """ffmpeg's framemd5 of its input: (time base, pts of each frame, hash of each frame)."""
+    out = subprocess.run([ffmpeg_exe(), "-v", "error", *args, "-f", "framemd5", "-"], input=stdin,
+                         capture_output=True, check=True).stdout.decode()
+    base = Fraction(re.search(r"^#tb 0: (\d+/\d+)$", out, re.M).group(1))
+    rows = [line.split(",") for line in out.splitlines() if line and not line.startswith("#")]
+    return base, [int(row[2]) for row in rows], [row[5].strip() for row in rows]
+
+
+def test_ffmpeg_pipe_round_trips_a_10_bit_clip_with_exact_count_and_timestamps(tmp_path):
+    """ffmpeg -f yuv4mpegpipe | run.py --video - --factor 2 --out - | ffmpeg -i - out.mkv, with real processes (the
+    test keeps a copy of the middle stream): 12 frames at 24000/1001 give 24 at 48000/1001, 10-bit 4:2:0 kept,
+    frame j at exactly j * 1001/48000 s, and the input frames bit-exact at the even positions."""
+    ff = ffmpeg_exe()
+    source = tmp_path / "in.y4m"
+    source.write_bytes(_testsrc(12, "yuv420p10le"))
+    upstream = subprocess.Popen([ff, "-v", "error", "-i", str(source), "-strict", "-1", "-f", "yuv4mpegpipe", "-"],
+                                stdout=subprocess.PIPE)
+    tool = subprocess.Popen([sys.executable, str(ROOT / "run.py"), "--video", "-", "--factor", "2", "--out", "-",
+                             "--model", "fast"], stdin=upstream.stdout, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=ROOT)
+    upstream.stdout.close()
+    stream, err = tool.communicate()
+    assert (upstream.wait(), tool.returncode) == (0, 0), err.decode()
+    assert "frames_in 12, frames_out 24" in err.decode() and "rate_out 48000/1001" in err.decode()
+    # the stream: 10-bit 4:2:0 at 48000/1001, the input frames bit-exact at the even positions
+    header, frames = _split(stream)
+    assert header == b"YUV4MPEG2 W64 H48 F48000:1001 Ip A1:1 C420p10 XYSCSS=420P10"
+    assert len(frames) == 24
+    assert [frames[2 * i] for i in range(12)] == _split(source.read_bytes())[1]
+    # ffmpeg's y4m reader times frame j at exactly j * 1001/48000 s
+    base, pts, hashes = _framemd5(["-f", "yuv4mpegpipe", "-i", "-"], stream)
+    assert (base, pts) == (Fraction(1001, 48000), list(range(24)))
+    # ... and encodes all 24 into out.mkv, which rounds times to milliseconds
+    out = tmp_path / "out.mkv"
+    subprocess.run([ff, "-v", "error", "-f", "yuv4mpegpipe", "-i", "-", "-c:v", "ffv1", str(out)], input=stream,
+                   check=True)
+    base, pts, decoded = _framemd5(["-i", str(out)])
+    assert [round(p * base * 1000) for p in pts] == [round(Fraction(j * 1001, 48000) * 1000) for j in range(24)]
+    assert decoded == hashes  # lossless: the same 24 frames
 
 
 def _stream(frames: List[np.ndarray], colour: str = "C420jpeg", rate: str = "25:1", tags: str = "Ip A1:1") -> bytes:
@@ -101,3 +160,48 @@ def test_a_truncated_stream_ends_the_output_at_whole_frames_and_says_so(blend_in
 def test_streams_it_cannot_read_are_named(stream, message, blend_interpolator):
     with pytest.raises(Y4MError, match=message):
         _run_pipe(stream, blend_interpolator)
+
+
+def _cli(stdin: bytes, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "run.py"), "--video", "-", "--model", "fast", *args],
+                          input=stdin, capture_output=True, cwd=ROOT)
+
+
+def test_the_cli_says_a_truncated_stream_in_one_line_and_exits_non_zero():
+    stream = _testsrc(4, "yuv420p")
+    proc = _cli(stream[:-100], "--out", "-")
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and "Traceback" not in err
+    assert [line for line in err.splitlines() if line.startswith("error:")] == [
+        "error: standard input: the stream ended inside frame 3 (4508 of its 4608 bytes): was the program writing it "
+        "stopped?; the output ends after 6 frames, interpolated from the 3 whole frames read"]
+    assert len(_split(proc.stdout)[1]) == 6
+
+
+def test_the_cli_says_a_closed_output_pipe_in_one_line_and_exits_non_zero():
+    stream = _testsrc(40, "yuv420p")
+    tool = subprocess.Popen([sys.executable, str(ROOT / "run.py"), "--video", "-", "--out", "-", "--model", "fast"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+
+    def feed() -> None:
+        try:
+            tool.stdin.write(stream)
+            tool.stdin.close()
+        except BrokenPipeError:  # the tool stopped reading
+            pass
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    tool.stdout.read(10)  # the header's start, then the reader leaves
+    tool.stdout.close()
+    err = tool.stderr.read().decode()
+    feeder.join(timeout=60)
+    assert tool.wait(timeout=60) == 1 and "Traceback" not in err and "Exception ignored" not in err
+    assert [line for line in err.splitlines() if line.startswith("error:")] == [
+        "error: the output pipe was closed by the program reading it (nothing more could be written)"]
+
+
+def test_the_cli_refuses_a_pipe_into_a_file():
+    proc = _cli(_testsrc(2, "yuv420p"), "--out", "out.mp4")
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert proc.stderr.decode().startswith("error: --video - reads a YUV4MPEG2 stream and writes one: use --out -")
