@@ -87,12 +87,11 @@ def test_doubling_16_frames_equals_the_engine_exactly(fast_model):
     """16 frames of 48 x 64: every input frame comes back as it was, and every frame between them is, bit for bit, the
     engine's ``interpolate_integer_with_neighbours`` on the same 16-bit frames, with the frames beside each pair as
     the video tool gives them (none beyond the clip's ends)."""
-    from engine import Interpolator
-
     images = _moving_texture(16)
     out, fps, mask = _interpolate(fast_model, images)
     assert out.shape == (31, 48, 64, 3) and out.dtype == torch.float32 and fps == 48.0 and mask.shape == (31, 48, 64)
-    engine = Interpolator(fast_model.interpolator.options, network=fast_model.interpolator.network)
+    engine = fast_model.new_engine()  # an engine of its own, on the same network
+    assert engine is not fast_model.new_engine() and engine.network is fast_model.new_engine().network
     frames = [quantize(image) for image in images]
     worst = 0.0
     for i in range(15):
@@ -118,7 +117,7 @@ class _Blend:
 
 @pytest.fixture
 def blend() -> SoftsplatModel:
-    return SoftsplatModel(_Blend(), Path("blend"), "")
+    return SoftsplatModel(_Blend, Path("blend"), "")
 
 
 @pytest.mark.parametrize("multiplier, target_fps, loop, count, fps", [

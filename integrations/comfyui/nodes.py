@@ -23,6 +23,7 @@ Nothing is downloaded and CuPy is not needed (on CUDA without it, the operator's
 
 from __future__ import annotations
 
+import functools
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 if TYPE_CHECKING:
     import numpy as np
@@ -93,9 +94,11 @@ def use_repository_packages() -> None:
 
 @dataclass
 class SoftsplatModel:
-    """What the loader node gives the interpolate node: the engine and the terms of its weights."""
+    """What the loader node gives the interpolate node: a maker of engines and the terms of its weights. Each run
+    gets its own engine (``new_engine()``, all sharing one loaded network), so that the flows it keeps for
+    quadratic paths and its CUDA graphs are freed when the run ends instead of staying on the device."""
 
-    interpolator: Any  # engine.Interpolator
+    new_engine: Callable[[], Any]  # () -> engine.Interpolator (anything with the pipeline's interpolator interface)
     weights: Path
     terms: str
 
@@ -120,11 +123,11 @@ def load_model(model_name: str = "default", device: str = "auto", precision: str
     # flow at full and half resolution where that fits better: the default network's default (run.py's), 1 else
     flow_scale = "auto" if weights == ROOT / "weights" / "network.safetensors" else 1.0
     options = InterpolatorOptions(weights=weights, device=device, precision=precision, flow_scale=flow_scale)
-    interpolator = Interpolator(options)
+    network = Interpolator(options).network  # loaded now: a missing or unfit file is said by the loader node
     terms = read_metadata(weights).get(LICENCE_KEY, "") if weights.suffix == ".safetensors" else ""
     if terms:
         print(f"softsplat-vfi: {weights.name}: {terms}", file=sys.stderr)
-    return SoftsplatModel(interpolator, weights, terms)
+    return SoftsplatModel(functools.partial(Interpolator, options, network), weights, terms)
 
 
 def quantize(image: "torch.Tensor") -> "np.ndarray":
@@ -202,7 +205,7 @@ def interpolate_batch(model: SoftsplatModel, images: "torch.Tensor", multiplier:
     plan = Plan(rate_out, count, 1 / rate_out)
     stamps = [Fraction(i) / rate_in for i in range(len(order))]
     bar = _progress(count)
-    for j, frame in stream_frames(frames(), stamps, plan, model.interpolator, options, {}):
+    for j, frame in stream_frames(frames(), stamps, plan, model.new_engine(), options, {}):
         source = kept.get(id(frame))
         if source is not None and source[0] is frame:  # an input frame: its own values
             out[j] = images[source[1]].float().cpu()
