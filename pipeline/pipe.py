@@ -31,6 +31,8 @@ from .video import Interpolator, VideoOptions, stream_frames
 # how many recent input frames keep their original bytes for a bit-exact copy: more than the schedule holds at once
 # (the prefetch's 4 anchors, the pair, its neighbours and the one ahead)
 _ORIGINALS = 16
+# the longest header or frame line read (ffmpeg's are under 100 bytes)
+_LINE = 4096
 # a stream's length before its end is known: the plan's count until then (the loop stops at the real one)
 _OPEN_ENDED = Fraction(10**9)
 
@@ -55,7 +57,7 @@ class _Reader:
         size = self.header.frame_bytes
         try:
             while True:
-                marker = self.source.readline()
+                marker = self.source.readline(_LINE)
                 if not marker:
                     return
                 if not marker.startswith(b"FRAME"):
@@ -97,7 +99,7 @@ def interpolate_pipe(source: BinaryIO, sink: BinaryIO, interpolate: Interpolator
     if options.field_rate:
         raise VideoError("--fields needs the file reader's deinterlacer: deinterlace before the pipe (ffmpeg -vf "
                          "bwdif=send_field) and send progressive frames")
-    header = parse_header(source.readline(), name)
+    header = parse_header(source.readline(_LINE), name)  # (anything but y4m need not be read whole)
     if header.interlacing in ("t", "b", "m"):
         print(f"note: {name} is marked interlaced (I{header.interlacing}): its frames are interpolated as they are; "
               f"deinterlace before the pipe (ffmpeg -vf bwdif) for clean motion", file=sys.stderr)
