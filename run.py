@@ -45,12 +45,31 @@ class _Defaults(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
+class _Version(argparse.Action):
+    """--version: the version, the code's licence and the weights' terms, on stdout (argparse's own version action
+    would fold them into one paragraph)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS, help: Optional[str] = None) -> None:  # noqa: A002
+        super().__init__(option_strings, dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: Optional[str] = None) -> NoReturn:
+        from engine.about import version_text
+
+        print(version_text())
+        parser.exit(0)
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from engine.about import CODE_LICENCE, WEIGHTS_TERMS
     from engine.options import add_flags
     from media.video import PRESETS
     from pipeline.video import MOTIONS
 
-    p = _Parser(description="Video frame interpolation with softmax splatting.", formatter_class=_Defaults)
+    p = _Parser(description="Video frame interpolation with softmax splatting.", formatter_class=_Defaults,
+                epilog=f"Licence: {CODE_LICENCE} {WEIGHTS_TERMS}")
+    p.add_argument("--version", action=_Version, help="print the version and the licence terms, then exit")
     p.add_argument("--one", type=Path, help="first frame (png/jpg/bmp/tif/webp; 8/16-bit; gray, RGB or RGBA)")
     p.add_argument("--two", type=Path, help="second frame, same size as --one")
     p.add_argument("--out", type=Path, help="output image; with several --time values use {i} or {t} in the name")
@@ -58,7 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
     # the engine's options: flags, checks and resume key from one declaration (engine/options.py)
     add_flags(p)
     v = p.add_argument_group("video and frame sequences")
-    v.add_argument("--video", type=Path, help="input video; --out is a video file (mp4/mkv/mov) or DIR/%%06d.png")
+    v.add_argument("--video", type=Path,
+                   help="input video; --out is a video file (mp4/mkv/mov) or DIR/%%06d.png. --video - --out -: a "
+                        "YUV4MPEG2 stream from stdin to stdout (ffmpeg -i IN -f yuv4mpegpipe - | python run.py "
+                        "--video - --out - | ffmpeg -i - OUT; 10-bit: -strict -1 before -f), messages on stderr, no "
+                        "work folder or resume (docs/integrations.md)")
     v.add_argument("--frames", type=Path, help="input folder of frames (sorted by name); --out DIR/%%06d.png")
     v.add_argument("--input-fps", default="25", help="frame rate of --frames input")
     v.add_argument("--factor", type=int, default=None, help="output frames per input frame (default 2)")
@@ -140,6 +163,8 @@ def run_sequence(args: argparse.Namespace) -> int:
     from pipeline.schedule import parse_rate
     from pipeline.video import interpolate_frames, interpolate_video, lock_output, plan_frames, plan_video
 
+    if str(args.video) == "-":
+        return run_pipe(args)
     # every check that needs no network comes first, so that a mistake is said at once: the options, the input
     # (probed), the output's frames, the weights file, and then the output's lock (a second job on it refuses)
     options = video_options(args)
@@ -169,6 +194,52 @@ def run_sequence(args: argparse.Namespace) -> int:
     if problem:
         print(f"warning: {args.video}: ffmpeg reported '{problem}' while reading it; the output covers the "
               f"{stats.get('frames_in')} frames it could read", file=sys.stderr)
+    return 0
+
+
+# options of video files that a y4m pipe has no use for: the program after the pipe encodes, and nothing is resumed
+_FILE_ONLY = ("codec", "crf", "preset", "pix_fmt", "audio_codec", "audio_bitrate", "segment_seconds")
+
+
+def run_pipe(args: argparse.Namespace) -> int:
+    """--video - --out -: a YUV4MPEG2 stream from stdin to stdout. stdout carries the frames only: everything else
+    this process prints goes to stderr."""
+    import contextlib
+    import os
+
+    from pipeline.pipe import PipeClosed, interpolate_pipe
+    from pipeline.schedule import parse_rate
+    from pipeline.video import VideoOptions
+
+    if str(args.out) != "-":
+        raise ValueError("--video - reads a YUV4MPEG2 stream and writes one: use --out - and pipe it into ffmpeg to "
+                         "encode a file (... | ffmpeg -i - out.mkv)")
+    if sys.stdin.isatty():
+        raise ValueError("--video -: standard input is a terminal: pipe a YUV4MPEG2 stream into it "
+                         "(ffmpeg -i IN -f yuv4mpegpipe - | python run.py --video - --out - | ...)")
+    if sys.stdout.isatty():
+        raise ValueError("--out -: standard output is a terminal: pipe it into a program (... | ffmpeg -i - OUT.mkv)")
+    defaults = build_parser()
+    unused = [f"--{name.replace('_', '-')}" for name in _FILE_ONLY if getattr(args, name) != defaults.get_default(name)]
+    if unused:
+        print(f"note: {', '.join(unused)} do not apply to a pipe: the program after it encodes", file=sys.stderr)
+    options = VideoOptions(factor=args.factor, fps=parse_rate(args.fps) if args.fps else None, slowmo=args.slowmo,
+                           scene_threshold=args.scene_threshold, dedup_threshold=args.dedup or 0.0,
+                           field_rate=args.fields, motion=args.motion)
+    sink = sys.stdout.buffer
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            from engine import Interpolator
+
+            stats = interpolate_pipe(sys.stdin.buffer, sink, Interpolator(interpolator_options(args)), options)
+    except PipeClosed as exc:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second failure when Python exits
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    print("wrote standard output: " + ", ".join(f"{k} {v}" for k, v in stats.items()), file=sys.stderr)
     return 0
 
 

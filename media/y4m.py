@@ -1,13 +1,17 @@
-"""Reading YUV4MPEG2 (.y4m) files frame by frame: 8- and 10-bit (or more), 4:2:0 / 4:2:2 / 4:4:4.
+"""YUV4MPEG2 (.y4m) files and streams, frame by frame: 8- and 10-bit (or more), 4:2:0 / 4:2:2 / 4:4:4.
 
-Frames are converted to float RGB in [0, 1] with the BT.601 limited-range matrix,
-which is what ffmpeg applies by default when a y4m stream carries no colour space
-(the published Xiph protocol converts with ffmpeg).
+``read_y4m`` converts frames to float RGB in [0, 1] with the BT.601 limited-range
+matrix, which is what ffmpeg applies by default when a y4m stream carries no colour
+space (the published Xiph protocol converts with ffmpeg). Streams (``parse_header``,
+``yuv_to_rgb16``, ``rgb16_to_yuv``: run.py's pipes) go to 16-bit RGB and back with one
+matrix by frame size (BT.709 for HD, else BT.601) and the range the header names.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Iterable, Iterator, Optional, Sequence, Tuple
 
@@ -104,3 +108,155 @@ def write_y4m(path: Path, frames: Iterable[np.ndarray], fps: int = 60) -> None:
             f.write(b"FRAME\n")
             for plane in (y, u, v):
                 f.write(np.clip(np.rint(plane), 0, 255).astype(np.uint8).tobytes())
+
+
+# --- streams (run.py --video - --out -): headers kept, original frames passed through, RGB for interpolation ---
+
+# Kr, Kb of the YUV matrices; y4m names none, so the stream's size picks one as players do (HD: BT.709, SD: BT.601).
+# Reading and writing use the same matrix, so what it changes is only which RGB the network sees.
+_MATRICES = {"bt601": (0.299, 0.114), "bt709": (0.2126, 0.0722)}
+
+
+@dataclass(frozen=True)
+class Y4MHeader:
+    """A YUV4MPEG2 stream header. ``tags`` are its fields other than W, H and F, kept verbatim (interlacing I, pixel
+    aspect A, chroma C, extensions X such as XCOLORRANGE), so the output describes its frames as the input did."""
+
+    width: int
+    height: int
+    rate: Fraction
+    sub: str  # "420", "422" or "444"
+    depth: int  # bits per sample: 8, or 9-16 (little-endian 16-bit samples, as ffmpeg writes C420p10 and the like)
+    full_range: bool
+    interlacing: str  # "p" (progressive), "t", "b", "m" or "?"
+    tags: Tuple[str, ...]
+
+    @property
+    def chroma_size(self) -> Tuple[int, int]:
+        """(width, height) of each chroma plane (odd sizes round up, as ffmpeg's do)."""
+        width = -(-self.width // 2) if self.sub in ("420", "422") else self.width
+        height = -(-self.height // 2) if self.sub == "420" else self.height
+        return width, height
+
+    @property
+    def frame_bytes(self) -> int:
+        cw, ch = self.chroma_size
+        return (self.width * self.height + 2 * cw * ch) * (2 if self.depth > 8 else 1)
+
+    @property
+    def matrix(self) -> str:
+        return "bt709" if self.width >= 1280 or self.height >= 720 else "bt601"
+
+    def line(self, rate: Optional[Fraction] = None) -> bytes:
+        """The header line, at ``rate`` (default: its own)."""
+        rate = self.rate if rate is None else rate
+        fields = [f"W{self.width}", f"H{self.height}", f"F{rate.numerator}:{rate.denominator}", *self.tags]
+        return ("YUV4MPEG2 " + " ".join(fields) + "\n").encode("ascii")
+
+
+def parse_header(line: bytes, name: str) -> Y4MHeader:
+    """The header of a stream (``name`` in errors); Y4MError naming the fix for one this reader cannot take."""
+    if not line.startswith(b"YUV4MPEG2"):
+        raise Y4MError(f"{name}: not a YUV4MPEG2 stream (send one with ffmpeg -i IN -f yuv4mpegpipe -)")
+    if not line.endswith(b"\n"):
+        raise Y4MError(f"{name}: the stream ended inside its header")
+    width = height = 0
+    rate = None
+    tags = []
+    colour, interlacing, full_range = "420jpeg", "p", False
+    for field in line.decode("ascii", "replace").split()[1:]:
+        key, value = field[0], field[1:]
+        try:
+            if key == "W":
+                width = int(value)
+            elif key == "H":
+                height = int(value)
+            elif key == "F":
+                num, den = value.split(":")
+                rate = Fraction(int(num), int(den))
+        except (ValueError, ZeroDivisionError):
+            raise Y4MError(f"{name}: header field {field!r} is not a number") from None
+        if key in "WHF":
+            continue
+        tags.append(field)
+        if key == "C":
+            colour = value
+        elif key == "I":
+            interlacing = value
+        elif field == "XCOLORRANGE=FULL":
+            full_range = True
+    if width <= 0 or height <= 0 or rate is None or rate <= 0:
+        raise Y4MError(f"{name}: the header needs a frame size and a frame rate (W, H, F): got {line.strip()!r}")
+    match = re.fullmatch(r"(420|422|444)(?:jpeg|mpeg2|paldv)?(?:p(\d+))?", colour)
+    depth = int(match.group(2)) if match and match.group(2) else 8
+    if match is None or not 8 <= depth <= 16:
+        raise Y4MError(f"{name}: chroma layout C{colour} is not supported: send 4:2:0, 4:2:2 or 4:4:4 at 8 to 16 "
+                       f"bits (ffmpeg -pix_fmt yuv420p, or yuv420p10le with -strict -1)")
+    return Y4MHeader(width, height, rate, match.group(1), depth, full_range, interlacing, tuple(tags))
+
+
+def frame_planes(data: bytes, header: Y4MHeader) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The Y, Cb and Cr planes of one frame's bytes, as integer arrays (uint8, or uint16 beyond 8 bits)."""
+    dtype = np.dtype("<u2") if header.depth > 8 else np.dtype(np.uint8)
+    cw, ch = header.chroma_size
+    luma = header.width * header.height
+    buffer = np.frombuffer(data, dtype)
+    y = buffer[:luma].reshape(header.height, header.width)
+    u = buffer[luma:luma + cw * ch].reshape(ch, cw)
+    v = buffer[luma + cw * ch:luma + 2 * cw * ch].reshape(ch, cw)
+    return y, u, v
+
+
+def _ranges(header: Y4MHeader) -> Tuple[float, float, float]:
+    """(black, luma span, chroma span) in the stream's sample values."""
+    top = float((1 << header.depth) - 1)
+    if header.full_range:
+        return 0.0, top, top
+    scale = float(1 << (header.depth - 8))
+    return 16.0 * scale, 219.0 * scale, 224.0 * scale
+
+
+def yuv_to_rgb16(data: bytes, header: Y4MHeader) -> np.ndarray:
+    """One frame's bytes as an H x W x 3 uint16 RGB array (16 bits whatever the stream's depth, so that rounding to
+    RGB loses nothing the network would see). Chroma is upsampled bilinearly."""
+    import cv2
+
+    kr, kb = _MATRICES[header.matrix]
+    kg = 1.0 - kr - kb
+    black, span, cspan = _ranges(header)
+    mid = float(1 << (header.depth - 1))
+    y, u, v = (plane.astype(np.float32) for plane in frame_planes(data, header))
+    if u.shape != y.shape:
+        u = cv2.resize(u, (header.width, header.height), interpolation=cv2.INTER_LINEAR)
+        v = cv2.resize(v, (header.width, header.height), interpolation=cv2.INTER_LINEAR)
+    y = (y - black) / span
+    u = (u - mid) / cspan
+    v = (v - mid) / cspan
+    r = y + 2.0 * (1.0 - kr) * v
+    b = y + 2.0 * (1.0 - kb) * u
+    g = (y - kr * r - kb * b) / kg
+    rgb = np.stack([r, g, b], axis=2)
+    return np.clip(np.rint(rgb * 65535.0), 0, 65535).astype(np.uint16)
+
+
+def rgb16_to_yuv(frame: np.ndarray, header: Y4MHeader) -> bytes:
+    """An H x W x 3 uint16 RGB frame as one frame's bytes of ``header``'s layout (chroma averaged down)."""
+    import cv2
+
+    kr, kb = _MATRICES[header.matrix]
+    kg = 1.0 - kr - kb
+    black, span, cspan = _ranges(header)
+    mid = float(1 << (header.depth - 1))
+    rgb = frame[:, :, :3].astype(np.float32) / 65535.0
+    r, g, b = rgb[:, :, 0], rgb[:, :, 1], rgb[:, :, 2]
+    luma = kr * r + kg * g + kb * b
+    u = (b - luma) / (2.0 * (1.0 - kb))
+    v = (r - luma) / (2.0 * (1.0 - kr))
+    cw, ch = header.chroma_size
+    if (cw, ch) != (header.width, header.height):
+        u = cv2.resize(u, (cw, ch), interpolation=cv2.INTER_AREA)
+        v = cv2.resize(v, (cw, ch), interpolation=cv2.INTER_AREA)
+    top = (1 << header.depth) - 1
+    dtype = np.dtype("<u2") if header.depth > 8 else np.dtype(np.uint8)
+    planes = (black + span * luma, mid + cspan * u, mid + cspan * v)
+    return b"".join(np.clip(np.rint(p), 0, top).astype(dtype).tobytes() for p in planes)

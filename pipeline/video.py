@@ -33,8 +33,8 @@ import time
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import (Callable, Deque, Iterator, List, NamedTuple, Optional, Protocol, Sequence, Tuple, Type, Union,
-                    runtime_checkable)
+from typing import (Callable, Deque, Iterable, Iterator, List, NamedTuple, Optional, Protocol, Sequence, Tuple, Type,
+                    Union, runtime_checkable)
 
 import numpy as np
 
@@ -860,3 +860,20 @@ def _interpolate_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction, i
                           (first.shape[1], first.shape[0], first_depth), key)
     stats.update(frames_in=len(files))
     return stats
+
+
+def stream_frames(frames: Iterator[np.ndarray], stamps: Iterable[Fraction], plan: Plan, interpolate: Interpolator,
+                  options: VideoOptions, stats: dict) -> Iterator[Tuple[int, np.ndarray]]:
+    """(j, frame) for every output frame of ``plan``, from decoded integer frames and their timestamps in seconds:
+    de-duplication, cut detection and motion paths as in the file jobs, for callers that read and write frames
+    themselves (pipeline/pipe.py's y4m streams, the ComfyUI nodes). Copies of input frames are the input arrays
+    themselves. ``stats`` counts cuts and interpolated frames."""
+    stats.setdefault("cuts", 0)
+    stats.setdefault("interpolated", 0)
+    anchors = prefetch(_anchors(frames, stamps, options.dedup_threshold), depth=4)
+    try:
+        for j, frame in _output_frames(anchors, plan, interpolate, options.scene_threshold, lambda k: False, stats,
+                                       options.motion):
+            yield j, frame
+    finally:
+        anchors.close()

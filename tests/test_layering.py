@@ -4,7 +4,8 @@ softsplat <- model <- engine <- run.py (CLI) / pipeline / benchmarks, training <
 component imports only those below it, and every component of the repository is named here; media (image and
 video I/O) never imports the model or the engine; no module imports run.py, or uses a private name (``_x``) of
 another module of ours, imported or as an attribute (``module._x``); no module imports itself back through others
-(no import circle); nothing edits ``sys.path``; no function of the product code runs past about 120 lines.
+(no import circle); nothing edits ``sys.path`` (only the ComfyUI pack adds a finder for the library's
+packages); no function of the product code runs past about 120 lines.
 """
 
 import ast
@@ -222,6 +223,13 @@ def test_no_file_edits_sys_path():
     offenders = [str(p.relative_to(ROOT)) for p in files
                  if _edits_sys_path(ast.parse(p.read_text()))]
     assert not offenders, offenders
+
+
+def test_only_the_comfyui_pack_adds_an_import_finder():
+    """ComfyUI imports custom nodes by file location and puts no folder of theirs on the import path: the node pack
+    adds a finder for the library's own packages (and no other name) when a node first runs; nothing else may."""
+    users = [str(p.relative_to(ROOT)) for p in _product_files() if "meta_path" in p.read_text()]
+    assert users == ["integrations/comfyui/nodes.py"]
 
 
 def _function_lengths() -> Dict[Tuple[str, str], int]:

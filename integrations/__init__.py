@@ -1,0 +1,1 @@
+"""Integrations with programs that users already work in (ComfyUI: integrations/comfyui)."""

@@ -1,0 +1,210 @@
+"""The ComfyUI node pack (integrations/comfyui) on the CPU without ComfyUI: its declared interface, its outputs
+against the engine's, and the way ComfyUI loads it from a clone of the repository."""
+
+import subprocess
+import sys
+import textwrap
+from fractions import Fraction
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+import torch
+
+from engine.about import WEIGHTS_TERMS
+from integrations.comfyui import NODE_CLASS_MAPPINGS, NODE_DISPLAY_NAME_MAPPINGS
+from integrations.comfyui.nodes import (MODEL_TYPE, SoftsplatInterpolate, SoftsplatModel, SoftsplatModelLoader,
+                                        load_model, output_count, quantize, use_repository_packages)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _moving_texture(count: int, height: int = 48, width: int = 64) -> torch.Tensor:
+    """``count`` frames of a smooth random texture moving right and down, faster and faster (B x H x W x 3)."""
+    import cv2
+
+    rng = np.random.default_rng(66)
+    texture = cv2.GaussianBlur(rng.random((height + 120, width + 120, 3)).astype(np.float32), (0, 0), 2.0)
+    texture = (texture - texture.min()) / (texture.max() - texture.min())
+    frames = [texture[k + k * k // 8:][:height, 2 * k + k * k // 4:][:, :width] for k in range(count)]
+    return torch.from_numpy(np.stack(frames)).contiguous()
+
+
+def _interpolate(model, images, multiplier=2, fps=24.0, target_fps=0.0, scene_threshold=0.12, dedup=0.0,
+                 loop=False, motion="quadratic", mask=None):
+    return SoftsplatInterpolate().interpolate(model, images, multiplier, fps, target_fps, scene_threshold, dedup,
+                                              loop, motion, mask)
+
+
+def test_the_pack_declares_its_nodes_as_comfyui_reads_them():
+    assert set(NODE_CLASS_MAPPINGS) == set(NODE_DISPLAY_NAME_MAPPINGS) == {"SoftsplatModelLoader",
+                                                                           "SoftsplatInterpolate"}
+    for key, cls in NODE_CLASS_MAPPINGS.items():
+        assert callable(getattr(cls(), cls.FUNCTION))
+        assert len(cls.RETURN_TYPES) == len(cls.RETURN_NAMES)
+        assert WEIGHTS_TERMS in cls.DESCRIPTION
+        types = cls.INPUT_TYPES()
+        assert set(types) <= {"required", "optional"}
+        for spec in [*types["required"].values(), *types.get("optional", {}).values()]:
+            assert isinstance(spec, tuple) and isinstance(spec[0], (str, list))
+            assert len(spec) == 1 or isinstance(spec[1], dict)
+
+
+def test_the_loader_follows_comfyui_core_and_gives_its_own_model_type():
+    required = SoftsplatModelLoader.INPUT_TYPES()["required"]
+    assert required["model_name"][0] == ["default", "fast"] and required["model_name"][1]["default"] == "default"
+    assert required["device"][0] == ["auto", "cpu", "cuda"]
+    assert required["precision"][0] == ["auto", "fp32", "fp16", "bf16"]
+    assert SoftsplatModelLoader.INPUT_TYPES()["optional"]["weights_path"][0] == "STRING"
+    assert (SoftsplatModelLoader.RETURN_TYPES, SoftsplatModelLoader.RETURN_NAMES) == ((MODEL_TYPE,), ("interp_model",))
+    assert SoftsplatModelLoader.CATEGORY == "loaders" and MODEL_TYPE != "INTERP_MODEL"
+
+
+def test_the_interpolate_node_takes_images_and_a_multiplier_or_rates():
+    types = SoftsplatInterpolate.INPUT_TYPES()
+    required = types["required"]
+    assert list(required)[:3] == ["interp_model", "images", "multiplier"]  # ComfyUI core's FrameInterpolate's
+    assert required["interp_model"] == (MODEL_TYPE,) and required["images"] == ("IMAGE",)
+    assert required["multiplier"][0] == "INT" and required["multiplier"][1]["default"] == 2
+    for name in ("fps", "target_fps", "scene_threshold", "dedup_threshold"):
+        assert required[name][0] == "FLOAT"
+    assert required["loop"][0] == "BOOLEAN" and required["motion"][0] == ["quadratic", "linear"]
+    assert types["optional"]["mask"][0] == "MASK"
+    assert SoftsplatInterpolate.RETURN_TYPES == ("IMAGE", "FLOAT", "MASK")
+    assert SoftsplatInterpolate.CATEGORY == "image/video"
+
+
+@pytest.fixture(scope="module")
+def fast_model() -> SoftsplatModel:
+    """The loader node with model_name fast on the CPU. (The default network takes about 2.5 s a pair even at 48 x 64
+    on this project's 2-core CPU machine, over a minute for this test; run once by hand it matched exactly too.)"""
+    model, = SoftsplatModelLoader().load("fast", "cpu", "auto")
+    return model
+
+
+def test_doubling_16_frames_equals_the_engine_exactly(fast_model):
+    """16 frames of 48 x 64: every input frame comes back as it was, and every frame between them is, bit for bit, the
+    engine's ``interpolate_integer_with_neighbours`` on the same 16-bit frames, with the frames beside each pair as
+    the video tool gives them (none beyond the clip's ends)."""
+    images = _moving_texture(16)
+    out, fps, mask = _interpolate(fast_model, images)
+    assert out.shape == (31, 48, 64, 3) and out.dtype == torch.float32 and fps == 48.0 and mask.shape == (31, 48, 64)
+    engine = fast_model.new_engine()  # an engine of its own, on the same network
+    assert engine is not fast_model.new_engine() and engine.network is fast_model.new_engine().network
+    frames = [quantize(image) for image in images]
+    worst = 0.0
+    for i in range(15):
+        before = (frames[i - 1], 1.0) if i > 0 else None
+        after = (frames[i + 2], 1.0) if i + 2 < 16 else None
+        middle, = engine.interpolate_integer_with_neighbours(frames[i], frames[i + 1], [0.5], before, after)
+        expected = torch.from_numpy(middle.astype(np.float32) / 65535.0)
+        worst = max(worst, float((out[2 * i + 1] - expected).abs().max()))
+        assert torch.equal(out[2 * i], images[i])
+    assert torch.equal(out[30], images[15])
+    assert worst == 0.0
+    # and the frames are interpolations: each lies between its neighbours, not a copy of one
+    assert not torch.equal(out[1], out[0]) and not torch.equal(out[1], out[2])
+
+
+class _Blend:
+    """A stand-in network: integer frames (3 or 4 channels) mixed linearly in time."""
+
+    def interpolate_integer(self, one, two, times):
+        return [np.rint((1 - t) * one.astype(np.float64) + t * two.astype(np.float64)).astype(one.dtype)
+                for t in times]
+
+
+@pytest.fixture
+def blend() -> SoftsplatModel:
+    return SoftsplatModel(_Blend, Path("blend"), "")
+
+
+@pytest.mark.parametrize("multiplier, target_fps, loop, count, fps", [
+    (2, 0.0, False, 11, 48.0), (3, 0.0, False, 16, 72.0), (3, 0.0, True, 18, 72.0), (1, 0.0, False, 6, 24.0),
+    (2, 60.0, False, 13, 60.0), (2, 60.0, True, 15, 60.0)])
+def test_counts_and_rates(blend, multiplier, target_fps, loop, count, fps):
+    """(B - 1) x multiplier + 1 frames (ComfyUI core's count), B x multiplier with loop; a target rate gives the
+    frames at j / target up to the last frame (or until the first would come again)."""
+    out, rate, _ = _interpolate(blend, _moving_texture(6), multiplier, 24.0, target_fps, loop=loop)
+    assert (out.shape[0], rate) == (count, fps)
+    assert output_count(6, Fraction(24), Fraction(int(fps)), loop) == count
+
+
+def test_loop_interpolates_from_the_last_frame_back_to_the_first(blend):
+    images = _moving_texture(4)
+    out, _, _ = _interpolate(blend, images, 2, loop=True, scene_threshold=0.0)
+    assert out.shape[0] == 8 and torch.equal(out[6], images[3])
+    expected = (quantize(images[3]).astype(np.float64) + quantize(images[0])) / 2
+    assert np.abs(out[7].numpy() * 65535 - np.rint(expected)).max() < 0.02
+
+
+def test_ntsc_rates_are_exact(blend):
+    _, rate, _ = _interpolate(blend, _moving_texture(3), 2, 23.976)
+    assert rate == float(Fraction(48000, 1001))
+
+
+def test_no_frame_is_made_across_a_cut(blend):
+    images = torch.cat([torch.full((4, 48, 64, 3), 0.1), torch.full((4, 48, 64, 3), 0.9)])
+    out, _, _ = _interpolate(blend, images, 2)
+    assert out.shape[0] == 15
+    assert torch.equal(out[7], images[3]) or torch.equal(out[7], images[4])  # between the shots: one of them
+    assert float(out[1].mean()) == pytest.approx(0.1, abs=1e-4)
+
+
+def test_the_mask_moves_with_the_frames(blend):
+    images = _moving_texture(3)
+    mask = torch.stack([torch.zeros(48, 64), torch.ones(48, 64), torch.zeros(48, 64)])
+    out, _, out_mask = _interpolate(blend, images, 2, scene_threshold=0.0, mask=mask)
+    assert out.shape[0] == 5 and out_mask.shape == (5, 48, 64)
+    assert torch.equal(out_mask[0], mask[0]) and torch.equal(out_mask[2], mask[1]) and torch.equal(out_mask[4], mask[2])
+    assert float(out_mask[1].min()) == pytest.approx(0.5, abs=1e-4) == float(out_mask[3].max())
+
+
+@pytest.mark.parametrize("images, mask, fps, message", [
+    (torch.zeros(4, 48, 64, 4), None, 24.0, "SplitImageWithAlpha"),
+    (torch.zeros(4, 48, 64, 3), torch.zeros(4, 32, 64), 24.0, "one 48 x 64 mask per image"),
+    (torch.zeros(4, 48, 64, 3), None, 0.0, "give the source frame rate")])
+def test_inputs_it_cannot_use_are_named(blend, images, mask, fps, message):
+    with pytest.raises(ValueError, match=message):
+        _interpolate(blend, images, 2, fps, mask=mask)
+
+
+def test_a_missing_weights_file_is_named():
+    with pytest.raises(ValueError, match="weights_path .*nope.safetensors: no such file"):
+        load_model("default", "cpu", "auto", "nope.safetensors")
+
+
+def test_a_package_of_the_same_name_from_elsewhere_is_named(monkeypatch, tmp_path):
+    other = ModuleType("model")
+    other.__file__ = str(tmp_path / "model.py")
+    monkeypatch.setitem(sys.modules, "model", other)
+    with pytest.raises(ImportError, match=r"'model' from .*model.py is loaded already"):
+        use_repository_packages()
+
+
+def test_comfyui_loads_the_pack_from_a_clone_of_the_repository(tmp_path):
+    """As ComfyUI's load_custom_node does: the clone's __init__.py by file location, under a module name made from
+    its path, in a process whose import path does not hold the repository; then the nodes run (fast model)."""
+    script = textwrap.dedent(f"""
+        import importlib.util, sys
+        import torch
+        path = {str(ROOT)!r}
+        spec = importlib.util.spec_from_file_location(path.replace(".", "_x_"), path + "/__init__.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        assert "engine" not in sys.modules and importlib.util.find_spec("engine") is None  # importing did nothing
+        loader = module.NODE_CLASS_MAPPINGS["SoftsplatModelLoader"]()
+        model, = getattr(loader, loader.FUNCTION)("fast", "cpu", "auto")
+        node = module.NODE_CLASS_MAPPINGS["SoftsplatInterpolate"]()
+        images = torch.rand(1, 32, 48, 3).repeat(3, 1, 1, 1)
+        out, fps, mask = getattr(node, node.FUNCTION)(model, images, 2, 24.0, 0.0, 0.12, 0.0, False, "quadratic")
+        assert importlib.util.find_spec("training") is None  # only the library's packages are found
+        print(tuple(out.shape), fps, sys.modules["engine"].__file__)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path,
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["(5,", "32,", "48,", "3)", "48.0", str(ROOT / "engine" / "__init__.py")]
+    assert WEIGHTS_TERMS in proc.stderr  # the loaded file's terms, said on loading it

@@ -1,0 +1,207 @@
+"""YUV4MPEG2 pipes: ``run.py --video - --out -`` between two ffmpeg processes, and ``pipeline.pipe`` on in-memory
+streams (layouts, rates, cuts, errors)."""
+
+import io
+import re
+import subprocess
+import sys
+import threading
+from fractions import Fraction
+from pathlib import Path
+from typing import List, Tuple
+
+import numpy as np
+import pytest
+
+from media.video import ffmpeg_exe
+from media.y4m import Y4MError, parse_header
+from pipeline.pipe import interpolate_pipe
+from pipeline.video import VideoOptions
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _split(stream: bytes) -> Tuple[bytes, List[bytes]]:
+    """(header line, frame payloads) of a whole y4m stream."""
+    header_line, _, rest = stream.partition(b"\n")
+    header = parse_header(header_line + b"\n", "test")
+    frames = []
+    while rest:
+        marker, _, rest = rest.partition(b"\n")
+        assert marker.startswith(b"FRAME")
+        frames.append(rest[:header.frame_bytes])
+        assert len(frames[-1]) == header.frame_bytes
+        rest = rest[header.frame_bytes:]
+    return header_line, frames
+
+
+def _testsrc(frames: int, pix_fmt: str, rate: str = "24000/1001", size: str = "64x48") -> bytes:
+    """A y4m stream made by ffmpeg's testsrc2 (moving patterns)."""
+    return subprocess.run([ffmpeg_exe(), "-v", "error", "-f", "lavfi", "-i", f"testsrc2=size={size}:rate={rate}",
+                           "-frames:v", str(frames), "-pix_fmt", pix_fmt, "-strict", "-1", "-f", "yuv4mpegpipe", "-"],
+                          capture_output=True, check=True).stdout
+
+
+def _framemd5(args: List[str], stdin: bytes = b"") -> Tuple[Fraction, List[int], List[str]]:
+    """ffmpeg's framemd5 of its input: (time base, pts of each frame, hash of each frame)."""
+    out = subprocess.run([ffmpeg_exe(), "-v", "error", *args, "-f", "framemd5", "-"], input=stdin,
+                         capture_output=True, check=True).stdout.decode()
+    base = Fraction(re.search(r"^#tb 0: (\d+/\d+)$", out, re.M).group(1))
+    rows = [line.split(",") for line in out.splitlines() if line and not line.startswith("#")]
+    return base, [int(row[2]) for row in rows], [row[5].strip() for row in rows]
+
+
+def test_ffmpeg_pipe_round_trips_a_10_bit_clip_with_exact_count_and_timestamps(tmp_path):
+    """ffmpeg -f yuv4mpegpipe | run.py --video - --factor 2 --out - | ffmpeg -i - out.mkv, with real processes (the
+    test keeps a copy of the middle stream): 12 frames at 24000/1001 give 24 at 48000/1001, 10-bit 4:2:0 kept,
+    frame j at exactly j * 1001/48000 s, and the input frames bit-exact at the even positions."""
+    ff = ffmpeg_exe()
+    source = tmp_path / "in.y4m"
+    source.write_bytes(_testsrc(12, "yuv420p10le"))
+    upstream = subprocess.Popen([ff, "-v", "error", "-i", str(source), "-strict", "-1", "-f", "yuv4mpegpipe", "-"],
+                                stdout=subprocess.PIPE)
+    tool = subprocess.Popen([sys.executable, str(ROOT / "run.py"), "--video", "-", "--factor", "2", "--out", "-",
+                             "--model", "fast"], stdin=upstream.stdout, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=ROOT)
+    upstream.stdout.close()
+    stream, err = tool.communicate()
+    assert (upstream.wait(), tool.returncode) == (0, 0), err.decode()
+    assert "frames_in 12, frames_out 24" in err.decode() and "rate_out 48000/1001" in err.decode()
+    # the stream: 10-bit 4:2:0 at 48000/1001, the input frames bit-exact at the even positions
+    header, frames = _split(stream)
+    assert header == b"YUV4MPEG2 W64 H48 F48000:1001 Ip A1:1 C420p10 XYSCSS=420P10"
+    assert len(frames) == 24
+    assert [frames[2 * i] for i in range(12)] == _split(source.read_bytes())[1]
+    # ffmpeg's y4m reader times frame j at exactly j * 1001/48000 s
+    base, pts, hashes = _framemd5(["-f", "yuv4mpegpipe", "-i", "-"], stream)
+    assert (base, pts) == (Fraction(1001, 48000), list(range(24)))
+    # ... and encodes all 24 into out.mkv, which rounds times to milliseconds
+    out = tmp_path / "out.mkv"
+    subprocess.run([ff, "-v", "error", "-f", "yuv4mpegpipe", "-i", "-", "-c:v", "ffv1", str(out)], input=stream,
+                   check=True)
+    base, pts, decoded = _framemd5(["-i", str(out)])
+    assert [round(p * base * 1000) for p in pts] == [round(Fraction(j * 1001, 48000) * 1000) for j in range(24)]
+    assert decoded == hashes  # lossless: the same 24 frames
+
+
+def _stream(frames: List[np.ndarray], colour: str = "C420jpeg", rate: str = "25:1", tags: str = "Ip A1:1") -> bytes:
+    """A y4m stream of the given Y, U, V planes per frame (already in the layout's sizes and dtype)."""
+    height, width = frames[0][0].shape
+    head = f"YUV4MPEG2 W{width} H{height} F{rate} {tags} {colour}\n".encode()
+    return head + b"".join(b"FRAME\n" + b"".join(p.tobytes() for p in planes) for planes in frames)
+
+
+def _planes(value: int, shape: Tuple[int, int], chroma: Tuple[int, int], dtype: str, u: int, v: int):
+    return (np.full(shape, value, dtype), np.full(chroma, u, dtype), np.full(chroma, v, dtype))
+
+
+def _run_pipe(stream: bytes, interpolator, **options) -> Tuple[dict, bytes]:
+    sink = io.BytesIO()
+    stats = interpolate_pipe(io.BytesIO(stream), sink, interpolator, VideoOptions(**options), progress=False)
+    return stats, sink.getvalue()
+
+
+@pytest.mark.parametrize("colour, chroma, dtype, top", [
+    ("C420jpeg", (4, 6), "u1", 255), ("C422", (8, 6), "u1", 255), ("C444", (8, 12), "u1", 255),
+    ("C420p10", (4, 6), "<u2", 1023), ("C422p10", (8, 6), "<u2", 1023), ("C444p10", (8, 12), "<u2", 1023),
+    ("C444p12", (8, 12), "<u2", 4095)])
+def test_each_layout_and_depth_keeps_its_header_and_converts_back_closely(colour, chroma, dtype, blend_interpolator,
+                                                                         top):
+    """8, 10 and 12 bits at 4:2:0, 4:2:2 and 4:4:4: the header is kept except its rate, originals are bit-exact,
+    and an interpolated frame between two frames of one (in-gamut) colour comes back that colour (to 1 code per 8
+    bits)."""
+    scale = (top + 1) // 256
+    frames = [_planes(v * scale, (8, 12), chroma, dtype, 120 * scale, 136 * scale) for v in (60, 60, 120, 120)]
+    stats, out = _run_pipe(_stream(frames, colour, tags="Ip A4:3 XCOLORRANGE=LIMITED"), blend_interpolator, factor=2)
+    header, payloads = _split(out)
+    assert header == f"YUV4MPEG2 W12 H8 F50:1 Ip A4:3 XCOLORRANGE=LIMITED {colour}".encode()
+    assert stats["frames_out"] == 8 == len(payloads)
+    for i, planes in enumerate(frames):
+        assert payloads[2 * i] == b"".join(p.tobytes() for p in planes)
+    between = np.frombuffer(payloads[1], dtype).astype(int)  # frames 0 and 1 are equal: t = 0.5 is that frame
+    original = np.frombuffer(payloads[0], dtype).astype(int)
+    assert np.abs(between - original).max() <= scale
+
+
+def test_fps_conversion_and_slow_motion_count_as_for_files(blend_interpolator):
+    frames = [_planes(16 + 20 * i, (8, 12), (4, 6), "u1", 128, 128) for i in range(10)]
+    stats, out = _run_pipe(_stream(frames, rate="25:1"), blend_interpolator, fps=Fraction(60))
+    assert _split(out)[0].split()[3] == b"F60:1"
+    assert stats["frames_out"] == len(_split(out)[1]) == 24  # 10 frames at 25 fps last 0.4 s: 24 at 60 fps
+    stats, out = _run_pipe(_stream(frames, rate="30000:1001"), blend_interpolator, factor=3, slowmo=True)
+    assert _split(out)[0].split()[3] == b"F30000:1001" and len(_split(out)[1]) == 30
+
+
+def test_a_cut_is_copied_not_interpolated(blend_interpolator):
+    dark = [_planes(20, (8, 12), (4, 6), "u1", 128, 128) for _ in range(4)]
+    bright = [_planes(230, (8, 12), (4, 6), "u1", 128, 128) for _ in range(4)]
+    stats, out = _run_pipe(_stream(dark + bright), blend_interpolator, factor=2)
+    payloads = _split(out)[1]
+    assert stats["cuts"] == 1 and len(payloads) == 16
+    originals = [b"".join(p.tobytes() for p in planes) for planes in dark + bright]
+    assert payloads[7] in originals  # the frame between the shots is one of them, not a blend
+    assert len(blend_interpolator.calls) == 6  # 7 pairs, the one across the cut not interpolated
+
+
+def test_a_truncated_stream_ends_the_output_at_whole_frames_and_says_so(blend_interpolator):
+    frames = [_planes(16 + 20 * i, (8, 12), (4, 6), "u1", 128, 128) for i in range(5)]
+    stream = _stream(frames)
+    sink = io.BytesIO()
+    with pytest.raises(Y4MError, match=r"ended inside frame 4 .* output ends after 8 frames, interpolated from the 4 "):
+        interpolate_pipe(io.BytesIO(stream[:-10]), sink, blend_interpolator, VideoOptions(factor=2), progress=False)
+    assert len(_split(sink.getvalue())[1]) == 8
+
+
+@pytest.mark.parametrize("stream, message", [
+    (b"", "not a YUV4MPEG2 stream"), (b"RIFF....", "not a YUV4MPEG2 stream"),
+    (b"YUV4MPEG2 W12 H8 F25:1 Cmono\n", "Cmono is not supported"),
+    (b"YUV4MPEG2 W12 H8 C420\n", "needs a frame size and a frame rate"),
+    (b"YUV4MPEG2 W12 H8 F25:1 C420\n", "holds no frames")])
+def test_streams_it_cannot_read_are_named(stream, message, blend_interpolator):
+    with pytest.raises(Y4MError, match=message):
+        _run_pipe(stream, blend_interpolator)
+
+
+def _cli(stdin: bytes, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "run.py"), "--video", "-", "--model", "fast", *args],
+                          input=stdin, capture_output=True, cwd=ROOT)
+
+
+def test_the_cli_says_a_truncated_stream_in_one_line_and_exits_non_zero():
+    stream = _testsrc(4, "yuv420p")
+    proc = _cli(stream[:-100], "--out", "-")
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and "Traceback" not in err
+    assert [line for line in err.splitlines() if line.startswith("error:")] == [
+        "error: standard input: the stream ended inside frame 3 (4508 of its 4608 bytes): was the program writing it "
+        "stopped?; the output ends after 6 frames, interpolated from the 3 whole frames read"]
+    assert len(_split(proc.stdout)[1]) == 6
+
+
+def test_the_cli_says_a_closed_output_pipe_in_one_line_and_exits_non_zero():
+    stream = _testsrc(40, "yuv420p")
+    tool = subprocess.Popen([sys.executable, str(ROOT / "run.py"), "--video", "-", "--out", "-", "--model", "fast"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+
+    def feed() -> None:
+        try:
+            tool.stdin.write(stream)
+            tool.stdin.close()
+        except BrokenPipeError:  # the tool stopped reading
+            pass
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
+    tool.stdout.read(10)  # the header's start, then the reader leaves
+    tool.stdout.close()
+    err = tool.stderr.read().decode()
+    feeder.join(timeout=60)
+    assert tool.wait(timeout=60) == 1 and "Traceback" not in err and "Exception ignored" not in err
+    assert [line for line in err.splitlines() if line.startswith("error:")] == [
+        "error: the output pipe was closed by the program reading it (nothing more could be written)"]
+
+
+def test_the_cli_refuses_a_pipe_into_a_file():
+    proc = _cli(_testsrc(2, "yuv420p"), "--out", "out.mp4")
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert proc.stderr.decode().startswith("error: --video - reads a YUV4MPEG2 stream and writes one: use --out -")
