@@ -50,7 +50,7 @@ class _Version(argparse.Action):
     would fold them into one paragraph)."""
 
     def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
-                 default: str = argparse.SUPPRESS, help: Optional[str] = None) -> None:  # noqa: A002
+                 default: str = argparse.SUPPRESS, help: Optional[str] = None) -> None:
         super().__init__(option_strings, dest, default=default, nargs=0, help=help)
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,

@@ -35,7 +35,7 @@ from torch import nn
 from softsplat import warn_without_fast_kernels
 
 # the options and checks that need no torch live in engine/options.py
-from .options import InterpolatorOptions, check_times, frames_key
+from engine.options import InterpolatorOptions, check_times, frames_key
 
 if TYPE_CHECKING:
     from model.inference import RunSettings

@@ -40,7 +40,7 @@ def _interpolate(model, images, multiplier=2, fps=24.0, target_fps=0.0, scene_th
 def test_the_pack_declares_its_nodes_as_comfyui_reads_them():
     assert set(NODE_CLASS_MAPPINGS) == set(NODE_DISPLAY_NAME_MAPPINGS) == {"SoftsplatModelLoader",
                                                                            "SoftsplatInterpolate"}
-    for key, cls in NODE_CLASS_MAPPINGS.items():
+    for cls in NODE_CLASS_MAPPINGS.values():
         assert callable(getattr(cls(), cls.FUNCTION))
         assert len(cls.RETURN_TYPES) == len(cls.RETURN_NAMES)
         assert WEIGHTS_TERMS in cls.DESCRIPTION

@@ -242,7 +242,7 @@ class SoftsplatModelLoader:
     FUNCTION = "load"
 
     @classmethod
-    def INPUT_TYPES(cls) -> Dict[str, Dict[str, tuple]]:  # noqa: N802 (ComfyUI's name)
+    def INPUT_TYPES(cls) -> Dict[str, Dict[str, tuple]]:
         return {
             "required": {
                 "model_name": (list(MODELS), {"default": "default", "tooltip": "weights/network.safetensors "
@@ -273,7 +273,7 @@ class SoftsplatInterpolate:
     FUNCTION = "interpolate"
 
     @classmethod
-    def INPUT_TYPES(cls) -> Dict[str, Dict[str, tuple]]:  # noqa: N802 (ComfyUI's name)
+    def INPUT_TYPES(cls) -> Dict[str, Dict[str, tuple]]:
         return {
             "required": {
                 "interp_model": (MODEL_TYPE,),
