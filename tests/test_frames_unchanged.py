@@ -1,4 +1,5 @@
-"""The frames the product writes are bitwise what they were before the network-interface refactor (issue 65).
+"""The frames the product writes are bitwise what they were before the network-interface refactor (issue 65), but
+for the one change made on purpose since: the still guard (``Network.hold_still``, rule G in docs/quality.md).
 
 The SHA-256 of each output's decoded pixels (not of the file: a PNG or container encoder may change its bytes
 without changing a pixel) was saved at commit 3def0eb, on the CPU with torch 2.13.0, and is compared here:
@@ -21,8 +22,9 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# printed by `python -m tests.test_frames_unchanged` on the code of 3def0eb (CPU, torch 2.13.0)
-EXPECTED: Dict[str, str] = {
+# printed by `python -m tests.test_frames_unchanged` on the code of 3def0eb (CPU, torch 2.13.0): the frames before
+# the still guard; the engine paths must still give them with the guard off (every refactor since kept them)
+BEFORE_GUARD: Dict[str, str] = {
     "cli_pair": "635b3e788fb1524212ce7de2e407e07e83018c097266cc289dfc3fec109a2cb0",
     "cli_video": "094552395a049a27b278cb3f79f3728a9361a83c270b37df37b414347cbc8fe2",
     "float_alpha": "d848db25877ace140cf4ab47532d43d5dccfed2c5fd24a7a465468b92800a91d",
@@ -38,6 +40,25 @@ EXPECTED: Dict[str, str] = {
     "stream_ensemble4": "eeab80f13713273adad7fa38a9b122664f00c431c68cc8d72a68b81abd45b9f7",
     "stream_fast": "4eac5bd1ecc50f0dc0615d182d79bf0f3fbdf8314af9f7fbef9941e99098a5af",
     "stream_tiles": "c454fe2c329dbc5f0861ba221f42f9029afedc99745a32b4ffc493efb32152d7",
+}
+
+# the same, printed on the merged code with the still guard (rule G, docs/quality.md) on, as shipped
+EXPECTED: Dict[str, str] = {
+    "cli_pair": "90390ebc2d5e1c0bda6c2f7761f00dcdef2c5fb8678ea75e5451c6fd16764de2",
+    "cli_video": "353d5cfb28419f7554157e8b005d049c968700da12807507d0baee2036c02355",
+    "float_alpha": "88438ddef76e0bd74a3ea1d4d520dc8454407398a644a050791ebf1872e6fa32",
+    "float_ensemble2_tiles": "a58e727f35a2dacdca77f9a4973d735453a4e2e98187b4dcc716fb4465d64184",
+    "integer_half_scale": "fb1c4f2725e3e147da23cac4043753c013b49a8a4ebc500bb427603e466fcea4",
+    "published_float": "da1ed469354cda149efb93ff73f20771337518745a0f42cb3736969bd5a91e77",
+    "published_stream": "60cae6bcd0ad9afc1e53031ef373ef9ab7ceec18e71d6ea8028be1a76c7f5751",
+    "rgba_ensemble2": "555d1546b0e34dc72a93541d16e07563d10a10887b4effdc55c2388267fe51ba",
+    "rgba_flow": "ee57c961c3d070f1edfb94b9955ec414a85a76fb6a527fb9a0445aea5ce52afe",
+    "rgba_linear": "13d7baa5b683f11f5660442d63a26ccff7708a8826174de86eb318f057259a86",
+    "stream": "cb122280d3ab632fde553172bfcde45ffff82bd8cc1580b77456ddd30118cfb3",
+    "stream_ensemble2": "676b8cf3f4dc85b3219e4cb605fda00c1a2b834b99d5a859c2f772d82c555b4d",
+    "stream_ensemble4": "440e0858e9ef8d9062463cda9d9096827f907c2290c0858587682375df21ad7a",
+    "stream_fast": "7ebb5238b4d38c740fd3e08e1852a8a713ed8b7625d01e53a59ba091f374c681",
+    "stream_tiles": "57e13bbdf7c61c7ad4a5f7dc4ec274f2b6c46c6602561b50d127ad8bd5caef19",
 }
 
 
@@ -170,6 +191,26 @@ def test_video_through_run_py_is_unchanged(tmp_path):
 @pytest.mark.parametrize("case", sorted(engine_cases()))
 def test_engine_paths_are_unchanged(case):
     assert engine_cases()[case]() == EXPECTED[case]
+
+
+@pytest.fixture
+def without_still_guard():
+    """The shipped networks as the engine caches them, with model.warp.still_weight's guard off for the test."""
+    from engine.interpolator import load_network
+
+    nets = [load_network(ROOT / "weights" / name, torch.device("cpu"))
+            for name in ("network.safetensors", "fast.safetensors")]
+    for net in nets:
+        net.hold_still = False
+    yield
+    for net in nets:
+        net.hold_still = True
+
+
+@pytest.mark.parametrize("case", sorted(engine_cases()))
+def test_engine_paths_without_the_still_guard_give_the_frames_of_3def0eb(case, without_still_guard):
+    """The refactors of issues 65-67 changed no frame: only the guard did, on purpose."""
+    assert engine_cases()[case]() == BEFORE_GUARD[case]
 
 
 if __name__ == "__main__":
