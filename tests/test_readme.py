@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import cv2
-import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 BLOCK = ROOT / "tests" / "data" / "readme_python.py"
