@@ -207,6 +207,7 @@ def run_pipe(args: argparse.Namespace) -> int:
     import contextlib
     import os
 
+    from engine.options import loading_line
     from pipeline.pipe import PipeClosed, interpolate_pipe
     from pipeline.schedule import parse_rate
     from pipeline.video import VideoOptions
@@ -227,11 +228,13 @@ def run_pipe(args: argparse.Namespace) -> int:
                            scene_threshold=args.scene_threshold, dedup_threshold=args.dedup or 0.0,
                            field_rate=args.fields, motion=args.motion)
     sink = sys.stdout.buffer
+    engine_options = interpolator_options(args)
     try:
         with contextlib.redirect_stdout(sys.stderr):
+            print(loading_line(engine_options), file=sys.stderr, flush=True)
             from engine import Interpolator
 
-            stats = interpolate_pipe(sys.stdin.buffer, sink, Interpolator(interpolator_options(args)), options)
+            stats = interpolate_pipe(sys.stdin.buffer, sink, Interpolator(engine_options), options)
     except PipeClosed as exc:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second failure when Python exits
         print(f"error: {exc}", file=sys.stderr)

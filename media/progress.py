@@ -32,9 +32,10 @@ def _clock(seconds: float) -> str:
 
 
 class Progress:
-    """``total`` steps (frames), some of which may be skipped (``skip``) rather than done (``update``)."""
+    """``total`` steps (frames; None: not known, as in a stream), some of which may be skipped (``skip``) rather than
+    done (``update``)."""
 
-    def __init__(self, total: int, desc: str = "", unit: str = "frame", disable: bool = False,
+    def __init__(self, total: Optional[int], desc: str = "", unit: str = "frame", disable: bool = False,
                  stream: Optional[IO[str]] = None, every: float = LOG_EVERY) -> None:
         self.total, self.desc, self.unit, self.every = total, desc, unit, every
         self.stream = stream if stream is not None else sys.stderr
@@ -71,13 +72,15 @@ class Progress:
         """The state in words: counts, and the rate and time left of this run's work where it has any."""
         elapsed = time.monotonic() - self.start
         count = self.done + self.skipped
-        text = f"{self.desc + ': ' if self.desc else ''}{count}/{self.total} {self.unit}s"
+        of_total = "" if self.total is None else f"/{self.total}"
+        text = f"{self.desc + ': ' if self.desc else ''}{count}{of_total} {self.unit}s"
         if self.skipped:
             text += f" ({self.skipped} from an earlier run)"
         if self.done and elapsed > 0:
             rate = self.done / elapsed
-            speed = f"{rate:.2f} {self.unit}s/s" if rate >= 1 else f"{1 / rate:.1f} s/{self.unit}"
-            text += f", {speed}, about {_clock((self.total - count) / rate)} left"
+            text += f", {rate:.2f} {self.unit}s/s" if rate >= 1 else f", {1 / rate:.1f} s/{self.unit}"
+            if self.total is not None:
+                text += f", about {_clock((self.total - count) / rate)} left"
         return text
 
     def close(self) -> None:

@@ -22,6 +22,7 @@ from typing import BinaryIO, Deque, Iterator, Tuple
 
 import numpy as np
 
+from media.progress import Progress
 from media.video import VideoError
 from media.y4m import Y4MError, Y4MHeader, parse_header, rgb16_to_yuv, yuv_to_rgb16
 
@@ -94,7 +95,6 @@ def interpolate_pipe(source: BinaryIO, sink: BinaryIO, interpolate: Interpolator
     """Read a YUV4MPEG2 stream from ``source``, write the interpolated stream to ``sink``; returns counts for the
     report line. Y4MError (a ValueError) for a stream this cannot read, PipeClosed when the output's reader leaves;
     a stream cut short ends the output at the last whole frame and raises Y4MError afterwards."""
-    from tqdm import tqdm
 
     if options.field_rate:
         raise VideoError("--fields needs the file reader's deinterlacer: deinterlace before the pipe (ffmpeg -vf "
@@ -110,7 +110,7 @@ def interpolate_pipe(source: BinaryIO, sink: BinaryIO, interpolate: Interpolator
     _write(sink, header.line(plan.rate_out))
     written = 0
     frames = stream_frames(reader.frames(), stamps, plan, interpolate, options, stats)
-    with tqdm(unit="frame", disable=not progress, file=sys.stderr, desc="pipe") as bar:
+    with Progress(None, "pipe", disable=not progress) as bar:  # a log gets plain lines, never \r-joined ones
         try:
             for j, frame in frames:
                 # the output's length, known once the input has ended: as for a file of the frames read

@@ -67,6 +67,8 @@ def test_ffmpeg_pipe_round_trips_a_10_bit_clip_with_exact_count_and_timestamps(t
     stream, err = tool.communicate()
     assert (upstream.wait(), tool.returncode) == (0, 0), err.decode()
     assert "frames_in 12, frames_out 24" in err.decode() and "rate_out 48000/1001" in err.decode()
+    # stderr is no terminal here: a loading line and plain lines, never \r-joined updates (issue 67)
+    assert err.decode().startswith("loading torch and the network") and "\r" not in err.decode()
     # the stream: 10-bit 4:2:0 at 48000/1001, the input frames bit-exact at the even positions
     header, frames = _split(stream)
     assert header == b"YUV4MPEG2 W64 H48 F48000:1001 Ip A1:1 C420p10 XYSCSS=420P10"
