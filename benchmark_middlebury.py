@@ -6,7 +6,7 @@
 For every ``<Sequence>/frame10.png, frame11.png, frame10i11.png`` the middle frame
 is interpolated at native resolution, rounded to uint8, and scored with
 scikit-image's PSNR and SSIM (data_range 255) against frame10i11. Beside them, the detail kept: the output's mean
-absolute Laplacian over the truth's (``training.losses.edge_energy``; below 1 the output is softer than the truth).
+absolute Laplacian over the truth's (``training.losses.detail_kept``; below 1 the output is softer than the truth).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import torch
 
 from engine.options import DEFAULT_WEIGHTS, flow_scale_value
 from model.peers import PEERS, load_peer
-from training.losses import edge_energy
+from training.losses import detail_kept
 
 if TYPE_CHECKING:
     from engine.interpolator import Interpolator
@@ -51,7 +51,7 @@ def evaluate(interpolator: Union["Interpolator", Callable[[np.ndarray, np.ndarra
         estimate = np.clip(np.rint(mid * 255.0), 0, 255).astype(np.uint8)
         psnr = peak_signal_noise_ratio(truth, estimate, data_range=255)
         ssim = structural_similarity(truth, estimate, data_range=255, channel_axis=2)
-        detail = float(edge_energy(_nchw(estimate)) / edge_energy(_nchw(truth)))
+        detail = detail_kept(_nchw(estimate) / 255, _nchw(truth) / 255)
         rows.append({"sequence": seq.name, "psnr": float(psnr), "ssim": float(ssim), "detail": detail,
                      "seconds": seconds})
         if progress:
@@ -66,15 +66,9 @@ def _nchw(image: np.ndarray) -> torch.Tensor:
 
 def peer_interpolator(name: str, device: str) -> Callable[[np.ndarray, np.ndarray, Sequence[float]], List[np.ndarray]]:
     """A RIFE release (model/peers.py) as ``evaluate``'s callable, on the pair alone, in float32."""
-    peer = load_peer(name, "cuda" if device == "auto" and torch.cuda.is_available() else
-                     ("cpu" if device == "auto" else device))
+    from engine.interpolator import resolve_device
 
-    def interpolate(one: np.ndarray, two: np.ndarray, times: Sequence[float]) -> List[np.ndarray]:
-        a, b = (_nchw(x).to(peer.device) for x in (one, two))
-        with torch.no_grad():
-            return [peer(a, b, t)[0].permute(1, 2, 0).float().cpu().numpy() for t in times]
-
-    return interpolate
+    return load_peer(name, resolve_device(device)).frames
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -95,28 +89,21 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = p.parse_args(argv)
     from engine import Interpolator, InterpolatorOptions
 
-    if args.peer:
-        try:
-            result = evaluate(peer_interpolator(args.peer, args.device), args.data)
-        except ValueError as exc:  # a missing wheel names its pip command
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        result.update(peer=args.peer)
-        print(f"mean         PSNR {result['psnr']:6.2f}  SSIM {result['ssim']:.4f}  detail {result['detail']:.3f}")
-        if args.json:
-            args.json.write_text(json.dumps(result, indent=2) + "\n")
-        return 0
     try:
-        # whole frames, as the published protocol scores them
-        interpolator = Interpolator(InterpolatorOptions(weights=args.weights, device=args.device, tile=0,
-                                                        precision="bf16" if args.bf16 else "fp32",
-                                                        ensemble=args.ensemble, flow_scale=args.flow_scale))
-        result = evaluate(interpolator, args.data)
-    except ValueError as exc:  # what the user can fix (images, weights, options): ImageError and WeightsError too
+        if args.peer:
+            result = evaluate(peer_interpolator(args.peer, args.device), args.data)
+            result.update(peer=args.peer)
+        else:
+            # whole frames, as the published protocol scores them
+            interpolator = Interpolator(InterpolatorOptions(weights=args.weights, device=args.device, tile=0,
+                                                            precision="bf16" if args.bf16 else "fp32",
+                                                            ensemble=args.ensemble, flow_scale=args.flow_scale))
+            result = evaluate(interpolator, args.data)
+            result.update(weights=str(args.weights), device=str(interpolator.device), ensemble=args.ensemble,
+                          flow_scale=args.flow_scale)
+    except ValueError as exc:  # what the user can fix (images, weights, options, a missing peer wheel)
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    result.update(weights=str(args.weights), device=str(interpolator.device), ensemble=args.ensemble,
-                  flow_scale=args.flow_scale)
     print(f"mean         PSNR {result['psnr']:6.2f}  SSIM {result['ssim']:.4f}  detail {result['detail']:.3f}")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")

@@ -28,6 +28,8 @@ import numpy as np
 import torch
 
 from model.peers import PEERS, load_peer
+from training.holdout import HOLD_STILL, hold_still_label
+from training.losses import detail_kept
 
 FAR = 24  # px from the occluder, in every frame, for the far pixels
 SAMPLES = 4  # supersampling per axis
@@ -157,11 +159,8 @@ def psnr(out: np.ndarray, truth: np.ndarray, mask: Optional[np.ndarray] = None) 
 
 
 def detail(out: np.ndarray, truth: np.ndarray) -> float:
-    """The output's mean absolute Laplacian over the truth's (uint8-rounded frames)."""
-    from training.losses import edge_energy
-
-    a, b = (torch.from_numpy(np.rint(np.clip(x, 0, 1) * 255)).permute(2, 0, 1)[None] for x in (out, truth))
-    return float(edge_energy(a) / edge_energy(b))
+    """The output's mean absolute Laplacian over the truth's (``training.losses.detail_kept``)."""
+    return detail_kept(*(torch.from_numpy(np.ascontiguousarray(x)).permute(2, 0, 1)[None] for x in (out, truth)))
 
 
 Interpolate = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -201,15 +200,10 @@ def _ours(weights: Path, device: str, hold_still: bool = True) -> Interpolate:
 
 
 def _peer(name: str, device: str) -> Interpolate:
-    peer = load_peer(name, "cuda" if device == "auto" and torch.cuda.is_available() else
-                     ("cpu" if device == "auto" else device))
+    from engine.interpolator import resolve_device
 
-    def interpolate(one: np.ndarray, two: np.ndarray) -> np.ndarray:
-        a, b = (torch.from_numpy(x).permute(2, 0, 1)[None].to(peer.device) for x in (one, two))
-        with torch.no_grad():
-            return peer(a, b, 0.5)[0].permute(1, 2, 0).float().cpu().numpy()
-
-    return interpolate
+    peer = load_peer(name, resolve_device(device))
+    return lambda one, two: peer.frames(one, two)[0]
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -220,15 +214,14 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="RIFE releases to score beside them (model/peers.py)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     p.add_argument("--quick", action="store_true", help="the static 25 px grid alone")
-    p.add_argument("--hold-still", choices=["on", "off", "both"], default="on",
+    p.add_argument("--hold-still", choices=list(HOLD_STILL), default="on",
                    help="our networks with still, textured neighbourhoods held at zero flow (the default), without, "
                         "or both")
     p.add_argument("--json", type=Path, default=None, help="write per-scene rows here")
     args = p.parse_args(argv)
     chosen = scenes(args.quick)
-    holds = {"on": [True], "off": [False], "both": [True, False]}[args.hold_still]
-    methods = [(str(w) + ("" if args.hold_still != "both" else " (hold-still)" if hold else " (no hold-still)"),
-                lambda w=w, hold=hold: _ours(w, args.device, hold)) for w in args.weights for hold in holds]
+    methods = [(hold_still_label(str(w), hold, args.hold_still), lambda w=w, hold=hold: _ours(w, args.device, hold))
+               for w in args.weights for hold in HOLD_STILL[args.hold_still]]
     methods += [(name, lambda name=name: _peer(name, args.device)) for name in args.peer]
     if not methods:
         p.error("name --weights or --peer")

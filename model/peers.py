@@ -24,8 +24,9 @@ import sys
 import types
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, Tuple
+from typing import Callable, Dict, List, Sequence, Tuple
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -54,6 +55,13 @@ class Peer:
         if not 0.0 < t < 1.0:
             raise ValueError(f"t must lie in (0, 1), got {t}")
         return self.forward(one, two, t)
+
+    def frames(self, one: np.ndarray, two: np.ndarray, times: Sequence[float] = (0.5,)) -> List[np.ndarray]:
+        """The frames at ``times`` of two H x W x 3 float RGB arrays in [0, 1], as arrays of the same form."""
+        a, b = (torch.from_numpy(np.ascontiguousarray(x)).permute(2, 0, 1)[None].float().to(self.device)
+                for x in (one, two))
+        with torch.no_grad():
+            return [self(a, b, t)[0].permute(1, 2, 0).float().cpu().numpy() for t in times]
 
 
 def _package_dir(package: str, requirement: str) -> Path:

@@ -20,11 +20,12 @@ overall, for adjacent frames (k = 1) and for wider gaps (k >= 2), and per footag
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -35,13 +36,16 @@ from model.peers import PEERS, Peer, load_peer
 from training.config import MOTIONS, VALIDATION_CROP
 from training.data import Clip, clean_span, dis_flows
 from training.listing import HOLDOUT_SOURCES
-from training.losses import edge_energy, psnr
+from training.losses import detail_kept, psnr
 
 # Repositories of the first footage folder held out whole (about a fifth of its frames): street and car
 # footage, stock clips, a tracking bag, people running, a bike and a phone-call test clip. None of them has a
 # clip in footage2.
 PER_CLIP = 8
 GAPS = (1, 2)
+# --hold-still: our networks with still, textured neighbourhoods held at zero flow (model.warp.still_weight, the
+# default), without, or both side by side (bench.patterns takes the same)
+HOLD_STILL = {"on": (True,), "off": (False,), "both": (True, False)}
 # the triplets that choose weights, and the two confirmation sets (holdout_triplets)
 TRIPLET_SETS = ("standard", "fresh", "quarter")
 
@@ -202,37 +206,35 @@ def network_scores(net: torch.nn.Module, triplets: Sequence[Triplet], device: to
     """The network's PSNR on every triplet, whole frames at t = 0.5 (callers set eval mode; runs under no_grad),
     with flow estimated at ``flow_scale`` times the frames' size (run.py's --flow-scale); along quadratic paths
     (``Network.forward_four``) where a triplet kept an outer neighbour (a side without one at constant velocity, as
-    the video tool moves it), constant velocity elsewhere."""
-    scores = []
-    with torch.no_grad(), torch.autocast(device.type, dtype=autocast_dtype or torch.bfloat16,
-                                         enabled=autocast_dtype is not None):
-        for tr in triplets:
-            one, two, mid = (x.to(device).float().div(255).unsqueeze(0) for x in (tr.one, tr.two, tr.mid))
-            if tr.has_neighbours:
-                before, after = (x.to(device).float().div(255).unsqueeze(0) if x is not None else None
-                                 for x in (tr.before, tr.after))
-                out = net.forward_four(before, one, two, after, (0.5,), flow_scale)[0].float()
-            else:
-                out = net(one, two, (0.5,), flow_scale)[0].float()
-            scores.append(psnr(out.clamp(0, 1), mid).cpu())
-            if details is not None:
-                details.append(detail_kept(out, mid))
-    return torch.cat(scores)
+    the video tool moves it), constant velocity elsewhere; ``details`` collects the detail kept."""
 
+    def interpolate(tr: Triplet, one: torch.Tensor, two: torch.Tensor) -> torch.Tensor:
+        if tr.has_neighbours:
+            before, after = (x.to(device).float().div(255).unsqueeze(0) if x is not None else None
+                             for x in (tr.before, tr.after))
+            return net.forward_four(before, one, two, after, (0.5,), flow_scale)[0]
+        return net(one, two, (0.5,), flow_scale)[0]
 
-def detail_kept(out: torch.Tensor, truth: torch.Tensor) -> float:
-    """The detail an output keeps (``edge_energy`` of the uint8-rounded output over the truth's)."""
-    return float(edge_energy((out.clamp(0, 1) * 255).round()) / edge_energy((truth * 255).round()).clamp_min(1e-6))
+    with torch.autocast(device.type, dtype=autocast_dtype or torch.bfloat16, enabled=autocast_dtype is not None):
+        return _scores(triplets, device, interpolate, details)
 
 
 def peer_scores(peer: Peer, triplets: Sequence[Triplet], details: Optional[List[float]] = None) -> torch.Tensor:
     """A RIFE release's PSNR on every triplet (model/peers.py), from the pair alone as RIFE tools run it, in
     float32; ``details`` collects the detail kept."""
+    return _scores(triplets, peer.device, lambda tr, one, two: peer(one, two, 0.5), details)
+
+
+def _scores(triplets: Sequence[Triplet], device: torch.device,
+            interpolate: Callable[[Triplet, torch.Tensor, torch.Tensor], torch.Tensor],
+            details: Optional[List[float]]) -> torch.Tensor:
+    """PSNR of ``interpolate(triplet, one, two)`` (frames 1 x 3 x H x W in [0, 1] on ``device``) against each
+    triplet's middle frame, under no_grad; ``details`` (if given) collects the detail kept."""
     scores = []
     with torch.no_grad():
         for tr in triplets:
-            one, two, mid = (x.to(peer.device).float().div(255).unsqueeze(0) for x in (tr.one, tr.two, tr.mid))
-            out = peer(one, two, 0.5).float()
+            one, two, mid = (x.to(device).float().div(255).unsqueeze(0) for x in (tr.one, tr.two, tr.mid))
+            out = interpolate(tr, one, two).float()
             scores.append(psnr(out.clamp(0, 1), mid).cpu())
             if details is not None:
                 details.append(detail_kept(out, mid))
@@ -289,6 +291,22 @@ def middlebury_baseline(data: Path) -> float:
     return float(np.mean(scores))
 
 
+def hold_still_label(label: str, hold: bool, choice: str) -> str:
+    """A method's label, told apart by the guard where ``--hold-still both`` runs it both ways."""
+    return label if choice != "both" else f"{label} ({'hold-still' if hold else 'no hold-still'})"
+
+
+def _record(section: Dict, label: str, scores: torch.Tensor, details: List[float], base: torch.Tensor,
+            triplets: Sequence[Triplet], note: str = "") -> Dict[str, float]:
+    """One method's figures (with the detail kept), per-triplet and per-clip scores into the report, and its line."""
+    figures = summary(scores, base, triplets)
+    figures["detail"] = float(np.mean(details))
+    section[label] = {"figures": figures, "scores": scores.tolist(), "details": details,
+                      "clips": per_clip(scores, triplets)}
+    print(f"{label}{note}: {describe(figures)}; detail kept {figures['detail']:.3f}")
+    return figures
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     from engine.options import flow_scale_value
 
@@ -311,7 +329,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                         "quarter of the way (quarter) between them")
     p.add_argument("--peer", nargs="*", default=[], choices=list(PEERS),
                    help="also score these RIFE releases (model/peers.py; their wheels installed), on the pair alone")
-    p.add_argument("--hold-still", choices=["on", "off", "both"], default="on",
+    p.add_argument("--hold-still", choices=list(HOLD_STILL), default="on",
                    help="our networks with still, textured neighbourhoods held at zero flow (model.warp.still_weight, "
                         "the default), without, or both side by side")
     p.add_argument("--json", type=Path, default=None, help="write the figures (and per-triplet scores) here")
@@ -341,10 +359,8 @@ def main(argv: Optional[List[str]] = None) -> int:
           f"baseline {float(base.mean()):.3f} dB")
     if base4 is not None:
         print(f"four-frame classical baseline {float(base4.mean()):.3f} dB")
-    runs = [(str(path), path, hold) for path in args.weights
-            for hold in ({"on": [True], "off": [False], "both": [True, False]}[args.hold_still])]
-    for label, path, hold in runs:
-        label += "" if args.hold_still != "both" else (" (hold-still)" if hold else " (no hold-still)")
+    for path, hold in itertools.product(args.weights, HOLD_STILL[args.hold_still]):
+        label = hold_still_label(str(path), hold, args.hold_still)
         loaded = load_weights(path, device).eval()
         if hasattr(loaded, "hold_still"):
             loaded.hold_still = hold
@@ -352,11 +368,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         details: List[float] = []
         scores = network_scores(net, triplets, device, torch.bfloat16 if args.bf16 else None, args.flow_scale,
                                 details)
-        figures = summary(scores, base, triplets)
-        figures["detail"] = float(np.mean(details))
-        report["weights"][label] = {"figures": figures, "scores": scores.tolist(), "details": details,
-                                    "clips": per_clip(scores, triplets)}
-        print(f"{label}: {describe(figures)}; detail kept {figures['detail']:.3f}")
+        figures = _record(report["weights"], label, scores, details, base, triplets)
         print("  " + ", ".join(f"{k} {v:+.3f}" for k, v in figures.items() if k.startswith("margin_")))
         if base4 is not None:
             report["weights"][label]["figures_four_frames"] = figures4 = summary(scores, base4, triplets)
@@ -369,11 +381,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             return 2
         details = []
         scores = peer_scores(peer, triplets, details)
-        figures = summary(scores, base, triplets)
-        figures["detail"] = float(np.mean(details))
-        report.setdefault("peers", {})[name] = {"figures": figures, "scores": scores.tolist(), "details": details,
-                                               "clips": per_clip(scores, triplets)}
-        print(f"{name} (pair alone): {describe(figures)}; detail kept {figures['detail']:.3f}")
+        _record(report.setdefault("peers", {}), name, scores, details, base, triplets, " (pair alone)")
     if args.json:
         report["triplets"] = [{"group": t.group, "clip": t.clip, "centre": t.centre, "gap": t.gap,
                                "quadratic": t.has_neighbours, "sides": t.sides} for t in triplets]

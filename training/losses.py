@@ -89,3 +89,9 @@ def edge_energy(x: torch.Tensor) -> torch.Tensor:
     lap = (x[:, :, 1:-1, :-2] + x[:, :, 1:-1, 2:] + x[:, :, :-2, 1:-1] + x[:, :, 2:, 1:-1]
            - 4 * x[:, :, 1:-1, 1:-1])
     return lap.abs().flatten(1).mean(1)
+
+
+def detail_kept(out: torch.Tensor, truth: torch.Tensor) -> float:
+    """The detail an output keeps: ``edge_energy`` of the uint8-rounded output over the truth's (frames N x C x H x W
+    in [0, 1])."""
+    return float(edge_energy((out.clamp(0, 1) * 255).round()) / edge_energy((truth * 255).round()).clamp_min(1e-6))
