@@ -91,14 +91,6 @@ def edge_energy(x: torch.Tensor) -> torch.Tensor:
     return lap.abs().flatten(1).mean(1)
 
 
-def detail_gap(pred: torch.Tensor, target: torch.Tensor, floor: float = 2e-3) -> torch.Tensor:
-    """The batch's mean |10 log10| of each output's ``edge_energy`` over its truth's (images in [0, 1]): 0 when
-    an output holds as much fine detail as the truth, in dB either way, so washing a pattern out and doubling its
-    edges both cost. ``floor`` (about half a grey level of Laplacian) keeps flat crops from dominating."""
-    ratio = (edge_energy(pred) + floor) / (edge_energy(target) + floor)
-    return (10.0 * torch.log10(ratio)).abs().mean()
-
-
 def detail_kept(out: torch.Tensor, truth: torch.Tensor) -> float:
     """The detail an output keeps: ``edge_energy`` of the uint8-rounded output over the truth's (frames N x C x H x W
     in [0, 1])."""
