@@ -2,21 +2,28 @@
 
     python -m bench.bench_network [--weights weights/network.safetensors | --width 2]
                                   [--compile] [--ensembles 2 4] [--peer rife-4.26 rife-3.1 rife-4.6]
-                                  [--json out.json]
+                                  [--batch 1 2 4] [--profile [1080p]] [--json out.json]
 
 Speed does not depend on the weights, so random ones are used when none are given. ``--peer`` times RIFE
 releases (model/peers.py, their real weights) in the same run, on the same frames, in float32 and under float16
 autocast (upstream's two modes), eager as their tools run them.
+
+``--batch`` times N pairs per network call (bf16, one CUDA graph per N, as the one-pair graph row: batch 1 is that
+row again). ``--profile`` runs the network eagerly under torch.profiler (bf16, one size) and says where the GPU's
+time goes: the top kernels, and each part of the network (its ranges synchronise the GPU at their ends, so that
+every kernel is counted in the part that launched it; kernel durations do not change with that).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import json
 import math
 import sys
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 
@@ -30,6 +37,16 @@ from model.runtime import GraphedNetwork
 
 MATCH_PSNR = 40.0  # dB between compiled and eager frames, below which a compiled time is not reported
 SIZES = {"720p": (720, 1280), "1080p": (1080, 1920), "4K": (2160, 3840)}
+# --profile: calls profiled (after as many unprofiled ones), kernels listed, and the parts of the network its ranges
+# name (part_ranges), in the order printed; a kernel launched outside every part counts as "other"
+PROFILE_CALLS = 3
+TOP_KERNELS = 25
+PARTS = ("encoder", "flow decoders", "correlation", "metric", "still guard", "softsplat", "synthesis")
+OTHER = "other"
+# --batch: a batch is timed only where model.inference's estimate of its memory, times GRAPH_MEMORY (the warm-up's
+# cached blocks beside the captured graph's own pool, model.runtime._capture), fits in BATCH_HEADROOM of the free memory
+BATCH_HEADROOM = 0.9
+GRAPH_MEMORY = 2
 
 
 def gflops(net: Network, h: int, w: int) -> float:
@@ -87,13 +104,201 @@ def time_compiled(net: Network, one: torch.Tensor, two: torch.Tensor, repeats: i
     return out
 
 
+def batch_size(text: str) -> int:
+    """A ``--batch`` argument: pairs per network call, 1 or more (argparse.ArgumentTypeError otherwise)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give pairs per call as whole numbers of 1 or more, e.g. 1 2 4")
+    return value
+
+
+def time_batches(net: Network, h: int, w: int, batches: Sequence[int], repeats: int) -> dict:
+    """bf16 CUDA-graph time of one middle frame for each of N pairs per call (``GraphedNetwork`` on N x 3 x H x W
+    frames, as the one-pair row): ms per call and per pair. A batch whose estimated memory does not fit is skipped
+    with a note."""
+    from model.inference import available_memory, memory_factor, needed_memory
+
+    device = next(net.parameters()).device
+    out = {}
+    for n in batches:
+        needed = GRAPH_MEMORY * n * needed_memory(h, w, device, memory_factor(net))
+        free = available_memory(device)
+        if needed > BATCH_HEADROOM * free:
+            print(f"note: batch {n} at {h}x{w} skipped: about {needed / 2 ** 30:.0f} GiB, "
+                  f"{free / 2 ** 30:.0f} GiB free", file=sys.stderr)
+            continue
+        shape = torch.Size((n, 3, h, w))
+        one = torch.rand(shape, device=device)
+        two = torch.rand(shape, device=device)
+        graphed = None
+        try:
+            graphed = GraphedNetwork(net, shape, [0.5], torch.bfloat16)
+            milliseconds = cuda_time_ms(lambda: graphed(one, two), repeats=repeats)
+        except torch.cuda.OutOfMemoryError:
+            print(f"note: batch {n} at {h}x{w} ran out of GPU memory: not timed", file=sys.stderr)
+            continue
+        finally:
+            graphed = None  # the captured graph's memory, freed before the next batch
+            torch.cuda.empty_cache()
+        out[f"bf16_graph_batch{n}_ms"] = milliseconds
+        out[f"bf16_graph_batch{n}_per_pair_ms"] = milliseconds / n
+        one = two = None
+    return out
+
+
+@contextlib.contextmanager
+def part_ranges(net: Network, sync: Callable[[], None]) -> Iterator[None]:
+    """``torch.profiler.record_function`` ranges named by PARTS around the network's parts while inside: forward
+    hooks on its modules (encoder, flow decoders, metric, synthesis decoder) and, for the parts that are functions,
+    wrappers put in place of the names the network calls them by (correlation, still guard, softsplat), restored on
+    leaving. ``sync`` runs as each range begins and ends (``torch.cuda.synchronize``: every kernel then starts inside
+    the innermost range it was launched in). The network's outputs do not change."""
+    import model.flow
+    import model.network
+
+    stack: List[torch.profiler.record_function] = []
+
+    def begin(name: str) -> None:
+        sync()
+        stack.append(torch.profiler.record_function(name))
+        stack[-1].__enter__()
+
+    def end() -> None:
+        sync()
+        stack.pop().__exit__(None, None, None)
+
+    def ranged(name: str, fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def call(*args: object, **kwargs: object) -> object:
+            begin(name)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                end()
+        return call
+
+    modules = [(net.encoder, "encoder"), *((d, "flow decoders") for d in net.flow.decoders),
+               (net.metric, "metric"), (net.decoder, "synthesis")]
+    functions = [(model.flow, "correlation", "correlation"), (model.network, "still_weight", "still guard"),
+                 (model.network, "splat_pyramid", "softsplat")]
+    handles = []
+    saved = [(owner, attr, getattr(owner, attr)) for owner, attr, _ in functions]
+    try:
+        for module, name in modules:
+            handles.append(module.register_forward_pre_hook(lambda _m, _i, name=name: begin(name)))
+            handles.append(module.register_forward_hook(lambda _m, _i, _o: end()))
+        for owner, attr, name in functions:
+            setattr(owner, attr, ranged(name, getattr(owner, attr)))
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+        for owner, attr, fn in saved:
+            setattr(owner, attr, fn)
+        while stack:  # a forward that raised inside a module's range
+            stack.pop().__exit__(None, None, None)
+
+
+def part_totals(ranges: Sequence[Tuple[str, float, float]],
+                kernels: Sequence[Tuple[str, float, float]]) -> Dict[str, float]:
+    """Kernel time per part: each kernel ``(name, start, duration)`` counted in the innermost of ``ranges``
+    ``(part, start, end)`` that it starts in (nested ranges: the one that began last), OTHER where none."""
+    totals: Dict[str, float] = {}
+    for _, start, duration in kernels:
+        inside = [r for r in ranges if r[1] <= start < r[2]]
+        part = max(inside, key=lambda r: r[1])[0] if inside else OTHER
+        totals[part] = totals.get(part, 0.0) + duration
+    return totals
+
+
+def profiled(events: Sequence) -> Tuple[List[Tuple[str, float, float]], List[Tuple[str, float, float]]]:
+    """(ranges, kernels) of a profile's events (``prof.events()``): the parts' ranges on the host (name, start,
+    end) and the GPU's kernels and copies (name, start, duration), in microseconds from the profile's start."""
+    from torch.autograd import DeviceType
+
+    ranges, kernels = [], []
+    for e in events:
+        if e.device_type == DeviceType.CPU and e.name in PARTS:
+            ranges.append((e.name, e.time_range.start, e.time_range.end))
+        elif e.device_type == DeviceType.CUDA and e.name not in PARTS and not e.is_user_annotation:
+            kernels.append((e.name, e.time_range.start, e.time_range.end - e.time_range.start))
+    return ranges, kernels
+
+
+def profile_network(net: Network, size: str, repeats: int) -> dict:
+    """Where one middle frame's GPU time goes at ``size`` (bf16): the CUDA-graph time of a call, and from
+    PROFILE_CALLS eager calls under torch.profiler (after as many unprofiled ones) the kernels' time per call, the
+    TOP_KERNELS kernels with their share and launches per call, and the time per part of the network."""
+    from torch.profiler import ProfilerActivity, profile
+
+    device = next(net.parameters()).device
+    h, w = SIZES[size]
+    one = torch.rand(1, 3, h, w, device=device)
+    two = torch.rand(1, 3, h, w, device=device)
+    graphed = GraphedNetwork(net, one.shape, [0.5], torch.bfloat16)
+    graph_ms = cuda_time_ms(lambda: graphed(one, two), repeats=repeats)
+    graphed = None
+    torch.cuda.empty_cache()
+
+    def call() -> None:
+        with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+            net(one, two, [0.5])
+
+    with part_ranges(net, torch.cuda.synchronize):
+        for _ in range(PROFILE_CALLS):
+            call()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            for _ in range(PROFILE_CALLS):
+                call()
+            torch.cuda.synchronize()
+    ranges, kernels = profiled(prof.events())
+    total = sum(k[2] for k in kernels)
+    if not total:
+        raise ValueError("the profile holds no CUDA kernels: run on a CUDA build of torch whose profiler sees the GPU")
+    by_name: Dict[str, List[float]] = {}
+    for name, _, duration in kernels:
+        entry = by_name.setdefault(name, [0.0, 0])
+        entry[0] += duration
+        entry[1] += 1
+    top = sorted(by_name.items(), key=lambda item: -item[1][0])[:TOP_KERNELS]
+    parts = part_totals(ranges, kernels)
+    return {
+        "size": size, "calls": PROFILE_CALLS, "bf16_graph_x2_ms": graph_ms,
+        "kernel_ms_per_call": total / 1e3 / PROFILE_CALLS,
+        "parts_ms_per_call": {part: parts.get(part, 0.0) / 1e3 / PROFILE_CALLS for part in (*PARTS, OTHER)},
+        "kernels": [{"name": name, "ms_per_call": t / 1e3 / PROFILE_CALLS, "share": t / total,
+                     "launches_per_call": count / PROFILE_CALLS} for name, (t, count) in top],
+    }
+
+
+def print_profile(result: dict) -> None:
+    kernel_ms = result["kernel_ms_per_call"]
+    print(f"\nprofile at {result['size']}, bf16, eager, {result['calls']} calls: kernels {kernel_ms:.2f} ms per call "
+          f"(the CUDA-graph call: {result['bf16_graph_x2_ms']:.2f} ms)")
+    print("\n| part | ms per call | share |\n|---|---|---|")
+    for part, ms in result["parts_ms_per_call"].items():
+        print(f"| {part} | {ms:.2f} | {100 * ms / kernel_ms:.1f}% |")
+    print(f"\n| kernel (top {len(result['kernels'])}) | ms per call | share | launches per call |\n|---|---|---|---|")
+    for k in result["kernels"]:
+        name = k["name"] if len(k["name"]) <= 100 else k["name"][:97] + "..."
+        print(f"| `{name}` | {k['ms_per_call']:.3f} | {100 * k['share']:.1f}% | {k['launches_per_call']:g} |")
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--weights", type=Path, default=None)
-    p.add_argument("--sizes", nargs="+", default=list(SIZES))
+    p.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES))
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--json", type=Path, default=None)
-    p.add_argument("--profile", action="store_true", help="print the top CUDA kernels at the first size")
+    p.add_argument("--profile", nargs="?", const="1080p", default=None, choices=list(SIZES),
+                   help="profile the network at this size (default 1080p; bf16, eager): the top CUDA kernels and "
+                        "the time per part of the network")
+    p.add_argument("--batch", type=batch_size, nargs="+", default=[], metavar="N",
+                   help="also time N pairs per network call for each N (bf16, CUDA graph, as the one-pair graph row)")
     p.add_argument("--compile", action="store_true",
                    help="also time torch.compile (bf16; default mode, and reduce-overhead = with CUDA graphs)")
     p.add_argument("--compile-modes", nargs="+", default=["default", "reduce-overhead"],
@@ -108,18 +313,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--network", nargs="+", default=None, metavar="KEY=VALUE",
                    help="time a changed NetworkConfig with random weights (e.g. flow_finest_level=0), as train.py")
     args = p.parse_args(argv)
-    device = require_cuda()
-    if device is None:
-        return 2
+    # the arguments are checked before the GPU, so that a machine without one checks a command line
     changed = args.network or args.width is not None
     if args.weights and changed:
         print("error: --weights excludes --network and --width (random weights time the same)",
               file=sys.stderr)
         return 2
+    if args.weights and not args.weights.is_file():
+        print(f"error: --weights {args.weights}: no such file", file=sys.stderr)
+        return 2
     try:
         config = NetworkConfig().sized(args.width).with_overrides(args.network or [])
     except ValueError as exc:
         print(f"error: --width or --network: {exc}", file=sys.stderr)
+        return 2
+    device = require_cuda()
+    if device is None:
         return 2
     net = load_weights(args.weights, device) if args.weights else Network(config).to(device).eval()
     try:
@@ -140,6 +349,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         graphed8 = GraphedNetwork(net, one.shape, [i / 8 for i in range(1, 8)], torch.bfloat16)
         row["bf16_graph_x8_ms"] = cuda_time_ms(lambda: graphed8(one, two), repeats=args.repeats)
         graphed = graphed8 = None  # free the captured graphs' memory before the eager runs
+        torch.cuda.empty_cache()
+        row.update(time_batches(net, h, w, args.batch, args.repeats))
         for mode in ("fp32", "bf16", "bf16_cl"):
             model = net.to(memory_format=torch.channels_last) if mode == "bf16_cl" else net
             a = one.contiguous(memory_format=torch.channels_last) if mode == "bf16_cl" else one
@@ -163,16 +374,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                     row[f"{peer.name}_{mode}_x2_ms"] = cuda_time_ms(lambda: peer(one, two, 0.5), repeats=args.repeats)
         rows.append(row)
         print(json.dumps(row), flush=True)
-        if args.profile and len(rows) == 1:
-            from torch.profiler import ProfilerActivity, profile
-
-            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-                with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
-                    for _ in range(3):
-                        net(one, two, [0.5])
-                torch.cuda.synchronize()
-            print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=25, max_name_column_width=60))
         torch.cuda.empty_cache()
+    profiled_run = profile_network(net, args.profile, args.repeats) if args.profile else None
     print("\n| size | GFLOPs | fp32 ms | bf16 ms | bf16 channels_last ms | bf16 CUDA graph ms "
           "| 7 frames (x8) bf16 ms | 7 frames (x8) bf16 CUDA graph ms |")
     print("|---|---|---|---|---|---|---|---|")
@@ -184,8 +387,20 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"| {peer.name} ({peer.parameters / 1e6:.2f} M) | " + " | ".join(
             f"{r['size']}: fp32 {r[peer.name + '_fp32_x2_ms']:.2f} ms, fp16 {r[peer.name + '_fp16_x2_ms']:.2f} ms"
             for r in rows) + " |")
+    if args.batch:
+        print("\n| size | pairs per call | bf16 CUDA graph ms per call | ms per pair | pairs per s |")
+        print("|---|---|---|---|---|")
+        for r in rows:
+            for n in args.batch:
+                if f"bf16_graph_batch{n}_ms" in r:
+                    per_pair = r[f"bf16_graph_batch{n}_per_pair_ms"]
+                    print(f"| {r['size']} | {n} | {r[f'bf16_graph_batch{n}_ms']:.2f} | {per_pair:.2f} | "
+                          f"{1e3 / per_pair:.1f} |")
+    if profiled_run:
+        print_profile(profiled_run)
     if args.json:
-        args.json.write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows}, indent=2))
+        args.json.write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows,
+                                         "profile": profiled_run}, indent=2))
     return 0
 
 
