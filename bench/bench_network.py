@@ -104,6 +104,32 @@ def time_compiled(net: Network, one: torch.Tensor, two: torch.Tensor, repeats: i
     return out
 
 
+def time_compiled_stacks(net: Network, one: torch.Tensor, two: torch.Tensor, repeats: int) -> dict:
+    """bf16 CUDA-graph time of one middle frame with the convolution stacks compiled, as ``run.py --compile`` runs
+    the network (``model.runtime.compile_network``), and how far its frame is from the uncompiled graph's: the
+    time is reported only where the frames agree within ``MATCH_PSNR``."""
+    import time
+
+    from model.runtime import compile_network
+
+    reference = GraphedNetwork(net, one.shape, [0.5], torch.bfloat16)
+    eager = reference(one, two)[0].float().clone()
+    reference = None
+    start = time.perf_counter()
+    graphed = GraphedNetwork(compile_network(net), one.shape, [0.5], torch.bfloat16)
+    frame = graphed(one, two)[0].float().clone()
+    torch.cuda.synchronize()
+    out = {"compile_stacks_first_s": time.perf_counter() - start}
+    mse = (frame.clamp(0, 1) - eager.clamp(0, 1)).pow(2).mean().item()
+    out["compile_stacks_vs_eager_psnr"] = agreement = -10 * math.log10(max(mse, 1e-20))
+    if agreement >= MATCH_PSNR:
+        out["bf16_graph_compile_stacks_x2_ms"] = cuda_time_ms(lambda: graphed(one, two), repeats=repeats)
+    else:
+        print(f"note: compiled stacks: frames {agreement:.1f} dB from eager (below {MATCH_PSNR:g}): no time "
+              f"reported", file=sys.stderr)
+    return out
+
+
 def batch_size(text: str) -> int:
     """A ``--batch`` argument: pairs per network call, 1 or more (argparse.ArgumentTypeError otherwise)."""
     try:
@@ -301,6 +327,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="also time N pairs per network call for each N (bf16, CUDA graph, as the one-pair graph row)")
     p.add_argument("--compile", action="store_true",
                    help="also time torch.compile (bf16; default mode, and reduce-overhead = with CUDA graphs)")
+    p.add_argument("--compile-stacks", action="store_true",
+                   help="also time the CUDA graph with the convolution stacks compiled (run.py --compile)")
     p.add_argument("--compile-modes", nargs="+", default=["default", "reduce-overhead"],
                    choices=["default", "reduce-overhead"], help="which torch.compile modes --compile times")
     p.add_argument("--ensembles", type=int, nargs="+", default=[], choices=[2, 4],
@@ -368,6 +396,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                                                                    repeats=args.repeats)
         if args.compile:
             row.update(time_compiled(net, one, two, args.repeats, args.compile_modes))
+        if args.compile_stacks:
+            row.update(time_compiled_stacks(net, one, two, args.repeats))
         for peer in peers:
             for mode, dtype in (("fp32", None), ("fp16", torch.float16)):
                 with torch.no_grad(), torch.autocast("cuda", dtype=dtype or torch.float16, enabled=dtype is not None):
