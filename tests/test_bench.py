@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 GPU_BENCHES = [
     ("bench.bench_network", ["--sizes", "1080p"]),
+    ("bench.compile_check", ["--weights", "unused"]),
     ("bench.bench_softsplat", []),
     ("bench.bench_train", ["--data", "unused"]),
     ("bench.bench_video", ["--flow-scale", "1", "auto"]),
