@@ -158,6 +158,15 @@ def _normalise(acc: torch.Tensor, eps_mode: str) -> torch.Tensor:
     return num / den
 
 
+@torch.compiler.disable
+def _index_add_eager(acc: torch.Tensor, targets: torch.Tensor, values: torch.Tensor) -> None:
+    """``acc.index_add_(0, targets, values)`` outside any compiled graph. Inductor's CPU code for this scatter of
+    transposed rows, run on several threads, adds the inner loop's offset twice and writes out of bounds (heap
+    corruption, or wrong sums: pytorch/pytorch#191837, a fix proposed in #191861 after torch 2.13); compiled,
+    the whole network aborted on the CPU. Costs a graph break per corner, on the CPU only."""
+    acc.index_add_(0, targets, values)
+
+
 def _splat_torch(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Tensor],
                  kind: str, eps_mode: str) -> torch.Tensor:
     n, c, h, w = x.shape
@@ -186,7 +195,9 @@ def _splat_torch(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Ten
         weight = torch.where(valid, weight, torch.zeros_like(weight))
         values = (xs * weight.unsqueeze(1)).permute(0, 2, 1).reshape(-1, channels)
         targets = (index + batch_offset).reshape(-1)
-        if acc.device.type == "cpu":
+        if acc.device.type == "cpu" and torch.compiler.is_compiling():
+            _index_add_eager(acc, targets, values)
+        elif acc.device.type == "cpu":
             # on the CPU index_add_ is always deterministic, and 1.3-5x faster than index_put_
             acc.index_add_(0, targets, values)
         else:

@@ -66,6 +66,20 @@ def gflops(net: Network, h: int, w: int) -> float:
     return total[0] / 1e9
 
 
+def moving_pair(shape: Sequence[int], device: torch.device) -> Tuple[torch.Tensor, torch.Tensor]:
+    """A smooth random image (noise upsampled 16x, bicubic) and itself moved 3 px right and 2 down.
+
+    Where compiled and eager frames are compared: on independent noise frames the network is chaotic (on the CPU
+    at 128 x 192, eager bf16 is 25.5 dB from eager fp32, and a 1e-3 nudge of one input moves the fp32 frame by
+    24.8 dB), so any rounding difference reads as a mismatch there; on this pair eager bf16 is 61.5 dB from fp32.
+    """
+    n, c, h, w = shape
+    g = torch.Generator().manual_seed(0)
+    base = torch.rand(n, c, max(h // 16, 2), max(w // 16, 2), generator=g)
+    one = torch.nn.functional.interpolate(base, size=(h, w), mode="bicubic", align_corners=False).clamp(0, 1)
+    return one.to(device), torch.roll(one, shifts=(2, 3), dims=(2, 3)).to(device)
+
+
 def time_compiled(net: Network, one: torch.Tensor, two: torch.Tensor, repeats: int,
                   modes: Sequence[str] = ("default", "reduce-overhead")) -> dict:
     """bf16 x2 time of the whole network under torch.compile, default mode and with CUDA graphs; the
@@ -74,15 +88,16 @@ def time_compiled(net: Network, one: torch.Tensor, two: torch.Tensor, repeats: i
     import time
 
     out = {}
+    check = moving_pair(one.shape, one.device)  # agreement is measured on this pair (moving_pair says why)
     with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
-        eager = net(one, two, [0.5])[0].float()
+        eager = net(*check, [0.5])[0].float()
     for mode in modes:
         torch._dynamo.reset()
         compiled = torch.compile(net, mode=mode, dynamic=False)
 
-        def call() -> List[torch.Tensor]:
+        def call(a: torch.Tensor = one, b: torch.Tensor = two) -> List[torch.Tensor]:
             with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
-                return compiled(one, two, [0.5])
+                return compiled(a, b, [0.5])
 
         start = time.perf_counter()
         for _ in range(3):
@@ -92,7 +107,7 @@ def time_compiled(net: Network, one: torch.Tensor, two: torch.Tensor, repeats: i
         milliseconds = cuda_time_ms(call, repeats=repeats)
         # same network, same precision: how far the compiled output is from the eager one (cloned at once: a
         # CUDA-graph replay reuses its output buffers)
-        frame = call()[0].float().clone()
+        frame = call(*check)[0].float().clone()
         mse = (frame.clamp(0, 1) - eager.clamp(0, 1)).pow(2).mean().item()
         out[f"compile_{mode}_vs_eager_psnr"] = agreement = -10 * math.log10(max(mse, 1e-20))
         # a time is reported only for a compiled network that makes the eager network's frames
@@ -112,12 +127,13 @@ def time_compiled_stacks(net: Network, one: torch.Tensor, two: torch.Tensor, rep
 
     from model.runtime import compile_network
 
+    check = moving_pair(one.shape, one.device)  # agreement is measured on this pair (moving_pair says why)
     reference = GraphedNetwork(net, one.shape, [0.5], torch.bfloat16)
-    eager = reference(one, two)[0].float().clone()
+    eager = reference(*check)[0].float().clone()
     reference = None
     start = time.perf_counter()
     graphed = GraphedNetwork(compile_network(net), one.shape, [0.5], torch.bfloat16)
-    frame = graphed(one, two)[0].float().clone()
+    frame = graphed(*check)[0].float().clone()
     torch.cuda.synchronize()
     out = {"compile_stacks_first_s": time.perf_counter() - start}
     mse = (frame.clamp(0, 1) - eager.clamp(0, 1)).pow(2).mean().item()

@@ -17,6 +17,7 @@ GPU_BENCHES = [
     ("bench.bench_network", ["--sizes", "1080p"]),
     ("bench.bench_network", ["--weights", str(ROOT / "weights" / "network.safetensors"), "--batch", "1", "2", "4",
                              "--profile"]),
+    ("bench.compile_check", ["--weights", "unused"]),
     ("bench.bench_softsplat", []),
     ("bench.bench_train", ["--data", "unused"]),
     ("bench.bench_video", ["--flow-scale", "1", "auto"]),
