@@ -74,8 +74,8 @@ def prefetch(items: Iterator[T], depth: int = 4) -> Iterator[T]:
 class WriteBehind(Generic[T]):
     """``consume(item)`` for every item ``put``, in order, in another thread, with at most ``depth`` items waiting.
 
-    The consumer's exception is raised in the caller at the next ``put`` or at ``finish``; after one the consumer
-    takes no more items. ``finish`` waits for every item given; ``stop`` (for the caller's own failure or an
+    The consumer's exception is raised in the caller at the next ``put``, ``drain`` or ``finish``; after one the
+    consumer takes no more items. ``finish`` waits for every item given; ``stop`` (for the caller's own failure or an
     interrupt) too, unless interrupted again, when the items still waiting are dropped. Either way the consumer's
     thread has ended when they return, so what it used can be cleaned up by the caller.
     """
@@ -107,6 +107,7 @@ class WriteBehind(Generic[T]):
             except BaseException as exc:  # handed to the caller, which re-raises it
                 self._failure = exc
                 return
+            self._slots.task_done()
 
     def _hand(self, item: object) -> bool:
         """Queue ``item`` (blocking while the queue is full); False if the consumer has ended (failed)."""
@@ -125,6 +126,14 @@ class WriteBehind(Generic[T]):
         if self._failure is not None:
             raise self._failure
         raise RuntimeError("the write-behind thread has ended: put after finish or stop")
+
+    def drain(self) -> None:
+        """Wait until every item given so far is consumed; raises the consumer's exception if it failed."""
+        with self._slots.all_tasks_done:
+            while self._slots.unfinished_tasks and self._worker.is_alive():
+                self._slots.all_tasks_done.wait(0.05)
+        if self._failure is not None:
+            raise self._failure
 
     def finish(self) -> None:
         """Wait until every item given is consumed; raises the consumer's exception if it failed."""

@@ -221,9 +221,10 @@ def _output_frames(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpol
 
 
 def _interval_frames(intervals: Iterator[_Interval], plan: Plan, interpolate: Interpolator,
-                     skip: Callable[[int], bool], stats: dict,
-                     motion: str = "linear") -> Iterator[Tuple[int, Optional[np.ndarray]]]:
-    """``_output_frames`` from the anchors' intervals (``_intervals``, or ``_ahead``'s)."""
+                     skip: Callable[[int], bool], stats: dict, motion: str = "linear",
+                     before_pair: Callable[[], None] = lambda: None) -> Iterator[Tuple[int, Optional[np.ndarray]]]:
+    """``_output_frames`` from the anchors' intervals (``_intervals``, or ``_ahead``'s); ``before_pair`` is called
+    before each call of the interpolator."""
     step = with_linear_alpha(interpolate)
     quadratic = motion == "quadratic" and isinstance(interpolate, NeighbourInterpolator)
     j = 0
@@ -245,6 +246,7 @@ def _interval_frames(intervals: Iterator[_Interval], plan: Plan, interpolate: In
         ts = sorted({s.t for k, s in pending if s.kind == "interpolate" and not skip(k)})
         made = {}
         if ts:
+            before_pair()
             if quadratic:
                 before, after = _neighbours(previous, interval, following)
                 outs = interpolate.interpolate_integer_with_neighbours(current.frame, nxt.frame, ts, before, after)
@@ -569,6 +571,10 @@ def _finished_segments(work: Path, suffix: str) -> List[Tuple[int, int, Path]]:
 # output frames handed to the writing thread ahead of it (each a reference, not a copy; the encoder's own
 # FrameWriter queues a few more)
 WRITE_DEPTH = 4
+# a pair that took longer than this (on a CPU) has the frames before the next one written first, as when writing
+# came first: a failure in writing (a full disk) then stops the job before another long pair, not after it; on a GPU
+# writing overlaps the next pairs, and a failure stops the job a few pairs (milliseconds) later
+SLOW_PAIR_SECONDS = 0.5
 
 
 def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_fmt: str, interpolate: Interpolator,
@@ -642,8 +648,16 @@ def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_f
     working_since = time.monotonic()
     behind: WriteBehind[Tuple[int, Optional[np.ndarray]]] = WriteBehind(write, depth=WRITE_DEPTH,
                                                                          name="segment-writer")
+    last_pair = None
+
+    def before_pair() -> None:
+        nonlocal last_pair
+        if last_pair is not None and time.monotonic() - last_pair >= SLOW_PAIR_SECONDS:
+            behind.drain()
+        last_pair = time.monotonic()
+
     try:
-        for made in _interval_frames(intervals, plan, interpolate, skip, stats, options.motion):
+        for made in _interval_frames(intervals, plan, interpolate, skip, stats, options.motion, before_pair):
             behind.put(made)
         behind.finish()
         if writer is not None:

@@ -3,6 +3,7 @@ behind it, and none of that changes a byte of the output, the order of the inter
 in any of them reaches the caller. CPU, small generated clips."""
 
 import threading
+import time
 from fractions import Fraction
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 import pipeline.video as pv
+from media.files import OutputError
 from media.video import FrameWriter, VideoError, probe, read_frames
 from pipeline.video import VideoOptions, interpolate_video
 
@@ -155,3 +157,26 @@ def test_a_writer_error_mid_clip_stops_the_interpolation(tmp_path, monkeypatch, 
     assert len(calls) <= 10 // 2 + pv.WRITE_DEPTH // 2 + 2, len(calls)
     assert _threads_ended()
     assert not [p for p in (tmp_path / "out.mp4.work").iterdir() if ".part" in p.name]
+
+
+def test_after_a_slow_pair_the_frames_are_written_before_the_next(tmp_path, monkeypatch, cut_clip,
+                                                                  blend_interpolator):
+    """On a CPU (minutes a pair) a full disk found behind would waste the next pair and report it minutes late:
+    after a pair that took SLOW_PAIR_SECONDS the caller waits for the writing first, so the job stops where it
+    did when writing came first."""
+    monkeypatch.setattr(pv, "SLOW_PAIR_SECONDS", 0.01)
+    monkeypatch.setattr(pv, "_room_for_the_rest", _no_room)
+    calls = []
+
+    def slow(one, two, times):
+        calls.append(1)
+        time.sleep(0.02)
+        return blend_interpolator.interpolate_integer(one, two, times)
+
+    with pytest.raises(OutputError, match="no room"):
+        interpolate_video(cut_clip, tmp_path / "out.mp4", slow, VideoOptions(segment_seconds=0.5), progress=False)
+    assert len(calls) == 6  # the first segment's 12 frames, then its room check
+
+
+def _no_room(*args):
+    raise OutputError("no room")

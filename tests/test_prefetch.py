@@ -132,3 +132,25 @@ def test_write_behind_stop_writes_what_was_given_unless_interrupted_again(monkey
         slow.stop()
     monkeypatch.undo()
     assert seen == [0]
+
+
+def test_write_behind_drain_waits_for_what_was_given():
+    from pipeline.prefetch import WriteBehind
+
+    seen = []
+    behind = WriteBehind(lambda i: (time.sleep(0.01), seen.append(i)), depth=4)
+    for i in range(4):
+        behind.put(i)
+    behind.drain()
+    assert seen == [0, 1, 2, 3]
+    behind.put(4)
+    behind.finish()
+    assert seen == [0, 1, 2, 3, 4]
+
+    def failing(i):
+        raise OSError("disk gone")
+
+    broken = WriteBehind(failing)
+    broken.put(0)
+    with pytest.raises(OSError, match="disk gone"):
+        broken.drain()
