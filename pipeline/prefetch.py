@@ -90,11 +90,6 @@ class WriteBehind(Generic[T]):
         self._worker = threading.Thread(target=self._run, name=name, daemon=True)
         self._worker.start()
 
-    @property
-    def failure(self) -> Optional[BaseException]:
-        """The consumer's exception, if it raised one."""
-        return self._failure
-
     def _run(self) -> None:
         while True:
             item = self._slots.get()
