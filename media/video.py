@@ -605,13 +605,16 @@ class FrameWriter:
             except (BrokenPipeError, ValueError, OSError):
                 self._broken = True
 
-    def write(self, frame: np.ndarray) -> None:
+    def write(self, frame: np.ndarray, copy: bool = True) -> None:
+        """Queue ``frame`` (H x W x 3) for the encoder. It is written later, by the feeder thread: ``copy`` False
+        skips the copy that lets the caller change the frame after (a caller whose frames are never changed: the
+        bytes are the same, without a copy of each frame on the caller's thread)."""
         if self._broken or self._os_error:
             raise self._stopped()
         if time.monotonic() >= self._next_space_check:
             self._check_space()
-        # a copy: the frame is written later, by the feeder thread, and the caller may reuse its buffer
-        self._queue.put(np.ascontiguousarray(frame, dtype=self.dtype).tobytes())
+        data = np.ascontiguousarray(frame, dtype=self.dtype)
+        self._queue.put(data.tobytes() if copy else data.reshape(-1).view(np.uint8))
 
     def _stopped(self) -> VideoError:
         return self._failure("ffmpeg stopped while writing")

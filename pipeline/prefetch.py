@@ -1,14 +1,16 @@
-"""Run an iterator ahead in a background thread, a bounded number of items ahead.
+"""Run an iterator ahead in a background thread (``prefetch``), or a consumer behind in one (``WriteBehind``).
 
-Decoding (ffmpeg's pipe, numpy thumbnails) then overlaps with the GPU's work
-instead of waiting for it; memory stays bounded by ``depth`` items.
+Decoding (ffmpeg's pipe, numpy thumbnails, the scene test) then runs ahead of the GPU's work, and writing (the
+frames' bytes to the encoder, segments closed) behind it, instead of either waiting for the other: the thread that
+calls the network only calls the network. Memory stays bounded by ``depth`` items each side; errors in either
+thread reach the caller's.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
-from typing import Iterator, TypeVar
+from typing import Callable, Generic, Iterator, Optional, TypeVar
 
 T = TypeVar("T")
 
@@ -67,3 +69,83 @@ def prefetch(items: Iterator[T], depth: int = 4) -> Iterator[T]:
     finally:
         stop.set()
         worker.join()
+
+
+class WriteBehind(Generic[T]):
+    """``consume(item)`` for every item ``put``, in order, in another thread, with at most ``depth`` items waiting.
+
+    The consumer's exception is raised in the caller at the next ``put``, ``drain`` or ``finish``; after one the
+    consumer takes no more items. ``finish`` waits for every item given; ``stop`` (for the caller's own failure or an
+    interrupt) too, unless interrupted again, when the items still waiting are dropped. Either way the consumer's
+    thread has ended when they return, so what it used can be cleaned up by the caller.
+    """
+
+    def __init__(self, consume: Callable[[T], None], depth: int = 4, name: str = "write-behind") -> None:
+        if depth < 1:
+            raise ValueError(f"depth must be at least 1, got {depth}")
+        self._consume = consume
+        self._slots: queue.Queue = queue.Queue(maxsize=depth)
+        self._failure: Optional[BaseException] = None
+        self._dropping = False
+        self._worker = threading.Thread(target=self._run, name=name, daemon=True)
+        self._worker.start()
+
+    def _run(self) -> None:
+        while True:
+            item = self._slots.get()
+            if item is _DONE:
+                return
+            if self._dropping:
+                continue
+            try:
+                self._consume(item)
+            except BaseException as exc:  # handed to the caller, which re-raises it
+                self._failure = exc
+                return
+            self._slots.task_done()
+
+    def _hand(self, item: object) -> bool:
+        """Queue ``item`` (blocking while the queue is full); False if the consumer has ended (failed)."""
+        while self._worker.is_alive():
+            try:
+                self._slots.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def put(self, item: T) -> None:
+        """Give the consumer ``item``; raises the consumer's exception if it failed."""
+        if self._failure is None and self._hand(item):
+            return
+        if self._failure is not None:
+            raise self._failure
+        raise RuntimeError("the write-behind thread has ended: put after finish or stop")
+
+    def drain(self) -> None:
+        """Wait until every item given so far is consumed; raises the consumer's exception if it failed."""
+        with self._slots.all_tasks_done:
+            while self._slots.unfinished_tasks and self._worker.is_alive():
+                self._slots.all_tasks_done.wait(0.05)
+        if self._failure is not None:
+            raise self._failure
+
+    def finish(self) -> None:
+        """Wait until every item given is consumed; raises the consumer's exception if it failed."""
+        self._hand(_DONE)
+        self._worker.join()
+        if self._failure is not None:
+            raise self._failure
+
+    def stop(self) -> None:
+        """As ``finish``, for a caller that failed itself: the consumer's own exception is not raised (the caller's
+        is the one to report). Interrupted while waiting, the items still waiting are dropped, the consumer's
+        current one is finished, and the interrupt raised."""
+        try:
+            self._hand(_DONE)
+            self._worker.join()
+        except KeyboardInterrupt:
+            self._dropping = True
+            self._hand(_DONE)
+            self._worker.join()
+            raise

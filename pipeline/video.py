@@ -47,7 +47,7 @@ from media.video import (FrameWriter, VideoError, VideoInfo, at_field_rate, audi
                          reorder_delay, rescale_timecode, segment_suffix)
 
 from .jobs import LOCK_NAME, Interrupted, OutputLock, work_folder
-from .prefetch import prefetch
+from .prefetch import WriteBehind, prefetch
 from .schedule import Plan, is_cut, make_plan, source_between, thumb_change, thumbnail
 
 
@@ -202,6 +202,14 @@ def _neighbours(previous: Optional[_Interval], interval: _Interval,
     return before, after
 
 
+def _ahead(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], options: VideoOptions,
+           stats: dict) -> Iterator[_Interval]:
+    """The intervals of decoded ``frames`` (de-duplicated, each with its scene test), made in a thread a few ahead
+    of the caller, which then only interpolates (``prefetch``)."""
+    return prefetch(_intervals(_anchors(frames, stamps, options.dedup_threshold), options.scene_threshold, stats),
+                    depth=4)
+
+
 def _output_frames(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpolator, threshold: float,
                    skip: Callable[[int], bool], stats: dict,
                    motion: str = "linear") -> Iterator[Tuple[int, Optional[np.ndarray]]]:
@@ -209,10 +217,17 @@ def _output_frames(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpol
     "quadratic" and a NeighbourInterpolator, each pair also gets the anchors on either side of it where no cut lies
     between (``_neighbours``: the choice depends on the anchors alone, so a resumed or split job gives each pair the
     same neighbours)."""
+    return _interval_frames(_intervals(anchors, threshold, stats), plan, interpolate, skip, stats, motion)
+
+
+def _interval_frames(intervals: Iterator[_Interval], plan: Plan, interpolate: Interpolator,
+                     skip: Callable[[int], bool], stats: dict, motion: str = "linear",
+                     before_pair: Callable[[], None] = lambda: None) -> Iterator[Tuple[int, Optional[np.ndarray]]]:
+    """``_output_frames`` from the anchors' intervals (``_intervals``, or ``_ahead``'s); ``before_pair`` is called
+    before each call of the interpolator."""
     step = with_linear_alpha(interpolate)
     quadratic = motion == "quadratic" and isinstance(interpolate, NeighbourInterpolator)
     j = 0
-    intervals = _intervals(anchors, threshold, stats)
     interval = next(intervals, None)
     if interval is None:
         return
@@ -231,6 +246,7 @@ def _output_frames(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpol
         ts = sorted({s.t for k, s in pending if s.kind == "interpolate" and not skip(k)})
         made = {}
         if ts:
+            before_pair()
             if quadratic:
                 before, after = _neighbours(previous, interval, following)
                 outs = interpolate.interpolate_integer_with_neighbours(current.frame, nxt.frame, ts, before, after)
@@ -552,6 +568,15 @@ def _finished_segments(work: Path, suffix: str) -> List[Tuple[int, int, Path]]:
     return kept
 
 
+# output frames handed to the writing thread ahead of it (each a reference, not a copy; the encoder's own
+# FrameWriter queues a few more)
+WRITE_DEPTH = 4
+# a pair that took longer than this (on a CPU) has the frames before the next one written first, as when writing
+# came first: a failure in writing (a full disk) then stops the job before another long pair, not after it; on a GPU
+# writing overlaps the next pairs, and a failure stops the job a few pairs (milliseconds) later
+SLOW_PAIR_SECONDS = 0.5
+
+
 def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_fmt: str, interpolate: Interpolator,
                      options: VideoOptions, rank: int, world: int, progress: bool, name: str, other: int = 0) -> dict:
     """Interpolate and encode this process's output frames that no finished segment holds, in segments that
@@ -587,52 +612,72 @@ def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_f
             _room_for_the_rest(work, sum(sizes), sum(kept), to_make - sum(kept),
                                int(per_frame * plan.count) + other if rank == 0 else 0)
 
+    skip = lambda k: done[k] or k not in mine  # noqa: E731
     bar = Progress(plan.count, name, disable=not progress or rank != 0)
+
+    def write(made: Tuple[int, Optional[np.ndarray]]) -> None:
+        """Output frame j into the open segment (opened here where none is), or None: skipped (the open segment
+        closes before it); then counted on the progress bar."""
+        nonlocal writer, start, working_since
+        j, frame = made
+        if frame is None:
+            if writer is not None:
+                close(j)
+            working_since = time.monotonic()
+            bar.skip()
+            return
+        if writer is None:
+            start = j
+            writer = FrameWriter(work / f"seg_{start:06d}.part{suffix}", info.width, info.height, plan.rate_out,
+                                 info.bit_depth, options.codec, options.crf, pix_fmt, options.preset,
+                                 info.sample_aspect, info.color)
+        # (no copy: the frame is a decoded one or the interpolator's, neither changed after)
+        writer.write(frame, copy=False)
+        # closed by frame count or by work, whichever comes first
+        if j + 1 - start >= most_frames or time.monotonic() - working_since >= options.segment_work_seconds:
+            close(j + 1)
+            working_since = time.monotonic()
+        bar.update()
+
+    # decoding and the scene test run ahead in one thread, writing (and closing segments) behind in another, each a
+    # few frames at most, so that this thread only interpolates: on a GPU the next pair starts as soon as the last
+    # one is downloaded, not after its frames are written
+    intervals = _ahead(read_frames(info), info.pts, options, stats)
+    # the work of the open segment counts from the end of the last one (or of the frames skipped): the time its
+    # first frame took to make is in it, so a frame that takes minutes is kept as soon as it is written
+    working_since = time.monotonic()
+    behind: WriteBehind[Tuple[int, Optional[np.ndarray]]] = WriteBehind(write, depth=WRITE_DEPTH,
+                                                                         name="segment-writer")
+    last_pair = None
+
+    def before_pair() -> None:
+        nonlocal last_pair
+        if last_pair is not None and time.monotonic() - last_pair >= SLOW_PAIR_SECONDS:
+            behind.drain()
+        last_pair = time.monotonic()
+
     try:
-        # decoding runs ahead in a thread while the GPU works (bounded: a few frames)
-        anchors = prefetch(_anchors(read_frames(info), info.pts, options.dedup_threshold), depth=4)
-        skip = lambda k: done[k] or k not in mine  # noqa: E731
-        # the work of the open segment counts from the end of the last one (or of the frames skipped): the time
-        # its first frame took to make is in it, so a frame that takes minutes is kept as soon as it is written
-        working_since = time.monotonic()
-        for j, frame in _output_frames(anchors, plan, interpolate, options.scene_threshold, skip, stats,
-                                       options.motion):
-            if frame is None:
-                if writer is not None:
-                    close(j)
-                    writer = None
-                working_since = time.monotonic()
-            else:
-                if writer is None:
-                    start = j
-                    writer = FrameWriter(work / f"seg_{start:06d}.part{suffix}", info.width, info.height,
-                                         plan.rate_out, info.bit_depth, options.codec, options.crf, pix_fmt,
-                                         options.preset, info.sample_aspect, info.color)
-                writer.write(frame)
-                # closed by frame count or by work, whichever comes first
-                if j + 1 - start >= most_frames or time.monotonic() - working_since >= options.segment_work_seconds:
-                    close(j + 1)
-                    writer = None
-                    working_since = time.monotonic()
-            if frame is None:
-                bar.skip()
-            else:
-                bar.update()
+        for made in _interval_frames(intervals, plan, interpolate, skip, stats, options.motion, before_pair):
+            behind.put(made)
+        behind.finish()
         if writer is not None:
             close(plan.count)
-            writer = None
-    except KeyboardInterrupt:
+    except BaseException as exc:
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        try:
+            behind.stop()  # the frames made before the failure are written, as they were when writing came first
+        except KeyboardInterrupt:  # a second interrupt: those still waiting are dropped
+            interrupted = True
         if writer is not None:
             writer.abort()
-        raise Interrupted(f"{sum(kept)} new output frames kept in {len(kept)} finished segments"
-                          + (f" (and {len(finished)} from before)" if finished else "")
-                          + ("; run the same command again to resume" if kept or finished else
-                             "; nothing finished yet: a rerun starts over")) from None
-    except BaseException:
-        if writer is not None:
-            writer.abort()
+        if interrupted:
+            raise Interrupted(f"{sum(kept)} new output frames kept in {len(kept)} finished segments"
+                              + (f" (and {len(finished)} from before)" if finished else "")
+                              + ("; run the same command again to resume" if kept or finished else
+                                 "; nothing finished yet: a rerun starts over")) from None
         raise
     finally:
+        intervals.close()
         bar.close()
     if world > 1:
         stats.update(rank=rank, frames=f"{mine.start}-{mine.stop - 1}")
@@ -724,13 +769,15 @@ def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_
     check_image_outputs([path for path in outs if not path.exists()], (), width, height, depth, space_check=False)
     stats = {"cuts": 0, "interpolated": 0}
     keep_alpha = outs[0].suffix.lower() in _ALPHA_FORMATS
-    anchors = prefetch(_anchors(frames, stamps, options.dedup_threshold), depth=4)
+    intervals = _ahead(frames, stamps, options, stats)
     try:
-        _image_loop(anchors, plan, interpolate, options, outs, keep_alpha, stats, progress)
+        _image_loop(intervals, plan, interpolate, options, outs, keep_alpha, stats, progress)
     except KeyboardInterrupt:
         written = sum(1 for path in outs if path.exists())
         raise Interrupted(f"{written} of {plan.count} images written are kept"
                           + ("; run the same command again to resume" if written else "")) from None
+    finally:
+        intervals.close()
     stats.update(frames_out=plan.count, rate_out=str(plan.rate_out))
     if stats.pop("has_alpha"):
         stats["alpha"] = ("kept" if keep_alpha
@@ -738,7 +785,7 @@ def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_
     return stats
 
 
-def _image_loop(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpolator, options: VideoOptions,
+def _image_loop(intervals: Iterator[_Interval], plan: Plan, interpolate: Interpolator, options: VideoOptions,
                 outs: Sequence[Path], keep_alpha: bool, stats: dict, progress: bool) -> None:
     """Make and write every image not yet written (``_write_images``)."""
     from media.images import write_image
@@ -747,8 +794,8 @@ def _image_loop(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpolato
     to_write = sum(1 for path in outs if not path.exists())
     written = written_bytes = 0
     with Progress(plan.count, disable=not progress) as bar:
-        for j, frame in _output_frames(anchors, plan, interpolate, options.scene_threshold,
-                                       lambda k: outs[k].exists(), stats, options.motion):
+        for j, frame in _interval_frames(intervals, plan, interpolate, lambda k: outs[k].exists(), stats,
+                                         options.motion):
             if frame is not None:
                 values = _to_float(frame)
                 has_alpha = has_alpha or frame.shape[2] == 4
@@ -870,10 +917,9 @@ def stream_frames(frames: Iterator[np.ndarray], stamps: Iterable[Fraction], plan
     themselves. ``stats`` counts cuts and interpolated frames."""
     stats.setdefault("cuts", 0)
     stats.setdefault("interpolated", 0)
-    anchors = prefetch(_anchors(frames, stamps, options.dedup_threshold), depth=4)
+    intervals = _ahead(frames, stamps, options, stats)
     try:
-        for j, frame in _output_frames(anchors, plan, interpolate, options.scene_threshold, lambda k: False, stats,
-                                       options.motion):
+        for j, frame in _interval_frames(intervals, plan, interpolate, lambda k: False, stats, options.motion):
             yield j, frame
     finally:
-        anchors.close()
+        intervals.close()

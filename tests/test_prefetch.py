@@ -58,3 +58,99 @@ def test_prefetch_closed_early_stops_and_closes_the_source():
 def test_prefetch_rejects_zero_depth():
     with pytest.raises(ValueError, match="depth"):
         list(prefetch(iter([1]), depth=0))
+
+
+def test_write_behind_keeps_order_and_runs_in_another_thread():
+    from pipeline.prefetch import WriteBehind
+
+    seen, threads = [], set()
+
+    def consume(i):
+        time.sleep(0.002)
+        seen.append(i)
+        threads.add(threading.get_ident())
+
+    behind = WriteBehind(consume, depth=2)
+    for i in range(30):
+        behind.put(i)
+        assert i - len(seen) <= 2 + 1  # depth waiting, one in hand
+    behind.finish()
+    assert seen == list(range(30)) and threads and threading.get_ident() not in threads
+
+
+def test_write_behind_raises_the_consumers_error_in_the_caller():
+    from pipeline.prefetch import WriteBehind
+
+    def consume(i):
+        if i == 3:
+            raise OSError("disk gone")
+
+    behind = WriteBehind(consume, depth=2)
+    with pytest.raises(OSError, match="disk gone"):
+        for i in range(100):
+            behind.put(i)
+    assert i < 3 + 2 + 2
+    with pytest.raises(OSError, match="disk gone"):
+        behind.finish()
+    behind.stop()  # (said once: stop leaves it to the caller)
+    failing = WriteBehind(consume)
+    for i in range(4):
+        failing.put(i)
+    with pytest.raises(OSError, match="disk gone"):
+        failing.finish()
+
+
+def test_write_behind_stop_writes_what_was_given_unless_interrupted_again(monkeypatch):
+    from pipeline.prefetch import WriteBehind
+
+    seen = []
+    behind = WriteBehind(lambda i: (time.sleep(0.01), seen.append(i)), depth=4)
+    for i in range(6):
+        behind.put(i)
+    behind.stop()
+    assert seen == list(range(6))
+    # a second Ctrl-C while waiting: the rest is dropped, the item in hand finished, the interrupt raised
+    seen.clear()
+    started, release = threading.Event(), threading.Event()
+    slow = WriteBehind(lambda i: (started.set(), release.wait(5), seen.append(i)), depth=4)
+    for i in range(3):
+        slow.put(i)
+    assert started.wait(5)  # item 0 in hand
+    real_join, joins = threading.Thread.join, []
+
+    def interrupted_join(self, timeout=None):
+        if self is not slow._worker:  # (another thread's, a generator finalised meanwhile)
+            return real_join(self, timeout)
+        joins.append(1)
+        if len(joins) == 1:
+            raise KeyboardInterrupt
+        release.set()  # item 0 finishes once the rest is dropped
+        return real_join(self, timeout)
+
+    monkeypatch.setattr(threading.Thread, "join", interrupted_join)
+    with pytest.raises(KeyboardInterrupt):
+        slow.stop()
+    monkeypatch.undo()
+    assert seen == [0]
+
+
+def test_write_behind_drain_waits_for_what_was_given():
+    from pipeline.prefetch import WriteBehind
+
+    seen = []
+    behind = WriteBehind(lambda i: (time.sleep(0.01), seen.append(i)), depth=4)
+    for i in range(4):
+        behind.put(i)
+    behind.drain()
+    assert seen == [0, 1, 2, 3]
+    behind.put(4)
+    behind.finish()
+    assert seen == [0, 1, 2, 3, 4]
+
+    def failing(i):
+        raise OSError("disk gone")
+
+    broken = WriteBehind(failing)
+    broken.put(0)
+    with pytest.raises(OSError, match="disk gone"):
+        broken.drain()

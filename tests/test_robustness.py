@@ -22,7 +22,7 @@ import run
 from media.files import OutputError
 from media.video import FrameWriter, VideoError, ffmpeg_exe, probe, read_frames
 from pipeline.schedule import is_cut
-from pipeline.video import VideoOptions, interpolate_frames, interpolate_video
+from pipeline.video import WRITE_DEPTH, VideoOptions, interpolate_frames, interpolate_video
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -185,7 +185,10 @@ def test_a_disk_without_room_for_the_job_is_found_on_its_first_frames(tmp_path, 
     with pytest.raises(OutputError, match=r"not enough space in .*: the 12 frames written took [\d.]+ KB each, so "
                                           r"the rest of the job needs about [\d.]+ KB and 70.0 KB is free"):
         interpolate_video(clip, tmp_path / "out.mp4", blend, VideoOptions(segment_seconds=0.5), progress=False)
-    assert blend.calls == 6 and len(list((tmp_path / "out.mp4.work").glob("seg_*-*.mp4"))) == 1
+    # 6 pairs fill the first segment; the pairs made while it closed are those written behind (WRITE_DEPTH frames)
+    # and the one in hand
+    assert 6 <= blend.calls <= 6 + WRITE_DEPTH // 2 + 1, blend.calls
+    assert len(list((tmp_path / "out.mp4.work").glob("seg_*-*.mp4"))) == 1
 
 
 def test_the_encoder_stops_the_job_at_once_when_the_disk_is_full(tmp_path):
