@@ -3,10 +3,13 @@
 Before softsplat ran its CPU accumulation outside the graph (``softsplat._index_add_eager``), Inductor's code for
 it wrote out of bounds on several threads (pytorch/pytorch#191837) and the process aborted with heap corruption,
 so the comparison runs in a child process: a crash fails the test instead of ending pytest. Compiling the whole
-network takes minutes on a small CPU (about 10 on two shared cores; seconds once Inductor's cache holds it).
+network takes minutes on a small CPU (4-10 on two shared cores from a cold cache; seconds once Inductor's cache
+holds it), too long for the suite's 10 minutes: it runs where ``SOFTSPLAT_COMPILE_TEST=1`` is set, and is reported
+skipped elsewhere. The quick test below checks, on every run, that the workaround is in place.
 """
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -34,7 +37,37 @@ print(json.dumps({"psnr": -10 * math.log10(max(mse, 1e-20))}))
 """
 
 
+def test_cpu_splat_under_compile_accumulates_outside_the_graph(monkeypatch: pytest.MonkeyPatch) -> None:
+    """While compiling, the CPU splat leaves each corner's index_add_ to ``_index_add_eager`` (never compiled: the
+    workaround for pytorch/pytorch#191837), with the same frames; run eagerly, it does not take that detour. (The
+    compile itself is the opt-in test below.)"""
+    import torch
+
+    import softsplat
+
+    calls = []
+    original = softsplat._index_add_eager
+
+    def counted(acc: torch.Tensor, targets: torch.Tensor, values: torch.Tensor) -> None:
+        calls.append(1)
+        original(acc, targets, values)
+
+    monkeypatch.setattr(softsplat, "_index_add_eager", counted)
+    g = torch.Generator().manual_seed(0)
+    x, flow, metric = (torch.rand(1, 3, 8, 12, generator=g), torch.randn(1, 2, 8, 12, generator=g),
+                       torch.rand(1, 1, 8, 12, generator=g))
+    eager = softsplat.softsplat(x, flow, metric, "soft")
+    assert not calls
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    detour = softsplat.softsplat(x, flow, metric, "soft")
+    assert len(calls) >= 4  # a corner at a time
+    assert torch.equal(detour, eager)
+
+
 @pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("SOFTSPLAT_COMPILE_TEST") != "1",
+                    reason="compiling the whole network takes 4-10 minutes on a small CPU: set "
+                           "SOFTSPLAT_COMPILE_TEST=1 to run it")
 def test_whole_network_compiled_matches_eager() -> None:
     if not WEIGHTS.exists():
         pytest.skip(f"{WEIGHTS} is missing")
