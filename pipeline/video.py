@@ -210,21 +210,14 @@ def _ahead(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], options: Vi
                     depth=4)
 
 
-def _output_frames(anchors: Iterator[_Anchor], plan: Plan, interpolate: Interpolator, threshold: float,
-                   skip: Callable[[int], bool], stats: dict,
-                   motion: str = "linear") -> Iterator[Tuple[int, Optional[np.ndarray]]]:
-    """(j, frame) for every output frame in order; frame is None where ``skip(j)`` (already done). With ``motion``
-    "quadratic" and a NeighbourInterpolator, each pair also gets the anchors on either side of it where no cut lies
-    between (``_neighbours``: the choice depends on the anchors alone, so a resumed or split job gives each pair the
-    same neighbours)."""
-    return _interval_frames(_intervals(anchors, threshold, stats), plan, interpolate, skip, stats, motion)
-
-
-def _interval_frames(intervals: Iterator[_Interval], plan: Plan, interpolate: Interpolator,
-                     skip: Callable[[int], bool], stats: dict, motion: str = "linear",
-                     before_pair: Callable[[], None] = lambda: None) -> Iterator[Tuple[int, Optional[np.ndarray]]]:
-    """``_output_frames`` from the anchors' intervals (``_intervals``, or ``_ahead``'s); ``before_pair`` is called
-    before each call of the interpolator."""
+def _output_frames(intervals: Iterator[_Interval], plan: Plan, interpolate: Interpolator,
+                   skip: Callable[[int], bool], stats: dict, motion: str = "linear",
+                   before_pair: Callable[[], None] = lambda: None) -> Iterator[Tuple[int, Optional[np.ndarray]]]:
+    """(j, frame) for every output frame in order, from the anchors' intervals (``_intervals``, or ``_ahead``'s);
+    frame is None where ``skip(j)`` (already done). With ``motion`` "quadratic" and a NeighbourInterpolator, each pair
+    also gets the anchors on either side of it where no cut lies between (``_neighbours``: the choice depends on the
+    anchors alone, so a resumed or split job gives each pair the same neighbours). ``before_pair`` is called before
+    each call of the interpolator."""
     step = with_linear_alpha(interpolate)
     quadratic = motion == "quadratic" and isinstance(interpolate, NeighbourInterpolator)
     j = 0
@@ -657,7 +650,7 @@ def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_f
         last_pair = time.monotonic()
 
     try:
-        for made in _interval_frames(intervals, plan, interpolate, skip, stats, options.motion, before_pair):
+        for made in _output_frames(intervals, plan, interpolate, skip, stats, options.motion, before_pair):
             behind.put(made)
         behind.finish()
         if writer is not None:
@@ -794,7 +787,7 @@ def _image_loop(intervals: Iterator[_Interval], plan: Plan, interpolate: Interpo
     to_write = sum(1 for path in outs if not path.exists())
     written = written_bytes = 0
     with Progress(plan.count, disable=not progress) as bar:
-        for j, frame in _interval_frames(intervals, plan, interpolate, lambda k: outs[k].exists(), stats,
+        for j, frame in _output_frames(intervals, plan, interpolate, lambda k: outs[k].exists(), stats,
                                          options.motion):
             if frame is not None:
                 values = _to_float(frame)
@@ -919,7 +912,7 @@ def stream_frames(frames: Iterator[np.ndarray], stamps: Iterable[Fraction], plan
     stats.setdefault("interpolated", 0)
     intervals = _ahead(frames, stamps, options, stats)
     try:
-        for j, frame in _interval_frames(intervals, plan, interpolate, lambda k: False, stats, options.motion):
+        for j, frame in _output_frames(intervals, plan, interpolate, lambda k: False, stats, options.motion):
             yield j, frame
     finally:
         intervals.close()

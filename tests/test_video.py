@@ -1020,7 +1020,7 @@ def test_quadratic_motion_gives_each_pair_the_anchors_beside_it_within_the_shot(
     """Each pair gets the anchor before and after it with their distances in units of its own interval (uneven
     where a frame is missing), none across a cut or past the ends; a resumed job asks for the same."""
     from pipeline.schedule import make_plan
-    from pipeline.video import _output_frames
+    from pipeline.video import _intervals, _output_frames
 
     # frame values name the anchors; time 3 is missing (a dropped frame); a cut lies between 103 (t 5) and 200 (t 6)
     anchors = _stream([100, 101, 102, 103, 104, 200, 201, 202], [0, 1, 2, 4, 5, 6, 7, 8])
@@ -1029,7 +1029,7 @@ def test_quadratic_motion_gives_each_pair_the_anchors_beside_it_within_the_shot(
     def calls(skip):
         recorder = NeighbourRecorder()
         stats = {"cuts": 0, "interpolated": 0}
-        list(_output_frames(iter(anchors), plan, recorder, 0.12, skip, stats, "quadratic"))
+        list(_output_frames(_intervals(iter(anchors), 0.12, stats), plan, recorder, skip, stats, "quadratic"))
         return recorder.calls, stats
 
     made, stats = calls(lambda k: False)
@@ -1043,13 +1043,14 @@ def test_quadratic_motion_gives_each_pair_the_anchors_beside_it_within_the_shot(
     resumed, _ = calls(lambda k: k < 7)  # output frames 0-6 done: the pairs from time 3.5 on
     assert resumed == made[2:]
     # linear motion, or an interpolator without neighbours: pairs alone
-    list(_output_frames(iter(anchors), plan, blend_interpolator, 0.12, lambda k: False, {"cuts": 0,
-                                                                                          "interpolated": 0},
+    stats = {"cuts": 0, "interpolated": 0}
+    list(_output_frames(_intervals(iter(anchors), 0.12, stats), plan, blend_interpolator, lambda k: False, stats,
                         "quadratic"))
     assert len(blend_interpolator.calls) == 6
     with pytest.raises(AssertionError, match="asks for interpolate_integer_with_neighbours"):
-        list(_output_frames(iter(anchors), plan, NeighbourRecorder(), 0.12, lambda k: False,
-                            {"cuts": 0, "interpolated": 0}, "linear"))
+        stats = {"cuts": 0, "interpolated": 0}
+        list(_output_frames(_intervals(iter(anchors), 0.12, stats), plan, NeighbourRecorder(), lambda k: False,
+                            stats, "linear"))
 
 
 def test_motion_option_is_checked():
