@@ -80,6 +80,17 @@ def moving_pair(shape: Sequence[int], device: torch.device) -> Tuple[torch.Tenso
     return one.to(device), torch.roll(one, shifts=(2, 3), dims=(2, 3)).to(device)
 
 
+def agrees(out: dict, key: str, frame: torch.Tensor, eager: torch.Tensor) -> bool:
+    """Whether a compiled network's ``frame`` makes the eager network's (within ``MATCH_PSNR``), its PSNR recorded
+    as ``out[key + "_vs_eager_psnr"]``; below, a note on stderr says its time is not reported."""
+    mse = (frame.clamp(0, 1) - eager.clamp(0, 1)).pow(2).mean().item()
+    out[f"{key}_vs_eager_psnr"] = agreement = -10 * math.log10(max(mse, 1e-20))
+    if agreement < MATCH_PSNR:
+        print(f"note: {key}: frames {agreement:.1f} dB from eager (below {MATCH_PSNR:g}): its time is not reported",
+              file=sys.stderr)
+    return agreement >= MATCH_PSNR
+
+
 def time_compiled(net: Network, one: torch.Tensor, two: torch.Tensor, repeats: int,
                   modes: Sequence[str] = ("default", "reduce-overhead")) -> dict:
     """bf16 x2 time of the whole network under torch.compile, default mode and with CUDA graphs; the
@@ -108,14 +119,9 @@ def time_compiled(net: Network, one: torch.Tensor, two: torch.Tensor, repeats: i
         # same network, same precision: how far the compiled output is from the eager one (cloned at once: a
         # CUDA-graph replay reuses its output buffers)
         frame = call(*check)[0].float().clone()
-        mse = (frame.clamp(0, 1) - eager.clamp(0, 1)).pow(2).mean().item()
-        out[f"compile_{mode}_vs_eager_psnr"] = agreement = -10 * math.log10(max(mse, 1e-20))
         # a time is reported only for a compiled network that makes the eager network's frames
-        if agreement >= MATCH_PSNR:
+        if agrees(out, f"compile_{mode}", frame, eager):
             out[f"bf16_compile_{mode}_x2_ms"] = milliseconds
-        else:
-            print(f"note: torch.compile mode {mode}: frames {agreement:.1f} dB from eager (below {MATCH_PSNR:g}): "
-                  "its time is not reported", file=sys.stderr)
     return out
 
 
@@ -136,13 +142,8 @@ def time_compiled_stacks(net: Network, one: torch.Tensor, two: torch.Tensor, rep
     frame = graphed(*check)[0].float().clone()
     torch.cuda.synchronize()
     out = {"compile_stacks_first_s": time.perf_counter() - start}
-    mse = (frame.clamp(0, 1) - eager.clamp(0, 1)).pow(2).mean().item()
-    out["compile_stacks_vs_eager_psnr"] = agreement = -10 * math.log10(max(mse, 1e-20))
-    if agreement >= MATCH_PSNR:
+    if agrees(out, "compile_stacks", frame, eager):
         out["bf16_graph_compile_stacks_x2_ms"] = cuda_time_ms(lambda: graphed(one, two), repeats=repeats)
-    else:
-        print(f"note: compiled stacks: frames {agreement:.1f} dB from eager (below {MATCH_PSNR:g}): no time "
-              f"reported", file=sys.stderr)
     return out
 
 
