@@ -195,11 +195,12 @@ def _splat_torch(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Ten
         weight = torch.where(valid, weight, torch.zeros_like(weight))
         values = (xs * weight.unsqueeze(1)).permute(0, 2, 1).reshape(-1, channels)
         targets = (index + batch_offset).reshape(-1)
-        if acc.device.type == "cpu" and torch.compiler.is_compiling():
-            _index_add_eager(acc, targets, values)
-        elif acc.device.type == "cpu":
+        if acc.device.type == "cpu":
             # on the CPU index_add_ is always deterministic, and 1.3-5x faster than index_put_
-            acc.index_add_(0, targets, values)
+            if torch.compiler.is_compiling():
+                _index_add_eager(acc, targets, values)
+            else:
+                acc.index_add_(0, targets, values)
         else:
             # index_put_ with accumulate is deterministic on CUDA under use_deterministic_algorithms
             acc.index_put_((targets,), values, accumulate=True)
