@@ -38,7 +38,7 @@ from softsplat import warn_without_fast_kernels
 from engine.options import InterpolatorOptions, check_times, frames_key
 
 if TYPE_CHECKING:
-    from model.inference import RunSettings
+    from model.inference import PendingFrame, RunSettings
     from model.interface import InterpolationNetwork
     from model.runtime import GraphedPairs
 
@@ -227,7 +227,15 @@ class Interpolator:
         so a video costs about what it costs with linear motion (an ensemble: its passes' worth). RGB frames on
         whole frames; frames with alpha, tiles and the published network move at constant velocity (said once on
         stderr)."""
-        from model.inference import PairStates, interpolate_integer_quadratic
+        return [frame.result() for frame in self.start_integer_with_neighbours(one, two, times, before, after)]
+
+    def start_integer_with_neighbours(self, one: np.ndarray, two: np.ndarray, times: Sequence[float],
+                                      before: Optional[Tuple[np.ndarray, float]] = None,
+                                      after: Optional[Tuple[np.ndarray, float]] = None) -> List["PendingFrame"]:
+        """``interpolate_integer_with_neighbours`` without waiting for the frames to reach the host: each comes
+        back with ``result()``, which waits for it. On a GPU the next pair's work is then queued while this
+        pair's frames are still being made or copied (the video pipeline's write-behind thread waits for them)."""
+        from model.inference import PairStates, Ready, start_integer_quadratic
 
         times = check_times(times)
         height, width = one.shape[:2]
@@ -243,12 +251,12 @@ class Interpolator:
                           f"whole frames fit in free memory, but not beside the flows of {cached} pairs it keeps")
                 print(f"note: quadratic motion runs RGB frames, whole, on this project's networks; here "
                       f"({reason}) frames move at constant velocity", file=sys.stderr)
-            return self.interpolate_integer(one, two, times)
+            return [Ready(frame) for frame in self.interpolate_integer(one, two, times)]
         if self._states is None:
             self._states = PairStates(3 * passes)
         graphed = self.cuda_graphs_for(height, width, True)  # None for an ensemble: it runs eagerly
-        return interpolate_integer_quadratic(net, one, two, times, before, after, self._states, self._settings(0),
-                                             graphed=graphed, passes=passes)
+        return start_integer_quadratic(net, one, two, times, before, after, self._states, self._settings(0),
+                                       graphed=graphed, passes=passes)
 
     def _settings(self, tile: int) -> "RunSettings":
         """model.inference's settings for one call: this interpolator's precision, flow scale and overlap."""

@@ -249,11 +249,14 @@ class PairStates:
     """The flow states of a stream's last few pairs (``Network.estimate_flow`` on padded frames), so that quadratic
     motion (``interpolate_integer_quadratic``) reuses the neighbouring pairs' flows: in a video each pair's state
     is estimated once, as the look-ahead of the pair before it. Pairs are the frame arrays themselves (compared by
-    identity, held while cached), with a tag where one pair has several states (an ensemble's passes)."""
+    identity, held while cached), with a tag where one pair has several states (an ensemble's passes). The frames'
+    uploads are kept alike (``upload``): each frame of a stream crosses to the device once, not once per pair it is
+    in."""
 
     def __init__(self, size: int = 3) -> None:
         self.size = size
         self._entries: List[Tuple[object, np.ndarray, np.ndarray, object]] = []
+        self._uploads: List[Tuple[np.ndarray, torch.Tensor]] = []
 
     def get(self, one: np.ndarray, two: np.ndarray, estimate: Callable[[np.ndarray, np.ndarray], "FlowState"],
             tag: object = None) -> "FlowState":
@@ -265,18 +268,38 @@ class PairStates:
         self._entries = (self._entries + [(tag, one, two, state)])[-self.size:]
         return state
 
+    def upload(self, frame: np.ndarray, device: torch.device, scale: float) -> torch.Tensor:
+        """``frame`` on ``device`` as ``_upload_integer`` gives it, from the last three frames uploaded where it is
+        one of them (the tensor is shared: callers do not change it)."""
+        for cached, tensor in self._uploads:
+            if cached is frame:
+                return tensor
+        tensor = _upload_integer(frame, device, scale)
+        self._uploads = (self._uploads + [(frame, tensor)])[-3:]
+        return tensor
 
-@torch.no_grad()
+
 def interpolate_integer_quadratic(net: Network, one: np.ndarray, two: np.ndarray, times: Sequence[float],
                                   before: Optional[Neighbour], after: Optional[Neighbour], states: PairStates,
                                   settings: RunSettings = WHOLE_FRAMES,
                                   graphed: Optional[GraphedPairs] = None, passes: int = 1) -> List[np.ndarray]:
+    """``start_integer_quadratic``'s frames, waited for."""
+    return [frame.result() for frame in start_integer_quadratic(net, one, two, times, before, after, states,
+                                                                 settings, graphed, passes)]
+
+
+@torch.no_grad()
+def start_integer_quadratic(net: Network, one: np.ndarray, two: np.ndarray, times: Sequence[float],
+                            before: Optional[Neighbour], after: Optional[Neighbour], states: PairStates,
+                            settings: RunSettings = WHOLE_FRAMES,
+                            graphed: Optional[GraphedPairs] = None, passes: int = 1) -> List[Download]:
     """``interpolate_integer`` along quadratic paths (model/motion.py) through the frame ``before`` one and the frame
     ``after`` two, each with its distance in time; a side without one moves at constant velocity. The flows one ->
     before and two -> after are the neighbouring pairs' (``states``: estimated once, shared with those pairs' own
     calls). Whole frames only; ``graphed``: GraphedPairs captured with ``neighbours=True`` (one pass).
     ``passes`` 2 or 4: the mean of an ensemble's mirrored and time-reversed passes (model/ensemble.py), each with
-    its own flows, estimated once per pair as well (``states`` then needs 3 x ``passes`` entries)."""
+    its own flows, estimated once per pair as well (``states`` then needs 3 x ``passes`` entries). The frames come
+    back as ``Download``s: the next pair's work can be queued before they are waited for."""
     from .ensemble import average_passes
     from .warp import InputPadder
 
@@ -298,7 +321,7 @@ def interpolate_integer_quadratic(net: Network, one: np.ndarray, two: np.ndarray
         return _quadratic_pass(net, pair, sides, ts, states, settings, graphed, padder, scale, mirror,
                                (mirror, reverse))
 
-    return [_download_integer(out.clamp(0, 1), one.dtype, scale) for out in average_passes(passes, one_pass)]
+    return [Download(out.clamp(0, 1), one.dtype, scale) for out in average_passes(passes, one_pass)]
 
 
 def _quadratic_pass(net: Network, pair: Tuple[np.ndarray, np.ndarray],
@@ -311,7 +334,7 @@ def _quadratic_pass(net: Network, pair: Tuple[np.ndarray, np.ndarray],
     device = next(net.parameters()).device
 
     def estimate(x: np.ndarray, y: np.ndarray) -> "FlowState":
-        a, b = (_upload_integer(z, device, scale) for z in (x, y))
+        a, b = (states.upload(z, device, scale) for z in (x, y))
         if mirror:
             a, b = a.flip(3), b.flip(3)
         if graphed is not None:
@@ -354,16 +377,67 @@ def _upload_integer(x: np.ndarray, device: torch.device, scale: float) -> torch.
     with warnings.catch_warnings():  # decoded frames are read-only buffers; the tensor is only read
         warnings.simplefilter("ignore", UserWarning)
         ten = torch.from_numpy(x)
-    # a plain (pageable) copy: pinning each frame first allocates a page-locked buffer every call, which cost the
-    # 1080p video pipeline a third of its rate (docs/findings.md, F14)
-    return ten.to(device).permute(2, 0, 1).unsqueeze(0).float() / scale
+    if device.type == "cuda":
+        # staged through page-locked memory (PyTorch's caching host allocator reuses the buffers), so the copy is
+        # queued without waiting: a copy from pageable memory would wait for the GPU's queued work, the last pair's,
+        # and the video pipeline queues the next pair while that runs (docs/findings.md, F32)
+        staged = torch.empty(ten.shape, dtype=ten.dtype, pin_memory=True)
+        np.copyto(staged.numpy(), x)  # (one thread: torch's CPU copy would wake its thread pool beside the encoder)
+        ten = staged.to(device, non_blocking=True)
+    else:
+        ten = ten.to(device)
+    return ten.permute(2, 0, 1).unsqueeze(0).float() / scale
+
+
+class Download:
+    """An integer frame on its way from the device (``start_integer_quadratic``): ``result()`` waits for it.
+
+    From a GPU the rounded frame is copied into page-locked host memory without waiting, so the caller can queue
+    the next pair's work first and the GPU never idles while the host waits for a copy; ``result`` waits for that
+    copy alone. On the CPU the frame is ready at once. Each result is a new array (nothing else writes to it).
+    """
+
+    def __init__(self, out: torch.Tensor, dtype: np.dtype, scale: float) -> None:
+        q = (out[0] * scale).round_().permute(1, 2, 0)
+        q = q.to(torch.uint8) if dtype == np.uint8 else q.to(torch.int32)
+        self._dtype = dtype
+        self._frame: Optional[np.ndarray] = None
+        self._copied: Optional[torch.cuda.Event] = None
+        if q.is_cuda:
+            self._host = torch.empty(q.shape, dtype=q.dtype, pin_memory=True)
+            self._host.copy_(q, non_blocking=True)
+            self._copied = torch.cuda.Event()
+            self._copied.record(torch.cuda.current_stream(q.device))
+        else:
+            self._host = q.contiguous()
+
+    def result(self) -> np.ndarray:
+        """The frame, H x W x C of the dtype asked for (waits for the copy the first time)."""
+        if self._copied is not None:
+            self._copied.synchronize()
+            self._copied = None
+        if self._frame is None:
+            self._frame = self._host.numpy().astype(self._dtype, copy=False)
+        return self._frame
+
+
+class Ready:
+    """A frame already made, behind ``Download``'s interface."""
+
+    def __init__(self, frame: np.ndarray) -> None:
+        self.frame = frame
+
+    def result(self) -> np.ndarray:
+        return self.frame
+
+
+# a frame as ``start_integer_quadratic`` and ``engine.Interpolator.start_integer_with_neighbours`` return it
+PendingFrame = Union[Download, Ready]
 
 
 def _download_integer(out: torch.Tensor, dtype: np.dtype, scale: float) -> np.ndarray:
     """A 1 x C x H x W tensor in [0, 1] as an H x W x C array of ``dtype``, rounded on the device."""
-    q = (out[0] * scale).round_().permute(1, 2, 0)
-    q = q.to(torch.uint8) if dtype == np.uint8 else q.to(torch.int32)
-    return q.cpu().numpy().astype(dtype, copy=False)
+    return Download(out, dtype, scale).result()
 
 
 def _splat_alpha(alpha: torch.Tensor, flow: torch.Tensor, metric: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
