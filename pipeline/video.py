@@ -24,6 +24,7 @@ cause, with the finished segments kept for a resume.
 from __future__ import annotations
 
 import collections
+import functools
 import hashlib
 import json
 import os
@@ -126,8 +127,30 @@ class NeighbourInterpolator(Protocol):
         frame in the shot)."""
 
 
+@runtime_checkable
+class PendingFrame(Protocol):
+    """A frame an interpolator is still making or copying; ``engine.Interpolator``'s ``Download``s are."""
+
+    def result(self) -> np.ndarray:
+        """The frame (waits for it)."""
+
+
+@runtime_checkable
+class StartingInterpolator(Protocol):
+    """A NeighbourInterpolator that can also hand back its frames before they are made, so that the next pair's work
+    is queued while they are (a GPU then never waits for the host); ``engine.Interpolator`` is one."""
+
+    def start_integer_with_neighbours(self, one: np.ndarray, two: np.ndarray, times: Sequence[float],
+                                      before: Optional[Neighbour],
+                                      after: Optional[Neighbour]) -> List[PendingFrame]:
+        """As ``NeighbourInterpolator.interpolate_integer_with_neighbours``, each frame as a ``PendingFrame``."""
+
+
 # what the pipeline takes
 Interpolator = Union[FrameInterpolator, ColourInterpolator]
+
+# an output frame as ``_output_frames`` gives it: an array, a call that waits for one (``later``), or None (skipped)
+OutputFrame = Union[None, np.ndarray, Callable[[], np.ndarray]]
 
 
 def _to_float(frame: np.ndarray) -> np.ndarray:
@@ -212,14 +235,17 @@ def _ahead(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], options: Vi
 
 def _output_frames(intervals: Iterator[_Interval], plan: Plan, interpolate: Interpolator,
                    skip: Callable[[int], bool], stats: dict, motion: str = "linear",
-                   before_pair: Callable[[], None] = lambda: None) -> Iterator[Tuple[int, Optional[np.ndarray]]]:
+                   before_pair: Callable[[], None] = lambda: None,
+                   later: bool = False) -> Iterator[Tuple[int, OutputFrame]]:
     """(j, frame) for every output frame in order, from the anchors' intervals (``_intervals``, or ``_ahead``'s);
     frame is None where ``skip(j)`` (already done). With ``motion`` "quadratic" and a NeighbourInterpolator, each pair
     also gets the anchors on either side of it where no cut lies between (``_neighbours``: the choice depends on the
     anchors alone, so a resumed or split job gives each pair the same neighbours). ``before_pair`` is called before
-    each call of the interpolator."""
+    each call of the interpolator. With ``later`` and a StartingInterpolator, quadratic paths' frames come as calls
+    that wait for them: the caller can hand them to a thread that waits, while this one queues the next pair."""
     step = with_linear_alpha(interpolate)
     quadratic = motion == "quadratic" and isinstance(interpolate, NeighbourInterpolator)
+    starts = quadratic and later and isinstance(interpolate, StartingInterpolator)
     j = 0
     interval = next(intervals, None)
     if interval is None:
@@ -240,12 +266,15 @@ def _output_frames(intervals: Iterator[_Interval], plan: Plan, interpolate: Inte
         made = {}
         if ts:
             before_pair()
-            if quadratic:
-                before, after = _neighbours(previous, interval, following)
-                outs = interpolate.interpolate_integer_with_neighbours(current.frame, nxt.frame, ts, before, after)
+            dtype = current.frame.dtype
+            sides = _neighbours(previous, interval, following) if quadratic else (None, None)
+            if starts:
+                started = interpolate.start_integer_with_neighbours(current.frame, nxt.frame, ts, *sides)
+                made = {t: functools.partial(_finished, frame, dtype) for t, frame in zip(ts, started)}
             else:
-                outs = step(current.frame, nxt.frame, ts)
-            made = {t: as_dtype(o, current.frame.dtype) for t, o in zip(ts, outs)}
+                outs = (interpolate.interpolate_integer_with_neighbours(current.frame, nxt.frame, ts, *sides)
+                        if quadratic else step(current.frame, nxt.frame, ts))
+                made = {t: as_dtype(o, dtype) for t, o in zip(ts, outs)}
             stats["interpolated"] += len(ts)
         for k, source in pending:
             if skip(k):
@@ -258,6 +287,11 @@ def _output_frames(intervals: Iterator[_Interval], plan: Plan, interpolate: Inte
     while j < plan.count:  # after the last frame: hold it
         yield j, None if skip(j) else last.frame
         j += 1
+
+
+def _finished(frame: PendingFrame, dtype: np.dtype) -> np.ndarray:
+    """A started frame, waited for, in the pipeline's dtype."""
+    return as_dtype(frame.result(), dtype)
 
 
 def _frame_options(options: VideoOptions) -> dict:
@@ -608,11 +642,13 @@ def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_f
     skip = lambda k: done[k] or k not in mine  # noqa: E731
     bar = Progress(plan.count, name, disable=not progress or rank != 0)
 
-    def write(made: Tuple[int, Optional[np.ndarray]]) -> None:
+    def write(made: Tuple[int, OutputFrame]) -> None:
         """Output frame j into the open segment (opened here where none is), or None: skipped (the open segment
         closes before it); then counted on the progress bar."""
         nonlocal writer, start, working_since
         j, frame = made
+        if callable(frame):  # a frame still being made (later=True below): waited for here, not on the GPU's thread
+            frame = frame()
         if frame is None:
             if writer is not None:
                 close(j)
@@ -633,14 +669,13 @@ def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_f
         bar.update()
 
     # decoding and the scene test run ahead in one thread, writing (and closing segments) behind in another, each a
-    # few frames at most, so that this thread only interpolates: on a GPU the next pair starts as soon as the last
-    # one is downloaded, not after its frames are written
+    # few frames at most, so that this thread only interpolates: on a GPU the next pair's work is queued as soon as
+    # the last one's is (its frames are waited for behind, later=True), not after they are downloaded and written
     intervals = _ahead(read_frames(info), info.pts, options, stats)
     # the work of the open segment counts from the end of the last one (or of the frames skipped): the time its
     # first frame took to make is in it, so a frame that takes minutes is kept as soon as it is written
     working_since = time.monotonic()
-    behind: WriteBehind[Tuple[int, Optional[np.ndarray]]] = WriteBehind(write, depth=WRITE_DEPTH,
-                                                                         name="segment-writer")
+    behind: WriteBehind[Tuple[int, OutputFrame]] = WriteBehind(write, depth=WRITE_DEPTH, name="segment-writer")
     last_pair = None
 
     def before_pair() -> None:
@@ -650,7 +685,8 @@ def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_f
         last_pair = time.monotonic()
 
     try:
-        for made in _output_frames(intervals, plan, interpolate, skip, stats, options.motion, before_pair):
+        for made in _output_frames(intervals, plan, interpolate, skip, stats, options.motion, before_pair,
+                                   later=True):
             behind.put(made)
         behind.finish()
         if writer is not None:

@@ -70,6 +70,14 @@ class _Recorder:
         return self.inner.interpolate_integer(one, two, times)
 
 
+class _Waits:
+    """The engine's two waiting calls alone (a NeighbourInterpolator that cannot start frames)."""
+
+    def __init__(self, inner):
+        self.interpolate_integer = inner.interpolate_integer
+        self.interpolate_integer_with_neighbours = inner.interpolate_integer_with_neighbours
+
+
 @pytest.fixture(scope="module")
 def cut_clip(tmp_path_factory):
     return _clip(tmp_path_factory.mktemp("overlap") / "in.mp4")
@@ -96,7 +104,8 @@ def test_the_threads_change_no_output_byte_nor_the_calls(tmp_path, monkeypatch, 
 
 def test_the_network_along_quadratic_paths_gives_the_same_bytes(tmp_path, monkeypatch, cpu_interpolator):
     """The engine's flow states (PairStates) are keyed by the frame arrays themselves: the threads hand it the same
-    arrays in the same order."""
+    arrays in the same order. The threaded job starts each pair's frames and waits for them behind
+    (``StartingInterpolator``); the serial one, given an interpolator that cannot start them, waits in line."""
     cut_clip = _clip(tmp_path / "in.mp4", count=9, cut=6, repeat=2)  # 6 pairs along paths, on the CPU
     options = VideoOptions(dedup_threshold=0.002, segment_seconds=0.25)
     assert options.motion == "quadratic"
@@ -104,8 +113,9 @@ def test_the_network_along_quadratic_paths_gives_the_same_bytes(tmp_path, monkey
     assert stats["cuts"] == 1 and stats["interpolated"] == 5 + 3
     with monkeypatch.context() as patched:
         _serial(patched)
-        assert interpolate_video(cut_clip, tmp_path / "serial.mp4", cpu_interpolator, options,
-                                 progress=False) == stats
+        waits = _Waits(cpu_interpolator)
+        assert isinstance(cpu_interpolator, pv.StartingInterpolator) and not isinstance(waits, pv.StartingInterpolator)
+        assert interpolate_video(cut_clip, tmp_path / "serial.mp4", waits, options, progress=False) == stats
     assert _decoded(tmp_path / "threaded.mp4") == _decoded(tmp_path / "serial.mp4")
 
 
