@@ -72,41 +72,53 @@ def prefetch(items: Iterator[T], depth: int = 4) -> Iterator[T]:
 
 
 class WriteBehind(Generic[T]):
-    """``consume(item)`` for every item ``put``, in order, in another thread, with at most ``depth`` items waiting.
+    """``consume(item)`` for every item ``put``, in another thread, with at most ``depth`` items waiting.
 
-    The consumer's exception is raised in the caller at the next ``put``, ``drain`` or ``finish``; after one the
-    consumer takes no more items. ``finish`` waits for every item given; ``stop`` (for the caller's own failure or an
+    With one thread (the default) items are consumed in order; with ``threads`` > 1 that many take items as they come
+    (for consumers whose items are independent, such as image files, and whose work releases the GIL). The
+    consumer's exception is raised in the caller at the next ``put``, ``drain`` or ``finish``; after one the
+    threads take no more items. ``finish`` waits for every item given; ``stop`` (for the caller's own failure or an
     interrupt) too, unless interrupted again, when the items still waiting are dropped. Either way the consumer's
-    thread has ended when they return, so what it used can be cleaned up by the caller.
+    threads have ended when they return, so what they used can be cleaned up by the caller.
     """
 
-    def __init__(self, consume: Callable[[T], None], depth: int = 4, name: str = "write-behind") -> None:
-        if depth < 1:
-            raise ValueError(f"depth must be at least 1, got {depth}")
+    def __init__(self, consume: Callable[[T], None], depth: int = 4, name: str = "write-behind",
+                 threads: int = 1) -> None:
+        if depth < 1 or threads < 1:
+            raise ValueError(f"depth and threads must each be at least 1, got {depth} and {threads}")
         self._consume = consume
         self._slots: queue.Queue = queue.Queue(maxsize=depth)
         self._failure: Optional[BaseException] = None
+        self._failed = threading.Event()
         self._dropping = False
-        self._worker = threading.Thread(target=self._run, name=name, daemon=True)
-        self._worker.start()
+        self._workers = [threading.Thread(target=self._run, name=name, daemon=True) for _ in range(threads)]
+        for worker in self._workers:
+            worker.start()
 
     def _run(self) -> None:
         while True:
             item = self._slots.get()
             if item is _DONE:
                 return
-            if self._dropping:
+            if self._dropping or self._failed.is_set():
+                self._slots.task_done()
                 continue
             try:
                 self._consume(item)
             except BaseException as exc:  # handed to the caller, which re-raises it
-                self._failure = exc
+                if not self._failed.is_set():
+                    self._failure = exc
+                    self._failed.set()
+                self._slots.task_done()
                 return
             self._slots.task_done()
 
+    def _alive(self) -> bool:
+        return not self._failed.is_set() and any(worker.is_alive() for worker in self._workers)
+
     def _hand(self, item: object) -> bool:
-        """Queue ``item`` (blocking while the queue is full); False if the consumer has ended (failed)."""
-        while self._worker.is_alive():
+        """Queue ``item`` (blocking while the queue is full); False if the consumer has failed or ended."""
+        while self._alive():
             try:
                 self._slots.put(item, timeout=0.05)
                 return True
@@ -125,27 +137,36 @@ class WriteBehind(Generic[T]):
     def drain(self) -> None:
         """Wait until every item given so far is consumed; raises the consumer's exception if it failed."""
         with self._slots.all_tasks_done:
-            while self._slots.unfinished_tasks and self._worker.is_alive():
+            while self._slots.unfinished_tasks and self._alive():
                 self._slots.all_tasks_done.wait(0.05)
         if self._failure is not None:
             raise self._failure
 
+    def _end(self) -> None:
+        """One end marker per thread (the threads still running take them), then wait for them all."""
+        for worker in self._workers:
+            while worker.is_alive():
+                try:
+                    self._slots.put(_DONE, timeout=0.05)
+                    break
+                except queue.Full:
+                    continue
+        for worker in self._workers:
+            worker.join()
+
     def finish(self) -> None:
         """Wait until every item given is consumed; raises the consumer's exception if it failed."""
-        self._hand(_DONE)
-        self._worker.join()
+        self._end()
         if self._failure is not None:
             raise self._failure
 
     def stop(self) -> None:
         """As ``finish``, for a caller that failed itself: the consumer's own exception is not raised (the caller's
         is the one to report). Interrupted while waiting, the items still waiting are dropped, the consumer's
-        current one is finished, and the interrupt raised."""
+        current ones are finished, and the interrupt raised."""
         try:
-            self._hand(_DONE)
-            self._worker.join()
+            self._end()
         except KeyboardInterrupt:
             self._dropping = True
-            self._hand(_DONE)
-            self._worker.join()
+            self._end()
             raise

@@ -119,7 +119,7 @@ def test_write_behind_stop_writes_what_was_given_unless_interrupted_again(monkey
     real_join, joins = threading.Thread.join, []
 
     def interrupted_join(self, timeout=None):
-        if self is not slow._worker:  # (another thread's, a generator finalised meanwhile)
+        if self is not slow._workers[0]:  # (another thread's, a generator finalised meanwhile)
             return real_join(self, timeout)
         joins.append(1)
         if len(joins) == 1:
@@ -154,3 +154,49 @@ def test_write_behind_drain_waits_for_what_was_given():
     broken.put(0)
     with pytest.raises(OSError, match="disk gone"):
         broken.drain()
+
+
+def test_write_behind_with_several_threads_consumes_everything_and_reports_a_failure():
+    """``threads`` > 1: every item is consumed once, by several threads at a time; a consumer's failure reaches the
+    caller and the threads take no more items; ``stop`` waits for what was given."""
+    from pipeline.prefetch import WriteBehind
+
+    seen, names, lock = [], set(), threading.Lock()
+    running, most = [0], [0]
+
+    def consume(i):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+            names.add(threading.current_thread().name)
+        time.sleep(0.02)
+        with lock:
+            running[0] -= 1
+            seen.append(i)
+
+    behind = WriteBehind(consume, depth=8, name="images", threads=3)
+    for i in range(30):
+        behind.put(i)
+    behind.finish()
+    assert sorted(seen) == list(range(30)) and most[0] > 1 and names == {"images"}
+    seen.clear()
+    stopped = WriteBehind(consume, depth=8, threads=3)
+    for i in range(12):
+        stopped.put(i)
+    stopped.stop()
+    assert sorted(seen) == list(range(12))
+
+    def failing(i):
+        time.sleep(0.01)
+        if i == 5:
+            raise OSError("disk gone")
+
+    broken = WriteBehind(failing, depth=2, threads=2)
+    given = []
+    with pytest.raises(OSError, match="disk gone"):
+        for i in range(200):
+            broken.put(i)
+            given.append(i)
+    assert len(given) < 50  # the failure stopped the caller within a few items, not at the end
+    with pytest.raises(ValueError, match="threads"):
+        WriteBehind(consume, threads=0)
