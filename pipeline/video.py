@@ -30,6 +30,7 @@ import json
 import os
 import re
 import shutil
+import threading
 import time
 from dataclasses import asdict, dataclass
 from fractions import Fraction
@@ -602,6 +603,22 @@ WRITE_DEPTH = 4
 # came first: a failure in writing (a full disk) then stops the job before another long pair, not after it; on a GPU
 # writing overlaps the next pairs, and a failure stops the job a few pairs (milliseconds) later
 SLOW_PAIR_SECONDS = 0.5
+# image files (PNG, TIFF: tens of milliseconds a frame at 1080p, in OpenCV, which lets other threads run meanwhile)
+# are encoded and written by this many threads behind the network
+IMAGE_THREADS = min(4, os.cpu_count() or 1)
+
+
+def _drain_after_slow_pairs(behind: WriteBehind) -> Callable[[], None]:
+    """``_output_frames``' ``before_pair``: after a pair that took SLOW_PAIR_SECONDS or more, wait until what was
+    handed to ``behind`` is written (a failure in writing then stops the job before another long pair)."""
+    last_pair: List[Optional[float]] = [None]
+
+    def before_pair() -> None:
+        if last_pair[0] is not None and time.monotonic() - last_pair[0] >= SLOW_PAIR_SECONDS:
+            behind.drain()
+        last_pair[0] = time.monotonic()
+
+    return before_pair
 
 
 def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_fmt: str, interpolate: Interpolator,
@@ -676,17 +693,9 @@ def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_f
     # first frame took to make is in it, so a frame that takes minutes is kept as soon as it is written
     working_since = time.monotonic()
     behind: WriteBehind[Tuple[int, OutputFrame]] = WriteBehind(write, depth=WRITE_DEPTH, name="segment-writer")
-    last_pair = None
-
-    def before_pair() -> None:
-        nonlocal last_pair
-        if last_pair is not None and time.monotonic() - last_pair >= SLOW_PAIR_SECONDS:
-            behind.drain()
-        last_pair = time.monotonic()
-
     try:
-        for made in _output_frames(intervals, plan, interpolate, skip, stats, options.motion, before_pair,
-                                   later=True):
+        for made in _output_frames(intervals, plan, interpolate, skip, stats, options.motion,
+                                   _drain_after_slow_pairs(behind), later=True):
             behind.put(made)
         behind.finish()
         if writer is not None:
@@ -816,37 +825,59 @@ def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_
 
 def _image_loop(intervals: Iterator[_Interval], plan: Plan, interpolate: Interpolator, options: VideoOptions,
                 outs: Sequence[Path], keep_alpha: bool, stats: dict, progress: bool) -> None:
-    """Make and write every image not yet written (``_write_images``)."""
+    """Make and write every image not yet written (``_write_images``): the thread that calls the interpolator only
+    does that; IMAGE_THREADS threads behind it wait for each frame, encode it and write it."""
     from media.images import write_image
 
+    lock = threading.Lock()
     has_alpha = False
     to_write = sum(1 for path in outs if not path.exists())
     written = written_bytes = 0
-    with Progress(plan.count, disable=not progress) as bar:
-        for j, frame in _output_frames(intervals, plan, interpolate, lambda k: outs[k].exists(), stats,
-                                         options.motion):
-            if frame is not None:
-                values = _to_float(frame)
-                has_alpha = has_alpha or frame.shape[2] == 4
-                alpha = values[:, :, 3] if frame.shape[2] == 4 and keep_alpha else None
-                try:
-                    write_image(outs[j], values[:, :, :3], alpha, 16 if frame.dtype == np.uint16 else 8)
-                except OutputError as exc:
-                    if not outs[j].parent.is_dir():
-                        raise OutputError(f"the output folder {outs[j].parent} was removed during the run -- create "
-                                          f"it again and rerun the same command (the job starts over)") from None
-                    raise OutputError(f"{exc}; rerun the same command to resume: the {j} images written are "
-                                      f"kept") from None
-                written, written_bytes = written + 1, written_bytes + outs[j].stat().st_size
-                if options.space_check and written == min(MEASURED_FRAMES, to_write):
-                    try:
-                        _room_for_the_rest(outs[j].parent, written_bytes, written, to_write - written, 0)
-                    except OutputError as exc:
-                        raise OutputError(f"{exc}; rerun the same command to resume: the images written are "
-                                          f"kept") from None
-                bar.update()
-            else:
+
+    def write(made: Tuple[int, OutputFrame]) -> None:
+        nonlocal has_alpha, written, written_bytes
+        j, frame = made
+        if callable(frame):  # a frame still being made: waited for here
+            frame = frame()
+        if frame is None:
+            with lock:
                 bar.skip()
+            return
+        values = _to_float(frame)
+        alpha = values[:, :, 3] if frame.shape[2] == 4 and keep_alpha else None
+        try:
+            write_image(outs[j], values[:, :, :3], alpha, 16 if frame.dtype == np.uint16 else 8)
+        except OutputError as exc:
+            if not outs[j].parent.is_dir():
+                raise OutputError(f"the output folder {outs[j].parent} was removed during the run -- create "
+                                  f"it again and rerun the same command (the job starts over)") from None
+            kept = sum(1 for path in outs if path.exists())
+            raise OutputError(f"{exc}; rerun the same command to resume: the {kept} images written are "
+                              f"kept") from None
+        size = outs[j].stat().st_size
+        with lock:
+            has_alpha = has_alpha or frame.shape[2] == 4
+            written, written_bytes = written + 1, written_bytes + size
+            measured = (written, written_bytes) if written == min(MEASURED_FRAMES, to_write) else None
+            bar.update()
+        if options.space_check and measured is not None:
+            try:
+                _room_for_the_rest(outs[j].parent, measured[1], measured[0], to_write - measured[0], 0)
+            except OutputError as exc:
+                raise OutputError(f"{exc}; rerun the same command to resume: the images written are "
+                                  f"kept") from None
+
+    with Progress(plan.count, disable=not progress) as bar:
+        behind: WriteBehind[Tuple[int, OutputFrame]] = WriteBehind(write, depth=2 * IMAGE_THREADS,
+                                                                   name="image-writer", threads=IMAGE_THREADS)
+        try:
+            for made in _output_frames(intervals, plan, interpolate, lambda k: outs[k].exists(), stats,
+                                       options.motion, _drain_after_slow_pairs(behind), later=True):
+                behind.put(made)
+            behind.finish()
+        except BaseException:
+            behind.stop()  # the images made before the failure or interrupt are written
+            raise
     stats["has_alpha"] = has_alpha
 
 

@@ -22,7 +22,7 @@ from engine import Interpolator, InterpolatorOptions
 from media.files import OutputError
 from media.progress import Progress, Spinner
 from media.video import ffmpeg_exe, probe, read_frames
-from pipeline.video import WRITE_DEPTH, VideoOptions, interpolate_frames, interpolate_video, lock_output
+from pipeline.video import IMAGE_THREADS, WRITE_DEPTH, VideoOptions, interpolate_frames, interpolate_video, lock_output
 from test_robustness import Blend, _clip
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -373,7 +373,8 @@ def test_image_outputs_are_measured_too(tmp_path, monkeypatch):
     with pytest.raises(OutputError, match=r"the 12 frames written took .* 100.0 KB is free.*the images written are "
                                           r"kept$"):
         interpolate_frames(frames, str(out / "%06d.png"), Fraction(10), Blend(), VideoOptions(), progress=False)
-    assert len(list(out.glob("*.png"))) == 12
+    # the 12 measured, and any the other image threads had in hand when the measure stopped the job
+    assert 12 <= len(list(out.glob("*.png"))) < 12 + IMAGE_THREADS
     interpolate_frames(frames, str(out / "%06d.png"), Fraction(10), Blend(), VideoOptions(space_check=False),
                        progress=False)
     assert len(list(out.glob("*.png"))) == 16

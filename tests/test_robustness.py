@@ -7,6 +7,7 @@ through a link to /dev/full, which answers every write with ENOSPC)."""
 import errno
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -22,7 +23,7 @@ import run
 from media.files import OutputError
 from media.video import FrameWriter, VideoError, ffmpeg_exe, probe, read_frames
 from pipeline.schedule import is_cut
-from pipeline.video import WRITE_DEPTH, VideoOptions, interpolate_frames, interpolate_video
+from pipeline.video import IMAGE_THREADS, WRITE_DEPTH, VideoOptions, interpolate_frames, interpolate_video
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -279,13 +280,18 @@ def test_a_full_disk_writing_frames_keeps_those_written(tmp_path, monkeypatch):
         return real(fd, data)
 
     monkeypatch.setattr(os, "write", write)
-    with pytest.raises(OutputError, match=r"no space left.*resume: the 5 images written are kept$"):
+    with pytest.raises(OutputError, match=r"no space left.*resume: the (\d+) images written are kept$") as failed:
         interpolate_video(clip, folder / "%04d.png", Blend(), VideoOptions(), progress=False)
     monkeypatch.undo()
-    assert sorted(p.name for p in folder.glob("*.png")) == [f"{i:04d}.png" for i in range(5)]  # nothing half-written
+    # the image threads (IMAGE_THREADS) write side by side: each that passed the test above before the fifth file
+    # existed wrote its image whole; nothing half-written is left, and the message counts what is there
+    kept = sorted(p.name for p in folder.glob("*.png"))
+    told = int(re.search(r"the (\d+) images written", str(failed.value)).group(1))
+    assert 5 <= told <= len(kept) < 5 + IMAGE_THREADS
+    assert all(cv2.imread(str(folder / name)) is not None for name in kept)
     blend = Blend()
     interpolate_video(clip, folder / "%04d.png", blend, VideoOptions(), progress=False)
-    assert len(list(folder.glob("*.png"))) == 24 and blend.calls == 11 - 2  # pairs 0 and 1 were done
+    assert len(list(folder.glob("*.png"))) == 24 and blend.calls <= 11 - 2  # pairs 0 and 1 were done
 
 
 def test_segments_close_after_a_minute_of_work_so_an_interrupt_loses_little(tmp_path):
@@ -360,6 +366,10 @@ def test_the_image_folder_removed_mid_run_is_one_line(tmp_path):
     clip = _clip(tmp_path / "in.mp4", seconds=1)
     folder = tmp_path / "frames"
     folder.mkdir()
-    blend = Blend(on_call=lambda n: shutil.rmtree(folder) if n == 3 else None)
+    def remove(n):
+        while n == 3 and folder.exists():  # (the image threads may be writing into it meanwhile)
+            shutil.rmtree(folder, ignore_errors=True)
+
+    blend = Blend(on_call=remove)
     with pytest.raises(OutputError, match="^the output folder .*frames was removed during the run -- create it again"):
         interpolate_video(clip, folder / "%04d.png", blend, VideoOptions(), progress=False)
