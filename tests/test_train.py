@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import train
-from tests.training_fixtures import run_args, torchrun
+from tests.training_fixtures import free_port, run_args, torchrun
 from training.config import LEGACY, RECIPES, REMOVED, ConfigError, TrainConfig, TrainingError, flag
 from training.options import RunOptions, build_parser, parse
 from training.trainer import start_point
@@ -912,7 +912,7 @@ def test_two_processes_with_torchrun_resume_across_process_counts(footage, train
     from safetensors.torch import load_file
 
     out = tmp_path / "ddp"
-    proc = torchrun(footage, out, 29517, "--max-steps", "2", "--resume", str(trained), "--validate-first",
+    proc = torchrun(footage, out, free_port(), "--max-steps", "2", "--resume", str(trained), "--validate-first",
                     "--max-nonlinearity", "50")
     assert proc.returncode == 0, proc.stderr[-2000:]
     progress = json.loads((out / "progress.json").read_text())
@@ -980,7 +980,7 @@ def test_processes_under_torchrun_stop_at_the_same_step_when_the_minutes_run_out
     from training.trainer import TIME_CHECK_STEPS
 
     out = tmp_path / "timed"
-    proc = torchrun(footage, out, 29519, "--minutes", "0.001", "--val-every", "1000", timeout=120)
+    proc = torchrun(footage, out, free_port(), "--minutes", "0.001", "--val-every", "1000", timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads((out / "progress.json").read_text())["step"] == TIME_CHECK_STEPS
 

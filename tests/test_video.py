@@ -20,6 +20,7 @@ from media.video import (NO_COLOR_TAGS, VideoError, audio_args, default_codec, f
                          rescale_timecode, snap_to_grid)
 from pipeline.schedule import make_plan, parse_rate, planned_sources
 from pipeline.video import VideoOptions, interpolate_frames, interpolate_video
+from tests.training_fixtures import free_port
 
 
 def _make_clip(path: Path, size="96x64", rate="12", seconds=2, audio=True, source="testsrc2", frames=None):
@@ -315,15 +316,16 @@ def test_two_processes_split_a_video_seamlessly(tmp_path, cpu_interpolator):
     common = ["--video", str(clip), "--device", "cpu", "--segment-seconds", "0.5"]
     _video(clip, single, cpu_interpolator, segment_seconds=0.5)
     proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-                           "--master_port", "29519", str(root / "run.py"), *common, "--out", str(split)],
+                           "--master_port", str(free_port()), str(root / "run.py"), *common, "--out", str(split)],
                           capture_output=True, text=True, cwd=root, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     a, b = probe(single), probe(split)
     assert b.frames == a.frames == 48 and b.pts == a.pts
     assert _audio_md5(split) == _audio_md5(clip)
     pictures = {}
-    for name, command in (("single", [sys.executable]), ("split", [sys.executable, "-m", "torch.distributed.run",
-                                                                   "--nproc_per_node", "2", "--master_port", "29519"])):
+    split_command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
+                     str(free_port())]
+    for name, command in (("single", [sys.executable]), ("split", split_command)):
         folder = tmp_path / name
         folder.mkdir()
         proc = subprocess.run([*command, str(root / "run.py"), *common, "--out", str(folder / "%04d.png")],

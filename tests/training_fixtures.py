@@ -3,6 +3,7 @@
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -37,6 +38,14 @@ def run_args(footage, out, *extra):
     batches = [] if "--resume" in extra or "--val-batches" in extra else ["--val-batches", "1"]
     return ["--data", str(footage), "--out", str(out), *recipe, "--batch", "4", "--crop", "64", "--device", "cpu",
             "--validation-clips", "val.mp4", "--val-every", "2", *batches, *extra]
+
+
+def free_port() -> int:
+    """A TCP port free on this machine now, for torchrun's rendezvous (a fixed one fails where another run holds
+    it)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def torchrun(footage, out, port: int, *extra, timeout: float = 600) -> subprocess.CompletedProcess:
