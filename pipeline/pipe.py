@@ -77,8 +77,10 @@ class _Reader:
             self.ended = True
 
     def original(self, frame: np.ndarray) -> bytes:
-        """The bytes ``frame`` was decoded from, if it is a recent input frame itself; else b""."""
-        return next((data for rgb, data in self.originals if rgb is frame), b"")
+        """The bytes ``frame`` was decoded from, if it is a recent input frame itself; else b"". (The frames are
+        decoded in the prefetch thread, which appends to ``originals`` meanwhile: a snapshot is searched, as
+        iterating the deque itself raises when an append comes between two steps.)"""
+        return next((data for rgb, data in tuple(self.originals) if rgb is frame), b"")
 
 
 def _write(sink: BinaryIO, data: bytes) -> None:
