@@ -160,21 +160,43 @@ def check_image_outputs(outputs: Sequence[Path], inputs: Iterable[Path], width: 
         check_folder(folder, need)
 
 
+# formats that hold 8-bit samples only
+_EIGHT_BIT = (".jpg", ".jpeg", ".webp", ".bmp")
+
+
 def write_image(path: Path, rgb: np.ndarray, alpha: Optional[np.ndarray] = None, depth: int = 8) -> None:
     """Write float RGB in [0, 1] (rounded, clipped), atomically, with the permissions the umask gives new files.
     A file system failure raises OutputError naming the path and the cause; nothing is left under its name."""
-    import cv2
-
     path = Path(path)
     _check_extension(path)
-    if path.suffix.lower() in (".jpg", ".jpeg", ".webp", ".bmp"):
-        depth = 8  # these formats hold 8-bit samples only
+    if path.suffix.lower() in _EIGHT_BIT:
+        depth = 8
     scale, dtype = (65535.0, np.uint16) if depth == 16 else (255.0, np.uint8)
     data = rgb[:, :, ::-1]
     if alpha is not None:
         data = np.concatenate([data, alpha[:, :, None]], axis=2)
-    data = np.clip(np.rint(data * scale), 0, scale).astype(dtype)
-    # encoded in memory, then written by Python: a failed write has an errno (OpenCV's imwrite says only False)
+    _encode_and_write(path, np.clip(np.rint(data * scale), 0, scale).astype(dtype))
+
+
+def write_frame(path: Path, frame: np.ndarray, keep_alpha: bool = True) -> None:
+    """Write an integer frame (H x W x 3 RGB, or x 4 with alpha; uint8 or uint16) as ``write_image`` writes it on
+    [0, 1] at the frame's depth (alpha where ``keep_alpha``): the same bytes, without converting to float and back
+    where the file holds the frame's depth."""
+    path = Path(path)
+    _check_extension(path)
+    channels = [2, 1, 0] + ([3] if frame.shape[2] == 4 and keep_alpha else [])
+    if frame.dtype == np.uint16 and path.suffix.lower() in _EIGHT_BIT:  # to 8 bits, rounded as write_image rounds
+        values = frame.astype(np.float32) / 65535.0
+        _encode_and_write(path, np.clip(np.rint(values[:, :, channels] * 255.0), 0, 255).astype(np.uint8))
+        return
+    _encode_and_write(path, np.ascontiguousarray(frame[:, :, channels]))
+
+
+def _encode_and_write(path: Path, data: np.ndarray) -> None:
+    """``data`` (BGR or BGRA, as OpenCV takes it) encoded in memory as ``path``'s format, then written by Python: a
+    failed write has an errno (OpenCV's imwrite says only False)."""
+    import cv2
+
     ok, encoded = cv2.imencode(path.suffix, data)
     if not ok:
         raise ImageError(f"{path}: the image could not be encoded as {path.suffix}")

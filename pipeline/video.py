@@ -154,11 +154,6 @@ Interpolator = Union[FrameInterpolator, ColourInterpolator]
 OutputFrame = Union[None, np.ndarray, Callable[[], np.ndarray]]
 
 
-def _to_float(frame: np.ndarray) -> np.ndarray:
-    scale = 65535.0 if frame.dtype == np.uint16 else 255.0
-    return frame.astype(np.float32) / scale
-
-
 def _to_int(frame: np.ndarray, dtype: Type[np.integer]) -> np.ndarray:
     scale = 65535.0 if dtype == np.uint16 else 255.0
     return np.clip(np.rint(frame * scale), 0, scale).astype(dtype)
@@ -827,7 +822,7 @@ def _image_loop(intervals: Iterator[_Interval], plan: Plan, interpolate: Interpo
                 outs: Sequence[Path], keep_alpha: bool, stats: dict, progress: bool) -> None:
     """Make and write every image not yet written (``_write_images``): the thread that calls the interpolator only
     does that; IMAGE_THREADS threads behind it wait for each frame, encode it and write it."""
-    from media.images import write_image
+    from media.images import write_frame
 
     lock = threading.Lock()
     has_alpha = False
@@ -843,10 +838,8 @@ def _image_loop(intervals: Iterator[_Interval], plan: Plan, interpolate: Interpo
             with lock:
                 bar.skip()
             return
-        values = _to_float(frame)
-        alpha = values[:, :, 3] if frame.shape[2] == 4 and keep_alpha else None
         try:
-            write_image(outs[j], values[:, :, :3], alpha, 16 if frame.dtype == np.uint16 else 8)
+            write_frame(outs[j], frame, keep_alpha)
         except OutputError as exc:
             if not outs[j].parent.is_dir():
                 raise OutputError(f"the output folder {outs[j].parent} was removed during the run -- create "

@@ -264,3 +264,20 @@ def test_the_join_is_not_retried_without_streams_when_the_disk_is_full(tmp_path,
     with pytest.raises(mv.VideoError):
         mv.concat_and_mux([tmp_path / "seg.mp4"], tmp_path / "in.mkv", out, **join)
     assert len(tries) == 3
+
+
+@pytest.mark.parametrize("suffix", [".png", ".tif", ".jpg", ".webp", ".bmp"])
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+@pytest.mark.parametrize("channels, keep_alpha", [(3, True), (4, True), (4, False)])
+def test_an_integer_frame_is_written_as_its_float_values_would_be(tmp_path, suffix, dtype, channels, keep_alpha):
+    """write_frame (the video tool's image outputs) skips the float round trip, and writes the bytes write_image
+    writes for the frame on [0, 1] at its depth: 8-bit formats round 16-bit frames the same way."""
+    from media.images import write_frame
+
+    top = np.iinfo(dtype).max
+    frame = np.random.default_rng(channels).integers(0, top + 1, (20, 24, channels)).astype(dtype)
+    values = frame.astype(np.float32) / top
+    write_image(tmp_path / f"float{suffix}", values[:, :, :3], values[:, :, 3] if channels == 4 and keep_alpha
+                else None, 16 if dtype == np.uint16 else 8)
+    write_frame(tmp_path / f"integer{suffix}", frame, keep_alpha)
+    assert (tmp_path / f"integer{suffix}").read_bytes() == (tmp_path / f"float{suffix}").read_bytes()
