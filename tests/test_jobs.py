@@ -23,7 +23,8 @@ from media.files import OutputError
 from media.progress import Progress, Spinner
 from media.video import ffmpeg_exe, probe, read_frames
 from pipeline.video import IMAGE_THREADS, WRITE_DEPTH, VideoOptions, interpolate_frames, interpolate_video, lock_output
-from test_robustness import Blend, _clip
+from tests.video_fixtures import Blend
+from tests.video_fixtures import make_clip as _clip
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -60,7 +61,7 @@ WORKER = """
 import sys
 sys.path[:0] = [sys.argv[4], sys.argv[5]]
 from pipeline.video import VideoOptions, interpolate_video
-from test_robustness import Blend
+from tests.video_fixtures import Blend
 try:
     interpolate_video(sys.argv[1], sys.argv[2], Blend(wait=float(sys.argv[3])), VideoOptions(segment_seconds=0.5),
                       progress=False)

@@ -9,7 +9,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import time
 from fractions import Fraction
 from pathlib import Path
@@ -21,36 +20,13 @@ import pytest
 import pipeline.video as pv
 import run
 from media.files import OutputError
-from media.video import FrameWriter, VideoError, ffmpeg_exe, probe, read_frames
+from media.video import FrameWriter, VideoError, probe, read_frames
 from pipeline.schedule import is_cut
 from pipeline.video import IMAGE_THREADS, WRITE_DEPTH, VideoOptions, interpolate_frames, interpolate_video
+from tests.video_fixtures import Blend
+from tests.video_fixtures import make_clip as _clip
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _clip(path: Path, seconds=2, rate=12, size="96x64", audio=False) -> Path:
-    args = [ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
-            f"testsrc2=size={size}:rate={rate}"]
-    if audio:
-        args += ["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-c:a", "aac", "-shortest"]
-    subprocess.run(args + ["-t", str(seconds), "-c:v", "libx264", "-pix_fmt", "yuv420p", str(path)], check=True)
-    return path
-
-
-class Blend:
-    """Stands in for the network: mixes the two frames, counts its calls, can wait or fail on a given call."""
-
-    def __init__(self, wait=0.0, fail_at=None, on_call=None):
-        self.calls, self.wait, self.fail_at, self.on_call = 0, wait, fail_at, on_call
-
-    def __call__(self, one, two, times):
-        self.calls += 1
-        if self.on_call is not None:
-            self.on_call(self.calls)
-        if self.calls == self.fail_at:
-            raise KeyboardInterrupt
-        time.sleep(self.wait)
-        return [(1 - t) * one.astype(np.float32) + t * two.astype(np.float32) for t in times]
 
 
 def _read_only(monkeypatch, folder: Path):
