@@ -88,8 +88,7 @@ class WriteBehind(Generic[T]):
             raise ValueError(f"depth and threads must each be at least 1, got {depth} and {threads}")
         self._consume = consume
         self._slots: queue.Queue = queue.Queue(maxsize=depth)
-        self._failure: Optional[BaseException] = None
-        self._failed = threading.Event()
+        self._failure: Optional[BaseException] = None  # the first consumer exception
         self._dropping = False
         self._workers = [threading.Thread(target=self._run, name=name, daemon=True) for _ in range(threads)]
         for worker in self._workers:
@@ -100,21 +99,18 @@ class WriteBehind(Generic[T]):
             item = self._slots.get()
             if item is _DONE:
                 return
-            if self._dropping or self._failed.is_set():
-                self._slots.task_done()
-                continue
             try:
-                self._consume(item)
+                if not self._dropping and self._failure is None:
+                    self._consume(item)
             except BaseException as exc:  # handed to the caller, which re-raises it
-                if not self._failed.is_set():
+                if self._failure is None:
                     self._failure = exc
-                    self._failed.set()
-                self._slots.task_done()
                 return
-            self._slots.task_done()
+            finally:
+                self._slots.task_done()
 
     def _alive(self) -> bool:
-        return not self._failed.is_set() and any(worker.is_alive() for worker in self._workers)
+        return self._failure is None and any(worker.is_alive() for worker in self._workers)
 
     def _hand(self, item: object) -> bool:
         """Queue ``item`` (blocking while the queue is full); False if the consumer has failed or ended."""
