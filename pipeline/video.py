@@ -606,12 +606,13 @@ IMAGE_THREADS = min(4, os.cpu_count() or 1)
 def _drain_after_slow_pairs(behind: WriteBehind) -> Callable[[], None]:
     """``_output_frames``' ``before_pair``: after a pair that took SLOW_PAIR_SECONDS or more, wait until what was
     handed to ``behind`` is written (a failure in writing then stops the job before another long pair)."""
-    last_pair: List[Optional[float]] = [None]
+    last_pair: Optional[float] = None
 
     def before_pair() -> None:
-        if last_pair[0] is not None and time.monotonic() - last_pair[0] >= SLOW_PAIR_SECONDS:
+        nonlocal last_pair
+        if last_pair is not None and time.monotonic() - last_pair >= SLOW_PAIR_SECONDS:
             behind.drain()
-        last_pair[0] = time.monotonic()
+        last_pair = time.monotonic()
 
     return before_pair
 
