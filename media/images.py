@@ -183,13 +183,13 @@ def write_frame(path: Path, frame: np.ndarray, keep_alpha: bool = True) -> None:
     [0, 1] at the frame's depth (alpha where ``keep_alpha``): the same bytes, without converting to float and back
     where the file holds the frame's depth."""
     path = Path(path)
-    _check_extension(path)
-    channels = [2, 1, 0] + ([3] if frame.shape[2] == 4 and keep_alpha else [])
-    if frame.dtype == np.uint16 and path.suffix.lower() in _EIGHT_BIT:  # to 8 bits, rounded as write_image rounds
+    alpha = frame.shape[2] == 4 and keep_alpha
+    if frame.dtype == np.uint16 and path.suffix.lower() in _EIGHT_BIT:  # to 8 bits: write_image's rounding
         values = frame.astype(np.float32) / 65535.0
-        _encode_and_write(path, np.clip(np.rint(values[:, :, channels] * 255.0), 0, 255).astype(np.uint8))
+        write_image(path, values[:, :, :3], values[:, :, 3] if alpha else None)
         return
-    _encode_and_write(path, np.ascontiguousarray(frame[:, :, channels]))
+    _check_extension(path)
+    _encode_and_write(path, np.ascontiguousarray(frame[:, :, [2, 1, 0, 3] if alpha else [2, 1, 0]]))
 
 
 def _encode_and_write(path: Path, data: np.ndarray) -> None:
