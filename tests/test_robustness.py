@@ -343,8 +343,15 @@ def test_the_image_folder_removed_mid_run_is_one_line(tmp_path):
     folder = tmp_path / "frames"
     folder.mkdir()
     def remove(n):
-        while n == 3 and folder.exists():  # (the image threads may be writing into it meanwhile)
-            shutil.rmtree(folder, ignore_errors=True)
+        if n != 3:
+            return
+        # the image threads first finish what they were handed (this thread hands them nothing meanwhile): a
+        # folder removed under a write in progress fails that write before the folder is gone
+        seen = None
+        while (names := sorted(p.name for p in folder.iterdir())) != seen:
+            seen = names
+            time.sleep(0.2)
+        shutil.rmtree(folder)
 
     blend = Blend(on_call=remove)
     with pytest.raises(OutputError, match="^the output folder .*frames was removed during the run -- create it again"):
