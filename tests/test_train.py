@@ -1118,29 +1118,3 @@ def test_state_progress_record(tmp_path):
     empty.mkdir()
     with pytest.raises(TrainingError, match="nothing to resume"):
         start_point(RunOptions(resume=empty, out=tmp_path / "out"), {})
-
-
-def test_pattern_layers_and_still_backgrounds():
-    """--synthetic-pattern-share textures layers with lines, grids or tiles; --synthetic-still-share keeps a
-    sample's background still (zero true flow where it shows); both at 0 draw nothing, so earlier recipes render
-    the same scenes."""
-    from training.data import Clip, FootageSampler, synthetic_batch
-    from training.losses import edge_energy
-
-    def scenes(texture: torch.Tensor, **options: float) -> dict:
-        clip = Clip("tex", texture, 3.0, (), torch.zeros(3, dtype=torch.bool))
-        sampler = FootageSampler([clip], 64, 1, generator=torch.Generator().manual_seed(0))
-        return synthetic_batch(sampler, 16, 64, layers=1, gen=torch.Generator().manual_seed(5), **options)
-
-    noise = torch.randint(0, 256, (4, 3, 96, 96), generator=torch.Generator().manual_seed(2), dtype=torch.uint8)
-    plain, zero = scenes(noise), scenes(noise, pattern_share=0.0, still_share=0.0)
-    assert all(torch.equal(plain[k], zero[k]) for k in plain)
-    flat = torch.full((4, 3, 96, 96), 128, dtype=torch.uint8)  # a flat texture: only a pattern makes edges
-    assert float(edge_energy(scenes(flat)["mid"]).max()) < 1e-3
-    assert float(edge_energy(scenes(flat, pattern_share=1.0)["mid"]).min()) > 0.01
-    still = scenes(noise, still_share=1.0)
-    # the background shows wherever the moving layer does not: there the true flow is zero
-    assert still["flow_fwd"].norm(dim=1).lt(1e-4).float().mean() > 0.3
-    assert plain["flow_fwd"].norm(dim=1).lt(1e-4).float().mean() < 0.1
-    with pytest.raises(ValueError, match="pattern_share"):
-        scenes(noise, pattern_share=1.5)

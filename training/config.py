@@ -111,10 +111,6 @@ class TrainConfig:
                                            "32 px layers)", lambda v: v > 0, "must be positive", "SCALE")
     synthetic_stripe_share: float = _share(0.0, "fraction of the synthetic layers (the background included) "
                                                 "textured with straight stripes of 4-16 px period, such as blinds")
-    synthetic_pattern_share: float = _share(0.0, "fraction of the synthetic layers textured with lines, grids or "
-                                                 "tiles of 4-40 px period, thin or thick lines")
-    synthetic_still_share: float = _share(0.0, "fraction of synthetic samples whose background stays still (a "
-                                               "pattern on a table, objects moving over it)")
     flow_loss_weight: float = _non_negative(0.05, "weight of the flow's end-point error against the synthetic "
                                                   "samples' ground truth (per pyramid level, in its own pixels)")
     census_weight: float = _non_negative(1.0, "weight of the census loss beside the reconstruction loss")

@@ -531,10 +531,8 @@ def _radial(src: torch.Tensor, centre: torch.Tensor, radius: torch.Tensor) -> to
 
 
 def _check_scene_options(small_share: float, edge_px: float, edge_share: float, layers: int,
-                         motion_scale: float, stripe_share: float, pattern_share: float = 0.0,
-                         still_share: float = 0.0) -> None:
-    for name, share in (("small_share", small_share), ("edge_share", edge_share), ("stripe_share", stripe_share),
-                        ("pattern_share", pattern_share), ("still_share", still_share)):
+                         motion_scale: float, stripe_share: float) -> None:
+    for name, share in (("small_share", small_share), ("edge_share", edge_share), ("stripe_share", stripe_share)):
         if not 0.0 <= share <= 1.0:
             raise ValueError(f"{name} must lie in [0, 1], got {share}")
     if edge_px < 0:
@@ -585,48 +583,6 @@ def _gratings(textures: torch.Tensor, share: float, gen: Optional[torch.Generato
     return torch.where(pick[..., None, None, None], grating, textures)
 
 
-def _patterns(textures: torch.Tensor, share: float, gen: Optional[torch.Generator],
-              grid: torch.Tensor) -> torch.Tensor:
-    """``textures`` (layers x samples x 3 x crop x crop) with a ``share`` of them replaced by man-made patterns: a
-    third each parallel lines, grids (crossing lines) and checkerboard tiles, at a period of 4-40 px (log-uniform),
-    any angle and phase; lines half the time thin (1-2.5 px) and otherwise a quarter to a half of the period wide,
-    antialiased over one pixel; bright on dark or dark on bright (contrast at least 0.4), with the footage
-    texture's detail kept at a fifth of its contrast, as ``_gratings`` does. Grids, tiled floors, fences and
-    keyboards: fine periodic structure that a flow one or more periods off matches almost exactly."""
-    layers, size = textures.shape[:2]
-    device = textures.device
-
-    def draw(*shape: int) -> torch.Tensor:
-        return to_device(torch.rand(layers, size, *shape, generator=gen), device)
-
-    pick = draw() < share
-    kind = (draw(1, 1) * 3).floor()  # 0 lines, 1 grid, 2 checkerboard
-    period = 4.0 * 10.0 ** draw(1, 1)
-    angle = draw(1, 1) * math.pi
-    phase_u, phase_v = draw(1, 1) * period, draw(1, 1) * period
-    thin = draw(1, 1) < 0.5
-    width = torch.where(thin, 1.0 + 1.5 * draw(1, 1), period * (0.25 + 0.25 * draw(1, 1)))
-    dark = 0.3 * draw(3, 1, 1)
-    bright = 0.7 + 0.3 * draw(3, 1, 1)
-    swap = draw(1, 1, 1) < 0.5
-    line_colour, ground = torch.where(swap, dark, bright), torch.where(swap, bright, dark)
-    x, y = grid[..., 0], grid[..., 1]
-    u = x * torch.cos(angle) + y * torch.sin(angle) + phase_u
-    v = -x * torch.sin(angle) + y * torch.cos(angle) + phase_v
-
-    def lines(coord: torch.Tensor) -> torch.Tensor:  # 1 on a line (centred where coord is a multiple of period)
-        dist = (torch.remainder(coord + period / 2, period) - period / 2).abs()
-        return (width / 2 + 0.5 - dist).clamp(0.0, 1.0)
-
-    across, along = lines(u), lines(v)
-    checker = torch.remainder(torch.floor(u / period) + torch.floor(v / period), 2.0)
-    mask = torch.where(kind == 0, across, torch.where(kind == 1, torch.maximum(across, along), checker))
-    pattern = ground + (line_colour - ground) * mask.unsqueeze(2)
-    detail = textures - textures.mean(dim=(3, 4), keepdim=True)
-    pattern = (pattern + 0.2 * detail).clamp(0.0, 1.0)
-    return torch.where(pick[..., None, None, None], pattern, textures)
-
-
 def _render(motions: Sequence[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]], textures: torch.Tensor,
             times: Dict[str, torch.Tensor], grid: torch.Tensor, sharpness: Sequence[Union[float, torch.Tensor]],
             backgrounds: Optional[Dict[str, torch.Tensor]]
@@ -672,8 +628,7 @@ def _true_flows(motions: Sequence[Tuple[torch.Tensor, torch.Tensor, torch.Tensor
 def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int = 2,
                     gen: Optional[torch.Generator] = None, small_share: float = 0.0,
                     edge_px: float = 0.0, edge_share: float = 1.0,
-                    motion_scale: float = 1.0, stripe_share: float = 0.0, pattern_share: float = 0.0,
-                    still_share: float = 0.0,
+                    motion_scale: float = 1.0, stripe_share: float = 0.0,
                     backgrounds: Optional[Dict[str, torch.Tensor]] = None) -> Dict[str, torch.Tensor]:
     """Layered affine motion over real textures, with ground-truth bidirectional flow: a background and
     ``layers`` elliptical layers over it, each with its own motion.
@@ -692,12 +647,8 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
     layers, between t = 0 and 1), for larger motions; rotations and scalings stay as they are.
     ``stripe_share``: the fraction of layers (the background included) textured with gratings of 4-16 px period
     instead (``_gratings``): fine repeating stripes such as blinds, which a flow one period off nearly matches.
-    ``pattern_share``: the fraction of layers textured with lines, grids or tiles of 4-40 px period
-    (``_patterns``). ``still_share``: the fraction of samples whose background stays still (a pattern on a table
-    or a wall, with objects moving over it).
     """
-    _check_scene_options(small_share, edge_px, edge_share, layers, motion_scale, stripe_share, pattern_share,
-                         still_share)
+    _check_scene_options(small_share, edge_px, edge_share, layers, motion_scale, stripe_share)
     device = sampler.device
     textures = _layer_textures(sampler, size, crop, layers + 1, gen)
     if backgrounds is not None:
@@ -737,12 +688,6 @@ def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int =
             sharpness[layer] = crisp if sharp is None else torch.where(sharp, crisp, torch.full_like(crisp, 12.0))
     if stripe_share > 0:  # drawn last, so the scenes' motions are those of the same call without stripes
         textures = _gratings(textures, stripe_share, gen, grid[0])
-    if pattern_share > 0:  # each drawn after all earlier draws: without them the random stream stays the same
-        textures = _patterns(textures, pattern_share, gen, grid[0])
-    if still_share > 0:
-        moves = to_device(torch.rand(size, generator=gen) >= still_share, device).float().view(-1, 1)
-        params, centre, radius = motions[0]
-        motions[0] = (params * moves, centre, radius)
     frames, sources = _render(motions, textures, times, grid, sharpness, backgrounds)
     if backgrounds is not None:  # the real background's motion is unknown: no flow to supervise
         return augment({"one": frames["one"], "mid": frames["mid"], "two": frames["two"], "t": t}, gen)

@@ -496,9 +496,7 @@ class Trainer:
         if self.n_syn:
             parts.append(synthetic_batch(self.sampler, self.n_syn, config.crop, gen=gen,
                                          layers=config.synthetic_layers, small_share=config.synthetic_small_share,
-                                         stripe_share=config.synthetic_stripe_share,
-                                         pattern_share=config.synthetic_pattern_share,
-                                         still_share=config.synthetic_still_share, **layer_options))
+                                         stripe_share=config.synthetic_stripe_share, **layer_options))
         keys = ("one", "mid", "two", "t")
         if config.motion == "quadratic":  # synthetic samples have no neighbours: constant velocity
             keys += ("before", "after", "quad")
