@@ -9,9 +9,10 @@ releases (model/peers.py, their real weights) in the same run, on the same frame
 autocast (upstream's two modes), eager as their tools run them.
 
 ``--batch`` times N pairs per network call (bf16, one CUDA graph per N, as the one-pair graph row: batch 1 is that
-row again). ``--profile`` runs the network eagerly under torch.profiler (bf16, one size) and says where the GPU's
-time goes: the top kernels, and each part of the network (its ranges synchronise the GPU at their ends, so that
-every kernel is counted in the part that launched it; kernel durations do not change with that).
+row again). ``--profile`` runs the network eagerly under torch.profiler (bf16, one size; with ``--compile-stacks``
+also with its convolution stacks compiled) and says where the GPU's time goes: the top kernels, and each part of the
+network (its ranges synchronise the GPU at their ends, so that every kernel is counted in the part that launched it;
+kernel durations do not change with that).
 """
 
 from __future__ import annotations
@@ -271,12 +272,18 @@ def profiled(events: Sequence) -> Tuple[List[Tuple[str, float, float]], List[Tup
     return ranges, kernels
 
 
-def profile_network(net: Network, size: str, repeats: int) -> dict:
+def profile_network(net: Network, size: str, repeats: int, compiled: bool = False) -> dict:
     """Where one middle frame's GPU time goes at ``size`` (bf16): the CUDA-graph time of a call, and from
-    PROFILE_CALLS eager calls under torch.profiler (after as many unprofiled ones) the kernels' time per call, the
-    TOP_KERNELS kernels with their share and launches per call, and the time per part of the network."""
+    PROFILE_CALLS calls under torch.profiler (after as many unprofiled ones) the kernels' time per call, the
+    TOP_KERNELS kernels with their share and launches per call, and the time per part of the network. The calls
+    run eagerly, or with ``compiled`` the convolution stacks compiled as ``run.py --compile`` runs them
+    (``model.runtime.compile_network``; the parts' ranges sit outside the compiled stacks, so they stay)."""
     from torch.profiler import ProfilerActivity, profile
 
+    from model.runtime import compile_network
+
+    if compiled:
+        net = compile_network(net)
     device = next(net.parameters()).device
     h, w = SIZES[size]
     one = torch.rand(1, 3, h, w, device=device)
@@ -310,7 +317,7 @@ def profile_network(net: Network, size: str, repeats: int) -> dict:
     top = sorted(by_name.items(), key=lambda item: -item[1][0])[:TOP_KERNELS]
     parts = part_totals(ranges, kernels)
     return {
-        "size": size, "calls": PROFILE_CALLS, "bf16_graph_x2_ms": graph_ms,
+        "size": size, "compiled": compiled, "calls": PROFILE_CALLS, "bf16_graph_x2_ms": graph_ms,
         "kernel_ms_per_call": total / 1e3 / PROFILE_CALLS,
         "parts_ms_per_call": {part: parts.get(part, 0.0) / 1e3 / PROFILE_CALLS for part in (*PARTS, OTHER)},
         "kernels": [{"name": name, "ms_per_call": t / 1e3 / PROFILE_CALLS, "share": t / total,
@@ -320,7 +327,8 @@ def profile_network(net: Network, size: str, repeats: int) -> dict:
 
 def print_profile(result: dict) -> None:
     kernel_ms = result["kernel_ms_per_call"]
-    print(f"\nprofile at {result['size']}, bf16, eager, {result['calls']} calls: kernels {kernel_ms:.2f} ms per call "
+    how = "convolution stacks compiled" if result["compiled"] else "eager"
+    print(f"\nprofile at {result['size']}, bf16, {how}, {result['calls']} calls: kernels {kernel_ms:.2f} ms per call "
           f"(the CUDA-graph call: {result['bf16_graph_x2_ms']:.2f} ms)")
     print("\n| part | ms per call | share |\n|---|---|---|")
     for part, ms in result["parts_ms_per_call"].items():
@@ -338,8 +346,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--profile", nargs="?", const="1080p", default=None, choices=list(SIZES),
-                   help="profile the network at this size (default 1080p; bf16, eager): the top CUDA kernels and "
-                        "the time per part of the network")
+                   help="profile the network at this size (default 1080p; bf16, eager, and with --compile-stacks "
+                        "also compiled so): the top CUDA kernels and the time per part of the network")
     p.add_argument("--batch", type=batch_size, nargs="+", default=[], metavar="N",
                    help="also time N pairs per network call for each N (bf16, CUDA graph, as the one-pair graph row)")
     p.add_argument("--compile", action="store_true",
@@ -422,7 +430,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         rows.append(row)
         print(json.dumps(row), flush=True)
         torch.cuda.empty_cache()
-    profiled_run = profile_network(net, args.profile, args.repeats) if args.profile else None
+    profiled_runs = [profile_network(net, args.profile, args.repeats, compiled)
+                     for compiled in (False, True)[:1 + args.compile_stacks]] if args.profile else []
     print("\n| size | GFLOPs | fp32 ms | bf16 ms | bf16 channels_last ms | bf16 CUDA graph ms "
           "| 7 frames (x8) bf16 ms | 7 frames (x8) bf16 CUDA graph ms |")
     print("|---|---|---|---|---|---|---|---|")
@@ -443,11 +452,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                     per_pair = r[f"bf16_graph_batch{n}_per_pair_ms"]
                     print(f"| {r['size']} | {n} | {r[f'bf16_graph_batch{n}_ms']:.2f} | {per_pair:.2f} | "
                           f"{1e3 / per_pair:.1f} |")
-    if profiled_run:
+    for profiled_run in profiled_runs:
         print_profile(profiled_run)
     if args.json:
         args.json.write_text(json.dumps({"device": torch.cuda.get_device_name(), "rows": rows,
-                                         "profile": profiled_run}, indent=2))
+                                         "profiles": profiled_runs}, indent=2))
     return 0
 
 
