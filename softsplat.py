@@ -213,17 +213,10 @@ def _splat_torch(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Ten
 # CUDA path: CuPy kernels, compiled at run time once per dtype and device
 # ----------------------------------------------------------------------------
 
-_CUDA_SOURCE = r"""
-#define KIND_SUM 0
-#define KIND_AVG 1
-#define KIND_LINEAR 2
-#define KIND_SOFT 3
-
-typedef SCALAR scalar_t;
-
-// x, the output, the output's gradient and x's gradient are read and written in io_t: scalar_t, or (IO_KIND
-// 1/2) bfloat16/float16 held as raw 16-bit words, converted in registers (no headers needed), so
-// half-precision tensors need no float32 copies. Conversions round to nearest even, as PyTorch's do (NaN stays a NaN).
+# Half-precision input and output for CuPy kernels, shared with model/correlation.py: with IO_KIND 1 (bfloat16) or 2
+# (float16) io_t is the raw 16-bit word, converted in registers by io_load / io_store; with IO_KIND 0 (or undefined)
+# it is scalar_t, which the including source typedefs first.
+IO_SOURCE = r"""
 #ifndef IO_KIND
 #define IO_KIND 0
 #endif
@@ -255,7 +248,22 @@ __device__ __forceinline__ io_t io_store(float f) {
 #endif
 }
 #endif
+"""
 
+IO_KINDS = {torch.bfloat16: 1, torch.float16: 2}  # the IO_KIND of each half-precision dtype
+
+_CUDA_SOURCE = r"""
+#define KIND_SUM 0
+#define KIND_AVG 1
+#define KIND_LINEAR 2
+#define KIND_SOFT 3
+
+typedef SCALAR scalar_t;
+
+// x, the output, the output's gradient and x's gradient are read and written in io_t: scalar_t, or (IO_KIND
+// 1/2) bfloat16/float16 held as raw 16-bit words, converted in registers (no headers needed), so
+// half-precision tensors need no float32 copies. Conversions round to nearest even, as PyTorch's do (NaN stays a NaN).
+""" + IO_SOURCE + r"""
 __device__ __forceinline__ void atomic_max_scalar(float* address, float value) {
     // IEEE floats order like sign-magnitude integers: non-negative values compare as
     // signed ints, negative values in reverse as unsigned ints; -inf is the initial value.
@@ -676,9 +684,6 @@ def cupy_module() -> Optional[ModuleType]:
     return cupy
 
 
-_IO_KINDS = {torch.bfloat16: 1, torch.float16: 2}
-
-
 @functools.lru_cache(maxsize=128)  # 4 kinds x 3 eps modes x 4 dtype/io variants per device, two devices
 def _module(device_index: int, dtype: torch.dtype, kind: str, eps_mode: str,
             io_dtype: Optional[torch.dtype] = None) -> Tuple[Dict[str, Any], bool]:
@@ -692,7 +697,7 @@ def _module(device_index: int, dtype: torch.dtype, kind: str, eps_mode: str,
         defines = (
             f"#define SCALAR {scalar}\n#define KIND {_KINDS.index(kind)}\n"
             f"#define EPS_MODE {_EPS_MODES.index(eps_mode)}\n#define VEC4 {int(vec4)}\n"
-            f"#define IO_KIND {_IO_KINDS.get(io_dtype, 0)}\n"
+            f"#define IO_KIND {IO_KINDS.get(io_dtype, 0)}\n"
         )
         module = cupy.RawModule(code=defines + _CUDA_SOURCE, options=("-std=c++17",))
         names = ("zmax_kernel", "zmax_gather", "splat_forward", "splat_forward_rows", "splat_normalise",
@@ -797,7 +802,7 @@ def _prepare(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Tensor]
     stays None for sum/avg). With ``native_io``, a bfloat16/float16 ``x`` accumulated in float32 stays in its
     dtype, ``more`` is brought to that dtype, and the kernels read and write them as such."""
     acc_dtype = _acc_dtype(x, flow, metric)
-    io_dtype = x.dtype if native_io and acc_dtype == torch.float32 and x.dtype in _IO_KINDS else None
+    io_dtype = x.dtype if native_io and acc_dtype == torch.float32 and x.dtype in IO_KINDS else None
     dev = x.device.index  # a CUDA tensor's device always carries its index
     kernels, vec4 = _module(dev, acc_dtype, kind, eps_mode, io_dtype)
     channels = x.shape[1] if kind == "sum" else x.shape[1] + 1

@@ -5,9 +5,10 @@
 |dx|, |dy| <= r, in row-major order of (dy, dx); ``two`` is zero outside the frame.
 
 CPU (and the reference): PyTorch, one product and channel sum per displacement.
-CUDA: a CuPy kernel, one thread per pixel holding all (2r+1)^2 sums in registers,
-with its own backward; fp16/bf16 inputs are computed in float32 and returned in
-their dtype.
+CUDA: CuPy kernels with their own backward. The forward runs one thread per pixel
+holding all (2r+1)^2 sums in registers, a block per 16 x 16 tile with the other
+map's window staged in shared memory; bf16/fp16 inputs are read and the output
+written in their dtype, accumulated in float32.
 """
 
 from __future__ import annotations
@@ -44,37 +45,59 @@ __device__ __forceinline__ Pixel pixel_of(long long pix, int H, int W) {
     return px;
 }
 
-extern "C" __global__ void correlation_forward(const long long n_pix, const int C, const int H, const int W,
-                                               const float* __restrict__ one, const float* __restrict__ two,
-                                               float* __restrict__ out) {
-    const long long pix = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (pix >= n_pix) return;
+// One block per TILE x TILE pixels of one image, one thread per pixel holding its (2r+1)^2 sums in registers.
+// The channels go CHUNK at a time: the block stages two's window around its tile (zero outside the frame) in
+// shared memory, each thread its own CHUNK values of one, then every thread adds its products from shared memory.
+// Each sum adds the channels in order, c = 0, 1, ..., as one thread per pixel reading global memory did.
+// one, two and out are io_t: float, or bfloat16/float16 words (IO_KIND), accumulated in float32.
+#define SPAN (TILE + 2 * RADIUS)
+extern "C" __global__ void correlation_forward(const long long n_tiles, const int C, const int H, const int W,
+                                               const io_t* __restrict__ one, const io_t* __restrict__ two,
+                                               io_t* __restrict__ out) {
+    __shared__ float window[CHUNK][SPAN][PITCH];
+    const int tiles_x = (W + TILE - 1) / TILE, tiles_y = (H + TILE - 1) / TILE;
+    const long long tile = blockIdx.x;
+    const long long n = tile / ((long long)tiles_x * tiles_y);
+    const int t = (int)(tile - n * tiles_x * tiles_y);
+    const int y0 = (t / tiles_x) * TILE, x0 = (t % tiles_x) * TILE;
+    const int ty = threadIdx.x / TILE, tx = threadIdx.x % TILE;
+    const int y = y0 + ty, x = x0 + tx;
+    const bool inside = y < H && x < W;
     const long long hw = (long long)H * W;
-    const Pixel px = pixel_of(pix, H, W);
-    const long long n = px.n, p = px.p;
-    const int y = px.y, x = px.x;
+    const io_t* a = one + n * C * hw + (inside ? (long long)y * W + x : 0);
+    const io_t* b = two + n * C * hw;
     float acc[SIZE * SIZE];
 #pragma unroll
     for (int d = 0; d < SIZE * SIZE; ++d) acc[d] = 0.0f;
-    const float* a = one + n * C * hw + p;
-    const float* b = two + n * C * hw;
-    for (int c = 0; c < C; ++c) {
-        const float av = a[(long long)c * hw];
-        const float* bc = b + (long long)c * hw;
+    for (int c0 = 0; c0 < C; c0 += CHUNK) {
+        for (int i = threadIdx.x; i < CHUNK * SPAN * SPAN; i += TILE * TILE) {
+            const int k = i / (SPAN * SPAN), r = i % (SPAN * SPAN);
+            const int wy = r / SPAN, wx = r % SPAN;
+            const int yy = y0 + wy - RADIUS, xx = x0 + wx - RADIUS;
+            const bool in = c0 + k < C && yy >= 0 && yy < H && xx >= 0 && xx < W;
+            window[k][wy][wx] = in ? (float)io_load(b[(long long)(c0 + k) * hw + (long long)yy * W + xx]) : 0.0f;
+        }
+        float av[CHUNK];
 #pragma unroll
-        for (int dy = 0; dy < SIZE; ++dy) {
-            const int yy = y + dy - RADIUS;
+        for (int k = 0; k < CHUNK; ++k)
+            av[k] = inside && c0 + k < C ? (float)io_load(a[(long long)(c0 + k) * hw]) : 0.0f;
+        __syncthreads();
+        // past the last channel av and the window are 0: those products add nothing
 #pragma unroll
-            for (int dx = 0; dx < SIZE; ++dx) {
-                const int xx = x + dx - RADIUS;
-                if (yy >= 0 && yy < H && xx >= 0 && xx < W) acc[dy * SIZE + dx] += av * bc[(long long)yy * W + xx];
+        for (int k = 0; k < CHUNK; ++k) {
+#pragma unroll
+            for (int dy = 0; dy < SIZE; ++dy) {
+#pragma unroll
+                for (int dx = 0; dx < SIZE; ++dx) acc[dy * SIZE + dx] += av[k] * window[k][ty + dy][tx + dx];
             }
         }
+        __syncthreads();
     }
+    if (!inside) return;
     const float inv = 1.0f / (float)C;
-    float* o = out + n * (long long)(SIZE * SIZE) * hw + p;
+    io_t* o = out + n * (long long)(SIZE * SIZE) * hw + (long long)y * W + x;
 #pragma unroll
-    for (int d = 0; d < SIZE * SIZE; ++d) o[(long long)d * hw] = acc[d] * inv;
+    for (int d = 0; d < SIZE * SIZE; ++d) o[(long long)d * hw] = io_store(acc[d] * inv);
 }
 
 // grad_one(p) = sum_d g_d(p) two(p + d) / C
@@ -152,16 +175,34 @@ extern "C" __global__ void correlation_backward_two(const long long n_pix, const
 """
 
 
-_SIGNATURE = "qiiiPPP"  # every kernel: pixels, C, H, W, then three pointers (see softsplat.launch)
+_SIGNATURE = "qiiiPPP"  # every kernel: pixels (the forward: tiles), C, H, W, then three pointers (softsplat.launch)
+_TILE = 16  # the forward's tiles: TILE x TILE pixels, one thread each
+_SHARED_BYTES = 48 * 1024  # a block's static shared memory at most
 
 
-@functools.lru_cache(maxsize=16)
-def _kernels(device_index: int, radius: int) -> Tuple[Any, Any, Any]:
+def _forward_layout(radius: int) -> Tuple[int, int]:
+    """(CHUNK, PITCH) of the forward kernel: its window's rows are PITCH floats apart, PITCH = 16 modulo 32, so the
+    two tile rows a warp reads fall in different shared-memory banks; CHUNK channels are staged at once, 8 where
+    they fit in a block's shared memory."""
+    span = _TILE + 2 * radius
+    pitch = span + (16 - span) % 32
+    chunk = 8
+    while chunk > 1 and chunk * span * pitch * 4 > _SHARED_BYTES:
+        chunk //= 2
+    return chunk, pitch
+
+
+@functools.lru_cache(maxsize=32)
+def _kernels(device_index: int, radius: int, io_kind: int = 0) -> Tuple[Any, Any, Any]:
+    """The three kernels for one device and radius; the forward reads and writes float32 (io_kind 0), bfloat16 (1)
+    or float16 (2), the backward ones float32."""
     cupy = softsplat.cupy_module()
     size = 2 * radius + 1
+    chunk, pitch = _forward_layout(radius)
+    defines = (f"#define RADIUS {radius}\n#define SIZE {size}\n#define TILE {_TILE}\n#define CHUNK {chunk}\n"
+               f"#define PITCH {pitch}\n#define IO_KIND {io_kind}\ntypedef float scalar_t;\n")
     with cupy.cuda.Device(device_index):
-        module = cupy.RawModule(code=f"#define RADIUS {radius}\n#define SIZE {size}\n" + _SOURCE,
-                                options=("-std=c++17",))
+        module = cupy.RawModule(code=defines + softsplat.IO_SOURCE + _SOURCE, options=("-std=c++17",))
         return tuple(module.get_function(name) for name in
                      ("correlation_forward", "correlation_backward_one", "correlation_backward_two"))
 
@@ -171,19 +212,23 @@ class _CorrelationFunction(torch.autograd.Function):
     def forward(ctx: Any, one: torch.Tensor, two: torch.Tensor, radius: int) -> torch.Tensor:
         n, c, h, w = one.shape
         dev = one.device.index  # a CUDA tensor's device always carries its index
-        a = one.float().contiguous()
-        b = two.float().contiguous()
-        out = torch.empty((n, (2 * radius + 1) ** 2, h, w), device=one.device, dtype=torch.float32)
-        forward, _, _ = _kernels(dev, radius)
-        count = n * h * w
-        softsplat.launch(forward, count, _SIGNATURE, (count, c, h, w, a.data_ptr(), b.data_ptr(), out.data_ptr()), dev)
+        # bfloat16/float16 pairs are read and written as they are, without float32 copies
+        native = one.dtype == two.dtype and one.dtype in softsplat.IO_KINDS
+        dtype = one.dtype if native else torch.float32
+        a = one.to(dtype).contiguous()
+        b = two.to(dtype).contiguous()
+        out = torch.empty((n, (2 * radius + 1) ** 2, h, w), device=one.device, dtype=dtype)
+        forward, _, _ = _kernels(dev, radius, softsplat.IO_KINDS.get(dtype, 0))
+        tiles = n * -(-h // _TILE) * -(-w // _TILE)
+        softsplat.launch(forward, tiles * _TILE * _TILE, _SIGNATURE,
+                         (tiles, c, h, w, a.data_ptr(), b.data_ptr(), out.data_ptr()), dev, threads=_TILE * _TILE)
         ctx.save_for_backward(a, b)
         ctx.radius, ctx.dtypes = radius, (one.dtype, two.dtype)
         return out.to(one.dtype)
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, None]:
-        a, b = ctx.saved_tensors
+        a, b = (t.float().contiguous() for t in ctx.saved_tensors)
         n, c, h, w = a.shape
         dev = a.device.index
         g = grad.float().contiguous()

@@ -423,6 +423,22 @@ def test_cuda_correlation_matches_pytorch(dtype, radius):
 
 
 @pytest.mark.cuda
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("shape, radius", [((2, 13, 33, 47), 3), ((1, 40, 16, 16), 4), ((3, 1, 5, 70), 2)])
+def test_cuda_correlation_half_io_is_the_float_path_rounded(dtype, shape, radius):
+    """The forward reads bfloat16/float16 maps as they are and writes its output in their dtype: the same sums, in
+    the same channel order, as float32 copies of the inputs give, rounded once. Channel counts that fill no whole
+    chunk, frames that fill no whole tile and a window wider than the frame included."""
+    g = torch.Generator().manual_seed(3)
+    one, two = (torch.randn(*shape, generator=g).to("cuda", dtype) for _ in range(2))
+    out = correlation(one, two, radius)
+    assert out.dtype == dtype and out.shape == (shape[0], (2 * radius + 1) ** 2, *shape[2:])
+    assert torch.equal(out, correlation(one.float(), two.float(), radius).to(dtype))
+    torch.testing.assert_close(out.double().cpu(), correlation_torch(one.double().cpu(), two.double().cpu(), radius),
+                               rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.cuda
 def test_cuda_network_matches_cpu():
     torch.manual_seed(0)
     net = Network(NetworkConfig()).eval()
