@@ -9,6 +9,7 @@ matrix by frame size (BT.709 for HD, else BT.601) and the range the header names
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from fractions import Fraction
@@ -216,47 +217,67 @@ def _ranges(header: Y4MHeader) -> Tuple[float, float, float]:
     return 16.0 * scale, 219.0 * scale, 224.0 * scale
 
 
-def yuv_to_rgb16(data: bytes, header: Y4MHeader) -> np.ndarray:
-    """One frame's bytes as an H x W x 3 uint16 RGB array (16 bits whatever the stream's depth, so that rounding to
-    RGB loses nothing the network would see). Chroma is upsampled bilinearly."""
-    import cv2
-
+@functools.lru_cache(maxsize=16)
+def _rgb_from_yuv(header: Y4MHeader) -> np.ndarray:
+    """The 3 x 4 matrix taking (Y, Cb, Cr, 1), samples scaled to 16 bits, to RGB in 0..65535: the stream's range
+    (``_ranges``) and its matrix, r = y + 2(1 - kr) v, b = y + 2(1 - kb) u, g = (y - kr r - kb b) / kg."""
     kr, kb = _MATRICES[header.matrix]
     kg = 1.0 - kr - kb
     black, span, cspan = _ranges(header)
     mid = float(1 << (header.depth - 1))
-    y, u, v = (plane.astype(np.float32) for plane in frame_planes(data, header))
+    scale = float(1 << (16 - header.depth))
+    red = np.array([1.0, 0.0, 2.0 * (1.0 - kr)])  # of (y, u, v) in [0, 1] and [-0.5, 0.5]
+    blue = np.array([1.0, 2.0 * (1.0 - kb), 0.0])
+    green = (np.array([1.0, 0.0, 0.0]) - kr * red - kb * blue) / kg
+    rows = np.stack([red, green, blue])
+    matrix = np.empty((3, 4))
+    matrix[:, :3] = 65535.0 * rows / (scale * np.array([span, cspan, cspan]))
+    matrix[:, 3] = -65535.0 * rows @ np.array([black / span, mid / cspan, mid / cspan])
+    return matrix.astype(np.float32)
+
+
+@functools.lru_cache(maxsize=16)
+def _yuv_from_rgb(header: Y4MHeader) -> np.ndarray:
+    """The 3 x 4 matrix taking (R, G, B, 1) in 0..65535 to (Y, Cb, Cr) in the stream's sample values, unrounded."""
+    kr, kb = _MATRICES[header.matrix]
+    black, span, cspan = _ranges(header)
+    mid = float(1 << (header.depth - 1))
+    luma = np.array([kr, 1.0 - kr - kb, kb])
+    u = (np.array([0.0, 0.0, 1.0]) - luma) / (2.0 * (1.0 - kb))
+    v = (np.array([1.0, 0.0, 0.0]) - luma) / (2.0 * (1.0 - kr))
+    matrix = np.empty((3, 4))
+    matrix[:, :3] = np.stack([span * luma, cspan * u, cspan * v]) / 65535.0
+    matrix[:, 3] = (black, mid, mid)
+    return matrix.astype(np.float32)
+
+
+def yuv_to_rgb16(data: bytes, header: Y4MHeader) -> np.ndarray:
+    """One frame's bytes as an H x W x 3 uint16 RGB array (16 bits whatever the stream's depth, so that rounding to
+    RGB loses nothing the network would see). Chroma is upsampled bilinearly. OpenCV does the arithmetic
+    (``cv2.transform``: one pass, rounded and saturated), on samples scaled to 16 bits."""
+    import cv2
+
+    shift = 16 - header.depth
+    y, u, v = (plane.astype(np.uint16) << shift for plane in frame_planes(data, header))
     if u.shape != y.shape:
         u = cv2.resize(u, (header.width, header.height), interpolation=cv2.INTER_LINEAR)
         v = cv2.resize(v, (header.width, header.height), interpolation=cv2.INTER_LINEAR)
-    y = (y - black) / span
-    u = (u - mid) / cspan
-    v = (v - mid) / cspan
-    r = y + 2.0 * (1.0 - kr) * v
-    b = y + 2.0 * (1.0 - kb) * u
-    g = (y - kr * r - kb * b) / kg
-    rgb = np.stack([r, g, b], axis=2)
-    return np.clip(np.rint(rgb * 65535.0), 0, 65535).astype(np.uint16)
+    return cv2.transform(cv2.merge([y, u, v]), _rgb_from_yuv(header))
 
 
 def rgb16_to_yuv(frame: np.ndarray, header: Y4MHeader) -> bytes:
-    """An H x W x 3 uint16 RGB frame as one frame's bytes of ``header``'s layout (chroma averaged down)."""
+    """An H x W x 3 uint16 RGB frame as one frame's bytes of ``header``'s layout (chroma averaged down). OpenCV
+    does the arithmetic on the 16-bit frame: ``cv2.transform`` rounds and saturates each plane in one pass, and
+    chroma is taken from the RGB averaged down (the same, as both steps are linear)."""
     import cv2
 
-    kr, kb = _MATRICES[header.matrix]
-    kg = 1.0 - kr - kb
-    black, span, cspan = _ranges(header)
-    mid = float(1 << (header.depth - 1))
-    rgb = frame[:, :, :3].astype(np.float32) / 65535.0
-    r, g, b = rgb[:, :, 0], rgb[:, :, 1], rgb[:, :, 2]
-    luma = kr * r + kg * g + kb * b
-    u = (b - luma) / (2.0 * (1.0 - kb))
-    v = (r - luma) / (2.0 * (1.0 - kr))
+    rgb = frame[:, :, :3]
+    matrix = _yuv_from_rgb(header)
     cw, ch = header.chroma_size
-    if (cw, ch) != (header.width, header.height):
-        u = cv2.resize(u, (cw, ch), interpolation=cv2.INTER_AREA)
-        v = cv2.resize(v, (cw, ch), interpolation=cv2.INTER_AREA)
-    top = (1 << header.depth) - 1
+    small = rgb if (cw, ch) == (header.width, header.height) else cv2.resize(rgb, (cw, ch),
+                                                                               interpolation=cv2.INTER_AREA)
+    luma = cv2.transform(rgb, matrix[:1])  # at most the depth's top: white is black + span
+    # full range puts pure blue's Cb half a step above the top (255.5 at 8 bits), which rounds past it
+    chroma = np.minimum(cv2.transform(small, matrix[1:]), (1 << header.depth) - 1)
     dtype = np.dtype("<u2") if header.depth > 8 else np.dtype(np.uint8)
-    planes = (black + span * luma, mid + cspan * u, mid + cspan * v)
-    return b"".join(np.clip(np.rint(p), 0, top).astype(dtype).tobytes() for p in planes)
+    return b"".join(p.astype(dtype).tobytes() for p in (luma, chroma[:, :, 0], chroma[:, :, 1]))

@@ -237,3 +237,34 @@ def test_the_original_bytes_are_found_while_the_prefetch_thread_decodes():
         sys.setswitchinterval(interval)
     assert all(data in (b"", bytes([k % 64])) for k, data in enumerate(found))
     assert any(found)
+
+
+@pytest.mark.parametrize("depth", [8, 10])
+@pytest.mark.parametrize("full_range", [False, True])
+def test_saturated_colours_convert_to_the_samples_the_formulas_give(depth, full_range):
+    """Pure colours at both ends of the range, through rgb16_to_yuv and back: each plane within one step of what
+    the BT.709 formulas give, rounded and clipped (in full range pure blue's Cb and pure red's Cr land half a step
+    above the depth's top and must stay at the top, not wrap to 0), and back within one step of the depth."""
+    from media.y4m import frame_planes, rgb16_to_yuv, yuv_to_rgb16
+
+    colour = "420jpeg" if depth == 8 else f"420p{depth}"
+    line = f"YUV4MPEG2 W1280 H720 F25:1 Ip C{colour}{' XCOLORRANGE=FULL' if full_range else ''}\n".encode()
+    header = parse_header(line, "test")
+    top = (1 << depth) - 1
+    black, span, cspan = (0, top, top) if full_range else (16 << (depth - 8), 219 << (depth - 8), 224 << (depth - 8))
+    mid = 1 << (depth - 1)
+    kr, kb = 0.2126, 0.0722
+    for rgb in ((0, 0, 0), (1, 1, 1), (0, 0, 1), (1, 0, 0), (0, 1, 0), (1, 1, 0), (0, 1, 1)):
+        r, g, b = rgb
+        luma = kr * r + (1 - kr - kb) * g + kb * b
+        expected = [min(max(round(x), 0), top) for x in (black + span * luma, mid + cspan * (b - luma) / (2 - 2 * kb),
+                                                         mid + cspan * (r - luma) / (2 - 2 * kr))]
+        frame = np.empty((720, 1280, 3), np.uint16)
+        frame[:] = np.array(rgb, np.uint16) * 65535
+        y, u, v = frame_planes(rgb16_to_yuv(frame, header), header)
+        got = [int(y[0, 0]), int(u[0, 0]), int(v[0, 0])]
+        # within one step: some of these fall exactly halfway (cyan's Cr is 0.5 in full range 8-bit)
+        assert all(abs(a - b) <= 1 for a, b in zip(got, expected)), (rgb, got, expected)
+        assert all(len(np.unique(p)) == 1 for p in (y, u, v))
+        back = yuv_to_rgb16(rgb16_to_yuv(frame, header), header).astype(np.int64)
+        assert np.abs(back - frame).max() <= 65535 / top * 1.5
