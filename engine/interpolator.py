@@ -38,7 +38,7 @@ from softsplat import warn_without_fast_kernels
 from engine.options import InterpolatorOptions, check_times, frames_key
 
 if TYPE_CHECKING:
-    from model.inference import PendingFrame, RunSettings
+    from model.inference import RunSettings, StartedFrame
     from model.interface import InterpolationNetwork
     from model.runtime import GraphedPairs
 
@@ -231,7 +231,7 @@ class Interpolator:
 
     def start_integer_with_neighbours(self, one: np.ndarray, two: np.ndarray, times: Sequence[float],
                                       before: Optional[Tuple[np.ndarray, float]] = None,
-                                      after: Optional[Tuple[np.ndarray, float]] = None) -> List["PendingFrame"]:
+                                      after: Optional[Tuple[np.ndarray, float]] = None) -> List["StartedFrame"]:
         """``interpolate_integer_with_neighbours`` without waiting for the frames to reach the host: each comes
         back with ``result()``, which waits for it. On a GPU the next pair's work is then queued while this
         pair's frames are still being made or copied (the video pipeline's write-behind thread waits for them)."""

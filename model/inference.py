@@ -431,8 +431,9 @@ class Ready:
         return self.frame
 
 
-# a frame as ``start_integer_quadratic`` and ``engine.Interpolator.start_integer_with_neighbours`` return it
-PendingFrame = Union[Download, Ready]
+# a frame as ``start_integer_quadratic`` and ``engine.Interpolator.start_integer_with_neighbours`` return it (the
+# pipeline takes any object with its result(): pipeline.video.PendingFrame)
+StartedFrame = Union[Download, Ready]
 
 
 def _download_integer(out: torch.Tensor, dtype: np.dtype, scale: float) -> np.ndarray:
