@@ -75,6 +75,8 @@ def read_y4m(path: Path, limit: Optional[int] = None) -> Iterator[np.ndarray]:
 
 
 def _to_rgb(planes: Sequence[np.ndarray], width: int, height: int, depth: int) -> np.ndarray:
+    """float32 Y, Cb, Cr planes (chroma at its own size) as H x W x 3 float32 RGB in [0, 1]: BT.601 limited range,
+    r = y + 1.402 v, g = y - 0.344136 u - 0.714136 v, b = y + 1.772 u, in one ``cv2.transform`` pass."""
     import cv2
 
     y, u, v = planes
@@ -82,13 +84,12 @@ def _to_rgb(planes: Sequence[np.ndarray], width: int, height: int, depth: int) -
         u = cv2.resize(u, (width, height), interpolation=cv2.INTER_LINEAR)
         v = cv2.resize(v, (width, height), interpolation=cv2.INTER_LINEAR)
     scale = float(1 << (depth - 8))
-    y = (y / scale - 16.0) / 219.0
-    u = (u / scale - 128.0) / 224.0
-    v = (v / scale - 128.0) / 224.0
-    r = y + 1.402 * v
-    g = y - 0.344136 * u - 0.714136 * v
-    b = y + 1.772 * u
-    return np.clip(np.stack([r, g, b], axis=2), 0.0, 1.0).astype(np.float32)
+    rows = np.array([[1.0, 0.0, 1.402], [1.0, -0.344136, -0.714136], [1.0, 1.772, 0.0]])
+    matrix = np.empty((3, 4))
+    matrix[:, :3] = rows / (scale * np.array([219.0, 224.0, 224.0]))
+    matrix[:, 3] = -rows @ np.array([16.0 / 219.0, 128.0 / 224.0, 128.0 / 224.0])
+    rgb = cv2.transform(cv2.merge([y, u, v]), matrix.astype(np.float32))
+    return np.clip(rgb, 0.0, 1.0, out=rgb)
 
 
 def write_y4m(path: Path, frames: Iterable[np.ndarray], fps: int = 60) -> None:
