@@ -154,6 +154,12 @@ Interpolator = Union[FrameInterpolator, ColourInterpolator]
 OutputFrame = Union[None, np.ndarray, Callable[[], np.ndarray]]
 
 
+def _made(frame: OutputFrame) -> Optional[np.ndarray]:
+    """An output frame as an array (None: skipped), waiting here for one still being made (``later=True``), off the
+    thread that runs the network."""
+    return frame() if callable(frame) else frame
+
+
 def _to_int(frame: np.ndarray, dtype: Type[np.integer]) -> np.ndarray:
     scale = 65535.0 if dtype == np.uint16 else 255.0
     return np.clip(np.rint(frame * scale), 0, scale).astype(dtype)
@@ -659,9 +665,7 @@ def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_f
         """Output frame j into the open segment (opened here where none is), or None: skipped (the open segment
         closes before it); then counted on the progress bar."""
         nonlocal writer, start, working_since
-        j, frame = made
-        if callable(frame):  # a frame still being made (later=True below): waited for here, not on the GPU's thread
-            frame = frame()
+        j, frame = made[0], _made(made[1])
         if frame is None:
             if writer is not None:
                 close(j)
@@ -832,9 +836,7 @@ def _image_loop(intervals: Iterator[_Interval], plan: Plan, interpolate: Interpo
 
     def write(made: Tuple[int, OutputFrame]) -> None:
         nonlocal has_alpha, written, written_bytes
-        j, frame = made
-        if callable(frame):  # a frame still being made: waited for here
-            frame = frame()
+        j, frame = made[0], _made(made[1])
         if frame is None:
             with lock:
                 bar.skip()
