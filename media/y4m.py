@@ -75,8 +75,8 @@ def read_y4m(path: Path, limit: Optional[int] = None) -> Iterator[np.ndarray]:
 
 
 def _to_rgb(planes: Sequence[np.ndarray], width: int, height: int, depth: int) -> np.ndarray:
-    """float32 Y, Cb, Cr planes (chroma at its own size) as H x W x 3 float32 RGB in [0, 1]: BT.601 limited range,
-    r = y + 1.402 v, g = y - 0.344136 u - 0.714136 v, b = y + 1.772 u, in one ``cv2.transform`` pass."""
+    """float32 Y, Cb, Cr planes (chroma at its own size) as H x W x 3 float32 RGB in [0, 1]: BT.601 limited range
+    (``_rgb_matrix``), in one ``cv2.transform`` pass."""
     import cv2
 
     y, u, v = planes
@@ -84,11 +84,9 @@ def _to_rgb(planes: Sequence[np.ndarray], width: int, height: int, depth: int) -
         u = cv2.resize(u, (width, height), interpolation=cv2.INTER_LINEAR)
         v = cv2.resize(v, (width, height), interpolation=cv2.INTER_LINEAR)
     scale = float(1 << (depth - 8))
-    rows = np.array([[1.0, 0.0, 1.402], [1.0, -0.344136, -0.714136], [1.0, 1.772, 0.0]])
-    matrix = np.empty((3, 4))
-    matrix[:, :3] = rows / (scale * np.array([219.0, 224.0, 224.0]))
-    matrix[:, 3] = -rows @ np.array([16.0 / 219.0, 128.0 / 224.0, 128.0 / 224.0])
-    rgb = cv2.transform(cv2.merge([y, u, v]), matrix.astype(np.float32))
+    kr, kb = _MATRICES["bt601"]
+    matrix = _rgb_matrix(kr, kb, (16.0 * scale, 219.0 * scale, 224.0 * scale), 128.0 * scale, 1.0)
+    rgb = cv2.transform(cv2.merge([y, u, v]), matrix)
     return np.clip(rgb, 0.0, 1.0, out=rgb)
 
 
@@ -218,23 +216,27 @@ def _ranges(header: Y4MHeader) -> Tuple[float, float, float]:
     return 16.0 * scale, 219.0 * scale, 224.0 * scale
 
 
-@functools.lru_cache(maxsize=16)
-def _rgb_from_yuv(header: Y4MHeader) -> np.ndarray:
-    """The 3 x 4 matrix taking (Y, Cb, Cr, 1), samples scaled to 16 bits, to RGB in 0..65535: the stream's range
-    (``_ranges``) and its matrix, r = y + 2(1 - kr) v, b = y + 2(1 - kb) u, g = (y - kr r - kb b) / kg."""
-    kr, kb = _MATRICES[header.matrix]
-    kg = 1.0 - kr - kb
-    black, span, cspan = _ranges(header)
-    mid = float(1 << (header.depth - 1))
-    scale = float(1 << (16 - header.depth))
+def _rgb_matrix(kr: float, kb: float, ranges: Tuple[float, float, float], mid: float, top: float) -> np.ndarray:
+    """The float32 3 x 4 matrix taking (Y, Cb, Cr, 1) to RGB in [0, top], for samples whose black, luma span and
+    chroma span are ``ranges`` and whose chroma zero is ``mid``: with y = (Y - black) / span and u, v = (Cb, Cr -
+    mid) / chroma span, r = y + 2(1 - kr) v, b = y + 2(1 - kb) u, g = (y - kr r - kb b) / (1 - kr - kb)."""
+    black, span, cspan = ranges
     red = np.array([1.0, 0.0, 2.0 * (1.0 - kr)])  # of (y, u, v) in [0, 1] and [-0.5, 0.5]
     blue = np.array([1.0, 2.0 * (1.0 - kb), 0.0])
-    green = (np.array([1.0, 0.0, 0.0]) - kr * red - kb * blue) / kg
+    green = (np.array([1.0, 0.0, 0.0]) - kr * red - kb * blue) / (1.0 - kr - kb)
     rows = np.stack([red, green, blue])
     matrix = np.empty((3, 4))
-    matrix[:, :3] = 65535.0 * rows / (scale * np.array([span, cspan, cspan]))
-    matrix[:, 3] = -65535.0 * rows @ np.array([black / span, mid / cspan, mid / cspan])
+    matrix[:, :3] = top * rows / np.array([span, cspan, cspan])
+    matrix[:, 3] = -top * rows @ np.array([black / span, mid / cspan, mid / cspan])
     return matrix.astype(np.float32)
+
+
+@functools.lru_cache(maxsize=16)
+def _rgb_from_yuv(header: Y4MHeader) -> np.ndarray:
+    """``_rgb_matrix`` for a stream's samples scaled to 16 bits, to RGB in 0..65535."""
+    scale = float(1 << (16 - header.depth))
+    ranges = tuple(scale * r for r in _ranges(header))
+    return _rgb_matrix(*_MATRICES[header.matrix], ranges, scale * (1 << (header.depth - 1)), 65535.0)
 
 
 @functools.lru_cache(maxsize=16)
