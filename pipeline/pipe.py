@@ -6,7 +6,9 @@ The frames go through the file jobs' own schedule (``pipeline.video.stream_frame
 quadratic paths), with the rate, size, pixel aspect, chroma layout, bit depth and range of the input's header; only
 the header's frame rate changes. Output frame j is shown at j / rate, as in a file. Input frames that the output
 copies are written as their original bytes (bit-exact); interpolated ones are converted from 16-bit RGB
-(``media.y4m``). Nothing is written anywhere but the output stream, so there is no work folder and no resume; the
+(``media.y4m``). The input is decoded and converted in a thread ahead of the interpolator, and the output
+converted and written in one behind it (``pipeline.prefetch``), as in the file jobs: the thread that calls the network
+only calls it. Nothing is written anywhere but the output stream, so there is no work folder and no resume; the
 input's length is known only at its end, so the output's last frames (the hold after the last input frame) are
 decided then.
 """
@@ -26,8 +28,10 @@ from media.progress import Progress
 from media.video import VideoError
 from media.y4m import Y4MError, Y4MHeader, parse_header, rgb16_to_yuv, yuv_to_rgb16
 
+from .prefetch import WriteBehind
 from .schedule import make_plan
-from .video import Interpolator, VideoOptions, stream_frames
+from .video import (WRITE_DEPTH, Interpolator, OutputFrame, VideoOptions, drain_after_slow_pairs, frame_made,
+                    stream_frames)
 
 # how many recent input frames keep their original bytes for a bit-exact copy: more than the schedule holds at once
 # (the prefetch's 4 anchors, the pair, its neighbours and the one ahead)
@@ -111,18 +115,32 @@ def interpolate_pipe(source: BinaryIO, sink: BinaryIO, interpolate: Interpolator
     stats: dict = {"cuts": 0, "interpolated": 0}
     _write(sink, header.line(plan.rate_out))
     written = 0
-    frames = stream_frames(reader.frames(), stamps, plan, interpolate, options, stats)
+
+    def write(item: Tuple[bytes, OutputFrame]) -> None:
+        """One output frame onto the stream, behind the interpolator: an input frame's original bytes, or the frame
+        converted (waited for here if it is still being made)."""
+        nonlocal written
+        data, frame = item
+        _write(sink, b"FRAME\n" + (data or rgb16_to_yuv(frame_made(frame), header)))
+        written += 1
+        bar.update(1)
+
     with Progress(None, "pipe", disable=not progress) as bar:  # a log gets plain lines, never \r-joined ones
+        behind: WriteBehind[Tuple[bytes, OutputFrame]] = WriteBehind(write, depth=WRITE_DEPTH, name="pipe-writer")
+        frames = stream_frames(reader.frames(), stamps, plan, interpolate, options, stats, later=True,
+                               before_pair=drain_after_slow_pairs(behind))
         try:
             for j, frame in frames:
                 # the output's length, known once the input has ended: as for a file of the frames read
                 if reader.ended and j >= make_plan(reader.count / header.rate, header.rate, options.factor,
                                                    options.fps, options.slowmo).count:
                     break
-                data = reader.original(frame) or rgb16_to_yuv(frame, header)
-                _write(sink, b"FRAME\n" + data)
-                written += 1
-                bar.update(1)
+                # an input frame's bytes are looked up here, while it is among the reader's recent ones
+                behind.put((b"" if callable(frame) else reader.original(frame), frame))
+            behind.finish()
+        except BaseException:
+            behind.stop()  # the frames made before the failure are written, as when writing came first
+            raise
         finally:
             frames.close()
     if reader.count == 0 and not reader.problem:

@@ -154,7 +154,7 @@ Interpolator = Union[FrameInterpolator, ColourInterpolator]
 OutputFrame = Union[None, np.ndarray, Callable[[], np.ndarray]]
 
 
-def _made(frame: OutputFrame) -> Optional[np.ndarray]:
+def frame_made(frame: OutputFrame) -> Optional[np.ndarray]:
     """An output frame as an array (None: skipped), waiting here for one still being made (``later=True``), off the
     thread that runs the network."""
     return frame() if callable(frame) else frame
@@ -609,7 +609,7 @@ SLOW_PAIR_SECONDS = 0.5
 IMAGE_THREADS = min(4, os.cpu_count() or 1)
 
 
-def _drain_after_slow_pairs(behind: WriteBehind) -> Callable[[], None]:
+def drain_after_slow_pairs(behind: WriteBehind) -> Callable[[], None]:
     """``_output_frames``' ``before_pair``: after a pair that took SLOW_PAIR_SECONDS or more, wait until what was
     handed to ``behind`` is written (a failure in writing then stops the job before another long pair)."""
     last_pair: Optional[float] = None
@@ -665,7 +665,7 @@ def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_f
         """Output frame j into the open segment (opened here where none is), or None: skipped (the open segment
         closes before it); then counted on the progress bar."""
         nonlocal writer, start, working_since
-        j, frame = made[0], _made(made[1])
+        j, frame = made[0], frame_made(made[1])
         if frame is None:
             if writer is not None:
                 close(j)
@@ -695,7 +695,7 @@ def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_f
     behind: WriteBehind[Tuple[int, OutputFrame]] = WriteBehind(write, depth=WRITE_DEPTH, name="segment-writer")
     try:
         for made in _output_frames(intervals, plan, interpolate, skip, stats, options.motion,
-                                   _drain_after_slow_pairs(behind), later=True):
+                                   drain_after_slow_pairs(behind), later=True):
             behind.put(made)
         behind.finish()
         if writer is not None:
@@ -836,7 +836,7 @@ def _image_loop(intervals: Iterator[_Interval], plan: Plan, interpolate: Interpo
 
     def write(made: Tuple[int, OutputFrame]) -> None:
         nonlocal has_alpha, written, written_bytes
-        j, frame = made[0], _made(made[1])
+        j, frame = made[0], frame_made(made[1])
         if frame is None:
             with lock:
                 bar.skip()
@@ -868,7 +868,7 @@ def _image_loop(intervals: Iterator[_Interval], plan: Plan, interpolate: Interpo
                                                                    name="image-writer", threads=IMAGE_THREADS)
         try:
             for made in _output_frames(intervals, plan, interpolate, lambda k: outs[k].exists(), stats,
-                                       options.motion, _drain_after_slow_pairs(behind), later=True):
+                                       options.motion, drain_after_slow_pairs(behind), later=True):
                 behind.put(made)
             behind.finish()
         except BaseException:
@@ -966,16 +966,20 @@ def _interpolate_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction, i
 
 
 def stream_frames(frames: Iterator[np.ndarray], stamps: Iterable[Fraction], plan: Plan, interpolate: Interpolator,
-                  options: VideoOptions, stats: dict) -> Iterator[Tuple[int, np.ndarray]]:
+                  options: VideoOptions, stats: dict, later: bool = False,
+                  before_pair: Callable[[], None] = lambda: None) -> Iterator[Tuple[int, OutputFrame]]:
     """(j, frame) for every output frame of ``plan``, from decoded integer frames and their timestamps in seconds:
     de-duplication, cut detection and motion paths as in the file jobs, for callers that read and write frames
     themselves (pipeline/pipe.py's y4m streams, the ComfyUI nodes). Copies of input frames are the input arrays
-    themselves. ``stats`` counts cuts and interpolated frames."""
+    themselves; every frame is an array unless ``later``, where frames still being made come as calls that wait
+    for them (``_output_frames``; ``frame_made`` gives the array), for a caller that writes in another thread.
+    ``before_pair`` is called before each call of the interpolator. ``stats`` counts cuts and interpolated frames."""
     stats.setdefault("cuts", 0)
     stats.setdefault("interpolated", 0)
     intervals = _ahead(frames, stamps, options, stats)
     try:
-        for j, frame in _output_frames(intervals, plan, interpolate, lambda k: False, stats, options.motion):
+        for j, frame in _output_frames(intervals, plan, interpolate, lambda k: False, stats, options.motion,
+                                       before_pair, later):
             yield j, frame
     finally:
         intervals.close()

@@ -268,3 +268,65 @@ def test_saturated_colours_convert_to_the_samples_the_formulas_give(depth, full_
         assert all(len(np.unique(p)) == 1 for p in (y, u, v))
         back = yuv_to_rgb16(rgb16_to_yuv(frame, header), header).astype(np.int64)
         assert np.abs(back - frame).max() <= 65535 / top * 1.5
+
+
+class _GatedSink(io.BytesIO):
+    """A sink whose second frame's write (the first interpolated one at x2) waits up to ``patience`` seconds for
+    ``event``, and records whether it came."""
+
+    def __init__(self, event: threading.Event, patience: float) -> None:
+        super().__init__()
+        self.event, self.patience = event, patience
+        self.frames = 0
+        self.overlapped = None
+
+    def write(self, data: bytes) -> int:
+        if data.startswith(b"FRAME"):
+            self.frames += 1
+            if self.frames == 2:
+                self.overlapped = self.event.wait(self.patience)
+        return super().write(data)
+
+
+class _Inline:
+    """pipeline.prefetch.WriteBehind without its thread: each frame written as it is made."""
+
+    def __init__(self, consume, depth=4, name=""):
+        self.consume = consume
+
+    def put(self, item):
+        self.consume(item)
+
+    def drain(self):
+        pass
+
+    def finish(self):
+        pass
+
+    def stop(self):
+        pass
+
+
+def test_frames_are_converted_and_written_behind_the_interpolator(blend_interpolator, monkeypatch):
+    """Output frame 1 (interpolated) is written while the next pair is interpolated: its write waits for the
+    interpolator's second call, which a pipe writing on the interpolator's thread could not make meanwhile. The
+    bytes are those of the pipe writing each frame as it is made."""
+    second_call = threading.Event()
+    calls = []
+
+    class Counting:
+        def interpolate_integer(self, one, two, times):
+            calls.append(times)
+            if len(calls) == 2:
+                second_call.set()
+            return blend_interpolator.interpolate_integer(one, two, times)
+
+    stream = _testsrc(6, "yuv420p")
+    sink = _GatedSink(second_call, patience=20.0)
+    interpolate_pipe(io.BytesIO(stream), sink, Counting(), VideoOptions(factor=2), progress=False)
+    assert sink.overlapped is True and len(calls) == 5
+    import pipeline.pipe
+
+    monkeypatch.setattr(pipeline.pipe, "WriteBehind", _Inline)
+    _, serial = _run_pipe(stream, blend_interpolator, factor=2)
+    assert sink.getvalue() == serial and sink.frames == len(_split(serial)[1]) == 12
