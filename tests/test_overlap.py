@@ -14,6 +14,7 @@ import pipeline.video as pv
 from media.files import OutputError
 from media.video import FrameWriter, VideoError, probe, read_frames
 from pipeline.video import VideoOptions, interpolate_video
+from tests.video_fixtures import InlineWriter
 
 
 def _clip(path: Path, count: int = 24, cut: int = 12, repeat: int = 5) -> Path:
@@ -34,24 +35,8 @@ def _clip(path: Path, count: int = 24, cut: int = 12, repeat: int = 5) -> Path:
     return path
 
 
-class _Inline:
-    """WriteBehind without its thread: each frame written as it is made, as before issue 64."""
-
-    def __init__(self, consume, depth=4, name=""):
-        self.consume = consume
-
-    def put(self, item):
-        self.consume(item)
-
-    def finish(self):
-        pass
-
-    def stop(self):
-        pass
-
-
 def _serial(monkeypatch):
-    monkeypatch.setattr(pv, "WriteBehind", _Inline)
+    monkeypatch.setattr(pv, "WriteBehind", InlineWriter)
     monkeypatch.setattr(pv, "prefetch", lambda items, depth=4: items)
 
 

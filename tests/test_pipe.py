@@ -17,6 +17,7 @@ from media.video import ffmpeg_exe
 from media.y4m import Y4MError, parse_header
 from pipeline.pipe import interpolate_pipe
 from pipeline.video import VideoOptions
+from tests.video_fixtures import InlineWriter
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -288,25 +289,6 @@ class _GatedSink(io.BytesIO):
         return super().write(data)
 
 
-class _Inline:
-    """pipeline.prefetch.WriteBehind without its thread: each frame written as it is made."""
-
-    def __init__(self, consume, depth=4, name=""):
-        self.consume = consume
-
-    def put(self, item):
-        self.consume(item)
-
-    def drain(self):
-        pass
-
-    def finish(self):
-        pass
-
-    def stop(self):
-        pass
-
-
 def test_frames_are_converted_and_written_behind_the_interpolator(blend_interpolator, monkeypatch):
     """Output frame 1 (interpolated) is written while the next pair is interpolated: its write waits for the
     interpolator's second call, which a pipe writing on the interpolator's thread could not make meanwhile. The
@@ -327,6 +309,6 @@ def test_frames_are_converted_and_written_behind_the_interpolator(blend_interpol
     assert sink.overlapped is True and len(calls) == 5
     import pipeline.pipe
 
-    monkeypatch.setattr(pipeline.pipe, "WriteBehind", _Inline)
+    monkeypatch.setattr(pipeline.pipe, "WriteBehind", InlineWriter)
     _, serial = _run_pipe(stream, blend_interpolator, factor=2)
     assert sink.getvalue() == serial and sink.frames == len(_split(serial)[1]) == 12

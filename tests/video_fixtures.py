@@ -1,5 +1,5 @@
-"""Helpers shared by the video job tests (test_robustness, test_jobs): a small generated clip and a stand-in for the
-network."""
+"""Helpers shared by the video job tests (test_robustness, test_jobs, test_overlap, test_pipe): a small generated clip,
+a stand-in for the network and a writer without its thread."""
 
 import subprocess
 import time
@@ -34,3 +34,23 @@ class Blend:
             raise KeyboardInterrupt
         time.sleep(self.wait)
         return [(1 - t) * one.astype(np.float32) + t * two.astype(np.float32) for t in times]
+
+
+class InlineWriter:
+    """pipeline.prefetch.WriteBehind without its thread: each item consumed as it is put, as before the writing
+    moved behind the network (issue 64, and the pipes in session 58)."""
+
+    def __init__(self, consume, depth=4, name=""):
+        self.consume = consume
+
+    def put(self, item):
+        self.consume(item)
+
+    def drain(self):
+        pass
+
+    def finish(self):
+        pass
+
+    def stop(self):
+        pass
