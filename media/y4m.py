@@ -83,9 +83,8 @@ def _to_rgb(planes: Sequence[np.ndarray], width: int, height: int, depth: int) -
     if u.shape != y.shape:
         u = cv2.resize(u, (width, height), interpolation=cv2.INTER_LINEAR)
         v = cv2.resize(v, (width, height), interpolation=cv2.INTER_LINEAR)
-    scale = float(1 << (depth - 8))
     kr, kb = _MATRICES["bt601"]
-    matrix = _rgb_matrix(kr, kb, (16.0 * scale, 219.0 * scale, 224.0 * scale), 128.0 * scale, 1.0)
+    matrix = _rgb_matrix(kr, kb, _limited_ranges(depth), float(1 << (depth - 1)), 1.0)
     rgb = cv2.transform(cv2.merge([y, u, v]), matrix)
     return np.clip(rgb, 0.0, 1.0, out=rgb)
 
@@ -210,9 +209,12 @@ def frame_planes(data: bytes, header: Y4MHeader) -> Tuple[np.ndarray, np.ndarray
 def _ranges(header: Y4MHeader) -> Tuple[float, float, float]:
     """(black, luma span, chroma span) in the stream's sample values."""
     top = float((1 << header.depth) - 1)
-    if header.full_range:
-        return 0.0, top, top
-    scale = float(1 << (header.depth - 8))
+    return (0.0, top, top) if header.full_range else _limited_ranges(header.depth)
+
+
+def _limited_ranges(depth: int) -> Tuple[float, float, float]:
+    """(black, luma span, chroma span) of limited-range samples of ``depth`` bits: 16, 219 and 224 at 8 bits."""
+    scale = float(1 << (depth - 8))
     return 16.0 * scale, 219.0 * scale, 224.0 * scale
 
 
