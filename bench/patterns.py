@@ -6,10 +6,10 @@ double or wash out a regular pattern.
 Every scene is a pattern (grid, fence, stripes, text, tiled floor) at a period of 4 to 40 px, thin or thick lines,
 bright on dark or dark on bright, either static or moving by a sub-pixel amount, under a large textured occluder
 that moves across it (a hand above a cutting mat). Frames are rendered analytically with 4 x 4 supersampling at
-times 0, 0.5 and 1, so the middle frame is exact. Per scene: PSNR of the middle frame, the detail kept
-(``training.losses.edge_energy`` of the output over the truth's), and PSNR over the *far* pixels, those more than
-``FAR`` px from the occluder in all three frames: where the pattern is static there, any error is a bent, doubled
-or dotted line.
+times 0, 0.5 and 1 (and -1 and 2 for our video path, ``--video``), so the middle frame is exact. Per scene: PSNR
+of the middle frame, the detail kept (``training.losses.edge_energy`` of the output over the truth's), and PSNR over
+the *far* pixels, those more than ``FAR`` px from the occluder in all three frames: where the pattern is static
+there, any error is a bent, doubled or dotted line.
 
 Conventions: H x W x 3 float32 RGB in [0, 1]; positions in pixels, x then y.
 """
@@ -22,7 +22,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -103,7 +103,7 @@ def occluder_mask(scene: Scene, x: np.ndarray, y: np.ndarray, t: float) -> np.nd
 
 @functools.lru_cache(maxsize=256)
 def render(scene: Scene, t: float) -> np.ndarray:
-    """The frame at time ``t`` in [0, 1], supersampled (cached: every method scores the same frames; treat the
+    """The frame at time ``t`` (0 and 1: the pair), supersampled (cached: every method scores the same frames; treat the
     array as read-only)."""
     h, w = scene.size
     offsets = (np.arange(SAMPLES) + 0.5) / SAMPLES - 0.5
@@ -163,15 +163,19 @@ def detail(out: np.ndarray, truth: np.ndarray) -> float:
     return detail_kept(*(torch.from_numpy(np.ascontiguousarray(x)).permute(2, 0, 1)[None] for x in (out, truth)))
 
 
-Interpolate = Callable[[np.ndarray, np.ndarray], np.ndarray]
+# the frames at times -1 and 2, for our video path (quadratic paths through the frames beside the pair); None: the
+# pair alone. The peers always run on the pair alone, as RIFE tools do.
+Neighbours = Optional[Tuple[np.ndarray, np.ndarray]]
+Interpolate = Callable[[np.ndarray, np.ndarray, Neighbours], np.ndarray]
 
 
-def score(interpolate: Interpolate, chosen: Sequence[Scene]) -> List[Dict]:
-    """Per scene: PSNR, far PSNR and detail of ``interpolate(one, two)`` (the middle frame)."""
+def score(interpolate: Interpolate, chosen: Sequence[Scene], video: bool = False) -> List[Dict]:
+    """Per scene: PSNR, far PSNR and detail of ``interpolate(one, two, neighbours)`` (the middle frame);
+    ``video``: with the frames at times -1 and 2 as the neighbours."""
     rows = []
     for scene in chosen:
         one, truth, two = (render(scene, t) for t in (0.0, 0.5, 1.0))
-        out = interpolate(one, two)
+        out = interpolate(one, two, (render(scene, -1.0), render(scene, 2.0)) if video else None)
         rows.append({"scene": scene.name, "family": scene.family, "period": scene.period,
                      "static": scene.shift == (0.0, 0.0), "psnr": psnr(out, truth),
                      "far_psnr": psnr(out, truth, far_mask(scene)), "detail": detail(out, truth)})
@@ -196,14 +200,24 @@ def _ours(weights: Path, device: str, hold_still: bool = True) -> Interpolate:
     interp = Interpolator(InterpolatorOptions(weights=weights, device=device, tile=0))
     if hasattr(interp.network, "hold_still"):
         interp.network.hold_still = hold_still
-    return lambda one, two: interp(one, two, [0.5])[0]
+
+    def run(one: np.ndarray, two: np.ndarray, neighbours: Neighbours) -> np.ndarray:
+        if neighbours is None:
+            return interp(one, two, [0.5])[0]
+        # run.py --video's path, on 16-bit frames (the engine's integer path; 8 bits would round the truth away)
+        before, one, two, after = (np.rint(x * 65535).astype(np.uint16) for x in (neighbours[0], one, two,
+                                                                                  neighbours[1]))
+        out = interp.interpolate_integer_with_neighbours(one, two, [0.5], (before, 1.0), (after, 1.0))[0]
+        return out.astype(np.float32) / 65535
+
+    return run
 
 
 def _peer(name: str, device: str) -> Interpolate:
     from engine.interpolator import resolve_device
 
     peer = load_peer(name, resolve_device(device))
-    return lambda one, two: peer.frames(one, two)[0]
+    return lambda one, two, _neighbours: peer.frames(one, two)[0]
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -214,6 +228,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="RIFE releases to score beside them (model/peers.py)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     p.add_argument("--quick", action="store_true", help="the static 25 px grid alone")
+    p.add_argument("--video", action="store_true",
+                   help="our networks along run.py --video's quadratic paths, through the frames at times -1 and 2 "
+                        "(the peers on the pair alone, as RIFE tools run)")
     p.add_argument("--hold-still", choices=list(HOLD_STILL), default="on",
                    help="our networks with still, textured neighbourhoods held at zero flow (the default), without, "
                         "or both")
@@ -228,7 +245,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     report = {}
     for label, make in methods:
         try:
-            rows = score(make(), chosen)
+            rows = score(make(), chosen, args.video)
         except ValueError as exc:  # a missing wheel or weights file names its fix
             print(f"error: {exc}", file=sys.stderr)
             return 2

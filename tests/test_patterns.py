@@ -35,6 +35,23 @@ def test_the_set_covers_every_family_and_period_static_and_moving():
     assert {s.thin for s in chosen} == {True, False} and {s.bright for s in chosen} == {True, False}
 
 
+def test_the_video_mode_gives_our_networks_the_frames_before_and_after_the_pair():
+    scene = Scene("grid", 8, True, True, (0.0, 0.0), size=(48, 64))
+    seen = []
+
+    def interpolate(one, two, neighbours):
+        seen.append(neighbours)
+        return one
+
+    patterns.score(interpolate, [scene])
+    patterns.score(interpolate, [scene], video=True)
+    assert seen[0] is None
+    np.testing.assert_array_equal(seen[1][0], render(scene, -1.0))
+    np.testing.assert_array_equal(seen[1][1], render(scene, 2.0))
+    # the occluder keeps moving: the frames beside the pair differ from the pair's
+    assert np.abs(seen[1][0] - render(scene, 0.0)).max() > 0.1
+
+
 def test_far_pixels_stay_clear_of_the_occluder_in_every_frame():
     scene = scenes(quick=True)[0]
     far = far_mask(scene)
