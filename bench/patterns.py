@@ -101,7 +101,12 @@ def occluder_mask(scene: Scene, x: np.ndarray, y: np.ndarray, t: float) -> np.nd
     return (palm | finger).astype(np.float32)
 
 
-@functools.lru_cache(maxsize=256)
+# every scene of the set at times -1, 0, 0.5, 1 and 2 (``--video``): a smaller LRU cache, cycled through in order by
+# each method, would hit nothing and render every frame again for every method
+_CACHED_FRAMES = 5 * 2 * len(FAMILIES) * len(PERIODS)
+
+
+@functools.lru_cache(maxsize=_CACHED_FRAMES)
 def render(scene: Scene, t: float) -> np.ndarray:
     """The frame at time ``t`` (0 and 1: the pair), supersampled (cached: every method scores the same frames; treat the
     array as read-only)."""
