@@ -54,9 +54,17 @@ class FlowDecoder(nn.Module):
         self.net = nn.Sequential(*layers)
 
     def forward(self, one: torch.Tensor, two: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
-        warped = backwarp(two, flow)
-        cost = F.leaky_relu(correlation(one, warped, self.radius), 0.1)
-        return flow + self.net(torch.cat([cost, one, flow.to(one.dtype)], 1)).to(flow.dtype)
+        return self.head(correlation(one, self.warp(two, flow), self.radius), one, flow)
+
+    # warp and head are the parts around the correlation kernel, which model.runtime.compile_network compiles
+    @staticmethod
+    def warp(two: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
+        """The other frame's features moved by the current flow."""
+        return backwarp(two, flow)
+
+    def head(self, cost: torch.Tensor, one: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
+        """The refined flow, from the cost volume, this frame's features and the current flow."""
+        return flow + self.net(torch.cat([F.leaky_relu(cost, 0.1), one, flow.to(one.dtype)], 1)).to(flow.dtype)
 
 
 class FlowEstimator(nn.Module):

@@ -8,11 +8,13 @@ set of times (every frame of a video), one captured graph replays them all.
 from __future__ import annotations
 
 import copy
+import functools
 import importlib.util
 import sys
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .network import AUTO, FlowScale, FlowState, Network, check_times
@@ -282,27 +284,91 @@ def check_compilable(device: torch.device) -> None:
 def compile_network(net: nn.Module) -> nn.Module:
     """``torch.compile`` for many calls at one frame size (video), as ``run.py --compile`` runs it.
 
-    For this project's ``Network``: a copy with its convolution stacks compiled (the encoder levels, the flow
-    decoders, the synthesis blocks and the metric's layers; Inductor fuses each convolution's bias, activation and
-    layout changes, without CUDA graphs of its own). The copy is still a ``Network``, so the engine replays it as its
-    own CUDA graphs, along quadratic paths too. Each frame size compiles on its first pair (23 s for the default
-    network at 1080p on an H100). Measured side by side there at 1080p, bf16: 22.2-22.4 ms per pair against
-    27.6-28.6 without (docs/performance.md). Networks the engine does not capture itself (``cuda_graphs`` off: the
-    published architecture) are compiled whole, in ``reduce-overhead`` mode (Inductor's own CUDA graphs).
+    For this project's ``Network``: a copy with every region between its custom kernels compiled
+    (``compiled_regions``; Inductor fuses each convolution's bias, activation, padding and layout changes with the
+    elementwise work around it, without CUDA graphs of its own). The copy is still a ``Network``, so the engine
+    replays it as its own CUDA graphs, along quadratic paths too. Each frame size compiles on its first pair (about
+    20 s for the default network at 1080p on an H200). Networks the engine does not capture itself (``cuda_graphs``
+    off: the published architecture) are compiled whole, in ``reduce-overhead`` mode (Inductor's own CUDA graphs).
     """
     check_compilable(next(net.parameters()).device)
     if not getattr(net, "cuda_graphs", False):
         return torch.compile(net, mode="reduce-overhead", dynamic=False)
     config = torch._dynamo.config
-    # every stack is an nn.Module call: one code object whose compiled variants (one per module and frame size)
-    # would exceed Dynamo's default limit of 8 and fall back to eager
+    # each region is compiled once per frame size (and flow level): more variants of one code object than Dynamo's
+    # default limit of 8, past which it would fall back to eager
     config.recompile_limit = max(config.recompile_limit, 256)
-    net = copy.deepcopy(net)
-    # each stack replaced by its compiled module (nn.Module.compile in place was measured not to compile them)
-    for stacks in (net.encoder.levels, net.decoder.blocks):
-        for i, stack in enumerate(stacks):
-            stacks[i] = torch.compile(stack, dynamic=False)
-    for owner in (*net.flow.decoders, net.metric):
-        owner.net = torch.compile(owner.net, dynamic=False)
-    net.decoder.full = torch.compile(net.decoder.full, dynamic=False)
+    return compiled_regions(copy.deepcopy(net), functools.partial(torch.compile, dynamic=False))
+
+
+def compiled_regions(net: Network, compile: Callable[[Callable], Callable]) -> Network:
+    """``net``, changed in place: its convolutions' channels padded to multiples of 8 (``pad_channels``), and each
+    region between the correlation and softsplat kernels replaced by ``compile`` of it: the encoder, each flow
+    decoder's warp and head (``model.flow.FlowDecoder``), the metric and the synthesis decoder (given t as a tensor,
+    so that every t runs one compiled graph). The correlation and softsplat kernels stay as they are: Inductor would
+    trace the correlation's PyTorch reference instead of its kernel.
+
+    Measured side by side on one H200 at 1080p, bf16, as CUDA graphs (docs/performance.md): 15.4-15.6 ms per middle
+    frame with only the convolution stacks compiled, 12.5-12.7 ms like this, 20.7-20.8 uncompiled."""
+    pad_channels(net)
+    net.encoder = compile(net.encoder)
+    net.metric = compile(net.metric)
+    net.decoder = _TensorTime(compile(net.decoder))
+    for decoder in net.flow.decoders:
+        decoder.warp = compile(decoder.warp)
+        decoder.head = compile(decoder.head)
+    return net
+
+
+class _TensorTime(nn.Module):
+    """A compiled synthesis decoder called with t as an N x 1 x 1 x 1 tensor: a Python float would be compiled in as
+    a constant, one compilation per t."""
+
+    def __init__(self, decoder: Callable) -> None:
+        super().__init__()
+        self.decoder = decoder
+
+    def forward(self, warped_one: List[torch.Tensor], warped_two: List[torch.Tensor],
+                t: Union[float, torch.Tensor]) -> torch.Tensor:
+        if not isinstance(t, torch.Tensor):
+            t = torch.full((warped_one[0].shape[0], 1, 1, 1), float(t), device=warped_one[0].device)
+        return self.decoder(warped_one, warped_two, t)
+
+
+class PaddedConv(nn.Module):
+    """A convolution with zero input and output channels added up to multiples of ``multiple``: the same outputs, and
+    cuDNN's tensor-core kernels run without padding the tensors themselves on every call (their channels must be
+    multiples of 8). The input is padded with zeros and the output cut back; under ``torch.compile`` both fuse into
+    the work beside them."""
+
+    def __init__(self, conv: nn.Conv2d, multiple: int = 8) -> None:
+        super().__init__()
+        self.out_channels = conv.out_channels
+        self.extra_in = -conv.in_channels % multiple
+        self.conv = nn.Conv2d(conv.in_channels + self.extra_in, conv.out_channels - conv.out_channels % -multiple,
+                              conv.kernel_size, conv.stride, conv.padding, conv.dilation, conv.groups,
+                              conv.bias is not None, device=conv.weight.device, dtype=conv.weight.dtype)
+        with torch.no_grad():
+            self.conv.weight.zero_()
+            self.conv.weight[:conv.out_channels, :conv.in_channels] = conv.weight
+            if conv.bias is not None:
+                self.conv.bias.zero_()
+                self.conv.bias[:conv.out_channels] = conv.bias
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.extra_in:
+            x = F.pad(x, (0, 0, 0, 0, 0, self.extra_in))
+        y = self.conv(x)
+        return y if y.shape[1] == self.out_channels else y[:, :self.out_channels]
+
+
+def pad_channels(net: nn.Module, multiple: int = 8) -> nn.Module:
+    """``net``, changed in place: each ungrouped convolution whose channels are not multiples of ``multiple``
+    replaced by its ``PaddedConv``. Eagerly the padding costs a copy per call (20.8 -> 21.4 ms at 1080p on an H200),
+    so only compiled networks take it."""
+    for module in list(net.modules()):
+        for name, child in list(module.named_children()):
+            if (isinstance(child, nn.Conv2d) and child.groups == 1
+                    and (child.in_channels % multiple or child.out_channels % multiple)):
+                setattr(module, name, PaddedConv(child, multiple))
     return net

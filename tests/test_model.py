@@ -329,6 +329,40 @@ def test_flow_iterations_reapply_the_same_decoders():
     assert NetworkConfig().with_overrides(["flow_iterations=1,2,2,2"]).flow_iterations == (1, 2, 2, 2)
 
 
+def test_compiled_regions_pad_every_convolution_and_keep_the_frames():
+    """--compile's wiring (model.runtime.compiled_regions) with a stand-in that compiles nothing: every convolution
+    has channels in multiples of 8, the flow decoders' warp and head and the other regions are the stand-in's, and
+    the frames (a float t and a tensor of times, along quadratic paths too) are the plain network's."""
+    import copy
+
+    from model.runtime import PaddedConv, compiled_regions
+
+    torch.manual_seed(0)
+    net = load_weights("weights/network.safetensors").eval()
+    compiled = []
+
+    def stand_in(fn):
+        compiled.append(fn)
+        return fn
+
+    regions = compiled_regions(copy.deepcopy(net), stand_in)
+    convs = [m for m in regions.modules() if isinstance(m, torch.nn.Conv2d)]
+    assert convs and all(c.in_channels % 8 == 0 and c.out_channels % 8 == 0 for c in convs)
+    assert any(isinstance(m, PaddedConv) for m in regions.modules())
+    assert len(compiled) == 3 + 2 * len(net.flow.decoders)
+    scene = F.interpolate(torch.rand(1, 3, 6, 8), size=(60, 84), mode="bicubic", align_corners=False).clamp(0, 1)
+    frames = [scene[..., 2 * i:2 * i + 72].contiguous() for i in range(4)]
+    with torch.no_grad():
+        for times in ([0.5], [0.25, 0.75]):
+            for a, b in zip(net(frames[1], frames[2], times), regions(frames[1], frames[2], times)):
+                torch.testing.assert_close(b, a, rtol=0, atol=1e-5)
+        for a, b in zip(net.forward_four(*frames, [0.3]), regions.forward_four(*frames, [0.3])):
+            torch.testing.assert_close(b, a, rtol=0, atol=1e-5)
+        state = net.estimate_flow(frames[1][..., :64], frames[2][..., :64])
+        t = torch.tensor([0.4])
+        torch.testing.assert_close(regions.synthesize(state, t), net.synthesize(state, t), rtol=0, atol=1e-5)
+
+
 def test_config_overrides_name_the_fix():
     config = NetworkConfig().with_overrides(["flow_finest_level=0", "flow_hidden=64,32"])
     assert config.flow_finest_level == 0 and config.flow_hidden == (64, 32)
