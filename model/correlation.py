@@ -45,55 +45,50 @@ __device__ __forceinline__ Pixel pixel_of(long long pix, int H, int W) {
     return px;
 }
 
-// One block per ROWS x (2 TILE) pixels of one image, one thread per two neighbouring pixels of a row, holding their
-// 2 (2r+1)^2 sums in registers: each value of two's window read from shared memory serves both pixels.
-#define SPAN_Y (ROWS + 2 * RADIUS)
-#define SPAN_X (2 * TILE + 2 * RADIUS)
+// One block per TILE x TILE pixels of one image, one thread per pixel holding its (2r+1)^2 sums in registers.
+// The channels go CHUNK at a time: the block stages two's window around its tile (zero outside the frame) in
+// shared memory, each thread its own CHUNK values of one, then every thread adds its products from shared memory.
+// Each sum adds the channels in order, c = 0, 1, ..., as one thread per pixel reading global memory did.
+// one, two and out are io_t: float, or bfloat16/float16 words (IO_KIND), accumulated in float32.
+#define SPAN (TILE + 2 * RADIUS)
 extern "C" __global__ void correlation_forward(const long long n_tiles, const int C, const int H, const int W,
                                                const io_t* __restrict__ one, const io_t* __restrict__ two,
                                                io_t* __restrict__ out) {
-    __shared__ float window[CHUNK][SPAN_Y][PITCH];
-    const int tiles_x = (W + 2 * TILE - 1) / (2 * TILE), tiles_y = (H + ROWS - 1) / ROWS;
+    __shared__ float window[CHUNK][SPAN][PITCH];
+    const int tiles_x = (W + TILE - 1) / TILE, tiles_y = (H + TILE - 1) / TILE;
     const long long tile = blockIdx.x;
     const long long n = tile / ((long long)tiles_x * tiles_y);
     const int t = (int)(tile - n * tiles_x * tiles_y);
-    const int y0 = (t / tiles_x) * ROWS, x0 = (t % tiles_x) * (2 * TILE);
+    const int y0 = (t / tiles_x) * TILE, x0 = (t % tiles_x) * TILE;
     const int ty = threadIdx.x / TILE, tx = threadIdx.x % TILE;
-    const int y = y0 + ty, x = x0 + 2 * tx;
-    const bool inside = y < H && x < W, inside_next = inside && x + 1 < W;
+    const int y = y0 + ty, x = x0 + tx;
+    const bool inside = y < H && x < W;
     const long long hw = (long long)H * W;
     const io_t* a = one + n * C * hw + (inside ? (long long)y * W + x : 0);
     const io_t* b = two + n * C * hw;
-    float acc[SIZE * SIZE], acc_next[SIZE * SIZE];
+    float acc[SIZE * SIZE];
 #pragma unroll
-    for (int d = 0; d < SIZE * SIZE; ++d) acc[d] = acc_next[d] = 0.0f;
+    for (int d = 0; d < SIZE * SIZE; ++d) acc[d] = 0.0f;
     for (int c0 = 0; c0 < C; c0 += CHUNK) {
-        for (int i = threadIdx.x; i < CHUNK * SPAN_Y * SPAN_X; i += ROWS * TILE) {
-            const int k = i / (SPAN_Y * SPAN_X), r = i % (SPAN_Y * SPAN_X);
-            const int wy = r / SPAN_X, wx = r % SPAN_X;
+        for (int i = threadIdx.x; i < CHUNK * SPAN * SPAN; i += TILE * TILE) {
+            const int k = i / (SPAN * SPAN), r = i % (SPAN * SPAN);
+            const int wy = r / SPAN, wx = r % SPAN;
             const int yy = y0 + wy - RADIUS, xx = x0 + wx - RADIUS;
             const bool in = c0 + k < C && yy >= 0 && yy < H && xx >= 0 && xx < W;
             window[k][wy][wx] = in ? (float)io_load(b[(long long)(c0 + k) * hw + (long long)yy * W + xx]) : 0.0f;
         }
-        float av[CHUNK], av_next[CHUNK];
+        float av[CHUNK];
 #pragma unroll
-        for (int k = 0; k < CHUNK; ++k) {
+        for (int k = 0; k < CHUNK; ++k)
             av[k] = inside && c0 + k < C ? (float)io_load(a[(long long)(c0 + k) * hw]) : 0.0f;
-            av_next[k] = inside_next && c0 + k < C ? (float)io_load(a[(long long)(c0 + k) * hw + 1]) : 0.0f;
-        }
         __syncthreads();
+        // past the last channel av and the window are 0: those products add nothing
 #pragma unroll
         for (int k = 0; k < CHUNK; ++k) {
 #pragma unroll
             for (int dy = 0; dy < SIZE; ++dy) {
-                float row[SIZE + 1];
 #pragma unroll
-                for (int j = 0; j <= SIZE; ++j) row[j] = window[k][ty + dy][2 * tx + j];
-#pragma unroll
-                for (int dx = 0; dx < SIZE; ++dx) {
-                    acc[dy * SIZE + dx] += av[k] * row[dx];
-                    acc_next[dy * SIZE + dx] += av_next[k] * row[dx + 1];
-                }
+                for (int dx = 0; dx < SIZE; ++dx) acc[dy * SIZE + dx] += av[k] * window[k][ty + dy][tx + dx];
             }
         }
         __syncthreads();
@@ -102,10 +97,7 @@ extern "C" __global__ void correlation_forward(const long long n_tiles, const in
     const float inv = 1.0f / (float)C;
     io_t* o = out + n * (long long)(SIZE * SIZE) * hw + (long long)y * W + x;
 #pragma unroll
-    for (int d = 0; d < SIZE * SIZE; ++d) {
-        o[(long long)d * hw] = io_store(acc[d] * inv);
-        if (inside_next) o[(long long)d * hw + 1] = io_store(acc_next[d] * inv);
-    }
+    for (int d = 0; d < SIZE * SIZE; ++d) o[(long long)d * hw] = io_store(acc[d] * inv);
 }
 
 // grad_one(p) = sum_d g_d(p) two(p + d) / C
@@ -184,16 +176,18 @@ extern "C" __global__ void correlation_backward_two(const long long n_pix, const
 
 
 _SIGNATURE = "qiiiPPP"  # every kernel: pixels (the forward: tiles), C, H, W, then three pointers (softsplat.launch)
-_TILE = 16  # the forward's threads per row: each takes two pixels
-_ROWS = 16  # the forward's rows per tile
+_TILE = 16  # the forward's tiles: TILE x TILE pixels, one thread each
 _SHARED_BYTES = 48 * 1024  # a block's static shared memory at most
 
 
 def _forward_layout(radius: int) -> Tuple[int, int]:
-    span_x = 2 * _TILE + 2 * radius
-    pitch = span_x + 1 - span_x % 2
+    """(CHUNK, PITCH) of the forward kernel: its window's rows are PITCH floats apart, PITCH = 16 modulo 32, so the
+    two tile rows a warp reads fall in different shared-memory banks; CHUNK channels are staged at once, 8 where
+    they fit in a block's shared memory."""
+    span = _TILE + 2 * radius
+    pitch = span + (16 - span) % 32
     chunk = 8
-    while chunk > 1 and chunk * (_ROWS + 2 * radius) * pitch * 4 > _SHARED_BYTES:
+    while chunk > 1 and chunk * span * pitch * 4 > _SHARED_BYTES:
         chunk //= 2
     return chunk, pitch
 
@@ -205,8 +199,7 @@ def _kernels(device_index: int, radius: int, io_kind: int = 0) -> Tuple[Any, Any
     cupy = softsplat.cupy_module()
     size = 2 * radius + 1
     chunk, pitch = _forward_layout(radius)
-    defines = (f"#define RADIUS {radius}\n#define SIZE {size}\n#define TILE {_TILE}\n#define ROWS {_ROWS}\n"
-               f"#define CHUNK {chunk}\n"
+    defines = (f"#define RADIUS {radius}\n#define SIZE {size}\n#define TILE {_TILE}\n#define CHUNK {chunk}\n"
                f"#define PITCH {pitch}\n#define IO_KIND {io_kind}\ntypedef float scalar_t;\n")
     with cupy.cuda.Device(device_index):
         module = cupy.RawModule(code=defines + softsplat.IO_SOURCE + _SOURCE, options=("-std=c++17",))
@@ -226,10 +219,9 @@ class _CorrelationFunction(torch.autograd.Function):
         b = two.to(dtype).contiguous()
         out = torch.empty((n, (2 * radius + 1) ** 2, h, w), device=one.device, dtype=dtype)
         forward, _, _ = _kernels(dev, radius, softsplat.IO_KINDS.get(dtype, 0))
-        tiles = n * -(-h // _ROWS) * -(-w // (2 * _TILE))
-        threads = _ROWS * _TILE
-        softsplat.launch(forward, tiles * threads, _SIGNATURE,
-                         (tiles, c, h, w, a.data_ptr(), b.data_ptr(), out.data_ptr()), dev, threads=threads)
+        tiles = n * -(-h // _TILE) * -(-w // _TILE)
+        softsplat.launch(forward, tiles * _TILE * _TILE, _SIGNATURE,
+                         (tiles, c, h, w, a.data_ptr(), b.data_ptr(), out.data_ptr()), dev, threads=_TILE * _TILE)
         ctx.save_for_backward(a, b)
         ctx.radius, ctx.dtypes = radius, (one.dtype, two.dtype)
         return out.to(one.dtype)
