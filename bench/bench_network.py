@@ -10,9 +10,9 @@ autocast (upstream's two modes), eager as their tools run them.
 
 ``--batch`` times N pairs per network call (bf16, one CUDA graph per N, as the one-pair graph row: batch 1 is that
 row again). ``--profile`` runs the network eagerly under torch.profiler (bf16, one size; with ``--compile-stacks``
-also with its convolution stacks compiled) and says where the GPU's time goes: the top kernels, and each part of the
-network (its ranges synchronise the GPU at their ends, so that every kernel is counted in the part that launched it;
-kernel durations do not change with that).
+also compiled as ``run.py --compile`` compiles it) and says where the GPU's time goes: the top kernels, and each
+part of the network (its ranges synchronise the GPU at their ends, so that every kernel is counted in the part that
+launched it; kernel durations do not change with that).
 """
 
 from __future__ import annotations
@@ -95,8 +95,8 @@ def agrees(out: dict, key: str, frame: torch.Tensor, eager: torch.Tensor) -> boo
 def time_compiled(net: Network, one: torch.Tensor, two: torch.Tensor, repeats: int,
                   modes: Sequence[str] = ("default", "reduce-overhead")) -> dict:
     """bf16 x2 time of the whole network under torch.compile, default mode and with CUDA graphs; the
-    first calls (compilation) are reported separately. (run.py --compile compiles the convolution stacks instead,
-    ``model.runtime.compile_network``, which the engine's probes time.)"""
+    first calls (compilation) are reported separately. (run.py --compile compiles the regions between the custom
+    kernels instead, ``model.runtime.compile_network``: ``--compile-stacks``.)"""
     import time
 
     out = {}
@@ -127,7 +127,7 @@ def time_compiled(net: Network, one: torch.Tensor, two: torch.Tensor, repeats: i
 
 
 def time_compiled_stacks(net: Network, one: torch.Tensor, two: torch.Tensor, repeats: int) -> dict:
-    """bf16 CUDA-graph time of one middle frame with the convolution stacks compiled, as ``run.py --compile`` runs
+    """bf16 CUDA-graph time of one middle frame compiled as ``run.py --compile`` runs
     the network (``model.runtime.compile_network``), and how far its frame is from the uncompiled graph's: the
     time is reported only where the frames agree within ``MATCH_PSNR``."""
     import time
@@ -276,8 +276,8 @@ def profile_network(net: Network, size: str, repeats: int, compiled: bool = Fals
     """Where one middle frame's GPU time goes at ``size`` (bf16): the CUDA-graph time of a call, and from
     PROFILE_CALLS calls under torch.profiler (after as many unprofiled ones) the kernels' time per call, the
     TOP_KERNELS kernels with their share and launches per call, and the time per part of the network. The calls
-    run eagerly, or with ``compiled`` the convolution stacks compiled as ``run.py --compile`` runs them
-    (``model.runtime.compile_network``; the parts' ranges sit outside the compiled stacks, so they stay)."""
+    run eagerly, or with ``compiled`` compiled as ``run.py --compile`` runs them (``model.runtime.compile_network``;
+    the parts' ranges sit around the compiled regions, so they stay)."""
     from torch.profiler import ProfilerActivity, profile
 
     from model.runtime import compile_network
@@ -327,7 +327,7 @@ def profile_network(net: Network, size: str, repeats: int, compiled: bool = Fals
 
 def print_profile(result: dict) -> None:
     kernel_ms = result["kernel_ms_per_call"]
-    how = "convolution stacks compiled" if result["compiled"] else "eager"
+    how = "compiled as run.py --compile" if result["compiled"] else "eager"
     print(f"\nprofile at {result['size']}, bf16, {how}, {result['calls']} calls: kernels {kernel_ms:.2f} ms per call "
           f"(the CUDA-graph call: {result['bf16_graph_x2_ms']:.2f} ms)")
     print("\n| part | ms per call | share |\n|---|---|---|")
@@ -353,7 +353,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--compile", action="store_true",
                    help="also time torch.compile (bf16; default mode, and reduce-overhead = with CUDA graphs)")
     p.add_argument("--compile-stacks", action="store_true",
-                   help="also time the CUDA graph with the convolution stacks compiled (run.py --compile)")
+                   help="also time the CUDA graph compiled as run.py --compile compiles it")
     p.add_argument("--compile-modes", nargs="+", default=["default", "reduce-overhead"],
                    choices=["default", "reduce-overhead"], help="which torch.compile modes --compile times")
     p.add_argument("--ensembles", type=int, nargs="+", default=[], choices=[2, 4],

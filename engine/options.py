@@ -90,7 +90,8 @@ class InterpolatorOptions:
     ``alpha``: "flow" moves transparency with the network's flow (objects with their own alpha); "linear" mixes
     the two frames' alpha in time (a still matte), which is also what tiles, ensembles and the published
     network do.
-    ``compile``: ``torch.compile`` the network's convolution stacks first (CUDA; ``model.runtime.compile_network``):
+    ``compile``: ``torch.compile`` the network's regions between its custom kernels first (CUDA;
+    ``model.runtime.compile_network``):
     each frame size compiles on its first pair, later pairs run faster; quadratic paths and CUDA graphs stay.
     ``cuda_graphs``: replay the network as CUDA graphs for integer (video) frames on CUDA, whole frames only,
     without an ensemble; the frames differ from an eager run by float rounding only.

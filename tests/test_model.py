@@ -647,7 +647,7 @@ def test_interpolate_with_alpha_shapes_and_integer_frames():
 
 @pytest.mark.cuda
 def test_cuda_compiled_network_keeps_quadratic_paths_and_cuda_graphs(capsys):
-    """--compile compiles the convolution stacks of a copy of the network: it stays a Network, so the engine runs it
+    """--compile compiles the regions of a copy of the network: it stays a Network, so the engine runs it
     along quadratic paths as CUDA graphs (no note about constant velocity), with frames within float rounding of
     the plain network's."""
     from engine import Interpolator, InterpolatorOptions
