@@ -127,9 +127,9 @@ def time_compiled(net: Network, one: torch.Tensor, two: torch.Tensor, repeats: i
 
 
 def time_compiled_stacks(net: Network, one: torch.Tensor, two: torch.Tensor, repeats: int) -> dict:
-    """bf16 CUDA-graph time of one middle frame compiled as ``run.py --compile`` runs
-    the network (``model.runtime.compile_network``), and how far its frame is from the uncompiled graph's: the
-    time is reported only where the frames agree within ``MATCH_PSNR``."""
+    """bf16 CUDA-graph time of one middle frame with the network compiled as ``run.py --compile`` compiles it
+    (``model.runtime.compile_network``), and how far its frame is from the uncompiled graph's: the time is reported
+    only where the frames agree within ``MATCH_PSNR``."""
     import time
 
     from model.runtime import compile_network

@@ -288,7 +288,7 @@ def compile_network(net: nn.Module) -> nn.Module:
     (``compiled_regions``; Inductor fuses each convolution's bias, activation, padding and layout changes with the
     elementwise work around it, without CUDA graphs of its own). The copy is still a ``Network``, so the engine
     replays it as its own CUDA graphs, along quadratic paths too. Each frame size compiles on its first pair (about
-    20 s for the default network at 1080p on an H200). Networks the engine does not capture itself (``cuda_graphs``
+    30 s for the default network at 1080p on an H200). Networks the engine does not capture itself (``cuda_graphs``
     off: the published architecture) are compiled whole, in ``reduce-overhead`` mode (Inductor's own CUDA graphs).
     """
     check_compilable(next(net.parameters()).device)
@@ -301,9 +301,9 @@ def compile_network(net: nn.Module) -> nn.Module:
     return compiled_regions(copy.deepcopy(net), functools.partial(torch.compile, dynamic=False))
 
 
-def compiled_regions(net: Network, compile: Callable[[Callable], Callable]) -> Network:
+def compiled_regions(net: Network, compile_fn: Callable[[Callable], Callable]) -> Network:
     """``net``, changed in place: its convolutions' channels padded to multiples of 8 (``pad_channels``), and each
-    region between the correlation and softsplat kernels replaced by ``compile`` of it: the encoder, each flow
+    region between the correlation and softsplat kernels replaced by ``compile_fn`` of it: the encoder, each flow
     decoder's warp and head (``model.flow.FlowDecoder``), the metric and the synthesis decoder (given t as a tensor,
     so that every t runs one compiled graph). The correlation and softsplat kernels stay as they are: Inductor would
     trace the correlation's PyTorch reference instead of its kernel.
@@ -311,12 +311,12 @@ def compiled_regions(net: Network, compile: Callable[[Callable], Callable]) -> N
     Measured side by side on one H200 at 1080p, bf16, as CUDA graphs (docs/performance.md): 15.4-15.6 ms per middle
     frame with only the convolution stacks compiled, 12.5-12.7 ms like this, 20.7-20.8 uncompiled."""
     pad_channels(net)
-    net.encoder = compile(net.encoder)
-    net.metric = compile(net.metric)
-    net.decoder = _TensorTime(compile(net.decoder))
+    net.encoder = compile_fn(net.encoder)
+    net.metric = compile_fn(net.metric)
+    net.decoder = _TensorTime(compile_fn(net.decoder))
     for decoder in net.flow.decoders:
-        decoder.warp = compile(decoder.warp)
-        decoder.head = compile(decoder.head)
+        decoder.warp = compile_fn(decoder.warp)
+        decoder.head = compile_fn(decoder.head)
     return net
 
 
