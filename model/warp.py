@@ -65,28 +65,42 @@ class InputPadder:
 
 
 def still_weight(one: torch.Tensor, two: torch.Tensor, window: int = 7, shift: float = 0.2,
-                 texture_floor: float = 0.02) -> torch.Tensor:
+                 texture_floor: float = 0.02, flat_window: int = 21) -> torch.Tensor:
     """Per pixel, N x 1 x H x W in [0, 1]: how surely the pixel's neighbourhood did not move between the frames.
 
     A regular pattern (a grid, a fence) matches itself one period away, so a flow estimate that starts wrong at a
     coarse level can lock onto a whole number of periods where nothing moved, and the middle frame then shows the
     pattern half a period off: bent and doubled lines. Where zero motion explains a textured neighbourhood to
     within ``shift`` px (the mean absolute frame difference below ``shift`` times the mean absolute gradient, both
-    over ``window`` x ``window``), the weight is 1; it falls to 0 at twice that difference. Flat neighbourhoods
-    (mean absolute gradient under ``texture_floor``, values in [0, 1]) get 0: zero difference says nothing there.
+    over ``window`` x ``window``), the weight is 1; it falls to 0 at twice that difference. A flat neighbourhood
+    (mean absolute gradient under ``texture_floor``, values in [0, 1]) is judged the same way over ``flat_window``
+    x ``flat_window`` (0: not at all): the flat cells of a still grid then keep zero flow too, where a moving
+    object beside the grid spread its motion into them (rule X, docs/quality.md). Flat at that size too, it gets
+    0: zero difference says nothing there.
     """
     one, two = one.float(), two.float()
 
-    def box(x: torch.Tensor) -> torch.Tensor:
-        return F.avg_pool2d(x, window, stride=1, padding=window // 2, count_include_pad=False)
+    def box(x: torch.Tensor, size: int) -> torch.Tensor:
+        if size == window:
+            return F.avg_pool2d(x, size, stride=1, padding=size // 2, count_include_pad=False)
+        # the wide window as two 1-D means (2 size reads a pixel, not size**2): the same mean over the pixels inside
+        x = F.avg_pool2d(x, (size, 1), stride=1, padding=(size // 2, 0), count_include_pad=False)
+        return F.avg_pool2d(x, (1, size), stride=1, padding=(0, size // 2), count_include_pad=False)
 
     def gradient(x: torch.Tensor) -> torch.Tensor:
         dx = F.pad((x[..., :, 1:] - x[..., :, :-1]).abs(), (0, 1, 0, 0))
         dy = F.pad((x[..., 1:, :] - x[..., :-1, :]).abs(), (0, 0, 0, 1))
         return (dx + dy).mean(1, keepdim=True)
 
-    difference = box((one - two).abs().mean(1, keepdim=True))
-    texture = box(torch.minimum(gradient(one), gradient(two)))
-    bound = shift * texture
-    weight = ((2 * bound - difference) / bound.clamp_min(1e-6)).clamp(0, 1)
-    return weight * (texture > texture_floor)
+    differences = (one - two).abs().mean(1, keepdim=True)
+    gradients = torch.minimum(gradient(one), gradient(two))
+
+    def judged(size: int) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(the weight, whether the neighbourhood is textured) over size x size."""
+        difference, texture = box(differences, size), box(gradients, size)
+        bound = shift * texture
+        textured = texture > texture_floor
+        return ((2 * bound - difference) / bound.clamp_min(1e-6)).clamp(0, 1) * textured, textured
+
+    weight, textured = judged(window)
+    return torch.where(textured, weight, judged(flat_window)[0]) if flat_window else weight

@@ -72,6 +72,26 @@ def test_still_weight_is_one_on_an_unmoved_texture_and_zero_where_it_moved_or_is
     assert still_weight(flat, flat).max() == 0
 
 
+def test_still_weight_holds_a_still_grids_flat_cells_and_frees_moving_ones():
+    """Rule X: a flat 7 px neighbourhood is judged over 21 px. The flat cells of a still grid (lines 16 px apart) weigh
+    1, where the 7 px window alone gives them 0; a moved grid's cells weigh 0, and so does the inside of a flat
+    square moving over the still grid, while the grid far from it still weighs 1."""
+    grid = torch.full((1, 3, 96, 96), 0.2)
+    lines = torch.arange(96) % 16 == 0
+    grid[..., lines, :] = 0.9
+    grid[..., :, lines] = 0.9
+    cell = (40, 40)  # 8 px from the nearest lines
+    assert still_weight(grid, grid)[0, 0, cell[0], cell[1]] == 1
+    assert still_weight(grid, grid, flat_window=0)[0, 0, cell[0], cell[1]] == 0
+    assert still_weight(grid, torch.roll(grid, 3, dims=3))[0, 0, cell[0], cell[1]] == 0
+    one, two = grid.clone(), grid.clone()
+    one[..., 30:50, 30:50] = 0.55
+    two[..., 30:50, 34:54] = 0.55
+    weight = still_weight(one, two)[0, 0]
+    assert weight[36:44, 38:46].max() == 0
+    assert weight[8, 8] == 1 and weight[80, 80] == 1
+
+
 @pytest.fixture(scope="module")
 def static_grid():
     """The failure users saw: a static grid of thin lines 25 px apart at 640 x 360, a hand-like occluder moving
