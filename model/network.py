@@ -201,9 +201,15 @@ class Network(nn.Module):
             if torch.compiler.is_compiling() or bool(candidates.any()):
                 flow_fwd, flow_bwd = self.auto_choice(one, two, feats_one, feats_two, flow_fwd, flow_bwd, candidates)
         if self.hold_still and not self.training:  # a still, textured neighbourhood keeps zero motion (still_weight)
-            moving = 1.0 - still_weight(one, two)
+            moving = 1.0 - self.still(one, two)
             flow_fwd, flow_bwd = flow_fwd * moving.to(flow_fwd.dtype), flow_bwd * moving.to(flow_bwd.dtype)
         return feats_one, feats_two, flow_fwd, flow_bwd, pyramid
+
+    @staticmethod
+    def still(one: torch.Tensor, two: torch.Tensor) -> torch.Tensor:
+        """``model.warp.still_weight`` of a padded pair (a method, so that ``model.runtime.compile_network`` can
+        compile it)."""
+        return still_weight(one, two)
 
     def first_flows(self, one: torch.Tensor, two: torch.Tensor, flow_scale: FlowScale
                     ) -> Tuple[List[torch.Tensor], List[torch.Tensor], torch.Tensor, torch.Tensor, List[torch.Tensor]]:

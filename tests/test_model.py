@@ -331,7 +331,8 @@ def test_flow_iterations_reapply_the_same_decoders():
 
 def test_compiled_regions_pad_every_convolution_and_keep_the_frames():
     """--compile's wiring (model.runtime.compiled_regions) with a stand-in that compiles nothing: every convolution
-    has channels in multiples of 8, the flow decoders' warp and head and the other regions are the stand-in's, and
+    has channels in multiples of 8, the still guard, the flow decoders' warp and head and the other regions are the
+    stand-in's, and
     the frames (a float t and a tensor of times, along quadratic paths too) are the plain network's."""
     import copy
 
@@ -349,7 +350,7 @@ def test_compiled_regions_pad_every_convolution_and_keep_the_frames():
     convs = [m for m in regions.modules() if isinstance(m, torch.nn.Conv2d)]
     assert convs and all(c.in_channels % 8 == 0 and c.out_channels % 8 == 0 for c in convs)
     assert any(isinstance(m, PaddedConv) for m in regions.modules())
-    assert len(compiled) == 3 + 2 * len(net.flow.decoders)
+    assert len(compiled) == 4 + 2 * len(net.flow.decoders)
     scene = F.interpolate(torch.rand(1, 3, 6, 8), size=(60, 84), mode="bicubic", align_corners=False).clamp(0, 1)
     frames = [scene[..., 2 * i:2 * i + 72].contiguous() for i in range(4)]
     with torch.no_grad():
