@@ -305,9 +305,8 @@ def compiled_regions(net: Network, compile_fn: Callable[[Callable], Callable]) -
     """``net``, changed in place: its convolutions' channels padded to multiples of 8 (``pad_channels``), and each
     region between the correlation and softsplat kernels replaced by ``compile_fn`` of it: the encoder, the still
     guard (``Network.still``), each flow decoder's warp and head (``model.flow.FlowDecoder``), the metric and the
-    synthesis decoder (given t as a tensor,
-    so that every t runs one compiled graph). The correlation and softsplat kernels stay as they are: Inductor would
-    trace the correlation's PyTorch reference instead of its kernel.
+    synthesis decoder (given t as a tensor, so that every t runs one compiled graph). The correlation and softsplat
+    kernels stay as they are: Inductor would trace the correlation's PyTorch reference instead of its kernel.
 
     Measured side by side on one H200 at 1080p, bf16, as CUDA graphs (docs/performance.md): 15.4-15.6 ms per middle
     frame with only the convolution stacks compiled, 12.5-12.7 ms like this, 20.7-20.8 uncompiled; with rule X's
@@ -348,7 +347,7 @@ class PaddedConv(nn.Module):
         super().__init__()
         self.out_channels = conv.out_channels
         self.extra_in = -conv.in_channels % multiple
-        self.conv = nn.Conv2d(conv.in_channels + self.extra_in, conv.out_channels - conv.out_channels % -multiple,
+        self.conv = nn.Conv2d(conv.in_channels + self.extra_in, conv.out_channels + -conv.out_channels % multiple,
                               conv.kernel_size, conv.stride, conv.padding, conv.dilation, conv.groups,
                               conv.bias is not None, device=conv.weight.device, dtype=conv.weight.dtype)
         with torch.no_grad():

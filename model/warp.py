@@ -83,7 +83,8 @@ def still_weight(one: torch.Tensor, two: torch.Tensor, window: int = 7, shift: f
     def box(x: torch.Tensor, size: int) -> torch.Tensor:
         if size == window:
             return F.avg_pool2d(x, size, stride=1, padding=size // 2, count_include_pad=False)
-        # the wide window as two 1-D means (2 size reads a pixel, not size**2): the same mean over the pixels inside
+        # the wide window as two 1-D means (2 size reads a pixel, not size**2): the same mean over the pixels inside;
+        # the 7 px window keeps its 2-D mean, so that the textured neighbourhoods' weights stay bitwise as they were
         x = F.avg_pool2d(x, (size, 1), stride=1, padding=(size // 2, 0), count_include_pad=False)
         return F.avg_pool2d(x, (1, size), stride=1, padding=(0, size // 2), count_include_pad=False)
 
