@@ -2,8 +2,10 @@
 
 On a terminal: a tqdm bar (``Progress``) or a spinner with the time spent (``Spinner``), redrawn in place. In a
 log (stderr not a terminal) nothing is redrawn: a plain line now and then, never ``\\r``-joined updates. Rates
-and times left count only the work done in this run: steps skipped because an earlier run made them (a resumed
-job) move the count but not the rate, and nothing is estimated before the first step of this run is done.
+and times left count only the work done in this run after its first step: steps skipped because an earlier run
+made them (a resumed job) move the count but not the rate, and the first step, which carries the start-up (CUDA
+graph capture; ``--compile``'s compiling, about a minute at 1080p), is counted but not timed, so nothing is
+estimated before the second.
 Importing this module does nothing.
 """
 
@@ -12,7 +14,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import IO, Optional
+from typing import IO, Optional, Tuple
 
 # a line in a log at most this often (seconds)
 LOG_EVERY = 30.0
@@ -42,6 +44,8 @@ class Progress:
         self.disable = disable
         self.done = self.skipped = 0
         self.start = time.monotonic()
+        # (time, steps done) at the end of this run's first update: rates count from there
+        self._first: Optional[Tuple[float, int]] = None
         self._next_line = self.start + every
         self._bar = None
         if not disable and is_terminal(self.stream):
@@ -62,6 +66,8 @@ class Progress:
     def update(self, count: int = 1) -> None:
         """Steps made by this run."""
         self.done += count
+        if self._first is None:
+            self._first = (time.monotonic(), self.done)
         if self._bar is not None:
             self._bar.update(count)
         elif not self.disable and time.monotonic() >= self._next_line:
@@ -70,14 +76,15 @@ class Progress:
 
     def line(self) -> str:
         """The state in words: counts, and the rate and time left of this run's work where it has any."""
-        elapsed = time.monotonic() - self.start
         count = self.done + self.skipped
         of_total = "" if self.total is None else f"/{self.total}"
         text = f"{self.desc + ': ' if self.desc else ''}{count}{of_total} {self.unit}s"
         if self.skipped:
             text += f" ({self.skipped} from an earlier run)"
-        if self.done and elapsed > 0:
-            rate = self.done / elapsed
+        timed = self.done - self._first[1] if self._first is not None else 0
+        elapsed = time.monotonic() - self._first[0] if self._first is not None else 0.0
+        if timed and elapsed > 0:
+            rate = timed / elapsed
             text += f", {rate:.2f} {self.unit}s/s" if rate >= 1 else f", {1 / rate:.1f} s/{self.unit}"
             if self.total is not None:
                 text += f", about {_clock((self.total - count) / rate)} left"

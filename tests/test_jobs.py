@@ -404,7 +404,8 @@ class _Terminal(io.StringIO):
 
 def test_progress_in_a_log_is_lines_and_in_a_terminal_a_bar_without_invented_rates(tmp_path, capsys):
     """In a non-terminal log the bar wrote \r-joined updates; after a resume its first rate was invented (the
-    frames of the finished segments counted as made in no time) and its early ETA far off."""
+    frames of the finished segments counted as made in no time) and its early ETA far off; with --compile the first
+    frame's minute of compiling made the time left hours."""
     clip = _clip(tmp_path / "in.mp4", seconds=1)
     interpolate_video(clip, tmp_path / "out.mp4", Blend(), VideoOptions(), progress=True)
     (tmp_path / "out").mkdir()
@@ -415,6 +416,11 @@ def test_progress_in_a_log_is_lines_and_in_a_terminal_a_bar_without_invented_rat
     bar = Progress(100, "out.mp4", stream=log, every=0)
     bar.skip(40)
     assert bar.line() == "out.mp4: 40/100 frames (40 from an earlier run)"  # no rate before a frame is made
+    # the first frame carries the start-up (--compile's compiling made a 1080p video say "about 3:25:01 left"):
+    # counted, not timed
+    time.sleep(1.0)
+    bar.update(1)
+    assert log.getvalue().splitlines()[-1] == "out.mp4: 41/100 frames (40 from an earlier run)"
     time.sleep(0.2)
     bar.update(2)
     line = log.getvalue().splitlines()[-1]
