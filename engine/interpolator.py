@@ -118,8 +118,8 @@ class Interpolator:
         warn_without_fast_kernels(self.device)
         if options.compile:
             self.network = compile_network(self.network)
-            print("note: --compile: the network compiles on the first pair of each frame size (15-30 s), then runs "
-                  "faster", file=sys.stderr)
+            print("note: --compile: the network compiles on the first pair of each frame size (about a minute at "
+                  "1080p; seconds when torch's compile cache already holds it), then runs faster", file=sys.stderr)
         # what runs each pair (model.interface.InterpolationNetwork): its flags say what it can do
         self._runner: "InterpolationNetwork" = with_ensemble(self.network, options.ensemble)
         # (frame size, flow states cached beside) -> tile size, decided once per size

@@ -154,8 +154,9 @@ class InterpolatorOptions:
     compile: bool = _option(
         False, "torch.compile", lambda v: isinstance(v, bool), "use True or False",
         flags=[(("--compile",), dict(action="store_true", help=(
-            "torch.compile the network's convolutions (CUDA): the first pair of each frame size takes 15-30 s to "
-            "compile, later pairs take 12-21%% less time (docs/video.md)")))])
+            "torch.compile the regions between the network's custom kernels (CUDA): the first pair of each frame "
+            "size compiles (about a minute at 1080p, seconds once torch's cache holds it), then the default network "
+            "takes about 40%% less time; a video gains only where the encoder is not the limit (docs/video.md)")))])
     cuda_graphs: bool = _option(
         True, "CUDA graphs", lambda v: isinstance(v, bool), "use True or False",
         flags=[(("--eager",), dict(action="store_true", help=(
