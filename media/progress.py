@@ -81,8 +81,10 @@ class Progress:
         text = f"{self.desc + ': ' if self.desc else ''}{count}{of_total} {self.unit}s"
         if self.skipped:
             text += f" ({self.skipped} from an earlier run)"
-        timed = self.done - self._first[1] if self._first is not None else 0
-        elapsed = time.monotonic() - self._first[0] if self._first is not None else 0.0
+        if self._first is None:
+            return text
+        since, before = self._first
+        timed, elapsed = self.done - before, time.monotonic() - since
         if timed and elapsed > 0:
             rate = timed / elapsed
             text += f", {rate:.2f} {self.unit}s/s" if rate >= 1 else f", {1 / rate:.1f} s/{self.unit}"
