@@ -332,8 +332,8 @@ def test_flow_iterations_reapply_the_same_decoders():
 def test_compiled_regions_pad_every_convolution_and_keep_the_frames():
     """--compile's wiring (model.runtime.compiled_regions) with a stand-in that compiles nothing: every convolution
     has channels in multiples of 8, the still guard, the flow decoders' warp and head and the other regions are the
-    stand-in's, and
-    the frames (a float t and a tensor of times, along quadratic paths too) are the plain network's."""
+    stand-in's, and the frames (a float t and a tensor of times, along quadratic paths too) are the plain
+    network's."""
     import copy
 
     from model.runtime import PaddedConv, compiled_regions
