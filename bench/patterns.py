@@ -27,6 +27,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
+from engine.options import add_flags
 from model.peers import PEERS, load_peer
 from training.holdout import HOLD_STILL, hold_still_label
 from training.losses import detail_kept
@@ -199,10 +200,10 @@ def summarise(rows: Sequence[Dict]) -> Dict[str, float]:
     return out
 
 
-def _ours(weights: Path, device: str, hold_still: bool = True) -> Interpolate:
+def _ours(weights: Path, device: str, hold_still: bool = True, compile: bool = False) -> Interpolate:
     from engine import Interpolator, InterpolatorOptions
 
-    interp = Interpolator(InterpolatorOptions(weights=weights, device=device, tile=0))
+    interp = Interpolator(InterpolatorOptions(weights=weights, device=device, tile=0, compile=compile))
     if hasattr(interp.network, "hold_still"):
         interp.network.hold_still = hold_still
 
@@ -239,10 +240,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--hold-still", choices=list(HOLD_STILL), default="on",
                    help="our networks with still, textured neighbourhoods held at zero flow (the default), without, "
                         "or both")
+    add_flags(p, only=("compile",))
     p.add_argument("--json", type=Path, default=None, help="write per-scene rows here")
     args = p.parse_args(argv)
     chosen = scenes(args.quick)
-    methods = [(hold_still_label(str(w), hold, args.hold_still), lambda w=w, hold=hold: _ours(w, args.device, hold))
+    methods = [(hold_still_label(str(w), hold, args.hold_still),
+                lambda w=w, hold=hold: _ours(w, args.device, hold, args.compile))
                for w in args.weights for hold in HOLD_STILL[args.hold_still]]
     methods += [(name, lambda name=name: _peer(name, args.device)) for name in args.peer]
     if not methods:

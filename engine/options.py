@@ -177,9 +177,12 @@ class InterpolatorOptions:
         return max(1, min(128, tile // 4))
 
 
-def add_flags(parser: argparse.ArgumentParser) -> None:
-    """The command-line flags of every option, from its declaration; ``options_from_args`` reads them back."""
+def add_flags(parser: argparse.ArgumentParser, only: Sequence[str] = ()) -> None:
+    """The command-line flags of every option (or of the options named in ``only``, for a tool that sets the rest
+    itself), from its declaration; ``options_from_args`` reads them all back."""
     for f in fields(InterpolatorOptions):
+        if only and f.name not in only:
+            continue
         group: Any = parser.add_mutually_exclusive_group() if f.metadata["exclusive"] else parser
         for names, kwargs in f.metadata["flags"]:
             kwargs = dict(kwargs)

@@ -256,7 +256,7 @@ def test_middlebury_benchmark_on_two_sequences(tmp_path):
     assert benchmark_middlebury.main(["--data", str(data), "--device", "cpu", "--json", str(out)]) == 0
     result = json.loads(out.read_text())
     assert [r["sequence"] for r in result["sequences"]] == ["Alpha", "Beta"]
-    assert result["ensemble"] == 1 and result["device"] == "cpu"
+    assert result["ensemble"] == 1 and result["device"] == "cpu" and result["compile"] is False
     # the committed weights beat a plain frame blend on both
     for row in result["sequences"]:
         a, b = (cv2.imread(str(data / row["sequence"] / f)).astype(np.float64) for f in ("frame10.png", "frame11.png"))
@@ -270,6 +270,15 @@ def test_middlebury_benchmark_bad_folder(tmp_path, capsys):
     assert "no <Sequence>/frame10i11.png" in capsys.readouterr().err
     assert benchmark_middlebury.main(["--data", str(tmp_path / "missing"), "--device", "cpu"]) == 2
     assert "no <Sequence>/frame10i11.png" in capsys.readouterr().err  # one line, not a FileNotFoundError traceback
+
+
+def test_middlebury_benchmark_compile_flag_reaches_the_engine(tmp_path, capsys):
+    """``--compile`` (run.py's flag, from the same declaration) scores the compiled network: on the CPU the engine
+    refuses it with run.py's one line, before any frame."""
+    data = _middlebury_folder(tmp_path / "mb", names=("Alpha",))
+    assert benchmark_middlebury.main(["--data", str(data), "--device", "cpu", "--compile"]) == 2
+    out, err = capsys.readouterr()
+    assert "--compile needs the network on a CUDA device" in err and "Alpha" not in out
 
 
 def test_tiled_interpolation_has_no_seams(cpu_network):
