@@ -308,7 +308,7 @@ def _record(section: Dict, label: str, scores: torch.Tensor, details: List[float
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    from engine.options import flow_scale_value
+    from engine.options import add_flags, flow_scale_value
 
     p = argparse.ArgumentParser(description="Margin over the classical baseline on held-out footage.",
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -333,6 +333,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="our networks with still, textured neighbourhoods held at zero flow (model.warp.still_weight, "
                         "the default), without, or both side by side")
     p.add_argument("--json", type=Path, default=None, help="write the figures (and per-triplet scores) here")
+    add_flags(p, only=("compile",))
     p.add_argument("--middlebury", type=Path, default=None, help="instead: the baseline's Middlebury PSNR")
     args = p.parse_args(argv)
     if args.middlebury is not None:
@@ -340,14 +341,22 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
     if not args.data:
         p.error("--data is required (the footage folders)")
+    from model.runtime import check_compilable, compile_network
     from model.weights import load_weights
 
     device = torch.device(args.device)
+    if args.compile:
+        try:
+            check_compilable(device)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     clips, triplets = load_holdout(args.data, neighbours=args.motion == "quadratic", triplet_set=args.set)
     flows = triplet_flows(triplets)
     base = baseline_scores(triplets, flows=flows)
     report = {"clips": sorted({c.name for c in clips}), "baseline": base.tolist(), "weights": {},
-              "flow_scale": args.flow_scale, "ensemble": args.ensemble, "motion": args.motion, "set": args.set}
+              "flow_scale": args.flow_scale, "ensemble": args.ensemble, "motion": args.motion, "set": args.set,
+              "compile": args.compile}
     moved, base4 = "", None
     if args.motion == "quadratic":  # and a baseline that sees the same four frames, reported beside the two-frame one
         both = sum(tr.sides == "both" for tr in triplets)
@@ -364,7 +373,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         loaded = load_weights(path, device).eval()
         if hasattr(loaded, "hold_still"):
             loaded.hold_still = hold
-        net = with_ensemble(loaded, args.ensemble)
+        net = with_ensemble(compile_network(loaded) if args.compile else loaded, args.ensemble)
         details: List[float] = []
         scores = network_scores(net, triplets, device, torch.bfloat16 if args.bf16 else None, args.flow_scale,
                                 details)
