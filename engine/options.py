@@ -261,11 +261,18 @@ def loading_line(options: InterpolatorOptions) -> str:
     return f"loading torch and the network ({name}){where} ..."
 
 
+# the most times one pair is interpolated at (an image file each; as many as a video's --factor makes per pair)
+MAX_TIMES = 1000
+
+
 def check_times(times: Sequence[float]) -> List[float]:
-    """``times`` as floats, each strictly between 0 and 1 (ValueError otherwise)."""
+    """``times`` as floats, each strictly between 0 and 1, at most ``MAX_TIMES`` of them (ValueError otherwise)."""
     times = [float(t) for t in times]
     if not times:
         raise ValueError("times: give at least one time")
+    if len(times) > MAX_TIMES:
+        raise ValueError(f"--time: {len(times)} times, more than the {MAX_TIMES} one pair is interpolated at (an "
+                         f"image each) -- give at most {MAX_TIMES}")
     for t in times:
         if not 0.0 < t < 1.0:
             raise ValueError(f"time {t}: times must lie strictly between 0 and 1")

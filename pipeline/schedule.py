@@ -33,24 +33,48 @@ class Plan:
         return int(1 / (self.step * self.rate_out))
 
 
+# the most output frames between two input frames (--factor, or --fps over the input's rate): the frames of a pair
+# are listed before it is interpolated, so a factor of a billion filled gigabytes before the first frame
+MAX_FACTOR = 1000
+# the most output frames of one job: a video job keeps a byte per frame (ten million: two days at 60 frames/s), an
+# image job a path per frame, each looked for before any work (a million files in one folder)
+MAX_VIDEO_FRAMES = 10_000_000
+MAX_IMAGES = 1_000_000
+
+
 def make_plan(duration: Fraction, rate_in: Fraction, factor: Optional[int] = None,
-              fps: Optional[Fraction] = None, slowmo: bool = False) -> Plan:
-    """Rate conversion keeps the duration (+-1 frame); slow motion keeps the rate and stretches time."""
+              fps: Optional[Fraction] = None, slowmo: bool = False, most: Optional[int] = None) -> Plan:
+    """Rate conversion keeps the duration (+-1 frame); slow motion keeps the rate and stretches time. ValueError
+    naming the flag where a plan makes more than ``MAX_FACTOR`` output frames per input frame, or more than
+    ``most`` frames in all (None: no bound, for a stream whose length is not known)."""
     if fps is not None and (factor is not None or slowmo):
         raise ValueError("--fps sets the output rate: use it without --factor and --slowmo")
     if fps is None and factor is None:
         factor = 2
     if factor is not None and factor < 1:
         raise ValueError(f"--factor must be 1 or more, got {factor}")
+    if factor is not None and factor > MAX_FACTOR:
+        raise ValueError(f"--factor {factor}: at most {MAX_FACTOR} output frames per input frame -- use a --factor "
+                         f"of {MAX_FACTOR} or less")
     if slowmo:
         step = 1 / (rate_in * factor)
-        return Plan(rate_in, int(round(duration / step)), step)
-    rate_out = fps if fps is not None else rate_in * factor
-    count = int(round(duration * rate_out))
-    if count < 1:  # (found at the end before, as ffmpeg's error joining no segments)
-        raise ValueError(f"--fps {rate_out}: the input lasts {float(duration):.3g} s, which holds no frame at "
-                         f"{float(rate_out):.4g} frames/s -- use an --fps of at least {float(1 / duration):.3g}")
-    return Plan(rate_out, count, 1 / rate_out)
+        plan = Plan(rate_in, int(round(duration / step)), step)
+    else:
+        rate_out = fps if fps is not None else rate_in * factor
+        if fps is not None and fps > MAX_FACTOR * rate_in:
+            raise ValueError(f"--fps {fps}: {float(fps / rate_in):.4g} output frames per input frame (at "
+                             f"{float(rate_in):.4g} frames/s in), more than {MAX_FACTOR} -- use an --fps of at most "
+                             f"{float(MAX_FACTOR * rate_in):.6g}")
+        count = int(round(duration * rate_out))
+        if count < 1:  # (found at the end before, as ffmpeg's error joining no segments)
+            raise ValueError(f"--fps {rate_out}: the input lasts {float(duration):.3g} s, which holds no frame at "
+                             f"{float(rate_out):.4g} frames/s -- use an --fps of at least {float(1 / duration):.3g}")
+        plan = Plan(rate_out, count, 1 / rate_out)
+    if most is not None and plan.count > most:
+        flag = f"--fps {fps}" if fps is not None else f"--factor {factor}"
+        raise ValueError(f"{flag}: the output would hold {plan.count} frames, more than the {most} one job makes "
+                         f"-- use a smaller {flag.split()[0]}, or split the input into parts")
+    return plan
 
 
 @dataclass

@@ -50,7 +50,8 @@ from media.video import (FrameWriter, VideoError, VideoInfo, at_field_rate, audi
 
 from .jobs import LOCK_NAME, Interrupted, OutputLock, work_folder
 from .prefetch import WriteBehind, prefetch
-from .schedule import Plan, is_cut, make_plan, source_between, thumb_change, thumbnail
+from .schedule import (MAX_IMAGES, MAX_VIDEO_FRAMES, Plan, is_cut, make_plan, source_between, thumb_change,
+                       thumbnail)
 
 
 MOTIONS = ("quadratic", "linear")
@@ -383,7 +384,8 @@ def plan_video(source: Path, out: Path, options: VideoOptions) -> Tuple[VideoInf
         raise VideoError(f"{source}: the video has no frames")
     if options.field_rate and info.interlaced:
         info = at_field_rate(info)
-    plan = make_plan(info.duration, info.rate, options.factor, options.fps, options.slowmo)
+    plan = make_plan(info.duration, info.rate, options.factor, options.fps, options.slowmo,
+                     most=MAX_IMAGES if "%" in out.name else MAX_VIDEO_FRAMES)
     if "%" in out.name:
         _image_paths(str(out), min(plan.count, 2))
     return info, plan
@@ -928,7 +930,7 @@ def plan_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction,
     files = sorted(p for p in frames_dir.iterdir() if p.suffix.lower() in READ_EXTENSIONS)
     if not files:
         raise VideoError(f"{frames_dir}: no image files (png/jpg/...) found")
-    plan = make_plan(len(files) / rate_in, rate_in, options.factor, options.fps, options.slowmo)
+    plan = make_plan(len(files) / rate_in, rate_in, options.factor, options.fps, options.slowmo, most=MAX_IMAGES)
     _image_paths(out_pattern, min(plan.count, 2))
     return files, plan
 

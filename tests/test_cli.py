@@ -138,7 +138,7 @@ def test_identical_frames_interpolate_to_nearly_the_frame(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("case", ["missing", "corrupt", "sizes", "empty_file", "out_folder", "in_ext", "out_ext",
-                                  "bad_time", "bad_device"])
+                                  "bad_time", "bad_device", "too_many_times"])
 def test_user_errors_exit_cleanly(tmp_path, capsys, case):
     one, two = _pair(tmp_path)
     out = tmp_path / "mid.png"
@@ -171,11 +171,14 @@ def test_user_errors_exit_cleanly(tmp_path, capsys, case):
         args += ["--time", "1.5"]
     elif case == "bad_device":
         args += ["--device", "tpu"]
+    elif case == "too_many_times":  # an image each: bounded, as a video's --factor is
+        args += ["--time", *[f"{(k + 1) / 1002:.6f}" for k in range(1001)]]
     code = run.main([str(a) for a in args] + ([] if case == "bad_device" else ["--device", "cpu"]))
     _, err = capsys.readouterr()
     assert code == 2
     assert err.startswith("error: ") and err.count("\n") == 1, err
     assert "Traceback" not in err
+    assert case != "too_many_times" or "--time: 1001 times, more than the 1000" in err, err
     assert not out.exists()
     assert not list(out.parent.glob(".tmp-*")) if out.parent.exists() else True
 

@@ -176,20 +176,64 @@ def test_bad_video_inputs(tmp_path, capsys):
     assert not (tmp_path / "o.mp4").exists()
 
 
-def test_mistyped_paths_are_said_before_the_network_loads(tmp_path):
-    """run.py built the interpolator (torch and the network: about 3 s on the CPU machine) before the pipeline
-    looked at --video or --frames, so a mistyped path took seconds to report."""
+def _refused_in_a_process(args, cwd, timeout=30):
+    """run.py ARGS (--device cpu) in a process of its own: its stderr, once it exited 2 with one line and without
+    importing torch (the network never loaded)."""
     script = ("import sys, run\n"
               "code = run.main(sys.argv[1:])\n"
               "print(code, 'torch' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", script, *map(str, args), "--device", "cpu"],
+                          cwd=Path(run.__file__).parent, capture_output=True, text=True, timeout=timeout)
+    assert done.stdout.split() == ["2", "False"], (args, done.stdout, done.stderr)
+    assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, done.stderr
+    return done.stderr
+
+
+def test_mistyped_paths_are_said_before_the_network_loads(tmp_path):
+    """run.py built the interpolator (torch and the network: about 3 s on the CPU machine) before the pipeline
+    looked at --video or --frames, so a mistyped path took seconds to report."""
     cases = [["--video", str(tmp_path / "missing.mp4"), "--out", str(tmp_path / "o.mp4")],
              ["--video", str(tmp_path / "missing.mp4"), "--out", str(tmp_path / "no" / "o.mp4")],
              ["--frames", str(tmp_path / "missing"), "--out", str(tmp_path / "%06d.png")]]
     for args in cases:
-        done = subprocess.run([sys.executable, "-c", script, *args], cwd=Path(run.__file__).parent, capture_output=True,
-                              text=True)
-        assert done.stdout.split() == ["2", "False"], (args, done.stdout, done.stderr)
-        assert done.stderr.startswith("error: ") and ("no such" in done.stderr or "does not exist" in done.stderr)
+        said = _refused_in_a_process(args, tmp_path)
+        assert "no such" in said or "does not exist" in said, said
+
+
+@pytest.mark.parametrize("source, flags, words", [
+    ("video", ["--factor", "1000000000"], "--factor 1000000000: at most 1000 output frames per input frame -- use a "
+                                          "--factor of 1000 or less"),
+    ("video", ["--factor", "1000000000", "--slowmo"], "--factor 1000000000: at most 1000 output frames"),
+    ("video", ["--fps", "1e12"], "more than 1000 -- use an --fps of at most 12000"),
+    ("frames", ["--factor", "5000"], "--factor 5000: at most 1000 output frames per input frame"),
+    ("frames", ["--input-fps", "1", "--fps", "2000"], "use an --fps of at most 1000"),
+])
+def test_a_runaway_factor_or_rate_is_refused_at_once(tmp_path, source, flags, words):
+    """--factor 1000000000 on a 0.5 s clip grew to 5 GB over minutes (a byte per output frame, and every frame of a
+    pair listed before it is interpolated) after loading the network: now refused in one line before it loads."""
+    if source == "video":
+        args = ["--video", _make_clip(tmp_path / "in.mp4", seconds=0.5, audio=False), "--out", tmp_path / "o.mp4"]
+    else:
+        (tmp_path / "frames").mkdir()
+        for name in ("1.png", "2.png"):
+            cv2.imwrite(str(tmp_path / "frames" / name), np.zeros((16, 24, 3), np.uint8))
+        args = ["--frames", tmp_path / "frames", "--out", tmp_path / "out" / "%06d.png"]
+    assert words in _refused_in_a_process(args + flags, tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == [Path(args[1]).name]  # no output, no work folder
+
+
+def test_a_plan_beyond_one_jobs_frames_is_refused():
+    """The frames of a whole job are bounded too: a video job keeps a byte per output frame, an image job a path."""
+    from pipeline.schedule import MAX_IMAGES, MAX_VIDEO_FRAMES
+
+    day = Fraction(24 * 3600)
+    assert make_plan(day, Fraction(50), factor=2, most=MAX_VIDEO_FRAMES).count == 8_640_000
+    with pytest.raises(ValueError, match=r"^--factor 4: the output would hold 17280000 frames, more than the "
+                                         r"10000000 one job makes -- use a smaller --factor, or split the input"):
+        make_plan(day, Fraction(50), factor=4, most=MAX_VIDEO_FRAMES)
+    with pytest.raises(ValueError, match=r"^--fps 30: the output would hold 2592000 frames, more than the 1000000"):
+        make_plan(day, Fraction(25), fps=Fraction(30), most=MAX_IMAGES)
+    assert make_plan(day, Fraction(25), fps=Fraction(30)).count == 2_592_000  # a stream's plan: no bound
 
 
 def test_mp4_cut_short_reads_the_top_level_boxes(tmp_path):
