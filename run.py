@@ -122,6 +122,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bitrate of re-encoded audio (--audio-codec), e.g. 192k; default: the encoder's own "
                         "(aac: 128k)")
     v.add_argument("--segment-seconds", type=float, default=10.0, help="resume granularity of video output")
+    v.add_argument("--overwrite", "-y", action="store_true",
+                   help="replace an existing --out video, or files named like an image pattern's frames, that this "
+                        "program did not write (without it they are kept and the job refused; its own outputs are "
+                        "replaced by a rerun either way)")
     p.add_argument("--no-space-check", action="store_true",
                    help="write until the disk is full instead of stopping when the output's first frames, measured, "
                         "say the rest will not fit (pairs: room for outputs the size of the inputs)")
@@ -147,7 +151,8 @@ def video_options(args: argparse.Namespace) -> "VideoOptions":
                            crf=args.crf, codec=codec, preset=args.preset, pix_fmt=args.pix_fmt,
                            segment_seconds=args.segment_seconds, field_rate=args.fields,
                            space_check=not args.no_space_check,
-                           audio_codec=args.audio_codec, audio_bitrate=args.audio_bitrate, motion=args.motion)
+                           audio_codec=args.audio_codec, audio_bitrate=args.audio_bitrate, motion=args.motion,
+                           overwrite=args.overwrite)
     audio_args(args.audio_codec, 1, args.audio_bitrate)  # a bad --audio-bitrate is refused before any work
     if "%" not in str(args.out):  # video output: an encoder ffmpeg lacks is named now, not after the first segment
         encoder_pix_fmts(codec)
@@ -198,7 +203,7 @@ def run_sequence(args: argparse.Namespace) -> int:
 
 
 # options of video files that a y4m pipe has no use for: the program after the pipe encodes, and nothing is resumed
-_FILE_ONLY = ("codec", "crf", "preset", "pix_fmt", "audio_codec", "audio_bitrate", "segment_seconds")
+_FILE_ONLY = ("codec", "crf", "preset", "pix_fmt", "audio_codec", "audio_bitrate", "segment_seconds", "overwrite")
 
 
 def run_pipe(args: argparse.Namespace) -> int:

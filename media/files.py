@@ -1,8 +1,9 @@
 """Output files that never cost the user a file: atomic writes, checks before the work, one-line errors.
 
 Conventions:
-  - Nothing the run did not create is overwritten or deleted, except the output the user named (``--out``); an
-    output that is one of the inputs is refused (``check_not_input``).
+  - Nothing the run did not create is overwritten or deleted; an existing output the user named (``--out``) is
+    replaced only where this program made it (``mark_made``, ``made_here``) or the user says so (``--overwrite``),
+    and never where it is one of the inputs (``check_not_input``).
   - A file appears under its final name only when complete: it is written under a temporary name in the same
     folder and renamed. Created with mode 0o666, so the user's umask decides its permissions, as for any file
     (``tempfile.mkstemp`` would give 0600, which the rename keeps).
@@ -14,6 +15,7 @@ Conventions:
 from __future__ import annotations
 
 import errno
+import json
 import os
 import secrets
 import shutil
@@ -99,6 +101,38 @@ def atomic_write(path: Union[str, Path], data: bytes) -> None:
     except OSError as exc:
         remove_quietly(tmp)
         raise os_error(exc, path) from None
+
+
+# the extended attribute that marks a file as made by this program (Linux; where a file system keeps no user
+# attributes, or elsewhere, nothing is marked, and an existing output is replaced only with --overwrite)
+_MADE_MARK = "user.softsplat.made_by"
+
+
+def mark_made(path: Path, what: str) -> None:
+    """Record on the finished file ``path`` that ``what`` made it, with its size and modification time, so that a
+    rerun may replace it (``made_here``) while a file of that name that anyone changed since, or made, is kept.
+    Nothing where the file system keeps no extended attributes."""
+    setxattr = getattr(os, "setxattr", None)
+    try:
+        st = os.stat(path)
+        if setxattr is not None:
+            record = {"made_by": what, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+            setxattr(path, _MADE_MARK, json.dumps(record).encode())
+    except OSError:
+        pass
+
+
+def made_here(path: Path, what: str) -> bool:
+    """Whether the existing file ``path`` is one ``what`` made (``mark_made``) and nobody changed since."""
+    getxattr = getattr(os, "getxattr", None)
+    if getxattr is None:
+        return False
+    try:
+        record = json.loads(getxattr(path, _MADE_MARK))
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and record == {"made_by": what, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
 def remove_quietly(path: Path) -> None:

@@ -40,8 +40,8 @@ from typing import (Callable, Deque, Iterable, Iterator, List, NamedTuple, Optio
 
 import numpy as np
 
-from media.files import (OutputError, atomic_write, check_folder, check_not_input, human_size, os_error,
-                         same_file)
+from media.files import (OutputError, atomic_write, check_folder, check_not_input, human_size, made_here,
+                         mark_made, os_error, same_file)
 from media.images import as_dtype, mix_alpha_linearly
 from media.progress import Progress
 from media.video import (FrameWriter, VideoError, VideoInfo, at_field_rate, audio_args, check_audio_fits,
@@ -86,6 +86,9 @@ class VideoOptions:
     # paths between two frames: "quadratic" through the frames on either side where the shot has them (an
     # interpolator with interpolate_integer_with_neighbours: NeighbourInterpolator), "linear" from the pair alone
     motion: str = "quadratic"
+    # replace an existing output that this program did not make (a video file, or files named like an image
+    # pattern's frames); without it such an output is kept and the job refused before any work
+    overwrite: bool = False
 
     def __post_init__(self) -> None:
         if self.motion not in MOTIONS:
@@ -301,7 +304,8 @@ def _frame_options(options: VideoOptions) -> dict:
     """The options that change the frames, as text (the audio is muxed at the end: its codec and bitrate leave the
     segments as they are; segments name the frames they hold, so sizing them differently resumes the same job)."""
     return {k: str(v) for k, v in asdict(options).items()
-            if k not in ("audio_codec", "audio_bitrate", "segment_seconds", "segment_work_seconds", "space_check")}
+            if k not in ("audio_codec", "audio_bitrate", "segment_seconds", "segment_work_seconds", "space_check",
+                         "overwrite")}
 
 
 def _job_key(info: VideoInfo, options: VideoOptions, weights: str) -> str:
@@ -379,6 +383,8 @@ def plan_video(source: Path, out: Path, options: VideoOptions) -> Tuple[VideoInf
     command line calls this before it loads torch, so a mistake costs no wait."""
     source, out = Path(source), Path(out)
     check_video_paths(source, out)
+    if "%" not in out.name:
+        _check_replaceable(out, options.overwrite)
     info = probe(source)
     if info.frames == 0:
         raise VideoError(f"{source}: the video has no frames")
@@ -387,8 +393,19 @@ def plan_video(source: Path, out: Path, options: VideoOptions) -> Tuple[VideoInf
     plan = make_plan(info.duration, info.rate, options.factor, options.fps, options.slowmo,
                      most=MAX_IMAGES if "%" in out.name else MAX_VIDEO_FRAMES)
     if "%" in out.name:
-        _image_paths(str(out), min(plan.count, 2))
+        _check_strays(str(out), _image_paths(str(out), plan.count), [source], options.overwrite)
     return info, plan
+
+
+# what marks a finished video output as this program's (media.files.mark_made): a rerun may replace it
+_OUTPUT_MADE_BY = "run.py --video"
+
+
+def _check_replaceable(out: Path, overwrite: bool) -> None:
+    """OutputError if ``out`` is an existing file that this program did not make, unless ``overwrite``."""
+    if not overwrite and (out.exists() or out.is_symlink()) and not made_here(out, _OUTPUT_MADE_BY):
+        raise OutputError(f"{out} exists, and this program did not write it: it is kept -- choose another --out "
+                          f"name, or add --overwrite to replace it (nothing was interpolated yet)")
 
 
 def _interpolate_video(source: Path, out: Path, interpolate: Interpolator, options: VideoOptions,
@@ -439,6 +456,7 @@ def _interpolate_video(source: Path, out: Path, interpolate: Interpolator, optio
                                   info.has_subtitles and not options.slowmo, info.start * slow,
                                   with_chapters=not options.slowmo, covers=info.covers, attachments=info.attachments,
                                   timecode=timecode, audio=audio, name=out, delay=delay)
+        mark_made(tmp, _OUTPUT_MADE_BY)  # (its size and time: a file changed since is no longer taken as ours)
         try:
             os.replace(tmp, out)
         except OSError as exc:
@@ -764,11 +782,29 @@ def _image_paths(out_pattern: str, count: int) -> List[Path]:
     return paths
 
 
-def _prepare_image_job(out_pattern: str, outs: Sequence[Path], key: str) -> None:
+def _check_strays(out_pattern: str, outs: Sequence[Path], inputs: Sequence[Path], overwrite: bool) -> List[Path]:
+    """The existing files named like output frames ``outs`` where no job of this program recorded writing into
+    ``out_pattern`` (none where one did): OutputError if there are any, unless ``overwrite``, and if any is one of
+    ``inputs`` in any case."""
+    check_not_input(outs, inputs)
+    work = work_folder(Path(out_pattern))
+    if _ours(work) is not None:
+        return []
+    strays = [path for path in outs if path.exists() or path.is_symlink()]
+    if strays and not overwrite:
+        raise OutputError(f"{strays[0]} exists, and no job of this program recorded writing it (no "
+                          f"{work.name}/job.json of one): it is never taken as an output frame -- move the files "
+                          f"named like the output, choose another folder, or add --overwrite to replace them "
+                          f"(nothing was interpolated yet)")
+    return strays
+
+
+def _prepare_image_job(out_pattern: str, outs: Sequence[Path], key: str, overwrite: bool = False) -> None:
     """The image job's record, in the work folder beside its images (``DIR/%06d.png.work/job.json``, kept when the
     job ends): the same job resumes, taking the images it wrote as done; another job into the same pattern (other
     settings, another input) first removes the images the record lists, so the two never mix; an existing file
-    of an output's name without a record is never taken as an output frame: the job is refused."""
+    of an output's name without a record is never taken as an output frame: the job is refused, or with
+    ``overwrite`` the file is removed first (``_check_strays``)."""
     work = work_folder(Path(out_pattern))
     marker = _ours(work)
     try:
@@ -778,12 +814,8 @@ def _prepare_image_job(out_pattern: str, outs: Sequence[Path], key: str) -> None
                 if path.is_file():
                     path.unlink()  # the earlier job's frames: this job starts over
         elif marker is None:
-            found = next((path for path in outs if path.exists()), None)
-            if found is not None:
-                raise OutputError(f"{found} exists, and no job of this program recorded writing it (no "
-                                  f"{work.name}/job.json of one): it is never taken as an output frame -- move the "
-                                  f"files named like the output, or choose another folder (nothing was "
-                                  f"interpolated yet)")
+            for path in _check_strays(out_pattern, outs, (), overwrite):
+                path.unlink()  # --overwrite: replaced, never taken as a frame made
         work.mkdir(exist_ok=True)
         atomic_write(work / "job.json", json.dumps({"made_by": _MADE_BY, "key": key, "pattern": out_pattern,
                                                     "count": len(outs)}).encode())
@@ -803,7 +835,8 @@ def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_
     outs = _image_paths(out_pattern, plan.count)
     check_writable(outs[0])
     check_not_input(outs, inputs)
-    _prepare_image_job(out_pattern, outs, hashlib.sha256(f"{key} {out_pattern}".encode()).hexdigest())
+    _prepare_image_job(out_pattern, outs, hashlib.sha256(f"{key} {out_pattern}".encode()).hexdigest(),
+                       options.overwrite)
     width, height, depth = size
     # the folder takes the images; their room is measured on the first ones written (_image_loop)
     check_image_outputs([path for path in outs if not path.exists()], (), width, height, depth, space_check=False)
@@ -931,7 +964,7 @@ def plan_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction,
     if not files:
         raise VideoError(f"{frames_dir}: no image files (png/jpg/...) found")
     plan = make_plan(len(files) / rate_in, rate_in, options.factor, options.fps, options.slowmo, most=MAX_IMAGES)
-    _image_paths(out_pattern, min(plan.count, 2))
+    _check_strays(out_pattern, _image_paths(out_pattern, plan.count), files, options.overwrite)
     return files, plan
 
 

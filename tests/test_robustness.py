@@ -79,6 +79,51 @@ def test_a_work_folder_of_another_job_loses_only_the_jobs_files(tmp_path):
     assert "kept: it holds files this program did not make" in stats["work folder"]
 
 
+def test_an_existing_file_at_out_is_kept_unless_overwrite(tmp_path, capsys):
+    """--out o.mp4 replaced a user's unrelated o.mp4 without a word. Now it is kept and the job refused before the
+    network loads, unless --overwrite (-y); the program's own output is replaced by a rerun, as before, until
+    anyone changes it."""
+    clip = _clip(tmp_path / "in.mp4", seconds=1)
+    out = tmp_path / "o.mp4"
+    out.write_bytes(b"the user's")
+    code, _, err = _cli(["--video", clip, "--out", out], capsys)
+    assert code == 2 and err.count("\n") == 1 and "loading" not in err, err
+    assert f"error: {out} exists, and this program did not write it: it is kept -- choose another --out name, or " \
+           f"add --overwrite to replace it (nothing was interpolated yet)" in err
+    assert out.read_bytes() == b"the user's" and sorted(p.name for p in tmp_path.iterdir()) == ["in.mp4", "o.mp4"]
+    parser = run.build_parser()
+    assert [run.video_options(parser.parse_args(["--video", str(clip), "--out", str(out), *flag])).overwrite
+            for flag in ([], ["--overwrite"], ["-y"])] == [False, True, True]
+    interpolate_video(clip, out, Blend(), VideoOptions(overwrite=True), progress=False)
+    assert probe(out).frames == 24
+    # its own output, of this job or another: replaced by a rerun without --overwrite
+    interpolate_video(clip, out, Blend(), VideoOptions(factor=3), progress=False)
+    assert probe(out).frames == 36
+    with out.open("ab") as f:
+        f.write(b"\0")  # changed since: no longer the program's
+    with pytest.raises(OutputError, match="did not write it: it is kept"):
+        interpolate_video(clip, out, Blend(), VideoOptions(), progress=False)
+
+
+def test_files_named_like_output_frames_are_refused_before_loading_unless_overwrite(tmp_path, capsys):
+    """A stray file in an image pattern's folder was found only after the network loaded; --overwrite replaces it."""
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    for i in range(3):
+        cv2.imwrite(str(frames / f"{i:06d}.png"), np.full((16, 24, 3), 40 * i, np.uint8))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "000002.png").write_bytes(b"the user's")
+    for source in (["--frames", frames], ["--video", _clip(tmp_path / "in.mp4", seconds=1)]):
+        code, _, err = _cli([*source, "--out", out / "%06d.png"], capsys)
+        assert code == 2 and err.count("\n") == 1 and "loading" not in err, err
+        assert "000002.png exists, and no job of this program recorded writing it" in err and "--overwrite" in err
+    assert sorted(p.name for p in out.iterdir()) == ["000002.png"]
+    stats = interpolate_frames(frames, str(out / "%06d.png"), Fraction(10), Blend(), VideoOptions(overwrite=True),
+                               progress=False)
+    assert stats["frames_out"] == 6 and cv2.imread(str(out / "000002.png")).shape == (16, 24, 3)
+
+
 def test_an_output_that_is_an_input_is_refused_in_frame_mode(tmp_path):
     frames = tmp_path / "frames"
     frames.mkdir()
