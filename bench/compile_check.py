@@ -51,11 +51,16 @@ def parts(net: Network, one: torch.Tensor, two: torch.Tensor) -> Dict[str, Tuple
     to_t = (state.flow_fwd * 0.5, state.flow_bwd * 0.5)
     warped = (splat_pyramid(state.one, state.feats_one, to_t[0], state.metric_one),
               splat_pyramid(state.two, state.feats_two, to_t[1], state.metric_two))
+
+    def flows_guarded(a: torch.Tensor, b: torch.Tensor) -> List[torch.Tensor]:
+        flows = net.run_flow_steps(a, b, 1.0)
+        return [flows.flow_fwd, flows.flow_bwd]
+
     return {
         "whole": (lambda a, b: net(a, b, [0.5]), (one, two)),
         "encoder": (net.encoder, (one,)),
         "flow": (lambda fa, fb: list(net.flow(fa, fb, one.shape[2:])[:2]), feats),
-        "flows_guarded": (lambda a, b: list(net._flows(a, b, 1.0)[2:4]), (one, two)),
+        "flows_guarded": (flows_guarded, (one, two)),
         # compiled, correlation takes its PyTorch path (eager CUDA: the CuPy kernel, in float32)
         "correlation": (lambda a, b: correlation(a, b, net.config.flow_radius), (feats[0][-1], feats[1][-1])),
         "still_weight": (still_weight, (one, two)),

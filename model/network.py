@@ -8,8 +8,9 @@ for every t.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -124,6 +125,46 @@ class FlowState:
     flow_pyramid: List[torch.Tensor]
 
 
+@dataclass
+class PairFlows:
+    """A padded pair on its way through ``Network.flow_steps``: what each step takes, and returns anew (a step leaves
+    its input as it was, so that a CUDA graph can copy what changed back into the input's tensors)."""
+
+    one: torch.Tensor
+    two: torch.Tensor
+    feats_one: List[torch.Tensor] = field(default_factory=list)
+    feats_two: List[torch.Tensor] = field(default_factory=list)
+    flow_fwd: Optional[torch.Tensor] = None  # one -> two, full resolution
+    flow_bwd: Optional[torch.Tensor] = None  # two -> one
+    pyramid: List[torch.Tensor] = field(default_factory=list)
+    candidates: Optional[torch.Tensor] = None  # "auto": per sample, whether the half-scale flows are checked
+
+    def with_flows(self, flow_fwd: torch.Tensor, flow_bwd: torch.Tensor) -> "PairFlows":
+        """A copy with other flows, every other field shared."""
+        return PairFlows(self.one, self.two, self.feats_one, self.feats_two, flow_fwd, flow_bwd, self.pyramid,
+                         self.candidates)
+
+
+@dataclass(frozen=True)
+class FlowStep:
+    """One step of ``Network.flow_steps``: ``run`` takes a pair's ``PairFlows`` so far and returns the next. A step
+    with a ``flag`` (a per-sample bool tensor of its input) is conditional: it runs only where some sample's flag is
+    set (``runs_on``)."""
+
+    name: str
+    run: Callable[[PairFlows], PairFlows]
+    flag: Optional[Callable[[PairFlows], torch.Tensor]] = None
+
+    def runs_on(self, flows: PairFlows) -> bool:
+        """Whether the step runs on ``flows``: without a flag always; with one, eagerly (and when a CUDA graph
+        replays) where some sample's flag is set, one read on the host; under ``torch.compile`` always, masked by the
+        flag inside the step: the host read would split the graph, and the conditional branch would compile
+        mid-video, on its first flagged pair."""
+        if self.flag is None or torch.compiler.is_compiling():
+            return True
+        return bool(self.flag(flows).any())
+
+
 class Network(nn.Module):
     """This project's network (``model.interface.InterpolationNetwork``, with every capability)."""
 
@@ -159,17 +200,15 @@ class Network(nn.Module):
         upsamples it; the synthesis features stay at full resolution. ``"auto"``: full scale, and half scale for the
         pairs of large motion whose frames it explains better (``AUTO``; per sample).
         """
-        return self.flow_state(one, two, *self._flows(one, two, flow_scale))
+        return self.flow_state(self.run_flow_steps(one, two, flow_scale))
 
-    def flow_state(self, one: torch.Tensor, two: torch.Tensor, feats_one: List[torch.Tensor],
-                   feats_two: List[torch.Tensor], flow_fwd: torch.Tensor, flow_bwd: torch.Tensor,
-                   pyramid: Sequence[torch.Tensor] = ()) -> FlowState:
-        """The ``FlowState`` of a padded pair from its encoder features and flows: the splatting metrics added."""
-        metric_one = self.metric(one, two, flow_fwd)
-        metric_two = self.metric(two, one, flow_bwd)
+    def flow_state(self, flows: PairFlows) -> FlowState:
+        """The ``FlowState`` of a padded pair's flows (``run_flow_steps``): the splatting metrics added."""
+        metric_one = self.metric(flows.one, flows.two, flows.flow_fwd)
+        metric_two = self.metric(flows.two, flows.one, flows.flow_bwd)
         levels = self.config.synthesis_levels
-        return FlowState(one, two, feats_one[:levels], feats_two[:levels], flow_fwd, flow_bwd,
-                         metric_one, metric_two, list(pyramid))
+        return FlowState(flows.one, flows.two, flows.feats_one[:levels], flows.feats_two[:levels], flows.flow_fwd,
+                         flows.flow_bwd, metric_one, metric_two, list(flows.pyramid))
 
     def outer_flows(self, one: torch.Tensor, two: torch.Tensor, before: Optional[torch.Tensor],
                     after: Optional[torch.Tensor],
@@ -183,27 +222,58 @@ class Network(nn.Module):
         if not pairs:
             return None, None
         n = one.shape[0]
-        _, _, flow_fwd, flow_bwd, _ = self._flows(torch.cat([x for x, _ in pairs]), torch.cat([y for _, y in pairs]),
-                                                  flow_scale)
-        flow_before = flow_bwd[:n] if before is not None else None
-        flow_after = flow_fwd[-n:] if after is not None else None
+        flows = self.run_flow_steps(torch.cat([x for x, _ in pairs]), torch.cat([y for _, y in pairs]), flow_scale)
+        flow_before = flows.flow_bwd[:n] if before is not None else None
+        flow_after = flows.flow_fwd[-n:] if after is not None else None
         return flow_before, flow_after
 
-    def _flows(self, one: torch.Tensor, two: torch.Tensor, flow_scale: FlowScale
-               ) -> Tuple[List[torch.Tensor], List[torch.Tensor], torch.Tensor, torch.Tensor, List[torch.Tensor]]:
-        """Both frames' encoder features, the flows one -> two and two -> one at full resolution, and the flow
-        pyramid (``estimate_flow``; with ``"auto"``, the full-scale estimate's pyramid)."""
-        feats_one, feats_two, flow_fwd, flow_bwd, pyramid = self.first_flows(one, two, flow_scale)
+    def run_flow_steps(self, one: torch.Tensor, two: torch.Tensor, flow_scale: FlowScale) -> PairFlows:
+        """A padded pair's encoder features, its flows one -> two and two -> one at full resolution and the flow
+        pyramid (with ``"auto"``, the full-scale estimate's): ``flow_steps`` run in order, each conditional step
+        where it ``runs_on`` the flows so far."""
+        flows = PairFlows(one, two)
+        for step in self.flow_steps(flow_scale):
+            if step.runs_on(flows):
+                flows = step.run(flows)
+        return flows
+
+    def flow_steps(self, flow_scale: FlowScale) -> List[FlowStep]:
+        """How a padded pair becomes flows, declared once: the steps that ``run_flow_steps`` runs eagerly (and
+        compiled), and that ``model.runtime.GraphedPairs`` captures as one CUDA graph each (``FlowChain``), so that
+        every route applies every rule. Each step takes the previous step's ``PairFlows`` (the first step
+        ``PairFlows(one, two)``).
+
+        1. ``estimate``: the encoder features, and the flows at ``flow_scale`` (``"auto"``: at full scale, with
+           ``auto_candidates``: which samples to check at half scale).
+        2. ``auto_choice`` (``"auto"`` only; conditional on the candidates): the half-scale flows where they explain
+           the pair better (``auto_choice``).
+        3. ``finish`` (inference with ``hold_still``): the inference rules on the flows kept: a still, textured
+           neighbourhood keeps zero motion (``still``).
+        """
+        check_flow_scale(flow_scale)
+        steps = [FlowStep("estimate", functools.partial(self._estimate, flow_scale))]
         if flow_scale == AUTO:
-            candidates = self.auto_candidates(flow_fwd)
-            # (eager, the half-scale estimate runs only if some pair moves that far; compiled, always, masked: the
-            # host read would split the graph, and the half-scale branch would compile mid-video, on its first pair)
-            if torch.compiler.is_compiling() or bool(candidates.any()):
-                flow_fwd, flow_bwd = self.auto_choice(one, two, feats_one, feats_two, flow_fwd, flow_bwd, candidates)
-        if self.hold_still and not self.training:  # a still, textured neighbourhood keeps zero motion (still_weight)
-            moving = 1.0 - self.still(one, two)
-            flow_fwd, flow_bwd = flow_fwd * moving.to(flow_fwd.dtype), flow_bwd * moving.to(flow_bwd.dtype)
-        return feats_one, feats_two, flow_fwd, flow_bwd, pyramid
+            steps.append(FlowStep("auto_choice", self._choose, flag=lambda flows: flows.candidates))
+        if self.hold_still and not self.training:
+            steps.append(FlowStep("finish", self._finish))
+        return steps
+
+    def _estimate(self, flow_scale: FlowScale, flows: PairFlows) -> PairFlows:
+        """``flow_steps``' first step."""
+        feats_one, feats_two, flow_fwd, flow_bwd, pyramid = self.first_flows(flows.one, flows.two, flow_scale)
+        candidates = self.auto_candidates(flow_fwd) if flow_scale == AUTO else None
+        return PairFlows(flows.one, flows.two, feats_one, feats_two, flow_fwd, flow_bwd, pyramid, candidates)
+
+    def _choose(self, flows: PairFlows) -> PairFlows:
+        """``flow_steps``' ``"auto"`` step."""
+        return flows.with_flows(*self.auto_choice(flows.one, flows.two, flows.feats_one, flows.feats_two,
+                                                  flows.flow_fwd, flows.flow_bwd, flows.candidates))
+
+    def _finish(self, flows: PairFlows) -> PairFlows:
+        """``flow_steps``' last step."""
+        moving = 1.0 - self.still(flows.one, flows.two)
+        return flows.with_flows(flows.flow_fwd * moving.to(flows.flow_fwd.dtype),
+                                flows.flow_bwd * moving.to(flows.flow_bwd.dtype))
 
     @staticmethod
     def still(one: torch.Tensor, two: torch.Tensor) -> torch.Tensor:
@@ -214,7 +284,8 @@ class Network(nn.Module):
     def first_flows(self, one: torch.Tensor, two: torch.Tensor, flow_scale: FlowScale
                     ) -> Tuple[List[torch.Tensor], List[torch.Tensor], torch.Tensor, torch.Tensor, List[torch.Tensor]]:
         """Both frames' encoder features, and the flows and their pyramid at ``flow_scale`` (``"auto"``: at full
-        scale, before ``auto_candidates`` and ``auto_choice``)."""
+        scale, before ``auto_candidates`` and ``auto_choice``): ``flow_steps``' first step, without the rules of the
+        later ones."""
         check_flow_scale(flow_scale)
         feats_one = self.encoder(one)
         feats_two = self.encoder(two)

@@ -8,16 +8,17 @@ set of times (every frame of a video), one captured graph replays them all.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import importlib.util
 import sys
-from typing import Callable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .network import AUTO, FlowScale, FlowState, Network, check_times
+from .network import FlowScale, FlowState, FlowStep, Network, PairFlows, check_times
 from .warp import InputPadder
 
 
@@ -42,8 +43,7 @@ class GraphedNetwork:
         (self.graph,), (self.outputs,) = _capture(device, [lambda _: self._run()], warmup)
 
     def _run(self) -> List[torch.Tensor]:
-        with torch.autocast("cuda", dtype=self.autocast_dtype or torch.float32,
-                            enabled=self.autocast_dtype is not None):
+        with _autocast(self.device, self.autocast_dtype):
             return [o.float() for o in self.net(self.one, self.two, self.times, self.flow_scale)]
 
     def __call__(self, one: torch.Tensor, two: torch.Tensor) -> List[torch.Tensor]:
@@ -56,21 +56,66 @@ class GraphedNetwork:
             return [o.clone() for o in self.outputs]
 
 
+class FlowChain:
+    """The flow of a padded pair as ``GraphedPairs`` captures it, one graph per callable: a callable per step of
+    ``Network.flow_steps`` (the first pads the pair that ``pair`` gives), then the metrics (``Network.flow_state``),
+    each under autocast and taking the previous callable's output (the first None).
+
+    A conditional step writes its outputs into its input's tensors and returns its input, so that the callable after
+    it reads the same tensors whether it ran or not. ``runs`` says whether a callable runs (a graph replays) after a
+    given output, by the step's own ``FlowStep.runs_on``; ``__call__`` plays the chain eagerly, skipping as a replay
+    skips, which is how the CPU tests check the captured route.
+    """
+
+    def __init__(self, net: Network, flow_scale: FlowScale, pair: Callable[[], Tuple[torch.Tensor, torch.Tensor]],
+                 autocast_dtype: Optional[torch.dtype] = None) -> None:
+        self.steps: List[FlowStep] = net.flow_steps(flow_scale)
+        device = next(net.parameters()).device
+
+        def call(step: FlowStep, first: bool) -> Callable[[Optional[PairFlows]], PairFlows]:
+            def run(flows: Optional[PairFlows]) -> PairFlows:
+                with _autocast(device, autocast_dtype):
+                    flows = PairFlows(*pair()) if first else flows
+                    found = step.run(flows)
+                if step.flag is None:
+                    return found
+                _copy_into(flows, found)
+                return flows
+            return run
+
+        def metrics(flows: PairFlows) -> FlowState:
+            with _autocast(device, autocast_dtype):
+                return net.flow_state(flows)
+
+        self.calls: List[Callable[[Any], Any]] = [call(step, i == 0) for i, step in enumerate(self.steps)] + [metrics]
+
+    def runs(self, index: int, before: Optional[PairFlows]) -> bool:
+        """Whether callable ``index`` runs after ``before``, the previous callable's output (None for the first)."""
+        return index == len(self.steps) or self.steps[index].runs_on(before)
+
+    def __call__(self) -> FlowState:
+        value = None
+        for index, call in enumerate(self.calls):
+            if self.runs(index, value):
+                value = call(value)
+        return value
+
+
 class GraphedPairs:
-    """The network for a stream of pairs of one size (a video), replayed as two CUDA graphs: the flow once per
-    pair, then the synthesis once per t, any t (the times change from pair to pair in rate conversion).
+    """The network for a stream of pairs of one size (a video), replayed as CUDA graphs: the flow once per pair,
+    then the synthesis once per t, any t (the times change from pair to pair in rate conversion).
 
     ``pairs(one, two, times)`` takes N x 3 x H x W float tensors in [0, 1] on the network's device and returns one
     frame per t, clamped to [0, 1], as ``model.inference`` does. The graphs keep their buffers between calls
     (about the memory of one eager pair).
 
-    With ``neighbours``, a third graph synthesizes along quadratic paths (model/motion.py): ``flow_state`` gives a
+    With ``neighbours``, a further graph synthesizes along quadratic paths (model/motion.py): ``flow_state`` gives a
     pair's flow state (a copy the caller keeps, so neighbouring pairs share their flows) and ``synthesize`` takes
     one with the neighbours' flows and distances in time.
 
-    With ``flow_scale`` ``"auto"`` the flow is three graphs: the full-scale estimate with ``Network.auto_candidates``,
-    ``Network.auto_choice`` (replayed only when a pair is a candidate: one read of a flag on the host), then the
-    metrics. The frames are those of the eager network.
+    The flow is a graph per step of ``Network.flow_steps`` and one for the metrics (``FlowChain``): the eager
+    network's steps, so the frames are the eager network's. A conditional step (``"auto"``'s half-scale choice)
+    replays only where its flag is set: one read of the flag on the host.
     """
 
     def __init__(self, net: Network, shape: torch.Size, autocast_dtype: Optional[torch.dtype] = None,
@@ -86,49 +131,18 @@ class GraphedPairs:
         self.two = torch.rand(self.shape, device=device)
         self.t = torch.full((self.shape[0],), 0.5, device=device)
         padder = InputPadder(self.shape, 2 ** len(net.config.encoder_widths))
-        autocast = dict(device_type="cuda", dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None)
-
-        def flow() -> FlowState:
-            with torch.autocast(**autocast):
-                return net.estimate_flow(*padder.pad(self.one, self.two), flow_scale)
-
-        # "auto", 1 of 3: the full-scale flows and which pairs to check at half scale
-        def first(_: None) -> Tuple[torch.Tensor, torch.Tensor, List[torch.Tensor], List[torch.Tensor], torch.Tensor,
-                                    torch.Tensor, torch.Tensor]:
-            with torch.autocast(**autocast):
-                one, two = padder.pad(self.one, self.two)
-                feats_one, feats_two, flow_fwd, flow_bwd, _ = net.first_flows(one, two, AUTO)
-                return one, two, feats_one, feats_two, flow_fwd, flow_bwd, net.auto_candidates(flow_fwd)
-
-        # 2 of 3: the half-scale flows kept where they explain the pair better, in place
-        def choice(found: Tuple[torch.Tensor, torch.Tensor, List[torch.Tensor], List[torch.Tensor], torch.Tensor,
-                                torch.Tensor, torch.Tensor]
-                   ) -> Tuple[torch.Tensor, torch.Tensor, List[torch.Tensor], List[torch.Tensor], torch.Tensor,
-                              torch.Tensor, torch.Tensor]:
-            with torch.autocast(**autocast):
-                flow_fwd, flow_bwd = net.auto_choice(*found)
-            found[4].copy_(flow_fwd)
-            found[5].copy_(flow_bwd)
-            return found
-
-        # 3 of 3: the flow state of the flows kept
-        def metrics(found: Tuple[torch.Tensor, torch.Tensor, List[torch.Tensor], List[torch.Tensor], torch.Tensor,
-                                 torch.Tensor, torch.Tensor]) -> FlowState:
-            with torch.autocast(**autocast):
-                return net.flow_state(*found[:6])
-
-        flow_steps = [first, choice, metrics] if flow_scale == AUTO else [lambda _: flow()]
-        count = len(flow_steps)
+        self.chain = FlowChain(net, flow_scale, lambda: padder.pad(self.one, self.two), autocast_dtype)
+        count = len(self.chain.calls)
 
         def synthesize(state: FlowState) -> torch.Tensor:
-            with torch.autocast(**autocast):
+            with _autocast(device, autocast_dtype):
                 return padder.unpad(net.synthesize(state, self.t)).float().clamp(0.0, 1.0)
 
         self.device = device
         self.neighbours = neighbours
         if not neighbours:
-            graphs, outputs = _capture(device, flow_steps + [synthesize], warmup)
-            self._keep_flow(graphs[:count], outputs[:count], flow_scale == AUTO)
+            graphs, outputs = _capture(device, self.chain.calls + [synthesize], warmup)
+            self._keep_flow(graphs[:count], outputs[:count])
             self.synthesis_graph, self.out = graphs[-1], outputs[-1]
             return
         flow_shape = (self.shape[0], 2, *padder.pad(self.one)[0].shape[2:])
@@ -137,29 +151,26 @@ class GraphedPairs:
         self.gaps = torch.ones(2, device=device)
 
         def along_paths(state: FlowState) -> torch.Tensor:
-            with torch.autocast(**autocast):
+            with _autocast(device, autocast_dtype):
                 out = net.synthesize(state, self.t, (self.flow_before, self.flow_after), (self.gaps[0], self.gaps[1]))
                 return padder.unpad(out).float().clamp(0.0, 1.0)
 
-        graphs, outputs = _capture(device, flow_steps + [lambda state: (state, synthesize(state)),
-                                                         lambda pair: along_paths(pair[0])], warmup)
-        self._keep_flow(graphs[:count], outputs[:count], flow_scale == AUTO)
+        graphs, outputs = _capture(device, self.chain.calls + [lambda state: (state, synthesize(state)),
+                                                               lambda pair: along_paths(pair[0])], warmup)
+        self._keep_flow(graphs[:count], outputs[:count])
         self.synthesis_graph, self.quadratic_graph = graphs[count:]
         self.out, self.quadratic_out = outputs[count][1], outputs[count + 1]
 
-    def _keep_flow(self, graphs: list, outputs: list, auto: bool) -> None:
-        """The flow's graphs, its state (the last one's output) and, with ``auto``, the candidates flag (the last
-        output of the first graph)."""
+    def _keep_flow(self, graphs: list, outputs: list) -> None:
+        """The flow's graphs, their outputs (the buffers each replay writes) and the state (the last output)."""
         self.flow_graphs = graphs
+        self.flow_outputs = outputs
         self.state = outputs[-1]
-        self.candidates = outputs[0][-1] if auto else None
 
     def _replay_flow(self) -> None:
-        self.flow_graphs[0].replay()
-        if self.candidates is not None:
-            if bool(self.candidates.any()):  # the one host read of "auto"
-                self.flow_graphs[1].replay()
-            self.flow_graphs[2].replay()
+        for index, graph in enumerate(self.flow_graphs):
+            if self.chain.runs(index, self.flow_outputs[index - 1] if index else None):
+                graph.replay()
 
     def flow_state(self, one: torch.Tensor, two: torch.Tensor) -> FlowState:
         """The flow state of a pair (a copy: the graph's own is overwritten by the next pair)."""
@@ -216,15 +227,19 @@ def _copied(state: FlowState) -> FlowState:
                      state.metric_one.clone(), state.metric_two.clone(), [])
 
 
-def _copy_into(target: FlowState, state: FlowState) -> None:
-    """``state``'s tensors into ``target``'s (a graph's static buffers), where they are not the same already."""
-    pairs = [(target.one, state.one), (target.two, state.two), (target.flow_fwd, state.flow_fwd),
-             (target.flow_bwd, state.flow_bwd), (target.metric_one, state.metric_one),
-             (target.metric_two, state.metric_two), *zip(target.feats_one, state.feats_one),
-             *zip(target.feats_two, state.feats_two)]
-    for dst, src in pairs:
-        if dst.data_ptr() != src.data_ptr():
-            dst.copy_(src)
+def _copy_into(target: Union[FlowState, PairFlows], source: Union[FlowState, PairFlows]) -> None:
+    """``source``'s tensors into ``target``'s (a graph's static buffers), field by field, where they are not the same
+    already (a flow state's pyramid too, where ``source`` has one: ``_copied`` leaves it out)."""
+    for name in (f.name for f in dataclasses.fields(target)):
+        dst, src = getattr(target, name), getattr(source, name)
+        for d, s in (zip(dst, src) if isinstance(dst, list) else [(dst, src)]):
+            if isinstance(d, torch.Tensor) and d.data_ptr() != s.data_ptr():
+                d.copy_(s)
+
+
+def _autocast(device: torch.device, dtype: Optional[torch.dtype]) -> torch.autocast:
+    """Autocast to ``dtype`` on ``device``'s type; None: off (float32)."""
+    return torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None)
 
 
 def _capture(device: torch.device, steps: Sequence[Callable], warmup: int) -> Tuple[list, list]:

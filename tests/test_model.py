@@ -111,23 +111,24 @@ def test_auto_flow_scale_takes_half_scale_per_pair_where_it_explains_large_motio
 
     monkeypatch.setattr(Network, "_flows_at", flows_at)
     with torch.no_grad():
-        _, _, fwd, bwd, _ = net._flows(one, two, "auto")
+        flows = net.run_flow_steps(one, two, "auto")
+    fwd, bwd = flows.flow_fwd, flows.flow_bwd
     assert asked == [1.0, 0.5]
     assert torch.equal(fwd[0], full_fwd[0]) and torch.equal(fwd[1], half_fwd[1]) and torch.equal(fwd[2], full_fwd[2])
     assert torch.equal(bwd[1], half_bwd[1]) and torch.equal(bwd[0], full_bwd[0])
     asked.clear()
     full_fwd[1:, 0], full_bwd[1:, 0] = 10.0, -10.0  # no pair of large motion: no half-scale estimate at all
     with torch.no_grad():
-        net._flows(one, two, "auto")
+        net.run_flow_steps(one, two, "auto")
     assert asked == [1.0]
     # under torch.compile: the half-scale estimate always runs (no host read to split the graph), masked to the same
     # flows: a compiled video compiles both branches once, up front
     monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
     asked.clear()
     with torch.no_grad():
-        _, _, fwd, bwd, _ = net._flows(one, two, "auto")
+        flows = net.run_flow_steps(one, two, "auto")
     assert asked == [1.0, 0.5]
-    assert torch.equal(fwd, full_fwd) and torch.equal(bwd, full_bwd)
+    assert torch.equal(flows.flow_fwd, full_fwd) and torch.equal(flows.flow_bwd, full_bwd)
 
 
 def test_network_any_size_and_several_times():
