@@ -137,10 +137,18 @@ class VideoInfo:
 
     @property
     def variable_rate(self) -> bool:
-        if len(self.pts) < 3:
-            return False
-        step = 1 / self.rate
-        return any(abs((b - a) - step) > step / 4 for a, b in zip(self.pts[:-1], self.pts[1:]))
+        """Whether some frame lies off the grid of ``rate`` (by more than a quarter frame): true variable-rate video.
+        Frames missing from a constant-rate clip (``missing``) leave gaps on the grid, not this."""
+        return any(abs(t * self.rate - round(t * self.rate)) > Fraction(1, 4) for t in self.pts)
+
+    @property
+    def missing(self) -> int:
+        """Places of the rate's grid between the first and the last frame that hold no frame (a clip cut with
+        ``-c copy``, a damaged or truncated file): the output's frames there are interpolated at their times. 0 for
+        variable-rate video."""
+        if self.variable_rate or not self.pts:
+            return 0
+        return int(round(self.pts[-1] * self.rate)) + 1 - len(self.pts)
 
 
 # the YUV matrices that ffmpeg's scale filter can encode with, by the colorspace tag that names them
@@ -169,6 +177,18 @@ def snap_to_grid(stamps: List[Fraction], rate: Fraction, tolerance: Fraction) ->
     grid = [Fraction(round(t * rate)) / rate for t in stamps]
     snapped = [g if abs(t - g) <= tolerance else t for t, g in zip(stamps, grid)]
     return snapped if all(a < b for a, b in zip(snapped[:-1], snapped[1:])) else list(stamps)
+
+
+def grid_rate(stamps: Sequence[Fraction], rates: Sequence[Fraction], tolerance: Fraction) -> Optional[Fraction]:
+    """The lowest of ``rates`` (the stream's declared ones) on whose grid every frame time of ``stamps`` (from 0,
+    sorted) sits within ``tolerance`` (at most a quarter frame), where the frames fill more than half of the grid's
+    places: a constant-rate clip with frames missing, not variable-rate video. None where no rate is one."""
+    for rate in sorted(rates):
+        places = round(stamps[-1] * rate) + 1
+        close = min(tolerance, 1 / (4 * rate))
+        if 2 * len(stamps) > places and all(abs(t - Fraction(round(t * rate)) / rate) <= close for t in stamps):
+            return rate
+    return None
 
 
 def _codec(stream_line: str) -> str:
@@ -269,13 +289,18 @@ def probe(path: Path) -> VideoInfo:
     pts = sorted(int(line.split(",")[2]) for line in lines if line and not line.startswith("#"))
     stamps = [(p - pts[0]) * time_base for p in pts] if pts else []
     start = pts[0] * time_base if pts else Fraction(0)  # framemd5 counts from the file's start
-    banner_rate = re.search(r", ([\d.]+) (?:fps|tbr)", video_line)
-    nominal = parse_rate(banner_rate.group(1)) if banner_rate else None
+    # the banner's rates: the stream's average ("fps") and the one its timestamps are on ("tbr")
+    declared = [parse_rate(value) for value in re.findall(r", ([\d.]+) (?:fps|tbr)", video_line)]
+    nominal = declared[0] if declared else None
     if len(stamps) >= 2 and stamps[-1] > 0:
         # the mean spacing; the banner's (rounded, NTSC-aware) rate wins when it agrees, since
-        # some containers (mkv) round timestamps to milliseconds
+        # some containers (mkv) round timestamps to milliseconds; where frames are missing (a cut with -c copy, a
+        # truncated file), the declared rate whose grid they sit on: 10 fps with a frame missing is not 9
         mean = (len(stamps) - 1) / stamps[-1]
-        rate = nominal if nominal and abs(nominal - mean) < mean / 100 else mean.limit_denominator(1001)
+        if nominal and abs(nominal - mean) < mean / 100:
+            rate = nominal
+        else:
+            rate = grid_rate(stamps, declared, time_base) or mean.limit_denominator(1001)
     else:
         rate = nominal or Fraction(25)
     stamps = snap_to_grid(stamps, rate, min(time_base, 1 / (4 * rate)))

@@ -475,9 +475,8 @@ def _interpolate_video(source: Path, out: Path, interpolate: Interpolator, optio
                  audio=_audio_note(info.has_audio, keep_audio, options.audio_codec, slow,
                                    options.audio_bitrate),
                  variable_rate=info.variable_rate)
-    if info.interlaced:
-        stats["deinterlaced"] = _deinterlaced(info)
-    elif options.field_rate:
+    stats.update(_input_notes(info))
+    if options.field_rate and not info.interlaced:
         stats["fields"] = "no effect (the input is progressive)"
     if info.alpha:
         stats["alpha"] = f"dropped ({out.suffix} video holds none here: --out DIR/%06d.png keeps it)"
@@ -917,13 +916,20 @@ def _deinterlaced(info: VideoInfo) -> str:
     return f"{info.interlaced}, one frame per field" if info.field_rate else info.interlaced
 
 
+def _input_notes(info: VideoInfo) -> dict:
+    """The report's words on how the input was read: deinterlaced, and the frames missing from its grid."""
+    notes = {"deinterlaced": _deinterlaced(info)} if info.interlaced else {}
+    if info.missing:
+        notes["filled"] = f"{info.missing} missing frame{'s' * (info.missing > 1)} of the {info.rate} frames/s grid"
+    return notes
+
+
 def _video_to_images(info: VideoInfo, out_pattern: str, plan: Plan, interpolate: Interpolator,
                      options: VideoOptions, progress: bool, key: str) -> dict:
     stats = _write_images(read_frames(info, alpha=True), info.pts, out_pattern, plan, interpolate, options, progress,
                           [info.path], (info.width, info.height, 16 if info.bit_depth > 8 else 8), key)
     stats.update(frames_in=info.frames, audio="not written (image output)" if info.has_audio else "none")
-    if info.interlaced:
-        stats["deinterlaced"] = _deinterlaced(info)
+    stats.update(_input_notes(info))
     return stats
 
 

@@ -387,12 +387,61 @@ def test_variable_frame_rate_input_follows_timestamps(tmp_path, blend_interpolat
                     "-frames:v", "18", "-vf", "setpts='if(lt(N,6),N*2,12+(N-6))/24/TB'", "-fps_mode", "vfr",
                     "-c:v", "libx264", "-pix_fmt", "yuv420p", str(clip)], check=True)
     info = probe(clip)
-    assert info.variable_rate and info.pts[6] == Fraction(1, 2)
+    # (on the 24 fps grid: read as 24 fps with the slow part's 6 in-between frames missing)
+    assert info.rate == 24 and info.missing == 6 and info.pts[6] == Fraction(1, 2)
     out = tmp_path / "cfr.mp4"
     assert _video(clip, out, blend_interpolator, fps=Fraction(24))["interpolated"] == 6
     dst = probe(out)
     assert dst.rate == 24 and not dst.variable_rate
     assert abs(dst.duration - Fraction(1)) <= Fraction(1, 24)
+
+
+def _clip_with_gaps(path: Path, rate: int, drop=(3, 6)) -> Path:
+    """1 s at ``rate`` with the frames ``drop`` cut out and the others at their times (as a cut with -c copy
+    or a damaged file leaves them)."""
+    keep = "*".join(f"not(eq(n\\,{n}))" for n in drop)
+    subprocess.run([ffmpeg_exe(), "-loglevel", "error", "-y", "-f", "lavfi", "-i", f"testsrc2=size=96x64:rate={rate}",
+                    "-t", "1", "-vf", f"select='{keep}'", "-fps_mode", "passthrough", "-c:v", "libx264", "-pix_fmt",
+                    "yuv420p", str(path)], check=True)
+    return path
+
+
+@pytest.mark.parametrize("kind, rate", [("gaps.mp4", 10), ("gaps.mkv", 12), ("truncated.mp4", 12)])
+def test_a_clip_with_frames_missing_keeps_its_declared_rate(tmp_path, blend_interpolator, kind, rate):
+    """10 and 12 fps clips with a few frames missing were read as variable-rate at their mean rate, so --factor 2
+    gave 140/9, 18000/917 or 64/3 frames/s. Their frames sit on the declared rate's grid: the output is 20 or 24
+    frames/s, the missing frames' times interpolated, and the summary says how many."""
+    clip = tmp_path / kind
+    if kind.startswith("gaps"):
+        _clip_with_gaps(clip, rate)
+    else:  # the index first (faststart), the file cut at 70%: the last B-frames' data are gone
+        whole = _make_clip(tmp_path / "whole.mp4", size="320x240", rate=str(rate), seconds=3, audio=False)
+        subprocess.run([ffmpeg_exe(), "-loglevel", "error", "-y", "-i", str(whole), "-c", "copy", "-movflags",
+                        "+faststart", str(tmp_path / "fast.mp4")], check=True)
+        data = (tmp_path / "fast.mp4").read_bytes()
+        clip.write_bytes(data[: len(data) * 7 // 10])
+    info = probe(clip)
+    assert info.rate == rate and not info.variable_rate and info.missing >= 1
+    assert info.missing == (2 if kind.startswith("gaps") else info.missing)
+    stats = _video(clip, tmp_path / "out.mp4", blend_interpolator)
+    assert stats["rate_out"] == str(2 * rate) and stats["frames_out"] == 2 * (info.frames + info.missing)
+    assert stats["filled"] == f"{info.missing} missing frames of the {rate} frames/s grid"
+    out = probe(tmp_path / "out.mp4")
+    assert out.rate == 2 * rate and not out.variable_rate and out.frames == stats["frames_out"]
+
+
+def test_a_clip_with_real_jitter_keeps_its_mean_rate(tmp_path, blend_interpolator):
+    """Frames off any grid (a phone's variable rate): read at their mean rate, as before."""
+    clip = tmp_path / "jitter.mp4"
+    subprocess.run([ffmpeg_exe(), "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=96x64:rate=20",
+                    "-frames:v", "20", "-vf", "settb=1/1000,setpts='(N*50+mod(N*11\\,25))/1000/TB'", "-fps_mode",
+                    "vfr", "-enc_time_base", "1/1000", "-c:v", "libx264", "-pix_fmt", "yuv420p", str(clip)],
+                   check=True)
+    info = probe(clip)
+    assert info.variable_rate and info.missing == 0
+    assert info.rate == (Fraction(info.frames - 1) / info.pts[-1]).limit_denominator(1001) != 20
+    stats = _video(clip, tmp_path / "out.mp4", blend_interpolator)
+    assert stats["rate_out"] == str(2 * info.rate) and "filled" not in stats
 
 
 def test_dedup_interpolates_across_repeated_frames(tmp_path, blend_interpolator):
