@@ -370,13 +370,15 @@ def check_audio_fits(source: Path, out: Path, audio: Sequence[str] = ()) -> None
             raise failed from None
         webm = out.suffix.lower() == ".webm"
         if copy:
-            why = (f"the source's audio does not fit {out.suffix}: use .mkv, which holds it, or --audio-codec "
+            why = (f"the audio of {source} does not fit {out.suffix}: use .mkv, which holds it, or --audio-codec "
                    f"{'libopus' if webm else 'aac'} to re-encode it")
         else:
             encoder = audio[list(audio).index("-c:a") + 1] if "-c:a" in audio else "that encoder"
-            why = (f"its audio encoded with {encoder} does not fit {out.suffix} (or ffmpeg lacks that encoder): use "
-                   f"another --audio-codec{', libopus or libvorbis for .webm' if webm else ', e.g. aac'}")
-        raise VideoError(f"{exc} -- {why} (nothing was interpolated yet)") from exc
+            why = (f"the audio of {source} encoded with {encoder} does not fit {out.suffix} (or ffmpeg lacks that "
+                   f"encoder): use another --audio-codec{', libopus or libvorbis for .webm' if webm else ', e.g. aac'}")
+        # the cause first; ffmpeg's own first line after it, without its "[muxer @ 0x...]" prefix
+        said = re.sub(r"\[[^]]*@ 0x[0-9a-f]+\]\s*", "", str(exc).split(" failed: ", 1)[-1].split(" | ")[0])
+        raise VideoError(f"{why} (nothing was interpolated yet; ffmpeg: {said})") from exc
     finally:
         scratch.unlink(missing_ok=True)
 

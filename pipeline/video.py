@@ -379,8 +379,9 @@ def interpolate_video(source: Path, out: Path, interpolate: Interpolator, option
 
 def plan_video(source: Path, out: Path, options: VideoOptions) -> Tuple[VideoInfo, Plan]:
     """The input's properties and the output's frames, or the mistake that stops the job (VideoError, ValueError:
-    an unreadable input, a bad rate, an output with no frames, a bad image pattern), all without the network: the
-    command line calls this before it loads torch, so a mistake costs no wait."""
+    an unreadable input, a bad rate, an output with no frames, a bad image pattern or files in its way, a codec
+    or audio the container cannot hold), all without the network: the command line calls this before it loads
+    torch, so a mistake costs no wait."""
     source, out = Path(source), Path(out)
     check_video_paths(source, out)
     if "%" not in out.name:
@@ -394,7 +395,23 @@ def plan_video(source: Path, out: Path, options: VideoOptions) -> Tuple[VideoInf
                      most=MAX_IMAGES if "%" in out.name else MAX_VIDEO_FRAMES)
     if "%" in out.name:
         _check_strays(str(out), _image_paths(str(out), plan.count), [source], options.overwrite)
+        return info, plan
+    check_codec_fits(options.codec, _pix_fmt(info, options), out)
+    keep_audio, audio = _audio_plan(info, plan, options)
+    if keep_audio:
+        check_audio_fits(source, out, audio)
     return info, plan
+
+
+def _pix_fmt(info: VideoInfo, options: VideoOptions) -> str:
+    """The output's pixel format (``media.video.output_pix_fmt``)."""
+    return output_pix_fmt(options.codec, options.pix_fmt, info.width, info.height, info.bit_depth > 8)
+
+
+def _audio_plan(info: VideoInfo, plan: Plan, options: VideoOptions) -> Tuple[bool, List[str]]:
+    """Whether the output keeps the source's audio, and ffmpeg's options for it (``media.video.audio_args``)."""
+    keep = info.has_audio and (not options.slowmo or options.audio_codec != "copy")
+    return keep, audio_args(options.audio_codec, plan.slowdown, options.audio_bitrate) if keep else []
 
 
 # what marks a finished video output as this program's (media.files.mark_made): a rerun may replace it
@@ -414,19 +431,16 @@ def _interpolate_video(source: Path, out: Path, interpolate: Interpolator, optio
     if "%" in out.name:
         return _video_to_images(info, str(out), plan, interpolate, options, progress,
                                 _job_key(info, options, weights_id))
-    pix_fmt = output_pix_fmt(options.codec, options.pix_fmt, info.width, info.height, info.bit_depth > 8)
-    check_codec_fits(options.codec, pix_fmt, out)
+    # (plan_video checked that the container holds the codec and the audio)
+    pix_fmt = _pix_fmt(info, options)
     slow = plan.slowdown
-    keep_audio = info.has_audio and (not options.slowmo or options.audio_codec != "copy")
-    audio = audio_args(options.audio_codec, slow, options.audio_bitrate) if keep_audio else []
+    keep_audio, audio = _audio_plan(info, plan, options)
     work = work_folder(out)
     check_not_input([work], [source])
     key = _job_key(info, options, weights_id)
     rank, world = _rank_and_world()
     # mp4 where the codec allows (exact timestamps; mkv rounds them to ms), else mov (ProRes), else mkv
     suffix = segment_suffix(options.codec, pix_fmt)
-    if keep_audio:
-        check_audio_fits(source, out, audio)
     _prepare_work_dir(work, key, rank)
     try:
         # (the joined file copies the source's other streams: room for them is asked for with the segments')

@@ -507,6 +507,22 @@ def test_audio_that_the_container_cannot_hold_is_refused_before_any_work(tmp_pat
     assert _audio_md5(tmp_path / "out.mkv") == _audio_md5(clip)
 
 
+@pytest.mark.parametrize("out, flags, words", [
+    ("o.webm", [], "error: the audio of {clip} does not fit .webm: use .mkv, which holds it, or --audio-codec libopus "
+                   "to re-encode it (nothing was interpolated yet; ffmpeg: Only VP8 or VP9"),
+    ("o.mp4", ["--codec", "prores_ks"], "error: .mp4 cannot hold prores_ks video"),
+])
+def test_container_rules_are_said_before_the_network_loads(tmp_path, capsys, out, flags, words):
+    """AAC audio into .webm and ProRes into .mp4 were refused only once torch and the network had loaded (7-60 s),
+    the audio with ffmpeg's raw text first."""
+    clip = _make_clip(tmp_path / "in.mp4", seconds=0.5)
+    code, _, err = _cli(["--video", clip, "--out", tmp_path / out, *flags], capsys)
+    err = err.replace("note: --crf and --preset do not apply to prores_ks: it encodes with its own settings\n", "")
+    assert code == 2 and err.count("\n") == 1 and "loading" not in err, err
+    assert err.startswith(words.format(clip=clip)), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.mp4"]
+
+
 def test_frame_writer_reports_an_encoder_that_stops(tmp_path):
     from media.video import FrameWriter
 
