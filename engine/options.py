@@ -4,7 +4,10 @@ command that stops at a mistake in its options, times or files says so at once (
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import re
+import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
@@ -212,25 +215,78 @@ def _field(name: str) -> Any:
 
 
 def weights_for(args: argparse.Namespace, root: Path = ROOT) -> Path:
-    """``--weights``, or the file ``--model`` names in weights/ (ValueError naming the ones there if none)."""
+    """``--weights``, or the file ``--model`` names in weights/ (ValueError naming the ones there if none, or
+    where the file's first bytes say it is no weights file: ``check_weights_header``)."""
     if args.weights is not None:
         weights = Path(args.weights)
         if not weights.is_file():
             raise ValueError(f"--weights {weights}: no such file -- give the path of a weights file, or --model "
                              f"NAME for one in weights/")
+        check_weights_header(weights, f"--weights {weights}")
         return weights
     weights = root / "weights" / f"{args.model}.safetensors"
     if not weights.is_file():
         names = sorted(p.stem for p in (root / "weights").glob("*.safetensors"))
         raise ValueError(f"--model {args.model}: there is no weights/{args.model}.safetensors; use one of "
                          f"{', '.join(names) or '(none found)'}, or --weights PATH")
+    check_weights_header(weights, f"--model {args.model}")
     return weights
+
+
+# published checkpoints (torch.save) by their suffix: model.weights.PUBLISHED_SUFFIXES, which imports torch
+_PUBLISHED_SUFFIXES = (".pytorch", ".pth", ".pt")
+# a safetensors header larger than this is no header (the library's own limit: 100 MB)
+_MOST_HEADER = 100_000_000
+
+
+def check_weights_header(path: Path, flag: str) -> None:
+    """ValueError naming ``flag`` and the fix where ``path``'s first bytes say it is no weights file, before torch
+    loads (seconds): a published checkpoint is a zip or a pickle (torch.save); any other file a safetensors file,
+    an 8-byte length then a JSON header holding this project's network config. The tensors are checked when
+    the network loads."""
+    fix = (f"pass a file written by train.py (weights/network.safetensors, weights/fast.safetensors) or a "
+           f"published checkpoint ending in {', '.join(_PUBLISHED_SUFFIXES)}")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+            if path.suffix in _PUBLISHED_SUFFIXES:
+                if not (head.startswith(b"PK\x03\x04") or head.startswith(b"\x80")):
+                    raise ValueError(f"{flag}: not a PyTorch checkpoint (neither a zip nor a pickle) -- {fix}")
+                return
+            size = int.from_bytes(head, "little") if len(head) == 8 else -1
+            if not 2 <= size <= min(_MOST_HEADER, os.fstat(f.fileno()).st_size - 8):
+                raise ValueError(f"{flag}: not a safetensors weights file (no header) -- {fix}")
+            try:
+                header = json.loads(f.read(size))
+            except ValueError:
+                header = None
+    except OSError as exc:
+        raise ValueError(f"{flag}: cannot read it ({exc.strerror or exc}) -- {fix}") from None
+    if not isinstance(header, dict):
+        raise ValueError(f"{flag}: not a safetensors weights file (its header is no JSON object) -- {fix}")
+    if "config" not in (header.get("__metadata__") or {}):
+        raise ValueError(f"{flag}: a safetensors file without this project's network config in its metadata (not "
+                         f"saved by train.py) -- {fix}")
+
+
+# where Linux shows a GPU that CUDA (or ROCm, or WSL's CUDA) could use: the drivers' device files
+GPU_DEVICE_FILES = ("/proc/driver/nvidia", "/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dxg")
+
+
+def check_cuda_present(device: str) -> None:
+    """--device cuda or cuda:N on a Linux machine without any GPU driver is refused now (ValueError), not once
+    torch has loaded (seconds) to find no GPU; elsewhere, and wherever a driver is present, torch decides."""
+    if device.startswith("cuda") and sys.platform.startswith("linux") and \
+            not any(os.path.exists(path) for path in GPU_DEVICE_FILES):
+        raise ValueError(f"--device {device}: this machine has no CUDA GPU (no NVIDIA, ROCm or WSL GPU driver "
+                         f"found) -- use --device cpu, or auto")
 
 
 def options_from_args(args: argparse.Namespace, root: Path = ROOT) -> InterpolatorOptions:
     """The options the flags of ``add_flags`` give (checked by their types already; files here)."""
     if not _field("device").metadata["check"](args.device):
         raise ValueError(f"--device {args.device!r} is not a device: use auto, cpu, cuda or cuda:N")
+    check_cuda_present(args.device)
     precision = next((name for name in ("fp32", "fp16", "bf16") if getattr(args, name)), "auto")
     # the default network passed its held-out rules with auto for pairs and videos; the fast one lost 0.3 dB on
     # one held-out clip (docs/performance.md)

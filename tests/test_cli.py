@@ -183,6 +183,33 @@ def test_user_errors_exit_cleanly(tmp_path, capsys, case):
     assert not list(out.parent.glob(".tmp-*")) if out.parent.exists() else True
 
 
+def test_weights_and_device_mistakes_are_said_before_the_network_loads(tmp_path, capsys, monkeypatch):
+    """A garbage --weights file and --device cuda on a machine without a GPU were found once torch and the network
+    had loaded (7-60 s): the file's first bytes and the GPU drivers' device files say so at once."""
+    import engine.options
+    from safetensors.numpy import save_file
+
+    one, two = _pair(tmp_path)
+    out = tmp_path / "mid.png"
+    (tmp_path / "noise.safetensors").write_bytes(np.random.default_rng(0).bytes(100))
+    (tmp_path / "text.pth").write_text("not a checkpoint\n")
+    save_file({"x": np.zeros(2, np.float32)}, str(tmp_path / "other.safetensors"))  # no network config
+    for name, words in (("noise.safetensors", "not a safetensors weights file (no header)"),
+                        ("text.pth", "not a PyTorch checkpoint (neither a zip nor a pickle)"),
+                        ("other.safetensors", "a safetensors file without this project's network config")):
+        code, _, err = _run(["--one", one, "--two", two, "--out", out, "--weights", tmp_path / name], capsys)
+        assert code == 2 and err.count("\n") == 1 and "loading" not in err, err
+        assert err.startswith(f"error: --weights {tmp_path / name}: {words}"), err
+        assert " -- pass a file written by train.py (weights/network.safetensors, " in err, err
+    monkeypatch.setattr(engine.options, "GPU_DEVICE_FILES", (str(tmp_path / "no-driver"),))
+    for device in ("cuda", "cuda:1"):
+        code = run.main(["--one", str(one), "--two", str(two), "--out", str(out), "--device", device])
+        err = capsys.readouterr().err
+        assert code == 2 and err == f"error: --device {device}: this machine has no CUDA GPU (no NVIDIA, ROCm or WSL " \
+                                    f"GPU driver found) -- use --device cpu, or auto\n", err
+    assert not out.exists()
+
+
 def test_cli_subprocess_reports_one_line_and_no_traceback(tmp_path):
     """A pair-mode mistake and --help answer without importing torch (over a second; they took 3 s on 2 cores)."""
     mistake = [str(ROOT / "run.py"), "--one", str(tmp_path / "a.png"), "--two", str(tmp_path / "b.png"), "--out",
