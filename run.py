@@ -213,7 +213,7 @@ def run_pipe(args: argparse.Namespace) -> int:
     import os
 
     from engine.options import loading_line
-    from pipeline.pipe import PipeClosed, interpolate_pipe
+    from pipeline.pipe import PipeClosed, interpolate_pipe, open_stream
     from pipeline.schedule import parse_rate
     from pipeline.video import VideoOptions
 
@@ -234,12 +234,14 @@ def run_pipe(args: argparse.Namespace) -> int:
                            field_rate=args.fields, motion=args.motion)
     sink = sys.stdout.buffer
     engine_options = interpolator_options(args)
+    # the stream's header and whether a frame follows, before torch loads: a wrong stream is said at once
+    header = open_stream(sys.stdin.buffer, options)
     try:
         with contextlib.redirect_stdout(sys.stderr):
             print(loading_line(engine_options), file=sys.stderr, flush=True)
             from engine import Interpolator
 
-            stats = interpolate_pipe(sys.stdin.buffer, sink, Interpolator(engine_options), options)
+            stats = interpolate_pipe(sys.stdin.buffer, sink, Interpolator(engine_options), options, header=header)
     except PipeClosed as exc:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second failure when Python exits
         print(f"error: {exc}", file=sys.stderr)

@@ -155,6 +155,9 @@ class Y4MHeader:
 
 def parse_header(line: bytes, name: str) -> Y4MHeader:
     """The header of a stream (``name`` in errors); Y4MError naming the fix for one this reader cannot take."""
+    if not line:
+        raise Y4MError(f"{name}: empty, not a YUV4MPEG2 stream (nothing came: send one with ffmpeg -i IN -f "
+                       f"yuv4mpegpipe -)")
     if not line.startswith(b"YUV4MPEG2"):
         raise Y4MError(f"{name}: not a YUV4MPEG2 stream (send one with ffmpeg -i IN -f yuv4mpegpipe -)")
     if not line.endswith(b"\n"):

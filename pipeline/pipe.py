@@ -20,7 +20,7 @@ import itertools
 import sys
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import BinaryIO, Deque, Iterator, Tuple
+from typing import BinaryIO, Deque, Iterator, Optional, Tuple
 
 import numpy as np
 
@@ -96,19 +96,36 @@ def _write(sink: BinaryIO, data: bytes) -> None:
             from None
 
 
-def interpolate_pipe(source: BinaryIO, sink: BinaryIO, interpolate: Interpolator, options: VideoOptions,
-                     progress: bool = True, name: str = "standard input") -> dict:
-    """Read a YUV4MPEG2 stream from ``source``, write the interpolated stream to ``sink``; returns counts for the
-    report line. Y4MError (a ValueError) for a stream this cannot read, PipeClosed when the output's reader leaves;
-    a stream cut short ends the output at the last whole frame and raises Y4MError afterwards."""
-
+def open_stream(source: BinaryIO, options: VideoOptions, name: str = "standard input") -> Y4MHeader:
+    """The stream's header, read from ``source`` and checked with ``options`` before any frame is read (run.py:
+    before torch loads): Y4MError for a stream this cannot read, or, where ``source`` can be peeked at (a pipe),
+    one that holds no frame; ValueError for options a stream cannot take (--fields, a --factor beyond the plan's
+    bound)."""
     if options.field_rate:
         raise VideoError("--fields needs the file reader's deinterlacer: deinterlace before the pipe (ffmpeg -vf "
                          "bwdif=send_field) and send progressive frames")
     header = parse_header(source.readline(_LINE), name)  # (anything but y4m need not be read whole)
+    make_plan(_OPEN_ENDED / header.rate, header.rate, options.factor, options.fps, options.slowmo)
+    ahead = source.peek(len(b"FRAME")) if hasattr(source, "peek") else None  # (waits for bytes, reads none)
+    if ahead == b"":
+        raise Y4MError(f"{name}: the stream holds no frames")
+    if ahead is not None and len(ahead) >= len(b"FRAME") and not ahead.startswith(b"FRAME"):
+        raise Y4MError(f"{name}: frame 0 has no FRAME marker (not a y4m stream after its header)")
     if header.interlacing in ("t", "b", "m"):
         print(f"note: {name} is marked interlaced (I{header.interlacing}): its frames are interpolated as they are; "
               f"deinterlace before the pipe (ffmpeg -vf bwdif) for clean motion", file=sys.stderr)
+    return header
+
+
+def interpolate_pipe(source: BinaryIO, sink: BinaryIO, interpolate: Interpolator, options: VideoOptions,
+                     progress: bool = True, name: str = "standard input",
+                     header: Optional[Y4MHeader] = None) -> dict:
+    """Read a YUV4MPEG2 stream from ``source``, write the interpolated stream to ``sink``; returns counts for the
+    report line. ``header``: the stream's, where ``open_stream`` has read it already. Y4MError (a ValueError) for a
+    stream this cannot read, PipeClosed when the output's reader leaves; a stream cut short ends the output at the
+    last whole frame and raises Y4MError afterwards."""
+    if header is None:
+        header = open_stream(source, options, name)
     plan = make_plan(_OPEN_ENDED / header.rate, header.rate, options.factor, options.fps, options.slowmo)
     reader = _Reader(source, header)
     stamps = (Fraction(i) / header.rate for i in itertools.count())

@@ -170,6 +170,29 @@ def _cli(stdin: bytes, *args: str) -> subprocess.CompletedProcess:
                           input=stdin, capture_output=True, cwd=ROOT)
 
 
+@pytest.mark.parametrize("stream, args, message", [
+    (b"", [], "standard input: empty, not a YUV4MPEG2 stream (nothing came"),
+    (np.random.default_rng(0).bytes(1000), [], "standard input: not a YUV4MPEG2 stream"),
+    (b"not a video\n", [], "standard input: not a YUV4MPEG2 stream"),
+    (b"YUV4MPEG2 W12 H8 F25:1 Cmono\n", [], "chroma layout Cmono is not supported"),
+    (b"YUV4MPEG2 W12 H8 C420\n", [], "needs a frame size and a frame rate"),
+    (b"YUV4MPEG2 W12 H8 F25:1 C420\n", [], "standard input: the stream holds no frames"),
+    (b"YUV4MPEG2 W12 H8 F25:1 C420\nGARBAGE", [], "frame 0 has no FRAME marker"),
+    (b"YUV4MPEG2 W12 H8 F25:1 C420\n", ["--factor", "5000"], "--factor 5000: at most 1000 output frames"),
+])
+def test_the_cli_names_a_stream_it_cannot_read_before_torch_loads(stream, args, message):
+    """Each of these was one clear line, but only after torch and the network had loaded (7-84 s): the header,
+    and whether a frame follows it, are read first."""
+    script = ("import sys, run\n"
+              "code = run.main(sys.argv[1:])\n"
+              "print('exit', code, 'torch' in sys.modules, file=sys.stderr)\n")
+    proc = subprocess.run([sys.executable, "-c", script, "--video", "-", "--out", "-", *args], input=stream,
+                          capture_output=True, cwd=ROOT, timeout=60)
+    *said, last = proc.stderr.decode().splitlines()
+    assert last == "exit 2 False" and proc.stdout == b"", proc.stderr
+    assert len(said) == 1 and said[0].startswith("error: ") and message in said[0], said
+
+
 def test_the_cli_says_a_truncated_stream_in_one_line_and_exits_non_zero():
     stream = _testsrc(4, "yuv420p")
     proc = _cli(stream[:-100], "--out", "-")
