@@ -37,11 +37,8 @@ def evaluate(interpolator: Union["Interpolator", Callable[[np.ndarray, np.ndarra
 
     from media.images import read_image
 
-    sequences = sorted(p for p in data.iterdir() if (p / "frame10i11.png").is_file()) if data.is_dir() else []
-    if not sequences:
-        raise ValueError(f"no <Sequence>/frame10i11.png under {data}: pass --data pointing at the Middlebury folder")
     rows = []
-    for seq in sequences:
+    for seq in find_sequences(data):
         one, _, _ = read_image(seq / "frame10.png")
         two, _, _ = read_image(seq / "frame11.png")
         truth = np.rint(read_image(seq / "frame10i11.png")[0] * 255).astype(np.uint8)
@@ -58,6 +55,14 @@ def evaluate(interpolator: Union["Interpolator", Callable[[np.ndarray, np.ndarra
             print(f"{seq.name:12s} PSNR {psnr:6.2f}  SSIM {ssim:.4f}  detail {detail:.3f}  ({seconds:.2f}s)",
                   flush=True)
     return {"sequences": rows, **{key: float(np.mean([r[key] for r in rows])) for key in ("psnr", "ssim", "detail")}}
+
+
+def find_sequences(data: Path) -> List[Path]:
+    """The <Sequence>/ folders of ``data`` that hold a frame10i11.png, in order (ValueError naming --data if none)."""
+    sequences = sorted(p for p in data.iterdir() if (p / "frame10i11.png").is_file()) if data.is_dir() else []
+    if not sequences:
+        raise ValueError(f"no <Sequence>/frame10i11.png under {data}: pass --data pointing at the Middlebury folder")
+    return sequences
 
 
 def _nchw(image: np.ndarray) -> torch.Tensor:
@@ -88,9 +93,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     add_flags(p, only=("compile",))
     p.add_argument("--json", type=Path, default=None, help="also write the results as JSON")
     args = p.parse_args(argv)
-    from engine import Interpolator, InterpolatorOptions
-
     try:
+        find_sequences(args.data)  # before the network loads: a wrong --data is said at once
+        from engine import Interpolator, InterpolatorOptions
+
         if args.peer:
             result = evaluate(peer_interpolator(args.peer, args.device), args.data)
             result.update(peer=args.peer)

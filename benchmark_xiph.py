@@ -95,8 +95,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--bf16", action="store_true")
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
-    from engine import Interpolator, InterpolatorOptions
-
     try:
         size = tuple(int(v) for v in args.size.lower().split("x"))
         if len(size) != 2 or min(size) < 1:
@@ -117,6 +115,8 @@ def main(argv: Optional[List[str]] = None) -> int:
             sources.append(y4m if y4m.is_file() else folder)
         if not sources:
             raise ValueError(f"no clips in {args.data}: expected <clip>.y4m files or <clip>/ folders")
+        from engine import Interpolator, InterpolatorOptions  # (torch: after the data's checks, said at once)
+
         # whole frames, as the paper's protocol scores them
         interpolator = Interpolator(InterpolatorOptions(weights=args.weights, device=args.device, tile=0,
                                                         precision="bf16" if args.bf16 else "fp32"))

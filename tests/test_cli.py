@@ -295,11 +295,26 @@ def test_middlebury_benchmark_on_two_sequences(tmp_path):
         assert row["psnr"] > blend + 3, (row, blend)
 
 
-def test_middlebury_benchmark_bad_folder(tmp_path, capsys):
+def test_benchmarks_say_a_wrong_data_folder_before_the_network_loads(tmp_path, capsys, monkeypatch):
+    """Middlebury's missing data was said once the network had loaded (7-63 s); Xiph's once torch had."""
+    import benchmark_xiph
+    import engine.interpolator
+
+    def loading(*args, **kwargs):
+        raise AssertionError("the network was loaded")
+
+    monkeypatch.setattr(engine.interpolator, "Interpolator", loading)
     assert benchmark_middlebury.main(["--data", str(tmp_path), "--device", "cpu"]) == 2
     assert "no <Sequence>/frame10i11.png" in capsys.readouterr().err
     assert benchmark_middlebury.main(["--data", str(tmp_path / "missing"), "--device", "cpu"]) == 2
     assert "no <Sequence>/frame10i11.png" in capsys.readouterr().err  # one line, not a FileNotFoundError traceback
+    for data in (tmp_path, tmp_path / "missing"):
+        assert benchmark_xiph.main(["--data", str(data), "--device", "cpu"]) == 2
+        assert capsys.readouterr().err.startswith("error: ")
+    script = "import sys, benchmark_xiph; print(benchmark_xiph.main(sys.argv[1:]), 'torch' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", script, "--data", str(tmp_path / "missing")], capture_output=True,
+                          text=True, cwd=ROOT)
+    assert proc.stdout.split() == ["2", "False"] and proc.stderr.startswith("error: "), proc.stderr
 
 
 def test_middlebury_benchmark_compile_flag_reaches_the_engine(tmp_path, capsys):
