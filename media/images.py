@@ -33,6 +33,9 @@ def read_image(path: Path) -> Tuple[np.ndarray, Optional[np.ndarray], int]:
     import cv2
 
     path = Path(path)
+    if path.is_dir():  # ("unsupported extension ''" before)
+        raise ImageError(f"{path} is a folder, not an image file: name an image in it, or read the folder as "
+                         f"frames with --frames {path} --out OUT/%06d.png")
     if path.suffix.lower() not in READ_EXTENSIONS:
         raise ImageError(f"{path}: unsupported extension '{path.suffix}' "
                          f"(use one of {', '.join(sorted(READ_EXTENSIONS))})")
@@ -127,11 +130,14 @@ def _check_extension(path: Path) -> None:
 def check_writable(path: Path) -> None:
     """Fail early, before any work, if ``path`` cannot be written (extension, folder, the folder takes files)."""
     path = Path(path)
+    if str(path) == "-":
+        raise ImageError("--out -: images are written to files: name one, such as mid.png (standard output takes "
+                         "the YUV4MPEG2 stream of --video -)")
+    if path.is_dir():  # (found only when the finished frame was written, before; then as its extension '')
+        raise ImageError(f"{path} is a folder: name an image file in it, such as {path / 'mid.png'}")
     _check_extension(path)
     if not path.parent.is_dir():
         raise ImageError(f"{path}: folder '{path.parent}' does not exist (create it first)")
-    if path.is_dir():  # (found only when the finished frame was written, before)
-        raise ImageError(f"{path} is a folder: name an image file in it, such as {path / 'mid.png'}")
     check_folder(path.parent)
 
 

@@ -336,8 +336,12 @@ def check_video_paths(source: Path, out: Path) -> None:
     """The checks of a video job's paths that need neither ffmpeg nor the network: the command line runs them
     before it loads the network (seconds of imports), so that a mistyped path is said at once."""
     source, out = Path(source), Path(out)
+    if source.is_dir():
+        raise VideoError(f"--video {source} is a folder, not a video file: read a folder of frames with --frames "
+                         f"{source} --out OUT/%06d.png")
     if not source.is_file():
         raise VideoError(f"{source}: no such file")
+    _check_not_stdout(out)
     if same_file(out, source):
         raise VideoError("--out must differ from the input: the input is never modified")
     if not out.parent.is_dir():
@@ -350,6 +354,14 @@ def check_video_paths(source: Path, out: Path) -> None:
     if "%" not in out.name and out.suffix.lower() not in (".mp4", ".mkv", ".mov", ".webm"):
         raise VideoError(f"{out}: unsupported output extension '{out.suffix}' (mp4, mkv, mov, webm, "
                          f"or an image pattern such as frames/%06d.png)")
+
+
+def _check_not_stdout(out: Path) -> None:
+    """VideoError for ``--out -`` from a file or folder: standard output takes the stream that a stream in makes."""
+    if str(out) == "-":
+        raise VideoError("--out - writes a YUV4MPEG2 stream, made from one on standard input (--video -): name an "
+                         "output file such as out.mp4, or pipe the video through: ffmpeg -i IN -f yuv4mpegpipe - | "
+                         "python run.py --video - --out - | ffmpeg -i - OUT.mkv")
 
 
 def lock_output(out: Path) -> Optional[OutputLock]:
@@ -949,8 +961,12 @@ def _video_to_images(info: VideoInfo, out_pattern: str, plan: Plan, interpolate:
 
 def check_frames_paths(frames_dir: Path, out_pattern: str) -> None:
     """``check_video_paths`` for a folder of images in and an image pattern out."""
+    if Path(frames_dir).is_file():
+        raise VideoError(f"--frames {frames_dir} is a file, not a folder of frames: read a video with --video "
+                         f"{frames_dir}")
     if not Path(frames_dir).is_dir():
         raise VideoError(f"{frames_dir}: no such folder")
+    _check_not_stdout(Path(out_pattern))
     if "%" not in out_pattern:
         raise VideoError(f"--out {out_pattern}: frame output needs a pattern such as out/%06d.png")
 

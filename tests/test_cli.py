@@ -138,7 +138,8 @@ def test_identical_frames_interpolate_to_nearly_the_frame(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("case", ["missing", "corrupt", "sizes", "empty_file", "out_folder", "in_ext", "out_ext",
-                                  "bad_time", "bad_device", "too_many_times"])
+                                  "bad_time", "bad_device", "too_many_times", "one_is_a_folder", "out_is_a_folder",
+                                  "out_is_stdout"])
 def test_user_errors_exit_cleanly(tmp_path, capsys, case):
     one, two = _pair(tmp_path)
     out = tmp_path / "mid.png"
@@ -173,12 +174,22 @@ def test_user_errors_exit_cleanly(tmp_path, capsys, case):
         args += ["--device", "tpu"]
     elif case == "too_many_times":  # an image each: bounded, as a video's --factor is
         args += ["--time", *[f"{(k + 1) / 1002:.6f}" for k in range(1001)]]
+    elif case in ("one_is_a_folder", "out_is_a_folder"):  # both said "unsupported extension ''"
+        (tmp_path / "dir").mkdir()
+        args[1 if case == "one_is_a_folder" else 5] = tmp_path / "dir"
+    elif case == "out_is_stdout":
+        args[5] = "-"
     code = run.main([str(a) for a in args] + ([] if case == "bad_device" else ["--device", "cpu"]))
     _, err = capsys.readouterr()
     assert code == 2
     assert err.startswith("error: ") and err.count("\n") == 1, err
     assert "Traceback" not in err
-    assert case != "too_many_times" or "--time: 1001 times, more than the 1000" in err, err
+    said = {"too_many_times": "--time: 1001 times, more than the 1000",
+            "one_is_a_folder": f"{tmp_path / 'dir'} is a folder, not an image file: name an image in it, or read the "
+                               f"folder as frames with --frames",
+            "out_is_a_folder": f"{tmp_path / 'dir'} is a folder: name an image file in it, such as",
+            "out_is_stdout": "--out -: images are written to files: name one, such as mid.png"}
+    assert said.get(case, "") in err, err
     assert not out.exists()
     assert not list(out.parent.glob(".tmp-*")) if out.parent.exists() else True
 

@@ -168,11 +168,20 @@ def test_bad_video_inputs(tmp_path, capsys):
         (["--video", clip, "--out", tmp_path / "o.avi"], "unsupported output extension"),
         (["--video", clip, "--out", tmp_path / "nodir" / "o.mp4"], "does not exist"),
         (["--video", clip, "--out", tmp_path / "o.mp4", "--fps", "abc"], "not a frame rate"),
+        # folder and file mixed up, and standard output from a file: the cause, not "no such file" (or folder) or
+        # "unsupported output extension ''"
+        (["--video", tmp_path, "--out", tmp_path / "o.mp4"], f"--video {tmp_path} is a folder, not a video file: "
+                                                             f"read a folder of frames with --frames {tmp_path}"),
+        (["--frames", clip, "--out", tmp_path / "%06d.png"], f"--frames {clip} is a file, not a folder of frames: "
+                                                             f"read a video with --video {clip}"),
+        (["--video", clip, "--out", "-"], "--out - writes a YUV4MPEG2 stream, made from one on standard input "
+                                          "(--video -): name an output file such as out.mp4, or pipe the video"),
     ]
     for args, message in cases:
         code, _, err = _cli(args, capsys)
         assert code == 2, args
         assert err.startswith("error: ") and message in err and "Traceback" not in err, err
+        assert err.count("\n") == 1 and "loading" not in err, err
     assert not (tmp_path / "o.mp4").exists()
 
 
