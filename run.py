@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from pipeline.video import VideoOptions
 
 ROOT = Path(__file__).resolve().parent
+# the options of --video and --frames, which a pair refuses (build_parser declares them in this group)
+SEQUENCE_GROUP = "video and frame sequences"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -76,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--time", type=float, nargs="+", default=[0.5], help="time(s) of the output frame(s), 0 < t < 1")
     # the engine's options: flags, checks and resume key from one declaration (engine/options.py)
     add_flags(p)
-    v = p.add_argument_group("video and frame sequences")
+    v = p.add_argument_group(SEQUENCE_GROUP)
     v.add_argument("--video", type=Path,
                    help="input video; --out is a video file (mp4/mkv/mov) or DIR/%%06d.png. --video - --out -: a "
                         "YUV4MPEG2 stream from stdin to stdout (ffmpeg -i IN -f yuv4mpegpipe - | python run.py "
@@ -292,6 +294,29 @@ def estimate(tenOne: "torch.Tensor", tenTwo: "torch.Tensor",
     return run_estimate(tenOne, tenTwo, fltTimes)
 
 
+def _not_for_this_mode(parser: argparse.ArgumentParser, args: argparse.Namespace, sequence: bool) -> str:
+    """What the command line gives that its mode would ignore ("" where nothing): a pair's --one, --two and
+    --time beside --video or --frames, --input-fps (the rate of --frames) beside --video, or the options of videos
+    and frame sequences beside a pair."""
+    if sequence:
+        pair = [flag for flag, given in (("--one", args.one is not None), ("--two", args.two is not None),
+                                         ("--time", args.time != parser.get_default("time"))) if given]
+        if pair:
+            return (f"{', '.join(pair)}: {'they apply' if len(pair) > 1 else 'it applies'} to a pair of images, not "
+                    f"to --video or --frames (whose output times come from --factor or --fps): leave "
+                    f"{'them' if len(pair) > 1 else 'it'} out")
+        if args.video is not None and args.input_fps != parser.get_default("input_fps"):
+            return "--input-fps is the frame rate of --frames input: a video's comes from the file (--fps sets the " \
+                   "output's)"
+        return ""
+    group = next(g for g in parser._action_groups if g.title == SEQUENCE_GROUP)
+    given = [a.option_strings[0] for a in group._group_actions if getattr(args, a.dest) != a.default]
+    if not given:
+        return ""
+    return (f"{', '.join(given)}: {'they apply' if len(given) > 1 else 'it applies'} to --video and --frames, not to "
+            f"a pair of images (--one, --two): leave {'them' if len(given) > 1 else 'it'} out")
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -302,6 +327,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.error("--one, --two and --out are required (or --video/--frames with --out)")
     if args.fields and args.video is None:
         parser.error("--fields reads interlaced video one frame per field: use it with --video")
+    unused = _not_for_this_mode(parser, args, sequence)
+    if unused:
+        parser.error(unused)
     try:
         return run_sequence(args) if sequence else run_pair(args)
     except ValueError as exc:  # the user's mistakes: VideoError, ImageError, OutputError and WeightsError are ones

@@ -93,6 +93,10 @@ class VideoOptions:
     def __post_init__(self) -> None:
         if self.motion not in MOTIONS:
             raise ValueError(f"--motion {self.motion!r}: use {' or '.join(MOTIONS)}")
+        for name, flag in (("scene_threshold", "--scene-threshold"), ("dedup_threshold", "--dedup")):
+            if not 0.0 <= getattr(self, name) <= 1.0:  # (a threshold of 2 found no cut, without a word)
+                raise ValueError(f"{flag} {getattr(self, name)}: a mean grey difference, from 0 (off) to 1 (default "
+                                 f"{getattr(VideoOptions, name)})")
         for name in ("segment_seconds", "segment_work_seconds"):
             if not getattr(self, name) > 0:
                 flag = "--segment-seconds" if name == "segment_seconds" else name

@@ -253,6 +253,24 @@ def test_usage_mistakes_are_one_line(argv, capsys):
     assert err.rstrip().endswith("(python run.py --help lists the options)")
 
 
+@pytest.mark.parametrize("argv, words", [
+    (["--video", "in.mp4", "--one", "a.png", "--out", "o.mp4"], "--one: it applies to a pair of images, not to "
+                                                               "--video or --frames"),
+    (["--frames", "dir", "--one", "a.png", "--two", "b.png", "--time", "0.3", "--out", "o/%06d.png"],
+     "--one, --two, --time: they apply to a pair of images"),
+    (["--video", "in.mp4", "--input-fps", "30", "--out", "o.mp4"], "--input-fps is the frame rate of --frames input"),
+    (["--one", "a.png", "--two", "b.png", "--out", "m.png", "--factor", "4", "--crf", "20"],
+     "--factor, --crf: they apply to --video and --frames, not to a pair of images (--one, --two): leave them out"),
+    (["--one", "a.png", "--two", "b.png", "--out", "m.png", "-y"], "--overwrite: it applies to --video and --frames"),
+])
+def test_options_the_mode_would_ignore_are_refused(argv, words, capsys):
+    """--one/--two beside --video were ignored without a word; so were a pair's video options."""
+    with pytest.raises(SystemExit) as info:
+        run.main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.startswith(f"error: {words}") and err.count("\n") == 1, err
+
+
 def test_importing_run_has_no_side_effects():
     code = "import run, sys; print(sorted(m for m in sys.modules if m.startswith('model')))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)

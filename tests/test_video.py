@@ -969,10 +969,17 @@ def test_out_of_range_crf_and_segment_length_are_refused_before_any_work(tmp_pat
     source = tmp_path / "in.mp4"
     source.write_bytes(b"")  # never read: the options are refused first
     for extra, message in ((["--crf", "99"], "--crf 99 is outside libx264's scale"),
-                           (["--segment-seconds", "0"], "--segment-seconds must be more than 0")):
+                           (["--segment-seconds", "0"], "--segment-seconds must be more than 0"),
+                           # a threshold of 2 (the range is 0-1) found no cut, without a word
+                           (["--scene-threshold", "2"], "--scene-threshold 2.0: a mean grey difference, from 0 (off) "
+                                                        "to 1 (default 0.12)"),
+                           (["--scene-threshold", "-0.5"], "--scene-threshold -0.5: a mean grey difference"),
+                           (["--dedup", "1.5"], "--dedup 1.5: a mean grey difference, from 0 (off) to 1")):
         assert run.main(["--video", str(source), "--out", str(tmp_path / "out.mp4")] + extra) == 2
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1
+    with pytest.raises(ValueError, match="--scene-threshold nan"):
+        VideoOptions(scene_threshold=float("nan"))
 
 
 def test_prores_goes_to_mov_and_is_refused_for_mp4_before_any_work(tmp_path, capsys, blend_interpolator):
