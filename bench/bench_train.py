@@ -1,7 +1,8 @@
 """Where a training step's time goes on the GPU: sampling a batch, and forward+backward+update.
 
     python -m bench.bench_train --data .data/footage [--width 2] [--batch 32 64] [--crop 256]
-                                [--cuda-graph] [--compile] [--profile] [--pageable-uploads]
+                                [--cuda-graph] [--compile] [--compile-regions] [--profile]
+                                [--pageable-uploads]
 
 Times are wall-clock per step with the GPU synchronised at both ends, so host-side
 stalls (a sampler that waits for the GPU) show up as they do in train.py. Each batch size
@@ -21,6 +22,7 @@ import torch
 from bench.timing import require_cuda
 from model import Network
 from model.network import NetworkConfig, count_parameters
+from training.compiled import CompiledRegions
 from training.config import VALIDATION_CLIPS
 from training.data import FootageSampler, load_clips, synthetic_batch
 from training.step import StepLoss, TrainStep
@@ -52,6 +54,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="also time the step as train.py --cuda-graph runs it (recorded once, replayed)")
     p.add_argument("--compile", action="store_true",
                    help="also time the step's forward and losses through torch.compile (compile time reported)")
+    p.add_argument("--compile-regions", action="store_true",
+                   help="also time the step as train.py --compile runs it: the network's regions between its custom "
+                        "kernels and the losses compiled (training.compiled), eager and, with --cuda-graph, "
+                        "replayed as a CUDA graph (compile time reported)")
     p.add_argument("--pageable-uploads", action="store_true",
                    help="the sampler copies its tensors to the GPU from pageable memory instead of pinning each "
                         "(training.data.to_device), to measure what pinning costs or saves")
@@ -94,8 +100,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         batch = sample()
 
         # the trainer's step: its loss module (no synthetic flow term: the batch here carries no ground truth)
-        def step_loss(size: int = size, n_syn: int = n_syn) -> StepLoss:
-            return StepLoss(TrainStep(net), size - n_syn, size, 1.0, 0.0, True)
+        def step_loss(size: int = size, n_syn: int = n_syn, compiled: bool = False) -> StepLoss:
+            return StepLoss(TrainStep(net), size - n_syn, size, 1.0, 0.0, True,
+                            regions=CompiledRegions(net) if compiled else None)
 
         def timed(module: Callable[..., Tuple[torch.Tensor, ...]], label: str) -> None:
             def train_step(b: Dict[str, torch.Tensor] = batch) -> None:
@@ -118,6 +125,16 @@ def main(argv: Optional[List[str]] = None) -> int:
             torch.cuda.synchronize()
             print(f"batch {size}, torch.compile: first step (compiling) {time.perf_counter() - start:.0f} s")
             timed(compiled, "torch.compile")
+        if args.compile_regions:
+            regions = step_loss(compiled=True)
+            start = time.perf_counter()
+            update(regions(batch["one"], batch["two"], batch["t"], batch["mid"])[0])
+            torch.cuda.synchronize()
+            print(f"batch {size}, --compile: first step (compiling) {time.perf_counter() - start:.0f} s")
+            timed(regions, "--compile")
+            if args.cuda_graph:
+                timed(torch.cuda.make_graphed_callables(regions, (batch["one"], batch["two"], batch["t"],
+                                                                  batch["mid"])), "--compile --cuda-graph")
         if args.profile:
             from torch.profiler import ProfilerActivity, profile
 

@@ -1118,3 +1118,37 @@ def test_state_progress_record(tmp_path):
     empty.mkdir()
     with pytest.raises(TrainingError, match="nothing to resume"):
         start_point(RunOptions(resume=empty, out=tmp_path / "out"), {})
+
+
+def test_compiled_regions_train_as_the_plain_step_and_switch_off_outside_it():
+    """train.py --compile's step (training.compiled, traced here by the eager backend on the CPU) gives the plain
+    step's losses and gradients, and leaves the network plain outside the step, so validation and saving run it
+    uncompiled at any size, with the same parameter names."""
+    from model import Network
+    from model.network import NetworkConfig
+    from training.compiled import CompiledRegions
+    from training.step import StepLoss, TrainStep
+
+    torch.manual_seed(0)
+    net = Network(NetworkConfig().sized(0.25))
+    names = [name for name, _ in net.named_parameters()]
+    one, two, mid = torch.rand(3, 2, 3, 64, 64).unbind(0)
+    t = torch.full((2,), 0.5)
+
+    def losses_and_grads(step: StepLoss):
+        net.zero_grad(set_to_none=True)
+        losses = step(one, two, t, mid)
+        losses[0].backward()
+        return [float(x.detach()) for x in losses], [p.grad.clone() for p in net.parameters()]
+
+    plain = losses_and_grads(StepLoss(TrainStep(net), 2, 2, 1.0, 0.0, False))
+    regions = CompiledRegions(net, backend="eager")
+    compiled = losses_and_grads(StepLoss(TrainStep(net), 2, 2, 1.0, 0.0, False, regions=regions))
+    assert compiled[0] == pytest.approx(plain[0], rel=1e-5)
+    for a, b in zip(compiled[1], plain[1]):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+    assert all(module._compiled_call_impl is None for module, _ in regions.modules)
+    assert all(name not in owner.__dict__ for owner, name, _ in regions.methods)
+    with regions.active():
+        assert all(module._compiled_call_impl is not None for module, _ in regions.modules)
+    assert [name for name, _ in net.named_parameters()] == names

@@ -70,6 +70,9 @@ class RunOptions:
     cuda_graph: Optional[bool] = _run(None, "record the step as CUDA graphs and replay them (one GPU, no "
                                             "torchrun); default: the resumed run's choice where it can",
                                       action=argparse.BooleanOptionalAction)
+    compile: bool = _run(False, "compile the step's regions between the custom kernels, and its losses, with "
+                                "torch.compile (training.compiled; CUDA and Triton; the first step compiles, in "
+                                "--minutes)", action="store_true")
     device: str = _run("auto", "auto, cpu or cuda[:i]")
 
     def __post_init__(self) -> None:

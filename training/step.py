@@ -4,13 +4,16 @@ optimizer state's compact form."""
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 
 from model.motion import straight_neighbour
 from model.warp import resize_flow
 from training.losses import RECONSTRUCTION_LOSSES, census_loss
+
+if TYPE_CHECKING:
+    from training.compiled import CompiledRegions
 
 
 class TrainStep(torch.nn.Module):
@@ -64,11 +67,14 @@ class StepLoss(torch.nn.Module):
 
     def __init__(self, step: torch.nn.Module, n_real: int, batch: int, census_weight: float, flow_weight: float,
                  bf16: bool, reconstruction: str = "laplacian", synthetic: bool = False,
-                 quadratic: bool = False) -> None:
+                 quadratic: bool = False, regions: Optional["CompiledRegions"] = None) -> None:
         """``synthetic``: the inputs hold the synthetic samples' ground-truth flows; ``quadratic``: they hold the
-        outer flows and the samples' ``quad`` flags (``TrainStep``)."""
+        outer flows and the samples' ``quad`` flags (``TrainStep``). ``regions``: the network's regions compiled
+        (``training.compiled``, ``train.py --compile``); the losses are then compiled too."""
         super().__init__()
         self.step = step
+        self.regions = regions
+        self.losses = step_losses if regions is None else regions.compile(step_losses)
         self.synthetic, self.quadratic = synthetic, quadratic
         self.reconstruction = reconstruction
         self.n_real, self.batch, self.bf16 = n_real, batch, bf16
@@ -82,9 +88,10 @@ class StepLoss(torch.nn.Module):
         outer = extra[1 if self.synthetic else 0:] if self.quadratic else ()
         # a graph being recorded cannot hold autocast's cast cache; eager steps keep it
         cache = self.bf16 and not torch.cuda.is_current_stream_capturing()
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.bf16, cache_enabled=cache):
+        compiled = self.regions.active() if self.regions is not None else contextlib.nullcontext()
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.bf16, cache_enabled=cache), compiled:
             pred, pyramid = self.step(one, two, t, *outer)
-        return step_losses(pred.float(), pyramid, mid, gt, self.n_real, self.batch, self.census_weight,
+        return self.losses(pred.float(), pyramid, mid, gt, self.n_real, self.batch, self.census_weight,
                            self.flow_weight, self.reconstruction)
 
 

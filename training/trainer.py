@@ -377,9 +377,19 @@ class Trainer:
                 self.main, err=True)
         n_syn = int(round(config.batch * config.synthetic_share))
         self.n_syn, self.n_real = n_syn, config.batch - n_syn
+        regions = None
+        if options.compile:
+            from model.runtime import check_compilable
+            from training.compiled import CompiledRegions
+
+            try:
+                check_compilable(device)
+            except ValueError as exc:
+                raise TrainingError(str(exc)) from None
+            regions = CompiledRegions(self.net)
         self.step_loss = StepLoss(self.model, self.n_real, config.batch, config.census_weight,
                                   config.flow_loss_weight, self.bf16, config.reconstruction,
-                                  synthetic=n_syn > 0, quadratic=config.motion == "quadratic")
+                                  synthetic=n_syn > 0, quadratic=config.motion == "quadratic", regions=regions)
         self.graphed = None
         self.say_scaling()
 
