@@ -317,6 +317,18 @@ def _not_for_this_mode(parser: argparse.ArgumentParser, args: argparse.Namespace
             f"a pair of images (--one, --two): leave {'them' if len(given) > 1 else 'it'} out")
 
 
+def _memory_wanted(exc: BaseException) -> Optional[str]:
+    """What an allocation that failed asked for, from numpy's MemoryError ("Unable to allocate 4.47 GiB for an
+    array with shape ...") or torch's ("DefaultCPUAllocator: can't allocate memory: you tried to allocate N bytes";
+    CUDA's OutOfMemoryError); None for any other error."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    if isinstance(exc, MemoryError):
+        return text or "MemoryError"
+    if "can't allocate memory" in text or type(exc).__name__ == "OutOfMemoryError":
+        return text[text.find("you tried"):] if "you tried" in text else text
+    return None
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -335,6 +347,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     except ValueError as exc:  # the user's mistakes: VideoError, ImageError, OutputError and WeightsError are ones
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except (MemoryError, RuntimeError) as exc:  # (a 20000 x 20000 pair was numpy's 17-line traceback)
+        wanted = _memory_wanted(exc)
+        if wanted is None:
+            raise
+        print(f"error: not enough memory ({wanted}): the frames need more than this machine has free -- scale them "
+              f"down first, try a smaller --tile (e.g. --tile 512), or free some memory", file=sys.stderr)
+        return 1
     except KeyboardInterrupt as exc:
         # pipeline.jobs.Interrupted says what the job kept; a plain one came before any work (loading, checks)
         print(f"interrupted: {exc}" if str(exc) else "interrupted before any frame was made", file=sys.stderr)

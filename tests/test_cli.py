@@ -221,6 +221,27 @@ def test_weights_and_device_mistakes_are_said_before_the_network_loads(tmp_path,
     assert not out.exists()
 
 
+@pytest.mark.parametrize("allocate, words", [
+    (lambda: np.empty((200000, 200000, 3), np.float32), "for an array with shape (200000, 200000, 3)"),
+    (lambda: torch.empty(10**14), "you tried to allocate 400000000000000 bytes"),
+])
+def test_running_out_of_memory_is_one_line(tmp_path, capsys, monkeypatch, allocate, words):
+    """A valid 20000 x 20000 PNG pair on a 24 GB machine ended in numpy's 17-line _ArrayMemoryError traceback."""
+    import engine.files
+
+    def interpolate_files(*args, **kwargs):
+        allocate()
+
+    monkeypatch.setattr(engine.files, "interpolate_files", interpolate_files)
+    one, two = _pair(tmp_path)
+    code, _, err = _run(["--one", one, "--two", two, "--out", tmp_path / "mid.png"], capsys)
+    assert code == 1 and err.count("\n") == 1 and err.startswith("error: not enough memory (") and words in err, err
+    assert err.rstrip().endswith("scale them down first, try a smaller --tile (e.g. --tile 512), or free some memory")
+    monkeypatch.setattr(engine.files, "interpolate_files", lambda *a, **k: torch.zeros(2).view(3))
+    with pytest.raises(RuntimeError, match="invalid for input of size"):  # other errors are not taken for it
+        _run(["--one", one, "--two", two, "--out", tmp_path / "mid.png"], capsys)
+
+
 def test_cli_subprocess_reports_one_line_and_no_traceback(tmp_path):
     """A pair-mode mistake and --help answer without importing torch (over a second; they took 3 s on 2 cores)."""
     mistake = [str(ROOT / "run.py"), "--one", str(tmp_path / "a.png"), "--two", str(tmp_path / "b.png"), "--out",
