@@ -39,10 +39,10 @@ class _Parser(argparse.ArgumentParser):
 
 class _Defaults(argparse.ArgumentDefaultsHelpFormatter):
     """Each option's default, where it has one that its help does not already name ("(default 2) (default: None)"
-    was printed)."""
+    was printed) and it takes a value (switches said "(default: False)")."""
 
     def _get_help_string(self, action: argparse.Action) -> Optional[str]:
-        if action.default is None or "default" in (action.help or ""):
+        if action.default is None or action.nargs == 0 or "default" in (action.help or ""):
             return action.help
         return super()._get_help_string(action)
 

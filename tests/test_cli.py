@@ -261,6 +261,7 @@ def test_help_names_each_default_once(capsys):
         run.main(["--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert info.value.code == 0 and "(default: None)" not in text and "(default 2) (default" not in text
+    assert "(default: False)" not in text  # (on the switches: --slowmo, --fields, --overwrite, --no-space-check)
     assert "(default 2)" in text and "(default: auto)" in text and "(default: 0.12)" in text
 
 
