@@ -410,7 +410,7 @@ def plan_video(source: Path, out: Path, options: VideoOptions) -> Tuple[VideoInf
     plan = make_plan(info.duration, info.rate, options.factor, options.fps, options.slowmo,
                      most=MAX_IMAGES if "%" in out.name else MAX_VIDEO_FRAMES)
     if "%" in out.name:
-        _check_strays(str(out), _image_paths(str(out), plan.count), [source], options.overwrite)
+        _check_image_outputs(str(out), _image_paths(str(out), plan.count), [source], options.overwrite)
         return info, plan
     check_codec_fits(options.codec, _pix_fmt(info, options), out)
     keep_audio, audio = _audio_plan(info, plan, options)
@@ -811,11 +811,19 @@ def _image_paths(out_pattern: str, count: int) -> List[Path]:
     return paths
 
 
-def _check_strays(out_pattern: str, outs: Sequence[Path], inputs: Sequence[Path], overwrite: bool) -> List[Path]:
-    """The existing files named like output frames ``outs`` where no job of this program recorded writing into
-    ``out_pattern`` (none where one did): OutputError if there are any, unless ``overwrite``, and if any is one of
-    ``inputs`` in any case."""
+def _check_image_outputs(out_pattern: str, outs: Sequence[Path], inputs: Sequence[Path], overwrite: bool) -> None:
+    """Before the network loads: the images ``outs`` can be written (their format, their folder), none is one of
+    ``inputs``, and no file is in their way (``_check_strays``)."""
+    from media.images import check_writable
+
+    check_writable(outs[0])
     check_not_input(outs, inputs)
+    _check_strays(out_pattern, outs, overwrite)
+
+
+def _check_strays(out_pattern: str, outs: Sequence[Path], overwrite: bool) -> List[Path]:
+    """The existing files named like output frames ``outs`` where no job of this program recorded writing into
+    ``out_pattern`` (none where one did): OutputError if there are any, unless ``overwrite``."""
     work = work_folder(Path(out_pattern))
     if _ours(work) is not None:
         return []
@@ -843,7 +851,7 @@ def _prepare_image_job(out_pattern: str, outs: Sequence[Path], key: str, overwri
                 if path.is_file():
                     path.unlink()  # the earlier job's frames: this job starts over
         elif marker is None:
-            for path in _check_strays(out_pattern, outs, (), overwrite):
+            for path in _check_strays(out_pattern, outs, overwrite):
                 path.unlink()  # --overwrite: replaced, never taken as a frame made
         work.mkdir(exist_ok=True)
         atomic_write(work / "job.json", json.dumps({"made_by": _MADE_BY, "key": key, "pattern": out_pattern,
@@ -1004,7 +1012,7 @@ def plan_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction,
     if not files:
         raise VideoError(f"{frames_dir}: no image files (png/jpg/...) found")
     plan = make_plan(len(files) / rate_in, rate_in, options.factor, options.fps, options.slowmo, most=MAX_IMAGES)
-    _check_strays(out_pattern, _image_paths(out_pattern, plan.count), files, options.overwrite)
+    _check_image_outputs(out_pattern, _image_paths(out_pattern, plan.count), files, options.overwrite)
     return files, plan
 
 

@@ -156,6 +156,10 @@ def test_bad_video_inputs(tmp_path, capsys):
     truncated.write_bytes(clip.read_bytes()[: clip.stat().st_size // 2])
     text = tmp_path / "notes.mp4"  # not a video at all: ffmpeg says "moov atom not found" for it too
     text.write_text("not a video\n")
+    frames = tmp_path / "frames"
+    frames.mkdir()
+    for name in ("1.png", "2.png"):
+        cv2.imwrite(str(frames / name), np.zeros((16, 24, 3), np.uint8))
     cases = [
         (["--video", tmp_path / "missing.mp4", "--out", tmp_path / "o.mp4"], "no such file"),
         (["--video", corrupt, "--out", tmp_path / "o.mp4"], "cut short"),  # its ftyp box says 24 bytes, has 20
@@ -176,6 +180,9 @@ def test_bad_video_inputs(tmp_path, capsys):
                                                              f"read a video with --video {clip}"),
         (["--video", clip, "--out", "-"], "--out - writes a YUV4MPEG2 stream, made from one on standard input "
                                           "(--video -): name an output file such as out.mp4, or pipe the video"),
+        # an image format nothing writes: said once the network had loaded, before
+        (["--video", clip, "--out", tmp_path / "%06d.jpx"], "000000.jpx: unsupported output extension '.jpx'"),
+        (["--frames", frames, "--out", tmp_path / "%06d.jpx"], "000000.jpx: unsupported output extension '.jpx'"),
     ]
     for args, message in cases:
         code, _, err = _cli(args, capsys)
