@@ -529,7 +529,7 @@ def test_remote_scripts_keep_nvlink_multicast_off(tmp_path):
     remote = ROOT / "scripts" / "remote"
     source = 'source "$(dirname "${BASH_SOURCE[0]}")/env.sh"'
     scripts = sorted(p.name for p in remote.glob("*.sh") if p.name not in ("env.sh", "hold.sh"))
-    assert scripts == ["chunk.sh", "score.sh"]
+    assert scripts == ["chunk.sh", "score.sh", "throughput.sh"]
     for script in scripts:
         lines = (remote / script).read_text().splitlines()
         at = [i for i, line in enumerate(lines) if line.startswith(source)]
@@ -1152,3 +1152,67 @@ def test_compiled_regions_train_as_the_plain_step_and_switch_off_outside_it():
     with regions.active():
         assert all(module._compiled_call_impl is not None for module, _ in regions.modules)
     assert [name for name, _ in net.named_parameters()] == names
+
+
+def test_excluded_sources_are_neither_trained_nor_validated_on(footage, tmp_path):
+    """The screen recipe's confirmation repositories (exclude_sources, training.listing.CONFIRMATION_SOURCES) stay
+    out of the clips a run trains and validates on, so the campaign can confirm its weights on them once."""
+    from training.listing import CONFIRMATION_SOURCES
+    from training.trainer import Process, Trainer
+
+    assert RECIPES["screen"].exclude_sources == CONFIRMATION_SOURCES
+    folder = tmp_path / "footage"
+    folder.mkdir()
+    entries = []
+    for line, source in zip((footage / "clips.jsonl").read_text().splitlines(), ("kept/a", "gone/b", "gone/b")):
+        entry = json.loads(line)
+        (folder / entry["file"]).symlink_to(footage / entry["file"])
+        entries.append(json.dumps({**entry, "source": f"{source} @ 0123456"}))
+    (folder / "clips.jsonl").write_text("\n".join(entries) + "\n")
+
+    def loaded(*extra):
+        options, overrides = parse(run_args(folder, tmp_path / "o", *extra))
+        trainer = Trainer(options, start_point(options, overrides), Process(torch.device("cpu")))
+        trainer.load_data()
+        return [c.name for c in trainer.train_clips], [c.name for c in trainer.val_clips]
+
+    assert loaded() == (["a.mp4", "b.mp4"], ["val.mp4"])
+    assert loaded("--exclude-sources", "gone/b") == (["a.mp4"], [])
+
+
+def test_frequency_loss_costs_blur_and_noise_and_joins_the_step_loss():
+    """--frequency-weight (rule AC's arm D): the Fourier amplitudes' distance is zero for the truth, grows for a
+    blurred and for a noisier frame, ignores a pure shift's phase, and adds weight x itself to the step's loss."""
+    import torch.nn.functional as F
+
+    from training.losses import frequency_loss
+    from training.step import step_losses
+
+    gen = torch.Generator().manual_seed(0)
+    truth = torch.rand(2, 3, 64, 64, generator=gen)
+    blurred = F.avg_pool2d(F.pad(truth, (1, 1, 1, 1), mode="reflect"), 3, stride=1)
+    noisy = (truth + 0.05 * torch.randn(truth.shape, generator=gen)).clamp(0, 1)
+    assert float(frequency_loss(truth, truth)) == 0.0
+    assert float(frequency_loss(blurred, truth)) > 0.01 and float(frequency_loss(noisy, truth)) > 0.01
+    assert float(frequency_loss(torch.roll(truth, (5, 3), (2, 3)), truth)) < 1e-5  # a circular shift: phase only
+    pred = blurred
+    plain = step_losses(pred, [], truth, None, 2, 2, 1.0, 0.0)
+    weighted = step_losses(pred, [], truth, None, 2, 2, 1.0, 0.0, frequency_weight=0.5)
+    assert float(weighted[0] - plain[0]) == pytest.approx(0.5 * float(frequency_loss(blurred, truth)), rel=1e-4)
+    assert [float(x) for x in weighted[1:]] == [float(x) for x in plain[1:]]
+
+
+def test_sensor_noise_draws_per_sample_levels_on_every_frame_from_the_seed():
+    """--synthetic-noise (rule AC's arm S): each of one, mid and two gets its own noise, each sample its own level
+    up to the maximum, the same for the same seed; other fields pass through."""
+    from training.data import sensor_noise
+
+    batch = {k: torch.full((4, 3, 32, 32), 0.5) for k in ("one", "mid", "two")}
+    batch["t"] = torch.full((4,), 0.5)
+    a = sensor_noise(batch, 0.02, torch.Generator().manual_seed(1))
+    b = sensor_noise(batch, 0.02, torch.Generator().manual_seed(1))
+    assert all(torch.equal(a[k], b[k]) for k in ("one", "mid", "two")) and a["t"] is batch["t"]
+    assert not torch.equal(a["one"], a["two"]) and not torch.equal(a["one"], a["mid"])
+    spread = (a["one"] - 0.5).flatten(1).std(1)
+    assert float(spread.max()) <= 0.02 * 1.2 and float(spread.max() - spread.min()) > 1e-3
+    assert torch.equal(batch["one"], torch.full((4, 3, 32, 32), 0.5))  # the batch given is left as it was

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from training.listing import HOLDOUT_SOURCES
+from training.listing import CONFIRMATION_SOURCES, HOLDOUT_SOURCES
 from training.losses import RECONSTRUCTION_LOSSES
 
 # The held-out clips of the runs before source-disjoint validation (training.holdout), which share source
@@ -109,11 +109,16 @@ class TrainConfig:
     synthetic_layers: int = _at_least_one(4, "moving layers over the background in a synthetic sample", "N")
     synthetic_motion: float = _option(2.0, "factor on the synthetic layers' largest shifts (1: 12 px background, "
                                            "32 px layers)", lambda v: v > 0, "must be positive", "SCALE")
+    synthetic_noise: float = _non_negative(0.0, "largest standard deviation of the sensor noise on the synthetic "
+                                                "samples' frames, drawn per sample (0: none; training.data."
+                                                "sensor_noise)")
     synthetic_stripe_share: float = _share(0.0, "fraction of the synthetic layers (the background included) "
                                                 "textured with straight stripes of 4-16 px period, such as blinds")
     flow_loss_weight: float = _non_negative(0.05, "weight of the flow's end-point error against the synthetic "
                                                   "samples' ground truth (per pyramid level, in its own pixels)")
     census_weight: float = _non_negative(1.0, "weight of the census loss beside the reconstruction loss")
+    frequency_weight: float = _non_negative(0.0, "weight of the L1 distance of the frames' Fourier amplitudes "
+                                                 "beside the reconstruction loss (training.losses.frequency_loss)")
     reconstruction: str = _option("laplacian", "reconstruction loss: laplacian (Charbonnier distance of Laplacian "
                                                "pyramid bands) or psnr (the batch's mean -PSNR in dB, the measure "
                                                "validation averages: each sample weighted by 1 / its squared "
@@ -144,6 +149,9 @@ class TrainConfig:
                                                 "", "FILE")
     holdout_sources: Tuple[str, ...] = _option(HOLDOUT_SOURCES, "source repositories held out whole when "
                                                                 "--validation-clips is empty", None, "", "REPO")
+    exclude_sources: Tuple[str, ...] = _option((), "source repositories neither trained nor validated on (the "
+                                                   "campaign's confirmation set, training.listing)", None, "",
+                                               "REPO")
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -168,7 +176,7 @@ class TrainConfig:
                 raise ConfigError(f"{source} sets {flag(key)} {value}, an option removed from train.py "
                                   f"(docs/removed-options.md); train it with an older commit")
         values = {**LEGACY, **{k: v for k, v in data.items() if k in names}}
-        for key in ("validation_clips", "holdout_sources"):
+        for key in ("validation_clips", "holdout_sources", "exclude_sources"):
             if key in values:
                 values[key] = tuple(values[key])
         return cls(**values)
@@ -214,6 +222,10 @@ RECIPES: Dict[str, TrainConfig] = {
     # scratch on one 40000-step cosine, validated on the held-out source repositories
     "study": TrainConfig(seed=80, lr=3e-4, total_steps=40000, schedule_start=0, max_nonlinearity=0.0,
                          validation_clips=()),
+    # the from-scratch campaign's screen (issue 84, rule AC in docs/quality.md): "study" on one 12000-step cosine,
+    # the confirmation set's repositories left out; the control and every arm train it from the same seed
+    "screen": TrainConfig(seed=80, lr=3e-4, total_steps=12000, schedule_start=0, max_nonlinearity=0.0,
+                          validation_clips=(), exclude_sources=CONFIRMATION_SOURCES),
     # the first stage of the fast weights (session 14's run 40a, from scratch, kept at step 25000)
     "fast-base": TrainConfig(seed=40, lr=3e-4, total_steps=100000, schedule_start=0, max_nonlinearity=0.0),
     # the second stage of the default weights (weights/network.safetensors): the step-40000 weights of "study" at

@@ -625,6 +625,21 @@ def _true_flows(motions: Sequence[Tuple[torch.Tensor, torch.Tensor, torch.Tensor
     return flows
 
 
+def sensor_noise(batch: Dict[str, torch.Tensor], max_sigma: float, gen: torch.Generator) -> Dict[str, torch.Tensor]:
+    """``batch`` with camera-like sensor noise on its frames (``one``, ``mid`` and ``two``, each its own draw):
+    Gaussian, of a standard deviation drawn per sample uniformly in [0, ``max_sigma``] (images in [0, 1]), clamped.
+    The noise itself is drawn on the frames' device, from a seed drawn from ``gen``, so that the batches stay those of
+    the seed. A real camera's frames of a still scene are never equal; the target frame is as noisy as the inputs, so
+    no loss rewards a network for removing noise or for making it."""
+    frames = [batch[k] for k in ("one", "mid", "two")]
+    n, device = frames[0].shape[0], frames[0].device
+    sigma = to_device(torch.rand(n, generator=gen) * max_sigma, device).view(n, 1, 1, 1)
+    draw = torch.Generator(device).manual_seed(int(torch.randint(2 ** 62, (1,), generator=gen)))
+    noisy = [(f + sigma * torch.randn(f.shape, generator=draw, device=device, dtype=f.dtype)).clamp(0.0, 1.0)
+             for f in frames]
+    return {**batch, **dict(zip(("one", "mid", "two"), noisy))}
+
+
 def synthetic_batch(sampler: FootageSampler, size: int, crop: int, layers: int = 2,
                     gen: Optional[torch.Generator] = None, small_share: float = 0.0,
                     edge_px: float = 0.0, edge_share: float = 1.0,

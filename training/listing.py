@@ -18,6 +18,22 @@ HOLDOUT_SOURCES = (
     "scikit-video/scikit-video",
 )
 
+# the from-scratch campaign's confirmation set (issue 84, rule AC in docs/quality.md): training source repositories
+# that no decision has looked at, taken out of the campaign's training and validation (the recipe's
+# ``exclude_sources``) so that its weights are confirmed once, at the end, on footage they never saw. Chosen by a
+# rule written before any run: the first eight training repositories in SHA-256 order of their names, skipping those
+# without a clip at least 360 px on its short side. The shipped weights trained on them.
+CONFIRMATION_SOURCES = (
+    "chonyy/AI-basketball-analysis",
+    "sniklaus/softmax-splatting",
+    "vision4robotics/JAKC-Tracker",
+    "DAMO-NLP-SG/VideoLLaMA2",
+    "EvolvingLMMs-Lab/LongVA",
+    "showlab/Tune-A-Video",
+    "ali-vilab/VGen",
+    "DepthAnything/Video-Depth-Anything",
+)
+
 
 def listing_path(folder: Path) -> Path:
     """Where ``folder``'s clip list is."""

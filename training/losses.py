@@ -75,6 +75,13 @@ def census_loss(pred: torch.Tensor, target: torch.Tensor, patch: int = 7) -> tor
     return dist[:, :, r:-r, r:-r].mean()
 
 
+def frequency_loss(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """The mean L1 distance of the frames' Fourier amplitudes (per channel, orthonormal 2-D transform): a blur lowers
+    the high frequencies' amplitudes and added noise raises them, so both cost. Phase is left to the reconstruction
+    loss, which already aligns the frames."""
+    return (torch.fft.rfft2(pred.float(), norm="ortho").abs()
+            - torch.fft.rfft2(target.float(), norm="ortho").abs()).abs().mean()
+
 def psnr(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """Per-sample PSNR in dB for images in [0, 1]."""
     mse = ((pred.clamp(0, 1) - target) ** 2).flatten(1).mean(1)

@@ -37,6 +37,9 @@ class RunOptions:
     width: Optional[float] = _run(None, "a fresh network with every width multiplied by FACTOR "
                                         "(NetworkConfig.widened)", lambda v: v > 0, "must be positive",
                                   type=float, metavar="FACTOR")
+    flow_level: Optional[int] = _run(None, "a fresh network with its finest flow estimate at this pyramid level (0: "
+                                           "1/2 resolution; the default network's is 1, 1/4)",
+                                     lambda v: 0 <= v <= 3, "must be 0-3", type=int, metavar="LEVEL")
     flow_iterations: Optional[Tuple[int, ...]] = _run(
         None, "passes of each pyramid level's flow decoder, coarsest level first (one N: every level), the same "
               "weights each pass: a fresh network, or the --init-weights network changed without new weights",
@@ -77,8 +80,9 @@ class RunOptions:
 
     def __post_init__(self) -> None:
         check_fields(self)
-        if self.width is not None and (self.resume is not None or self.init_weights is not None):
-            raise ConfigError("--width builds a fresh network; leave out --resume and --init-weights")
+        for name, value in (("--width", self.width), ("--flow-level", self.flow_level)):
+            if value is not None and (self.resume is not None or self.init_weights is not None):
+                raise ConfigError(f"{name} builds a fresh network; leave out --resume and --init-weights")
         if self.flow_iterations is not None and self.resume is not None:
             raise ConfigError("--flow-iterations changes the network a run starts from; a resumed run keeps its "
                               "own (leave out --resume, or --flow-iterations)")

@@ -10,7 +10,7 @@ import torch
 
 from model.motion import straight_neighbour
 from model.warp import resize_flow
-from training.losses import RECONSTRUCTION_LOSSES, census_loss
+from training.losses import RECONSTRUCTION_LOSSES, census_loss, frequency_loss
 
 if TYPE_CHECKING:
     from training.compiled import CompiledRegions
@@ -40,8 +40,8 @@ class TrainStep(torch.nn.Module):
 
 
 def step_losses(pred: torch.Tensor, pyramid: Sequence[torch.Tensor], mid: torch.Tensor, gt: Optional[torch.Tensor],
-                n_real: int, batch: int, census_weight: float, flow_weight: float, reconstruction: str = "laplacian"
-                ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+                n_real: int, batch: int, census_weight: float, flow_weight: float, reconstruction: str = "laplacian",
+                frequency_weight: float = 0.0) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """The step's loss and its parts (reconstruction, one of training.losses' RECONSTRUCTION_LOSSES; census; flow
     end-point error against the synthetic samples' ground truth ``gt``: their forward flows, then their backward
     flows; None without synthetic samples). The flow error is the mean over the pyramid's levels, each in its own
@@ -49,6 +49,8 @@ def step_losses(pred: torch.Tensor, pyramid: Sequence[torch.Tensor], mid: torch.
     loss_rec = RECONSTRUCTION_LOSSES[reconstruction](pred, mid)
     loss_census = census_loss(pred, mid)
     loss = loss_rec + census_weight * loss_census
+    if frequency_weight:
+        loss = loss + frequency_weight * frequency_loss(pred, mid)
     loss_flow = torch.zeros((), device=pred.device)
     if gt is not None:
         for level_flow in pyramid:
@@ -67,7 +69,8 @@ class StepLoss(torch.nn.Module):
 
     def __init__(self, step: torch.nn.Module, n_real: int, batch: int, census_weight: float, flow_weight: float,
                  bf16: bool, reconstruction: str = "laplacian", synthetic: bool = False,
-                 quadratic: bool = False, regions: Optional["CompiledRegions"] = None) -> None:
+                 quadratic: bool = False, regions: Optional["CompiledRegions"] = None,
+                 frequency_weight: float = 0.0) -> None:
         """``synthetic``: the inputs hold the synthetic samples' ground-truth flows; ``quadratic``: they hold the
         outer flows and the samples' ``quad`` flags (``TrainStep``). ``regions``: the network's regions compiled
         (``training.compiled``, ``train.py --compile``); the losses are then compiled too."""
@@ -78,7 +81,7 @@ class StepLoss(torch.nn.Module):
         self.synthetic, self.quadratic = synthetic, quadratic
         self.reconstruction = reconstruction
         self.n_real, self.batch, self.bf16 = n_real, batch, bf16
-        self.census_weight, self.flow_weight = census_weight, flow_weight
+        self.census_weight, self.flow_weight, self.frequency_weight = census_weight, flow_weight, frequency_weight
 
     def forward(self, one: torch.Tensor, two: torch.Tensor, t: torch.Tensor, mid: torch.Tensor,
                 *extra: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -92,7 +95,7 @@ class StepLoss(torch.nn.Module):
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.bf16, cache_enabled=cache), compiled:
             pred, pyramid = self.step(one, two, t, *outer)
         return self.losses(pred.float(), pyramid, mid, gt, self.n_real, self.batch, self.census_weight,
-                           self.flow_weight, self.reconstruction)
+                           self.flow_weight, self.reconstruction, self.frequency_weight)
 
 
 class WeightAverage:

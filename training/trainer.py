@@ -27,7 +27,7 @@ from model.weights import WeightsError, config_from_metadata, load_weights, read
 from training.config import RECIPES, VALIDATION_CROP, TrainConfig, TrainingError
 from training.data import (BOUNDARY_SETS, FootageSampler, boundary_masks, frame_blend, gap_limits, load_clips,
                            missing_clips, paste_layers, shard, shard_ranks, synthetic_batch, synthetic_set,
-                           validation_sets)
+                           sensor_noise, source_repository, validation_sets)
 from training.holdout import baseline_scores, describe, holdout_triplets, is_holdout, network_scores, summary
 from training.listing import LISTING, is_footage_folder
 from training.linearity import NEAR_LINEAR_PX, measured, near_linear_subsets, nonlinearity_tables
@@ -98,6 +98,8 @@ def start_point(options: RunOptions, overrides: dict, main_process: bool = True)
                 f"(--recipe names another)", main_process, err=True)
     else:
         net_config = net_config.sized(options.width)
+        if options.flow_level is not None:
+            net_config = dataclasses.replace(net_config, flow_finest_level=options.flow_level)
     if options.flow_iterations is not None:
         net_config = dataclasses.replace(net_config, flow_iterations=options.flow_iterations)
     config = dataclasses.replace(config, **overrides)
@@ -230,8 +232,11 @@ class Trainer:
     def load_data(self) -> None:
         options, config, device = self.options, self.config, self.device
 
+        excluded = set(config.exclude_sources)
+
         def trains(folder: Path, entry: dict) -> bool:
-            return not self.held_out(entry) and (not options.train_folders or folder.name in options.train_folders)
+            return (not self.held_out(entry) and source_repository(entry) not in excluded
+                    and (not options.train_folders or folder.name in options.train_folders))
 
         data = list(options.data)
         self.train_clips = load_clips(data, None, device, config.crop, cache=options.frame_cache, keep=trains)
@@ -242,7 +247,8 @@ class Trainer:
         self.val_crop = min(config.crop, VALIDATION_CROP)
         # only the main process validates: the others decode no held-out clip
         self.val_clips = load_clips(data, None, device, self.val_crop, cache=options.frame_cache,
-                                    keep=lambda folder, entry: self.held_out(entry)) if self.main else []
+                                    keep=lambda folder, entry: self.held_out(entry)
+                                    and source_repository(entry) not in excluded) if self.main else []
         shards = sorted({c.name.split("/")[0] for c in self.train_clips if "/" in c.name})
         say(f"training on {', '.join(sorted({c.group for c in self.train_clips}))}"
             f"{' (shards ' + ', '.join(shards) + ')' if shards else ''}; validating on {len(self.val_clips)} "
@@ -389,7 +395,8 @@ class Trainer:
             regions = CompiledRegions(self.net)
         self.step_loss = StepLoss(self.model, self.n_real, config.batch, config.census_weight,
                                   config.flow_loss_weight, self.bf16, config.reconstruction,
-                                  synthetic=n_syn > 0, quadratic=config.motion == "quadratic", regions=regions)
+                                  synthetic=n_syn > 0, quadratic=config.motion == "quadratic", regions=regions,
+                                  frequency_weight=config.frequency_weight)
         self.graphed = None
         self.say_scaling()
 
@@ -507,6 +514,8 @@ class Trainer:
             parts.append(synthetic_batch(self.sampler, self.n_syn, config.crop, gen=gen,
                                          layers=config.synthetic_layers, small_share=config.synthetic_small_share,
                                          stripe_share=config.synthetic_stripe_share, **layer_options))
+            if config.synthetic_noise > 0:  # (no draw unless enabled, as above)
+                parts[-1] = sensor_noise(parts[-1], config.synthetic_noise, gen)
         keys = ("one", "mid", "two", "t")
         if config.motion == "quadratic":  # synthetic samples have no neighbours: constant velocity
             keys += ("before", "after", "quad")
