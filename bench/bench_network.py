@@ -5,7 +5,7 @@
                                   [--batch 1 2 4] [--profile [1080p]] [--json out.json]
 
 Speed does not depend on the weights, so random ones are used when none are given. ``--peer`` times RIFE
-releases (model/peers.py, their real weights) in the same run, on the same frames, in float32 and under float16
+releases (evaluation/peers.py, their real weights) in the same run, on the same frames, in float32 and under float16
 autocast (upstream's two modes), eager as their tools run them.
 
 ``--batch`` times N pairs per network call (bf16, one CUDA graph per N, as the one-pair graph row: batch 1 is that
@@ -33,7 +33,7 @@ from bench.timing import cuda_time_ms, require_cuda
 from model import Network, load_weights
 from model.network import NetworkConfig, count_parameters
 from model.ensemble import with_ensemble
-from model.peers import PEERS, load_peer
+from evaluation.peers import PEERS, load_peer
 from model.runtime import GraphedNetwork
 
 MATCH_PSNR = 40.0  # dB between compiled and eager frames, below which a compiled time is not reported
@@ -362,7 +362,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--width", type=float, default=None, metavar="FACTOR",
                    help="time a network with random weights and every width times FACTOR (train.py --width)")
     p.add_argument("--peer", nargs="+", default=[], choices=list(PEERS),
-                   help="also time these RIFE releases (their wheels installed: model/peers.py)")
+                   help="also time these RIFE releases (their wheels installed: evaluation/peers.py)")
     p.add_argument("--network", nargs="+", default=None, metavar="KEY=VALUE",
                    help="time a changed NetworkConfig with random weights (e.g. flow_finest_level=0), as train.py")
     args = p.parse_args(argv)

@@ -7,7 +7,7 @@ Every scene is a pattern (grid, fence, stripes, text, tiled floor) at a period o
 bright on dark or dark on bright, either static or moving by a sub-pixel amount, under a large textured occluder
 that moves across it (a hand above a cutting mat). Frames are rendered analytically with 4 x 4 supersampling at
 times 0, 0.5 and 1 (and -1 and 2 for our video path, ``--video``), so the middle frame is exact. Per scene: PSNR
-of the middle frame, the detail kept (``training.losses.edge_energy`` of the output over the truth's), and PSNR over
+of the middle frame, the detail kept (``evaluation.metrics.edge_energy`` of the output over the truth's), and PSNR over
 the *far* pixels, those more than ``FAR`` px from the occluder in all three frames: where the pattern is static
 there, any error is a bent, doubled or dotted line.
 
@@ -28,9 +28,9 @@ import numpy as np
 import torch
 
 from engine.options import add_flags
-from model.peers import PEERS, load_peer
+from evaluation.peers import PEERS, load_peer
 from training.holdout import HOLD_STILL, hold_still_label
-from training.losses import detail_kept
+from evaluation.metrics import detail_kept
 
 FAR = 24  # px from the occluder, in every frame, for the far pixels
 SAMPLES = 4  # supersampling per axis
@@ -165,7 +165,7 @@ def psnr(out: np.ndarray, truth: np.ndarray, mask: Optional[np.ndarray] = None) 
 
 
 def detail(out: np.ndarray, truth: np.ndarray) -> float:
-    """The output's mean absolute Laplacian over the truth's (``training.losses.detail_kept``)."""
+    """The output's mean absolute Laplacian over the truth's (``evaluation.metrics.detail_kept``)."""
     return detail_kept(*(torch.from_numpy(np.ascontiguousarray(x)).permute(2, 0, 1)[None] for x in (out, truth)))
 
 
@@ -231,7 +231,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--weights", type=Path, nargs="*", default=[], help="our weights files to score")
     p.add_argument("--peer", nargs="*", default=[], choices=list(PEERS),
-                   help="RIFE releases to score beside them (model/peers.py)")
+                   help="RIFE releases to score beside them (evaluation/peers.py)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     p.add_argument("--quick", action="store_true", help="the static 25 px grid alone")
     p.add_argument("--video", action="store_true",

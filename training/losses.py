@@ -1,4 +1,5 @@
-"""Reconstruction losses: Laplacian-pyramid Charbonnier, PSNR and census (ternary)."""
+"""Reconstruction losses: Laplacian-pyramid Charbonnier, PSNR and census (ternary). (The measures that score a
+frame, PSNR and the detail kept, are evaluation/metrics.py's.)"""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ from typing import Callable, Dict
 
 import torch
 import torch.nn.functional as F
+
+# re-exported for training/trainer.py, which imports it from here
+from evaluation.metrics import psnr as psnr
 
 
 def charbonnier(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
@@ -81,24 +85,3 @@ def frequency_loss(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     loss, which already aligns the frames."""
     return (torch.fft.rfft2(pred.float(), norm="ortho").abs()
             - torch.fft.rfft2(target.float(), norm="ortho").abs()).abs().mean()
-
-def psnr(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """Per-sample PSNR in dB for images in [0, 1]."""
-    mse = ((pred.clamp(0, 1) - target) ** 2).flatten(1).mean(1)
-    return -10.0 * torch.log10(mse.clamp_min(1e-10))
-
-
-def edge_energy(x: torch.Tensor) -> torch.Tensor:
-    """Mean absolute 4-neighbour Laplacian per image (N x C x H x W -> N), over the interior pixels: how much fine
-    detail a frame holds. ``edge_energy(out) / edge_energy(truth)`` is the detail kept: PSNR rewards blurring a
-    pattern it cannot place, this ratio shows it (below 1: washed out; above 1: doubled or noisy edges)."""
-    x = x.float()
-    lap = (x[:, :, 1:-1, :-2] + x[:, :, 1:-1, 2:] + x[:, :, :-2, 1:-1] + x[:, :, 2:, 1:-1]
-           - 4 * x[:, :, 1:-1, 1:-1])
-    return lap.abs().flatten(1).mean(1)
-
-
-def detail_kept(out: torch.Tensor, truth: torch.Tensor) -> float:
-    """The detail an output keeps: ``edge_energy`` of the uint8-rounded output over the truth's (frames N x C x H x W
-    in [0, 1])."""
-    return float(edge_energy((out.clamp(0, 1) * 255).round()) / edge_energy((truth * 255).round()).clamp_min(1e-6))

@@ -7,7 +7,7 @@ from typing import Any, Dict, List, Optional, Protocol, Tuple
 
 import torch
 
-from training.losses import psnr
+from evaluation.metrics import psnr
 
 Batches = List[Dict[str, torch.Tensor]]
 

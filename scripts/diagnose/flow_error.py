@@ -35,7 +35,7 @@ from model.warp import resize_flow
 from training.config import VALIDATION_CLIPS
 from training.data import load_clips, synthetic_set
 from scripts.diagnose.validation import interpolate_with_flow
-from training.losses import psnr
+from evaluation.metrics import psnr
 from training.step import step_losses
 
 

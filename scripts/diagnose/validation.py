@@ -70,7 +70,7 @@ from training.config import VALIDATION_CLIPS
 from training.data import (BOUNDARY_SETS, Clip, FootageSampler, boundary_masks, dis_flow, forward_differences,
                            frame_blend, load_clips, synthetic_set, validation_sets)
 from training.listing import clip_entries
-from training.losses import psnr
+from evaluation.metrics import psnr
 from training.linearity import near_linear_subsets
 from training.validation import validation_psnr
 

