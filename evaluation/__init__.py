@@ -1,5 +1,7 @@
 """Scoring: every quality figure the project publishes, made by the code users run.
 
-``metrics`` holds the measures (PSNR, SSIM, the detail kept) and ``peers`` the RIFE releases scored beside ours.
-Importing the package imports nothing.
+``methods`` holds the common call every scorer makes (``Method``: ours as an ``engine.Interpolator`` at the user's
+defaults, or a peer) and ``Benchmark``, a protocol's own settings; ``metrics`` the measures (PSNR, SSIM, the detail
+kept); ``peers`` the RIFE releases; ``middlebury`` and ``xiph`` the sets. The tools are thin command lines over them:
+benchmark_middlebury.py and benchmark_xiph.py. Importing the package imports nothing.
 """

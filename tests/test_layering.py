@@ -33,7 +33,7 @@ ALLOWED = {
     # scoring sits above the engine, beside the command lines: it scores the engine (and peers) as users run it
     "evaluation": {"softsplat", "model", "media", "engine"},
     # the benchmarks sit on top: thin command lines over evaluation/
-    "benchmark_middlebury": {"engine", "evaluation", "media"},
+    "benchmark_middlebury": {"engine", "evaluation"},
     "benchmark_xiph": {"engine", "evaluation"},
     "training": {"softsplat", "model", "media", "engine", "evaluation"},
     "train": {"training"},
