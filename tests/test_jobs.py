@@ -247,22 +247,25 @@ def mistakes_folder(tmp_path_factory):
 
 
 @pytest.mark.parametrize("case", sorted(MISTAKES))
-def test_every_mistake_is_reported_within_a_second_without_torch(mistakes_folder, case):
+def test_every_mistake_is_reported_before_torch_or_the_network_loads(mistakes_folder, case):
+    """Each mistake is one line, said from what was run: neither torch nor any module of the network (model/,
+    softsplat, engine.interpolator) was imported, so nothing was loaded or built. It was checked by wall time
+    (under 1 s), which 13 cases failed on a loaded 2-core machine (1.02-1.32 s): speed is a benchmark's."""
     args, words = MISTAKES[case]
     lock = lock_output(mistakes_folder / "locked.mp4") if case == "output locked" else None
     try:
-        start = time.monotonic()
         device = [] if "--device" in args else ["--device", "cpu"]
         proc = subprocess.run([sys.executable, "-X", "importtime", str(ROOT / "run.py"), *args, *device],
                               capture_output=True, text=True, cwd=mistakes_folder, timeout=60)
-        seconds = time.monotonic() - start
     finally:
         if lock is not None:
             lock.release()
     imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "import time:" in line}
     said = [line for line in proc.stderr.splitlines() if "import time:" not in line]
     assert proc.returncode == 2 and len(said) == 1 and said[0].startswith("error: ") and words in said[0], said
-    assert "torch" not in imported and seconds < 1.0, seconds
+    network = sorted(m for m in imported if m.split(".")[0] in ("torch", "model", "softsplat")
+                     or m == "engine.interpolator")
+    assert "engine.options" in imported and not network, network  # (the import log is read: it names the CLI's)
     assert sorted(p.name for p in mistakes_folder.iterdir() if p.name.endswith(".work")) == []
 
 
