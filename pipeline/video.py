@@ -5,9 +5,11 @@ does not grow with the video. The output is encoded in segments under
 ``<out name>.work/`` (``movie.mp4.work``: outputs that share a stem never share state),
 held by an exclusive lock (``pipeline.jobs``) so that a second job on the same output
 refuses while the first runs; an interrupted job rerun with the same command keeps the
-finished segments. A segment closes after ``segment_work_seconds`` of work (a minute) or
-``segment_seconds`` of video, whichever comes first, so an interrupt costs at most
-about a minute on any device; each segment's name says which output frames it holds.
+finished segments. A segment holds ``segment_seconds`` of video, or fewer frames where the
+device type and the frame size say those take more than ``segment_work_seconds`` (a minute:
+``segment_frames``), so an interrupt costs about a minute at most on any device; frame counts
+alone decide, so the same command gives the same bytes on a fast machine and a loaded one.
+Each segment's name says which output frames it holds.
 The final file is assembled under a temporary name in the work folder (segments
 joined, the source's audio and subtitles copied unchanged) and renamed when complete.
 
@@ -71,8 +73,9 @@ class VideoOptions:
     preset: str = "medium"  # encoder speed in x264's names (media.video.PRESETS), mapped to each encoder's own
     pix_fmt: Optional[str] = None
     segment_seconds: float = 10.0  # the most video one segment holds (a GPU's resume granularity)
-    # the most work one segment holds, in seconds of wall-clock time: a resume after an interrupt redoes at most
-    # this (on a CPU, 10 s of video can take a quarter of an hour)
+    # the most work one segment holds, in seconds, as estimated from the device type and the frame size
+    # (segment_frames; never measured): a resume after an interrupt redoes about this at most (on a CPU, 10 s of
+    # video can take a quarter of an hour)
     segment_work_seconds: float = 60.0
     # stop the job when the frames written so far, measured, say the rest will not fit (False: write until the
     # disk is full; the finished segments are kept either way)
@@ -672,10 +675,33 @@ def drain_after_slow_pairs(behind: WriteBehind) -> Callable[[], None]:
     return before_pair
 
 
+# seconds of work an output frame takes per pixel, by the type of device (segment_frames: an estimate, never a
+# measurement): the default network on a 2-core CPU takes 2.2 s for a 960 x 540 pair (4.2 us a pixel), rounded up;
+# GPUs a few times an H200's 77 ms for a 4K frame (9e-9 s a pixel), for slower ones
+SECONDS_PER_PIXEL = {"cpu": 4.5e-6, "cuda": 3e-8}
+
+
+def device_type(interpolate: Interpolator) -> str:
+    """The type of device ``interpolate`` runs on ("cpu", "cuda"): an ``engine.Interpolator``'s ``device``; one
+    without a device (a stand-in) counts as a CPU."""
+    return str(getattr(getattr(interpolate, "device", None), "type", "cpu"))
+
+
+def segment_frames(rate_out: Fraction, width: int, height: int, options: VideoOptions, device: str = "cpu") -> int:
+    """The most output frames one segment holds: ``options.segment_seconds`` of video, or fewer where frames of
+    ``width`` x ``height`` on a device of type ``device`` take more than ``options.segment_work_seconds`` to make
+    (SECONDS_PER_PIXEL), so that an interrupt loses about that much work at most. These numbers alone decide:
+    segments closed after a minute of work as measured made the bytes of one command follow the machine's speed
+    (x264 starts each segment afresh: 40.4-46.4 dB between two runs)."""
+    by_video = max(1, int(round(options.segment_seconds * rate_out)))
+    per_frame = SECONDS_PER_PIXEL.get(device, SECONDS_PER_PIXEL["cpu"]) * width * height
+    return max(1, min(by_video, int(options.segment_work_seconds / per_frame)))
+
+
 def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_fmt: str, interpolate: Interpolator,
                      options: VideoOptions, rank: int, world: int, progress: bool, name: str, other: int = 0) -> dict:
-    """Interpolate and encode this process's output frames that no finished segment holds, in segments that
-    close after ``options.segment_work_seconds`` of work or ``options.segment_seconds`` of video. From the first
+    """Interpolate and encode this process's output frames that no finished segment holds, in segments of
+    ``segment_frames`` output frames (fewer where the frames before it are done, and at the end). From the first
     ``MEASURED_FRAMES`` frames on, each closed segment checks that the rest fits: the frames still to encode and
     the joined copy of them all (both exist at the end) at the size measured, plus ``other`` bytes."""
 
@@ -687,7 +713,7 @@ def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_f
         done[start:min(stop, plan.count)] = b"\x01" * (min(stop, plan.count) - start)
     stats = {"cuts": 0, "interpolated": 0,
              "resumed_segments": sum(1 for start, stop in finished if start in mine or stop - 1 in mine)}
-    most_frames = max(1, int(round(options.segment_seconds * plan.rate_out)))
+    most_frames = segment_frames(plan.rate_out, info.width, info.height, options, device_type(interpolate))
     writer = None
     start = 0
     kept: List[int] = []  # the frames of each segment this run finished
@@ -713,12 +739,11 @@ def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_f
     def write(made: Tuple[int, OutputFrame]) -> None:
         """Output frame j into the open segment (opened here where none is), or None: skipped (the open segment
         closes before it); then counted on the progress bar."""
-        nonlocal writer, start, working_since
+        nonlocal writer, start
         j, frame = made[0], frame_made(made[1])
         if frame is None:
             if writer is not None:
                 close(j)
-            working_since = time.monotonic()
             bar.skip()
             return
         if writer is None:
@@ -728,19 +753,14 @@ def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_f
                                  info.sample_aspect, info.color)
         # (no copy: the frame is a decoded one or the interpolator's, neither changed after)
         writer.write(frame, copy=False)
-        # closed by frame count or by work, whichever comes first
-        if j + 1 - start >= most_frames or time.monotonic() - working_since >= options.segment_work_seconds:
+        if j + 1 - start >= most_frames:
             close(j + 1)
-            working_since = time.monotonic()
         bar.update()
 
     # decoding and the scene test run ahead in one thread, writing (and closing segments) behind in another, each a
     # few frames at most, so that this thread only interpolates: on a GPU the next pair's work is queued as soon as
     # the last one's is (its frames are waited for behind, later=True), not after they are downloaded and written
     intervals = _ahead(read_frames(info), info.pts, options, stats)
-    # the work of the open segment counts from the end of the last one (or of the frames skipped): the time its
-    # first frame took to make is in it, so a frame that takes minutes is kept as soon as it is written
-    working_since = time.monotonic()
     behind: WriteBehind[Tuple[int, OutputFrame]] = WriteBehind(write, depth=WRITE_DEPTH, name="segment-writer")
     try:
         for made in _output_frames(intervals, plan, interpolate, skip, stats, options.motion,

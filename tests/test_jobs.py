@@ -13,6 +13,7 @@ import sys
 import time
 from fractions import Fraction
 from pathlib import Path
+from types import SimpleNamespace
 
 import cv2
 import numpy as np
@@ -22,7 +23,8 @@ from engine import Interpolator, InterpolatorOptions
 from media.files import OutputError
 from media.progress import Progress, Spinner
 from media.video import ffmpeg_exe, probe, read_frames
-from pipeline.video import IMAGE_THREADS, WRITE_DEPTH, VideoOptions, interpolate_frames, interpolate_video, lock_output
+from pipeline.video import (IMAGE_THREADS, WRITE_DEPTH, VideoOptions, device_type, interpolate_frames,
+                            interpolate_video, lock_output, segment_frames)
 from tests.video_fixtures import Blend
 from tests.video_fixtures import make_clip as _clip
 
@@ -273,15 +275,67 @@ def _kept(work):
     return sum(int(p.stem.split("-")[1]) - int(p.stem.split("_")[1].split("-")[0]) for p in work.glob("seg_*-*.mp4"))
 
 
+class _SlowClock:
+    """pipeline.video's clock on a machine many times slower (or loaded): a minute passes at each look."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def monotonic(self):
+        self.now += 61.0
+        return self.now
+
+    sleep = staticmethod(time.sleep)
+
+
+def test_the_same_command_gives_the_same_bytes_on_a_fast_machine_and_a_slow_one(tmp_path, monkeypatch, capsys):
+    """The same command run twice gave frames 40.4-46.4 dB apart: segments closed after a minute of work, so
+    where x264 started afresh followed the machine's speed. Two runs of one command, the second where every frame
+    seems to take a minute: the same file, byte for byte."""
+    import pipeline.video as pv
+    import run
+
+    clip = _clip(tmp_path / "in.mp4", seconds=1)
+    command = ["--video", str(clip), "--device", "cpu", "--crf", "30"]
+    assert run.main(command + ["--out", str(tmp_path / "fast.mp4")]) == 0
+    monkeypatch.setattr(pv, "time", _SlowClock())
+    assert run.main(command + ["--out", str(tmp_path / "slow.mp4")]) == 0
+    capsys.readouterr()
+    assert (tmp_path / "fast.mp4").read_bytes() == (tmp_path / "slow.mp4").read_bytes()
+
+
+def test_the_segments_are_a_function_of_frame_counts_only(tmp_path, monkeypatch):
+    """segment_frames: --segment-seconds of video, fewer where the device type and frame size say that takes more
+    than a minute; an interrupted run on a slow clock keeps exactly those segments."""
+    import pipeline.video as pv
+
+    on_a_gpu = SimpleNamespace(device=SimpleNamespace(type="cuda"))  # as engine.Interpolator's torch.device
+    assert device_type(on_a_gpu) == "cuda" and device_type(Blend()) == "cpu"
+    options = VideoOptions()
+    assert segment_frames(Fraction(48), 1920, 1080, options, "cuda") == 480  # 10 s of video
+    assert segment_frames(Fraction(48), 1920, 1080, options, "cpu") == 6  # about a minute on a 2-core CPU
+    assert segment_frames(Fraction(24), 96, 64, options, "cpu") == 240
+    assert segment_frames(Fraction(24), 96, 64, VideoOptions(segment_seconds=0.5), "cpu") == 12
+    monkeypatch.setattr(pv, "time", _SlowClock())
+    with pytest.raises(KeyboardInterrupt):
+        interpolate_video(_clip(tmp_path / "in.mp4", seconds=2), tmp_path / "out.mp4", Blend(fail_at=20),
+                          VideoOptions(segment_seconds=0.25), progress=False)
+    assert sorted(p.name for p in (tmp_path / "out.mp4.work").glob("seg_*-*.mp4")) == \
+        [f"seg_{a:06d}-{a + 6:06d}.mp4" for a in range(0, 36, 6)]
+
+
 @pytest.mark.parametrize("fail_at", [2, 3, 4])
 def test_a_frame_that_takes_longer_than_a_segment_is_kept_once_written(tmp_path, fail_at):
     """A segment closed at the first frame written after a minute of work: where one frame took minutes, an
-    interrupt before the second lost everything (9 minutes in one try). Now it closes right after the write that
-    ends its minute, and the minute counts the time its first frame took: at most one frame's work is lost."""
+    interrupt before the second lost everything (9 minutes in one try). Where one frame takes more than a minute
+    (8K on a CPU), each frame is now a segment of its own, closed as it is written: at most one frame's work is
+    lost."""
+    assert segment_frames(Fraction(48), 7680, 4320, VideoOptions(), "cpu") == 1
     clip = _clip(tmp_path / "in.mp4", seconds=2)
-    options = VideoOptions(segment_work_seconds=0.2)  # "a minute", where each pair takes 0.3 s ("minutes")
+    options = VideoOptions(segment_work_seconds=0.03)  # "a minute", where each frame takes about 0.03 s
+    assert segment_frames(Fraction(24), 96, 64, options, "cpu") == 1
     with pytest.raises(KeyboardInterrupt, match="; run the same command again to resume$"):
-        interpolate_video(clip, tmp_path / "out.mp4", Blend(wait=0.3, fail_at=fail_at), options, progress=False)
+        interpolate_video(clip, tmp_path / "out.mp4", Blend(fail_at=fail_at), options, progress=False)
     made = 2 * (fail_at - 1)  # output frames made before the interrupt: a copy and an interpolation per pair
     assert _kept(tmp_path / "out.mp4.work") >= made - 1
 
@@ -321,12 +375,14 @@ def _declared(path):
 def test_segments_of_any_length_join_into_a_stream_that_declares_its_exact_rate(tmp_path):
     """A 720p x2 output declared 1.950 s and avg_frame_rate 1600/39 (41.03) for 80 frames at exactly 1/40 s: its
     segments (closed by time on a slow CPU) held 2 to 4 frames, and one of two frames has no B-frames, so its
-    successor's decoding times fell before its own."""
+    successor's decoding times fell before its own. Segments of one frame (an interrupted run where each frame
+    takes longer than a minute), then of many (the same job resumed where frames take less)."""
     clip = _clip(tmp_path / "in.mp4", seconds=2, rate=20)
-    slow = {1, 3, 9}  # pairs that take long: segments of one frame, then of several
-    blend = Blend(on_call=lambda n: time.sleep(0.3) if n in slow else None)
     out = tmp_path / "out.mp4"
-    interpolate_video(clip, out, blend, VideoOptions(segment_work_seconds=0.2), progress=False)
+    with pytest.raises(KeyboardInterrupt):
+        interpolate_video(clip, out, Blend(fail_at=4), VideoOptions(segment_work_seconds=0.01), progress=False)
+    assert _kept(tmp_path / "out.mp4.work") == 6 == len(list((tmp_path / "out.mp4.work").glob("seg_*-*.mp4")))
+    interpolate_video(clip, out, Blend(), VideoOptions(segment_seconds=0.3), progress=False)
     assert _declared(out) == ("00:00:02.00", "40")
     info = probe(out)
     assert info.frames == 80 and info.rate == 40 and not info.variable_rate

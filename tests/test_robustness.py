@@ -315,18 +315,20 @@ def test_a_full_disk_writing_frames_keeps_those_written(tmp_path, monkeypatch):
     assert len(list(folder.glob("*.png"))) == 24 and blend.calls <= 11 - 2  # pairs 0 and 1 were done
 
 
-def test_segments_close_after_a_minute_of_work_so_an_interrupt_loses_little(tmp_path):
+def test_segments_hold_about_a_minute_of_work_so_an_interrupt_loses_little(tmp_path):
     """A segment was 10 s of video whatever the device: 500 frames, a quarter of an hour on a 2-core CPU, all lost
-    to a Ctrl-C in the first segment. Now a segment also closes after segment_work_seconds (60 s) of work."""
+    to a Ctrl-C in the first segment. Now a segment holds at most segment_work_seconds (60 s) of work, as the
+    device type and the frame size say (pipeline.video.segment_frames), not as a clock measures it."""
     clip = _clip(tmp_path / "in.mp4", seconds=3)
     out = tmp_path / "out.mp4"
-    options = VideoOptions(segment_work_seconds=0.5)  # a minute in small: segments of about 5 pairs here
+    options = VideoOptions(segment_work_seconds=0.28)  # a minute in small: segments of 5 pairs here
     assert options.segment_seconds == 10  # longer than the clip: before, one segment held it all
+    assert pv.segment_frames(Fraction(24), 96, 64, options, pv.device_type(Blend())) == 10
     with pytest.raises(KeyboardInterrupt):
-        interpolate_video(clip, out, Blend(wait=0.1, fail_at=25), options, progress=False)
+        interpolate_video(clip, out, Blend(fail_at=25), options, progress=False)
     segments = sorted((tmp_path / "out.mp4.work").glob("seg_*-*.mp4"))
     kept = sum(int(p.stem.split("-")[1]) - int(p.stem.split("_")[1].split("-")[0]) for p in segments)
-    assert len(segments) >= 3 and kept >= 2 * 24 - 2 * 8  # at most about 0.5 s of work (and a pair) lost
+    assert len(segments) >= 3 and kept >= 2 * 24 - 10  # at most a segment's work (5 pairs) lost
     blend = Blend()
     stats = interpolate_video(clip, out, blend, options, progress=False)
     assert stats["resumed_segments"] == len(segments) and blend.calls <= 35 - kept // 2 + 1
