@@ -28,9 +28,9 @@ import numpy as np
 import torch
 
 from engine.options import add_flags
-from evaluation.peers import PEERS, load_peer
-from training.holdout import HOLD_STILL, hold_still_label
+from evaluation.methods import HOLD_STILL, hold_still_label
 from evaluation.metrics import detail_kept
+from evaluation.peers import PEERS, load_peer
 
 FAR = 24  # px from the occluder, in every frame, for the far pixels
 SAMPLES = 4  # supersampling per axis

@@ -14,38 +14,40 @@ On Middlebury it scores 34.20 dB (``python -m training.holdout --middlebury DIR`
 The **margin** is the network's PSNR minus the baseline's on the same triplet, averaged over triplets:
 overall, for adjacent frames (k = 1) and for wider gaps (k >= 2), and per footage folder.
 
+Each method is scored by ``evaluation.holdout.triplet_scores`` (the common call of evaluation/methods.py): ours as
+run.py runs it with the same flags (an ``engine.Interpolator``: precision auto, CUDA graphs on, flow_scale auto for
+the default network; whole frames), on the pair alone, or with ``--motion quadratic`` along run.py --video's path
+where a triplet kept its outer neighbours; the peers on the pair alone.
+
     python -m training.holdout --data FOOTAGE FOOTAGE2 --weights weights/network.safetensors [--device cuda]
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 
-from model.ensemble import PASSES, with_ensemble
+from evaluation.holdout import HOLDOUT, triplet_scores
+from evaluation.methods import HOLD_STILL, Ours, add_engine_flags, methods_of
+from evaluation.metrics import nchw, psnr, to_float, to_integer
+from evaluation.peers import PEERS
 from model.network import FlowScale
-from evaluation.peers import PEERS, Peer, load_peer
 from training.config import MOTIONS, VALIDATION_CROP
 from training.data import Clip, clean_span, dis_flows
 from training.listing import HOLDOUT_SOURCES
-from evaluation.metrics import detail_kept, psnr
 
 # Repositories of the first footage folder held out whole (about a fifth of its frames): street and car
 # footage, stock clips, a tracking bag, people running, a bike and a phone-call test clip. None of them has a
 # clip in footage2.
 PER_CLIP = 8
 GAPS = (1, 2)
-# --hold-still: our networks with still, textured neighbourhoods held at zero flow (model.warp.still_weight, the
-# default), without, or both side by side (bench.patterns takes the same)
-HOLD_STILL = {"on": (True,), "off": (False,), "both": (True, False)}
 # the triplets that choose weights, and the two confirmation sets (holdout_triplets)
 TRIPLET_SETS = ("standard", "fresh", "quarter")
 
@@ -202,43 +204,18 @@ def baseline_scores(triplets: Sequence[Triplet], workers: int = 8,
 
 def network_scores(net: torch.nn.Module, triplets: Sequence[Triplet], device: torch.device,
                    autocast_dtype: Optional[torch.dtype] = None, flow_scale: FlowScale = 1.0,
-                   details: Optional[List[float]] = None) -> torch.Tensor:
-    """The network's PSNR on every triplet, whole frames at t = 0.5 (callers set eval mode; runs under no_grad),
-    with flow estimated at ``flow_scale`` times the frames' size (run.py's --flow-scale); along quadratic paths
-    (``Network.forward_four``) where a triplet kept an outer neighbour (a side without one at constant velocity, as
-    the video tool moves it), constant velocity elsewhere; ``details`` collects the detail kept."""
+                   details: Optional[List[float]] = None, cuda_graphs: bool = False) -> torch.Tensor:
+    """The network's PSNR on every triplet (``evaluation.holdout.triplet_scores``: the pair alone, or run.py --video's
+    path where a triplet kept an outer neighbour), through an ``engine.Interpolator`` on ``net`` with this autocast and
+    ``flow_scale`` on whole frames (callers set eval mode; ``device`` is the network's own). ``cuda_graphs`` is off
+    for a network in training (the trainer): graphs would be captured anew at every validation, and give the eager
+    frames up to float rounding; ``details`` collects the detail kept."""
+    from engine import Interpolator, InterpolatorOptions
 
-    def interpolate(tr: Triplet, one: torch.Tensor, two: torch.Tensor) -> torch.Tensor:
-        if tr.has_neighbours:
-            before, after = (x.to(device).float().div(255).unsqueeze(0) if x is not None else None
-                             for x in (tr.before, tr.after))
-            return net.forward_four(before, one, two, after, (0.5,), flow_scale)[0]
-        return net(one, two, (0.5,), flow_scale)[0]
-
-    with torch.autocast(device.type, dtype=autocast_dtype or torch.bfloat16, enabled=autocast_dtype is not None):
-        return _scores(triplets, device, interpolate, details)
-
-
-def peer_scores(peer: Peer, triplets: Sequence[Triplet], details: Optional[List[float]] = None) -> torch.Tensor:
-    """A RIFE release's PSNR on every triplet (evaluation/peers.py), from the pair alone as RIFE tools run it, in
-    float32; ``details`` collects the detail kept."""
-    return _scores(triplets, peer.device, lambda tr, one, two: peer(one, two, 0.5), details)
-
-
-def _scores(triplets: Sequence[Triplet], device: torch.device,
-            interpolate: Callable[[Triplet, torch.Tensor, torch.Tensor], torch.Tensor],
-            details: Optional[List[float]]) -> torch.Tensor:
-    """PSNR of ``interpolate(triplet, one, two)`` (frames 1 x 3 x H x W in [0, 1] on ``device``) against each
-    triplet's middle frame, under no_grad; ``details`` (if given) collects the detail kept."""
-    scores = []
-    with torch.no_grad():
-        for tr in triplets:
-            one, two, mid = (x.to(device).float().div(255).unsqueeze(0) for x in (tr.one, tr.two, tr.mid))
-            out = interpolate(tr, one, two).float()
-            scores.append(psnr(out.clamp(0, 1), mid).cpu())
-            if details is not None:
-                details.append(detail_kept(out, mid))
-    return torch.cat(scores)
+    precision = {None: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}[autocast_dtype]
+    options = InterpolatorOptions(precision=precision, flow_scale=flow_scale, cuda_graphs=cuda_graphs,
+                                  **dict(HOLDOUT.engine))
+    return triplet_scores(Ours(Interpolator(options, network=net), "network"), triplets, details)
 
 
 def per_clip(scores: torch.Tensor, triplets: Sequence[Triplet]) -> Dict[str, float]:
@@ -272,28 +249,28 @@ def describe(figures: Dict[str, float]) -> str:
             f"{figures['triplets']} held-out triplets")
 
 
+class Classical:
+    """The classical baseline as an ``evaluation.methods.Method`` (Middlebury's row): DIS flows of the pair rounded to
+    uint8 (``pair_flows``), then ``classical_interpolation``; the video path runs the pair alone."""
+
+    label = "classical baseline (OpenCV DIS, backward warping)"
+    settings: Dict[str, object] = {"device": "cpu", "precision": "fp32", "input": "the pair alone"}
+
+    def interpolate(self, one: np.ndarray, two: np.ndarray, t: float) -> np.ndarray:
+        (flow_fwd, flow_bwd), = pair_flows([tuple(torch.from_numpy(to_integer(x)).permute(2, 0, 1)
+                                                  for x in (one, two))], workers=1)
+        return classical_interpolation(nchw(one), nchw(two), t, flow_fwd, flow_bwd)[0].permute(1, 2, 0).numpy()
+
+    def interpolate_video(self, one: np.ndarray, two: np.ndarray, t: float, before: Optional[np.ndarray],
+                          after: Optional[np.ndarray]) -> np.ndarray:
+        return to_integer(self.interpolate(to_float(one), to_float(two), t), one.dtype)
+
+
 def middlebury_baseline(data: Path) -> float:
     """The classical baseline's mean PSNR on a Middlebury folder (benchmark_middlebury.py's protocol)."""
-    from skimage.metrics import peak_signal_noise_ratio
+    from evaluation.middlebury import evaluate
 
-    from media.images import read_image
-
-    scores = []
-    for seq in sorted(p for p in data.iterdir() if (p / "frame10i11.png").is_file()):
-        frames = [torch.from_numpy(np.ascontiguousarray(read_image(seq / n)[0])).permute(2, 0, 1)
-                  for n in ("frame10.png", "frame11.png", "frame10i11.png")]
-        as_uint8 = [(f * 255).round().to(torch.uint8) for f in frames]
-        tr = Triplet("middlebury", seq.name, 0, 1, *as_uint8[:1], as_uint8[2], as_uint8[1])
-        (f01, f10), = triplet_flows([tr], workers=1)
-        out = classical_interpolation(frames[0].unsqueeze(0).float(), frames[1].unsqueeze(0).float(), 0.5, f01, f10)
-        estimate = np.clip(np.rint(out[0].permute(1, 2, 0).numpy() * 255), 0, 255).astype(np.uint8)
-        scores.append(peak_signal_noise_ratio(as_uint8[2].permute(1, 2, 0).numpy(), estimate, data_range=255))
-    return float(np.mean(scores))
-
-
-def hold_still_label(label: str, hold: bool, choice: str) -> str:
-    """A method's label, told apart by the guard where ``--hold-still both`` runs it both ways."""
-    return label if choice != "both" else f"{label} ({'hold-still' if hold else 'no hold-still'})"
+    return evaluate(Classical(), data, progress=False)["psnr"]
 
 
 def _record(section: Dict, label: str, scores: torch.Tensor, details: List[float], base: torch.Tensor,
@@ -308,18 +285,12 @@ def _record(section: Dict, label: str, scores: torch.Tensor, details: List[float
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    from engine.options import add_flags, flow_scale_value
-
     p = argparse.ArgumentParser(description="Margin over the classical baseline on held-out footage.",
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--data", type=Path, nargs="+", help="footage folders (footage, footage2)")
-    p.add_argument("--weights", type=Path, nargs="*", default=[], help="weights files to score")
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--bf16", action="store_true", help="bfloat16 autocast (GPU)")
-    p.add_argument("--ensemble", type=int, default=1, choices=PASSES,
-                   help="average this many mirrored / time-reversed passes (model/ensemble.py)")
-    p.add_argument("--flow-scale", type=flow_scale_value, default=1.0,
-                   help="estimate flow at this factor of the frames' size, or auto, as run.py --flow-scale")
+    p.add_argument("--weights", type=Path, nargs="*", default=[],
+                   help="weights files to score, each as run.py runs it (a file of weights/ as --model NAME does)")
+    add_engine_flags(p, weights=False)
     p.add_argument("--motion", choices=MOTIONS, default="linear",
                    help="quadratic: move pixels along paths through the frames 3 gaps from the centre "
                         "(model/motion.py) where the shot has them, each side on its own as run.py --video does, "
@@ -332,9 +303,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                         "alone")
     p.add_argument("--hold-still", choices=list(HOLD_STILL), default="on",
                    help="our networks with still, textured neighbourhoods held at zero flow (model.warp.still_weight, "
-                        "the default), without, or both side by side")
+                        "the default), without (a diagnostic), or both side by side")
     p.add_argument("--json", type=Path, default=None, help="write the figures (and per-triplet scores) here")
-    add_flags(p, only=("compile",))
     p.add_argument("--middlebury", type=Path, default=None, help="instead: the baseline's Middlebury PSNR")
     args = p.parse_args(argv)
     if args.middlebury is not None:
@@ -342,13 +312,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0
     if not args.data:
         p.error("--data is required (the footage folders)")
-    from model.runtime import check_compilable, compile_network
-    from model.weights import load_weights
+    if args.compile:  # said before any footage is read
+        from engine.interpolator import resolve_device
+        from model.runtime import check_compilable
 
-    device = torch.device(args.device)
-    if args.compile:
         try:
-            check_compilable(device)
+            check_compilable(resolve_device(args.device))
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -369,29 +338,24 @@ def main(argv: Optional[List[str]] = None) -> int:
           f"baseline {float(base.mean()):.3f} dB")
     if base4 is not None:
         print(f"four-frame classical baseline {float(base4.mean()):.3f} dB")
-    for path, hold in itertools.product(args.weights, HOLD_STILL[args.hold_still]):
-        label = hold_still_label(str(path), hold, args.hold_still)
-        loaded = load_weights(path, device).eval()
-        if hasattr(loaded, "hold_still"):
-            loaded.hold_still = hold
-        net = with_ensemble(compile_network(loaded) if args.compile else loaded, args.ensemble)
+    for label, build in methods_of(args, HOLDOUT, args.weights, args.peer, args.hold_still):
+        try:
+            method = build()
+        except ValueError as exc:  # a missing file or wheel names its fix
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        print(HOLDOUT.header(method), flush=True)
         details: List[float] = []
-        scores = network_scores(net, triplets, device, torch.bfloat16 if args.bf16 else None, args.flow_scale,
-                                details)
+        scores = triplet_scores(method, triplets, details)
+        if label in args.peer:
+            _record(report.setdefault("peers", {}), label, scores, details, base, triplets, " (pair alone)")
+            continue
         figures = _record(report["weights"], label, scores, details, base, triplets)
+        report["weights"][label]["settings"] = method.settings
         print("  " + ", ".join(f"{k} {v:+.3f}" for k, v in figures.items() if k.startswith("margin_")))
         if base4 is not None:
             report["weights"][label]["figures_four_frames"] = figures4 = summary(scores, base4, triplets)
             print(f"  over the four-frame baseline: {describe(figures4)}")
-    for name in args.peer:
-        try:
-            peer = load_peer(name, device)
-        except ValueError as exc:  # a missing wheel names its pip command
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        details = []
-        scores = peer_scores(peer, triplets, details)
-        _record(report.setdefault("peers", {}), name, scores, details, base, triplets, " (pair alone)")
     if args.json:
         report["triplets"] = [{"group": t.group, "clip": t.clip, "centre": t.centre, "gap": t.gap,
                                "quadratic": t.has_neighbours, "sides": t.sides} for t in triplets]
