@@ -1,5 +1,5 @@
-"""The repeated-pattern set (bench/patterns.py), the still-neighbourhood guard (model.warp.still_weight) and the
-peers' loader (evaluation/peers.py) on the CPU."""
+"""The repeated-pattern set (evaluation/patterns.py, bench/patterns.py), the still-neighbourhood guard
+(model.warp.still_weight) and the peers' loader (evaluation/peers.py) on the CPU."""
 
 import importlib.util
 from pathlib import Path
@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from bench import patterns
-from bench.patterns import Scene, far_mask, render, scenes
+from bench import patterns as patterns_cli
+from evaluation import patterns
+from evaluation.patterns import Scene, far_mask, render, scenes
 from model.warp import still_weight
 
 
@@ -36,21 +37,37 @@ def test_the_set_covers_every_family_and_period_static_and_moving():
     assert {s.thin for s in chosen} == {True, False} and {s.bright for s in chosen} == {True, False}
 
 
-def test_the_video_mode_gives_our_networks_the_frames_before_and_after_the_pair():
-    scene = Scene("grid", 8, True, True, (0.0, 0.0), size=(48, 64))
-    seen = []
+class Recorder:
+    """A method (evaluation.methods.Method) that returns the first frame and records each call."""
 
-    def interpolate(one, two, neighbours):
-        seen.append(neighbours)
+    label = "recorder"
+    settings = {"device": "cpu"}
+
+    def __init__(self):
+        self.calls = []
+
+    def interpolate(self, one, two, t):
+        self.calls.append(("pair", one, two, t))
         return one
 
-    patterns.score(interpolate, [scene])
-    patterns.score(interpolate, [scene], video=True)
-    assert seen[0] is None
-    np.testing.assert_array_equal(seen[1][0], render(scene, -1.0))
-    np.testing.assert_array_equal(seen[1][1], render(scene, 2.0))
+    def interpolate_video(self, one, two, t, before, after):
+        self.calls.append(("video", one, two, t, before, after))
+        return one
+
+
+def test_the_video_mode_gives_our_networks_the_frames_before_and_after_the_pair():
+    scene = Scene("grid", 8, True, True, (0.0, 0.0), size=(48, 64))
+    method = Recorder()
+    patterns.score(method, [scene])
+    patterns.score(method, [scene], video=True)
+    (kind, one, two, t), video = method.calls
+    assert kind == "pair" and t == 0.5
+    np.testing.assert_array_equal(one, render(scene, 0.0))
+    assert video[0] == "video" and video[1].dtype == np.uint16  # 16-bit frames: the exact truth is not rounded away
+    np.testing.assert_array_equal(video[4], np.rint(render(scene, -1.0) * 65535).astype(np.uint16))
+    np.testing.assert_array_equal(video[5], np.rint(render(scene, 2.0) * 65535).astype(np.uint16))
     # the occluder keeps moving: the frames beside the pair differ from the pair's
-    assert np.abs(seen[1][0] - render(scene, 0.0)).max() > 0.1
+    assert np.abs(render(scene, -1.0) - render(scene, 0.0)).max() > 0.1
 
 
 def test_far_pixels_stay_clear_of_the_occluder_in_every_frame():
@@ -154,7 +171,7 @@ def test_the_pattern_scorer_takes_run_py_compile_flag(capsys):
     """``bench.patterns --compile`` builds the engine compiled (run.py's flag): on the CPU it is refused in run.py's
     one line, before any scene is scored."""
     ours = Path(__file__).resolve().parent.parent / "weights" / "network.safetensors"
-    assert patterns.main(["--weights", str(ours), "--device", "cpu", "--quick", "--compile"]) == 2
+    assert patterns_cli.main(["--weights", str(ours), "--device", "cpu", "--quick", "--compile"]) == 2
     out, err = capsys.readouterr()
     assert err.strip() == "error: --compile needs the network on a CUDA device (use --device cuda)"
     assert "PSNR" not in out
