@@ -13,7 +13,8 @@ Each pattern moves rigidly by a whole number of pixels, so the middle frame is k
 - ``shapes``: flat, saturated shapes (a disc, a box, a bar) over a flat background, moving 8 px apart: cartoon-like.
 - ``noise``: smooth random texture (blurred noise), shifted 2 px: the easy case.
 
-For each pattern and weights file: the mean absolute error of the middle frame (8-px border left out, values in
+Ours runs as run.py runs it with the same flags (evaluation/methods.py), whole frames. For each pattern and weights
+file: the mean absolute error of the middle frame (8-px border left out, values in
 [0, 1]), its largest error, and how many pixels are off by more than 0.1 in some channel (visible blotches).
 """
 
@@ -25,6 +26,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
+
+from evaluation.methods import Benchmark, add_engine_flags, methods_of
 
 Triple = Tuple[np.ndarray, np.ndarray, np.ndarray]
 
@@ -82,17 +85,6 @@ def errors(out: np.ndarray, mid: np.ndarray, border: int = 8) -> Dict[str, float
     return {"mean": float(diff.mean()), "max": float(diff.max()), "blotch_px": int((diff.max(2) > 0.1).sum())}
 
 
-def classical(one: np.ndarray, two: np.ndarray) -> np.ndarray:
-    """The classical baseline's middle frame (training.holdout's: OpenCV DIS flow both ways, backward warping)."""
-    import torch
-
-    from training.holdout import classical_interpolation, pair_flows
-
-    a, b = (torch.from_numpy(np.ascontiguousarray(f)).permute(2, 0, 1) for f in (one, two))
-    (fwd, bwd), = pair_flows([((a * 255).round().to(torch.uint8), (b * 255).round().to(torch.uint8))], workers=1)
-    return classical_interpolation(a[None], b[None], 0.5, fwd, bwd)[0].permute(1, 2, 0).numpy()
-
-
 def _row(name: str, outputs: List[np.ndarray], mids: List[np.ndarray]) -> str:
     cells = []
     for out, mid in zip(outputs, mids):
@@ -101,24 +93,31 @@ def _row(name: str, outputs: List[np.ndarray], mids: List[np.ndarray]) -> str:
     return f"| {name} | " + " | ".join(cells) + " |"
 
 
+# whole frames; otherwise ours at the user's defaults (evaluation/methods.py)
+DIAGNOSE_PATTERNS = Benchmark("diagnose.patterns", engine=(("tile", 0),), note="t = 0.5")
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--weights", type=Path, nargs="+", required=True)
-    p.add_argument("--device", default="cpu")
+    add_engine_flags(p, weights=False)
     p.add_argument("--classical", action="store_true", help="a row for the classical baseline (DIS flow + warping)")
     args = p.parse_args(argv)
-    from model.inference import interpolate
-    from model.weights import load_weights
+    from training.holdout import Classical
 
+    methods = [build() for _, build in methods_of(args, DIAGNOSE_PATTERNS, args.weights, ())]
+    for method in methods:
+        print(DIAGNOSE_PATTERNS.header(method))
     cases = patterns()
     mids = [mid for _, mid, _ in cases.values()]
     print("| weights | " + " | ".join(f"{name}: mean / max / px > 0.1" for name in cases) + " |")
     print("|---" * (len(cases) + 1) + "|")
-    for path in args.weights:
-        net = load_weights(path, args.device).eval()
-        print(_row(str(path), [interpolate(net, one, two, [0.5])[0] for one, _, two in cases.values()], mids))
+    for method in methods:
+        print(_row(method.label, [method.interpolate(one, two, 0.5) for one, _, two in cases.values()], mids))
     if args.classical:
-        print(_row("classical: DIS flow + warping", [classical(one, two) for one, _, two in cases.values()], mids))
+        baseline = Classical()
+        print(_row("classical: DIS flow + warping", [baseline.interpolate(one, two, 0.5) for one, _, two in
+                                                     cases.values()], mids))
     return 0
 
 
