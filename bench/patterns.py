@@ -1,11 +1,13 @@
-"""Scores on the repeated-pattern set (evaluation/patterns.py: rendered scenes whose middle frame is exact).
+"""Scores on the repeated-pattern set (evaluation/patterns.py: rendered scenes whose middle frame is exact, the static
+ones also as a camera films them: noise, an H.264 round trip, a shaking camera).
 
     python -m bench.patterns --weights weights/network.safetensors weights/fast.safetensors --peer rife-4.26
-    python -m bench.patterns --weights weights/network.safetensors --hold-still both
+    python -m bench.patterns --weights weights/network.safetensors --hold-still both   # the still guard's effect
 
 Ours runs as run.py runs it with the same flags (an ``engine.Interpolator``: precision auto, flow_scale auto for the
-default network), whole frames; a header line per method says how. Per method: PSNR, far PSNR and detail, over
-the set and its static and moving scenes.
+default network), whole frames; a header line per method says how. Per method: PSNR, far PSNR and detail over the
+exact scenes (static and moving), and far PSNR on the camera-filmed static scenes by kind; with ``--hold-still both``
+also the still guard's effect on far PSNR (on minus off) on each.
 """
 
 from __future__ import annotations
@@ -16,15 +18,16 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from evaluation.methods import HOLD_STILL, add_engine_flags, methods_of
-from evaluation.patterns import PATTERNS, scenes, score, summarise
+from evaluation.methods import HOLD_STILL, add_engine_flags, hold_still_label, methods_of
+from evaluation.patterns import CAMERAS, PATTERNS, guard_effect, scenes, score, summarise
 from evaluation.peers import PEERS
 
 
 def _line(label: str, s: Dict[str, float], count: int) -> str:
+    filmed = ", ".join(f"{kind} {s[f'far_psnr_{kind}']:.2f}" for kind in CAMERAS)
     return (f"{label}: PSNR {s['psnr']:.2f} (static {s['psnr_static']:.2f}, moving {s['psnr_moving']:.2f}), "
             f"far PSNR {s['far_psnr']:.2f} (worst {s['worst_far_psnr']:.2f}), detail {s['detail']:.3f} "
-            f"on {count} scenes")
+            f"on {count} scenes; filmed static scenes' far PSNR: {filmed}")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -35,16 +38,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--peer", nargs="*", default=[], choices=list(PEERS),
                    help="RIFE releases to score beside them (evaluation/peers.py)")
     add_engine_flags(p, weights=False)
-    p.add_argument("--quick", action="store_true", help="the static 25 px grid alone")
+    p.add_argument("--quick", action="store_true", help="the static 25 px grid alone (and as cameras film it)")
+    p.add_argument("--no-camera", action="store_true",
+                   help="the exact scenes alone, without the static scenes as cameras film them")
     p.add_argument("--video", action="store_true",
                    help="our networks along run.py --video's quadratic paths, through the frames at times -1 and 2 "
                         "(the peers on the pair alone, as RIFE tools run)")
     p.add_argument("--hold-still", choices=list(HOLD_STILL), default="on",
                    help="our networks with still, textured neighbourhoods held at zero flow (the default), without "
-                        "(a diagnostic), or both")
+                        "(a diagnostic), or both, with the guard's effect on each kind of scene")
     p.add_argument("--json", type=Path, default=None, help="write per-scene rows here")
     args = p.parse_args(argv)
-    chosen = scenes(args.quick)
+    chosen = scenes(args.quick, camera=not args.no_camera)
     methods = methods_of(args, PATTERNS, args.weights, args.peer, args.hold_still)
     if not methods:
         p.error("name --weights or --peer")
@@ -59,6 +64,12 @@ def main(argv: Optional[List[str]] = None) -> int:
             return 2
         report[label] = {"summary": summarise(rows), "settings": method.settings, "scenes": rows}
         print(_line(label, report[label]["summary"], len(rows)), flush=True)
+    if args.hold_still == "both":
+        for path in args.weights:
+            on, off = (report[hold_still_label(str(path), hold, "both")] for hold in (True, False))
+            on["guard_effect"] = effect = guard_effect(on["summary"], off["summary"])
+            print(f"{path}: the still guard's effect on far PSNR (on - off): "
+                  + ", ".join(f"{kind} {value:+.2f}" for kind, value in effect.items()) + " dB")
     if args.json:
         args.json.write_text(json.dumps(report, indent=1) + "\n")
     return 0
