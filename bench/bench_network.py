@@ -8,11 +8,15 @@ Speed does not depend on the weights, so random ones are used when none are give
 releases (evaluation/peers.py, their real weights) in the same run, on the same frames, in float32 and under float16
 autocast (upstream's two modes), eager as their tools run them.
 
-``--batch`` times N pairs per network call (bf16, one CUDA graph per N, as the one-pair graph row: batch 1 is that
-row again). ``--profile`` runs the network eagerly under torch.profiler (bf16, one size; with ``--compile-stacks``
-also compiled as ``run.py --compile`` compiles it) and says where the GPU's time goes: the top kernels, and each
-part of the network (its ranges synchronise the GPU at their ends, so that every kernel is counted in the part that
-launched it; kernel durations do not change with that).
+The CUDA-graph rows time the engine's own replay, the graphs ``run.py`` replays for a video's whole frames
+(``engine.Interpolator.cuda_graphs_for``: ``model.runtime.GraphedPairs``, the flow's steps then the synthesis), bf16,
+flow at full resolution (``engine_graphs``). ``--batch`` times N pairs per call (the same graphs captured for N x 3 x
+H x W frames: batch 1 is the one-pair row again).
+
+``--profile`` runs the network eagerly under torch.profiler (bf16, one size; with ``--compile-stacks`` also compiled
+as ``run.py --compile`` compiles it) and says where the GPU's time goes: the top kernels, and each part of the network
+(its ranges synchronise the GPU at their ends, so that every kernel is counted in the part that launched it; kernel
+durations do not change with that).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from model import Network, load_weights
 from model.network import NetworkConfig, count_parameters
 from model.ensemble import with_ensemble
 from evaluation.peers import PEERS, load_peer
-from model.runtime import GraphedNetwork
+from model.runtime import GraphedPairs, graphed_pairs
 
 MATCH_PSNR = 40.0  # dB between compiled and eager frames, below which a compiled time is not reported
 SIZES = {"720p": (720, 1280), "1080p": (1080, 1920), "4K": (2160, 3840)}
@@ -126,25 +130,38 @@ def time_compiled(net: Network, one: torch.Tensor, two: torch.Tensor, repeats: i
     return out
 
 
+def engine_graphs(net: Network, shape: Sequence[int], compiled: bool = False) -> Optional[GraphedPairs]:
+    """The CUDA graphs the engine replays for pairs of ``shape`` (N x 3 x H x W), bf16, flow at full resolution:
+    ``Interpolator.cuda_graphs_for``'s for one pair, the same ``model.runtime.graphed_pairs`` for N; with
+    ``compiled``, of the network compiled as ``run.py --compile`` compiles it. None where capture failed (said on
+    stderr). The engine times the frames of 7 t (x8) as it makes them: the flow once, the synthesis graph per t."""
+    from engine import Interpolator, InterpolatorOptions
+
+    interpolator = Interpolator(InterpolatorOptions(precision="bf16", flow_scale=1.0, tile=0, compile=compiled),
+                                network=net)
+    n, _, h, w = shape
+    if n == 1:
+        return interpolator.cuda_graphs_for(h, w)
+    return graphed_pairs(interpolator.network, torch.Size(shape), interpolator.autocast_dtype, 1.0)
+
+
 def time_compiled_stacks(net: Network, one: torch.Tensor, two: torch.Tensor, repeats: int) -> dict:
     """bf16 CUDA-graph time of one middle frame with the network compiled as ``run.py --compile`` compiles it
     (``model.runtime.compile_network``), and how far its frame is from the uncompiled graph's: the time is reported
     only where the frames agree within ``MATCH_PSNR``."""
     import time
 
-    from model.runtime import compile_network
-
     check = moving_pair(one.shape, one.device)  # agreement is measured on this pair (moving_pair says why)
-    reference = GraphedNetwork(net, one.shape, [0.5], torch.bfloat16)
-    eager = reference(*check)[0].float().clone()
+    reference = engine_graphs(net, one.shape)
+    eager = reference(*check, [0.5])[0].float().clone()
     reference = None
     start = time.perf_counter()
-    graphed = GraphedNetwork(compile_network(net), one.shape, [0.5], torch.bfloat16)
-    frame = graphed(*check)[0].float().clone()
+    graphed = engine_graphs(net, one.shape, compiled=True)
+    frame = graphed(*check, [0.5])[0].float().clone()
     torch.cuda.synchronize()
     out = {"compile_stacks_first_s": time.perf_counter() - start}
     if agrees(out, "compile_stacks", frame, eager):
-        out["bf16_graph_compile_stacks_x2_ms"] = cuda_time_ms(lambda: graphed(one, two), repeats=repeats)
+        out["bf16_graph_compile_stacks_x2_ms"] = cuda_time_ms(lambda: graphed(one, two, [0.5]), repeats=repeats)
     return out
 
 
@@ -160,9 +177,9 @@ def batch_size(text: str) -> int:
 
 
 def time_batches(net: Network, h: int, w: int, batches: Sequence[int], repeats: int) -> dict:
-    """bf16 CUDA-graph time of one middle frame for each of N pairs per call (``GraphedNetwork`` on N x 3 x H x W
-    frames, as the one-pair row): ms per call and per pair. A batch whose estimated memory does not fit is skipped
-    with a note."""
+    """bf16 CUDA-graph time of one middle frame for each of N pairs per call (``engine_graphs`` on N x 3 x H x W
+    frames, as the one-pair row): ms per call and per pair. A batch whose estimated memory does not fit, or whose
+    capture fails, is skipped with a note."""
     from model.inference import available_memory, memory_factor, needed_memory
 
     device = next(net.parameters()).device
@@ -179,8 +196,10 @@ def time_batches(net: Network, h: int, w: int, batches: Sequence[int], repeats: 
         two = torch.rand(shape, device=device)
         graphed = None
         try:
-            graphed = GraphedNetwork(net, shape, [0.5], torch.bfloat16)
-            milliseconds = cuda_time_ms(lambda: graphed(one, two), repeats=repeats)
+            graphed = engine_graphs(net, shape)
+            if graphed is None:
+                continue
+            milliseconds = cuda_time_ms(lambda: graphed(one, two, [0.5]), repeats=repeats)
         except torch.cuda.OutOfMemoryError:
             print(f"note: batch {n} at {h}x{w} ran out of GPU memory: not timed", file=sys.stderr)
             continue
@@ -288,8 +307,8 @@ def profile_network(net: Network, size: str, repeats: int, compiled: bool = Fals
     h, w = SIZES[size]
     one = torch.rand(1, 3, h, w, device=device)
     two = torch.rand(1, 3, h, w, device=device)
-    graphed = GraphedNetwork(net, one.shape, [0.5], torch.bfloat16)
-    graph_ms = cuda_time_ms(lambda: graphed(one, two), repeats=repeats)
+    graphed = engine_graphs(net, one.shape)
+    graph_ms = cuda_time_ms(lambda: graphed(one, two, [0.5]), repeats=repeats)
     graphed = None
     torch.cuda.empty_cache()
 
@@ -397,11 +416,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         one = torch.rand(1, 3, h, w, device=device)
         two = torch.rand(1, 3, h, w, device=device)
         row = {"size": name, "gflops": gflops(net, h, w)}
-        graphed = GraphedNetwork(net, one.shape, [0.5], torch.bfloat16)
-        row["bf16_graph_x2_ms"] = cuda_time_ms(lambda: graphed(one, two), repeats=args.repeats)
-        graphed8 = GraphedNetwork(net, one.shape, [i / 8 for i in range(1, 8)], torch.bfloat16)
-        row["bf16_graph_x8_ms"] = cuda_time_ms(lambda: graphed8(one, two), repeats=args.repeats)
-        graphed = graphed8 = None  # free the captured graphs' memory before the eager runs
+        graphed = engine_graphs(net, one.shape)  # one capture: the synthesis replays once per t
+        if graphed is None:  # (the note says why)
+            return 2
+        row["bf16_graph_x2_ms"] = cuda_time_ms(lambda: graphed(one, two, [0.5]), repeats=args.repeats)
+        row["bf16_graph_x8_ms"] = cuda_time_ms(lambda: graphed(one, two, [i / 8 for i in range(1, 8)]),
+                                               repeats=args.repeats)
+        graphed = None  # free the captured graphs' memory before the eager runs
         torch.cuda.empty_cache()
         row.update(time_batches(net, h, w, args.batch, args.repeats))
         for mode in ("fp32", "bf16", "bf16_cl"):
