@@ -529,7 +529,7 @@ def test_remote_scripts_keep_nvlink_multicast_off(tmp_path):
     remote = ROOT / "scripts" / "remote"
     source = 'source "$(dirname "${BASH_SOURCE[0]}")/env.sh"'
     scripts = sorted(p.name for p in remote.glob("*.sh") if p.name not in ("env.sh", "hold.sh"))
-    assert scripts == ["chunk.sh", "score.sh", "throughput.sh"]
+    assert scripts == ["campaign.sh", "chunk.sh", "score.sh", "throughput.sh"]
     for script in scripts:
         lines = (remote / script).read_text().splitlines()
         at = [i for i, line in enumerate(lines) if line.startswith(source)]
