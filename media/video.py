@@ -729,7 +729,8 @@ def reorder_delay(path: Path) -> int:
 def concat_and_mux(parts: Sequence[Path], source: Path, out: Path, with_audio: bool, with_subtitles: bool,
                    video_start: Fraction = Fraction(0), with_chapters: bool = True,
                    covers: Sequence[Tuple[int, str]] = (), attachments: int = 0, timecode: str = "",
-                   audio: Sequence[str] = (), name: Optional[Path] = None, delay: int = 0) -> List[str]:
+                   audio: Sequence[str] = (), name: Optional[Path] = None, delay: int = 0,
+                   durations: Sequence[Fraction] = ()) -> List[str]:
     """Join encoded segments (stream copy) and copy the source's audio (or treat it as ``audio``, options from
     ``audio_args``: re-encoded, slowed), subtitles, chapters and file metadata
     (title, creation time, location) alongside; the video starts ``video_start`` seconds after the audio and
@@ -741,17 +742,23 @@ def concat_and_mux(parts: Sequence[Path], source: Path, out: Path, with_audio: b
     "attachments" or "timecode". ``name`` is the path errors name where ``out`` is its temporary name: a
     file-system failure raises OutputError naming it and the cause, other failures a VideoError.
 
-    ``delay``: the segments' largest ``reorder_delay``, for constant-rate parts whose delays differ (a segment of
-    one or two frames has no B-frames, so none): the concat demuxer put such a part's successor's decoding times
-    before its own, the muxer nudged them forward a tick at a time, and the stream's declared duration came out
-    short by the difference (80 frames at 40/s declared 1.950 s, avg_frame_rate 1600/39). The decoding times are
-    laid out again as the frames' times less ``delay`` frames, which is valid in every part."""
+    ``durations``: each part's exact length in seconds, for parts of one constant rate (mp4 or mov segments):
+    the listing states them, and the frames' times are laid on the rate's grid. The concat demuxer otherwise
+    starts each part where the last one's length in its container's movie header ends, in milliseconds: at 60
+    frames/s a part of 11 frames (183.33 ms, stored as 183) moved the next one 5 ticks early (251 of 1/15360
+    s instead of 256). ``delay``: then the segments' largest ``reorder_delay``, for parts whose delays differ (a
+    segment of one or two frames has no B-frames, so none): the concat demuxer put such a part's successor's
+    decoding times before its own, the muxer nudged them forward a tick at a time, and the stream's declared
+    duration came out short by the difference (80 frames at 40/s declared 1.950 s, avg_frame_rate 1600/39). The
+    decoding times are laid out again as the frames' times less ``delay`` frames, which is valid in every
+    part."""
     suffix = out.suffix.lower()
     listing = out.with_name(out.name + ".concat.txt")
     # quoted for the concat demuxer: a quote inside a name (an output called "Mom's birthday.mp4") closes the
     # quotes, gets a backslash, and opens them again
-    listing.write_text("".join("file '" + p.resolve().as_posix().replace("'", "'\\''") + "'\n" for p in parts),
-                       encoding="utf-8")
+    lengths = [f"duration {round(d * 1_000_000)}us\n" for d in durations] if durations else [""] * len(parts)
+    listing.write_text("".join("file '" + p.resolve().as_posix().replace("'", "'\\''") + "'\n" + length
+                               for p, length in zip(parts, lengths)), encoding="utf-8")
     pictures: List[Tuple[Path, str]] = []
     try:
         base = ["-y", "-loglevel", "error"]
@@ -759,8 +766,9 @@ def concat_and_mux(parts: Sequence[Path], source: Path, out: Path, with_audio: b
             base += ["-itsoffset", f"{float(video_start):.6f}"]
         base += ["-f", "concat", "-safe", "0", "-i", str(listing), "-i", str(source)]
         maps = ["-map", "0:v", "-map_metadata", "1", "-map_chapters", "1" if with_chapters else "-1"]
-        if delay > 0:
-            maps += ["-bsf:v", f"setts=pts=PTS:dts=STARTPTS+(N-{delay})*DURATION"]
+        if durations:  # each time the nearest of the grid (what is left of the microseconds above), from the first
+            maps += ["-bsf:v", f"setts=pts=STARTPTS+round((PTS-STARTPTS)/DURATION)*DURATION:"
+                               f"dts=STARTPTS+(N-{delay})*DURATION"]
         if with_audio:
             maps += ["-map", "1:a?"]
         present = [name for name, there in (("subtitles", with_subtitles), ("cover pictures", bool(covers)),

@@ -481,14 +481,17 @@ def _interpolate_video(source: Path, out: Path, interpolate: Interpolator, optio
         # frames)
         timecode = rescale_timecode(info.timecode, info.rate / (2 if info.field_rate else 1), plan.rate_out) \
             if info.timecode else ""
-        # (mp4 and mov segments store decoding times; where their reorder delays differ the join lays them out
-        # again: concat_and_mux)
+        # (mp4 and mov segments: the join places each at its exact length and lays the times on the output's grid,
+        # the decoding times too, where the segments' reorder delays differ: concat_and_mux)
+        exact = suffix in (".mp4", ".mov") and len(segments) > 1
         longest = max(segments, key=lambda s: s[1] - s[0])[2]
-        delay = reorder_delay(longest) if suffix in (".mp4", ".mov") and len(segments) > 1 else 0
+        delay = reorder_delay(longest) if exact else 0
         left_out = concat_and_mux([path for _, _, path in segments], source, tmp, keep_audio,
                                   info.has_subtitles and not options.slowmo, info.start * slow,
                                   with_chapters=not options.slowmo, covers=info.covers, attachments=info.attachments,
-                                  timecode=timecode, audio=audio, name=out, delay=delay)
+                                  timecode=timecode, audio=audio, name=out, delay=delay,
+                                  durations=[Fraction(stop - begin) / plan.rate_out for begin, stop, _ in segments]
+                                  if exact else [])
         mark_made(tmp, _OUTPUT_MADE_BY)  # (its size and time: a file changed since is no longer taken as ours)
         try:
             os.replace(tmp, out)

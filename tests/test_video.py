@@ -108,6 +108,19 @@ def test_ntsc_rate_conversion(tmp_path, blend_interpolator):
     assert abs(dst.frames - round(src.duration * Fraction(60000, 1001))) <= 1
 
 
+def test_the_frames_times_sit_exactly_on_the_output_grid_across_segments(tmp_path, blend_interpolator):
+    """At --fps 60, 4 of 119 frame gaps were 251 ticks (of 1/15360 s) instead of 256: the join started each segment
+    where the last one's length, in milliseconds, ended (11 frames, 183.33 ms, stored as 183)."""
+    clip = _make_clip(tmp_path / "in.mp4", seconds=2)
+    out = tmp_path / "out.mp4"
+    _video(clip, out, blend_interpolator, fps=Fraction(60), segment_seconds=11 / 60)  # segments of 11 frames
+    time_base, rows = _packets(out, "0:v")
+    ticks = sorted(int(row[2]) for row in rows)
+    assert time_base == Fraction(1, 15360) and len(ticks) == 120
+    assert {b - a for a, b in zip(ticks, ticks[1:])} == {256}
+    assert probe(out).pts == [Fraction(j, 60) for j in range(120)]
+
+
 def test_scene_cut_is_not_interpolated(tmp_path, blend_interpolator):
     a = _make_clip(tmp_path / "a.mp4", seconds=1, audio=False, source="testsrc2")
     b = _make_clip(tmp_path / "b.mp4", seconds=1, audio=False, source="mandelbrot")
