@@ -124,10 +124,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bitrate of re-encoded audio (--audio-codec), e.g. 192k; default: the encoder's own "
                         "(aac: 128k)")
     v.add_argument("--segment-seconds", type=float, default=10.0, help="resume granularity of video output")
-    v.add_argument("--overwrite", "-y", action="store_true",
-                   help="replace an existing --out video, or files named like an image pattern's frames, that this "
-                        "program did not write (without it they are kept and the job refused; its own outputs are "
-                        "replaced by a rerun either way)")
+    p.add_argument("--overwrite", "-y", action="store_true",
+                   help="replace an existing --out image or video, or files named like an image pattern's frames, "
+                        "that this program did not write (without it they are kept and the job refused; its own "
+                        "outputs are replaced by a rerun either way)")
     p.add_argument("--no-space-check", action="store_true",
                    help="write until the disk is full instead of stopping when the output's first frames, measured, "
                         "say the rest will not fit (pairs: room for outputs the size of the inputs)")
@@ -264,7 +264,7 @@ def run_pair(args: argparse.Namespace) -> int:
     # one pair: compiling would cost more than it saves
     for path in interpolate_files(args.one, args.two, args.out, args.time,
                                   replace(interpolator_options(args), compile=False),
-                                  space_check=not args.no_space_check, progress=True):
+                                  space_check=not args.no_space_check, progress=True, overwrite=args.overwrite):
         print(f"wrote {path}")
     return 0
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Union
 
 import numpy as np
 
+from media.files import check_not_input, check_replaceable, mark_made
 from media.progress import Spinner
 
 from .options import InterpolatorOptions, check_times, loading_line
@@ -34,9 +35,13 @@ def output_paths(out: Path, times: Sequence[float]) -> List[Path]:
     return paths
 
 
+# what marks an image this function wrote (media.files.mark_made): a rerun may replace it, a user's file it keeps
+_MADE_BY = "run.py --one --two"
+
+
 def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = (0.5,),
                       interpolator: Optional[Union[Interpolator, InterpolatorOptions]] = None,
-                      space_check: bool = True, progress: bool = False) -> List[Path]:
+                      space_check: bool = True, progress: bool = False, overwrite: bool = False) -> List[Path]:
     """Read two images, interpolate, write one image per t (8 or 16 bits, with alpha where either input has it).
     Returns the written paths.
 
@@ -45,6 +50,8 @@ def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = 
     torch. ``space_check``: before that, the outputs' folder must have room for them, measured on the inputs
     (``media.images.check_image_outputs``). ``progress``: say on stderr when the network loads and, while the
     pair is interpolated, that it is (a spinner on a terminal; on the CPU a 720p pair takes most of a minute).
+    An existing file at an output's name is replaced where this function wrote it and nobody changed it since;
+    any other is kept and the call refused before any work (OutputError), unless ``overwrite``.
     """
     from media.images import check_image_outputs, check_writable, read_image, write_image
 
@@ -52,6 +59,9 @@ def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = 
     paths = output_paths(Path(out), times)
     for path in paths:
         check_writable(path)
+    check_not_input(paths, [one, two])  # (said as such, before an input at --out is taken for a user's file)
+    for path in paths:
+        check_replaceable(path, overwrite, _MADE_BY)
     rgb_one, alpha_one, depth_one = read_image(one)
     rgb_two, alpha_two, depth_two = read_image(two)
     if rgb_one.shape != rgb_two.shape:
@@ -78,4 +88,5 @@ def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = 
                 alpha_two if alpha_two is not None else opaque, times)
     for path, frame, alpha in zip(paths, frames, alphas):
         write_image(path, frame, alpha, depth)
+        mark_made(path, _MADE_BY)
     return paths

@@ -135,6 +135,15 @@ def made_here(path: Path, what: str) -> bool:
     return isinstance(record, dict) and record == {"made_by": what, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
 
 
+def check_replaceable(out: Path, overwrite: bool, what: str) -> None:
+    """OutputError if ``out`` is an existing file that ``what`` did not make (``made_here``), unless ``overwrite``:
+    a user's file is kept, and the job refused before any work."""
+    out = Path(out)
+    if not overwrite and (out.exists() or out.is_symlink()) and not made_here(out, what):
+        raise OutputError(f"{out} exists, and this program did not write it: it is kept -- choose another --out "
+                          f"name, or add --overwrite (-y) to replace it (nothing was interpolated yet)")
+
+
 def remove_quietly(path: Path) -> None:
     """Remove a file this run made, if it is there; a failure to remove it leaves it (it is hidden or in our
     work folder), never an error on top of the one being reported."""

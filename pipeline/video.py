@@ -42,7 +42,7 @@ from typing import (Callable, Deque, Iterable, Iterator, List, NamedTuple, Optio
 
 import numpy as np
 
-from media.files import (OutputError, atomic_write, check_folder, check_not_input, human_size, made_here,
+from media.files import (OutputError, atomic_write, check_folder, check_not_input, check_replaceable, human_size,
                          mark_made, os_error, same_file)
 from media.images import as_dtype, mix_alpha_linearly
 from media.progress import Progress
@@ -404,7 +404,7 @@ def plan_video(source: Path, out: Path, options: VideoOptions) -> Tuple[VideoInf
     source, out = Path(source), Path(out)
     check_video_paths(source, out)
     if "%" not in out.name:
-        _check_replaceable(out, options.overwrite)
+        check_replaceable(out, options.overwrite, _OUTPUT_MADE_BY)
     info = probe(source)
     if info.frames == 0:
         raise VideoError(f"{source}: the video has no frames")
@@ -435,13 +435,6 @@ def _audio_plan(info: VideoInfo, plan: Plan, options: VideoOptions) -> Tuple[boo
 
 # what marks a finished video output as this program's (media.files.mark_made): a rerun may replace it
 _OUTPUT_MADE_BY = "run.py --video"
-
-
-def _check_replaceable(out: Path, overwrite: bool) -> None:
-    """OutputError if ``out`` is an existing file that this program did not make, unless ``overwrite``."""
-    if not overwrite and (out.exists() or out.is_symlink()) and not made_here(out, _OUTPUT_MADE_BY):
-        raise OutputError(f"{out} exists, and this program did not write it: it is kept -- choose another --out "
-                          f"name, or add --overwrite to replace it (nothing was interpolated yet)")
 
 
 def _interpolate_video(source: Path, out: Path, interpolate: Interpolator, options: VideoOptions,

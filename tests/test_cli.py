@@ -45,6 +45,34 @@ def test_pair_gives_frame_of_same_size(tmp_path, capsys):
     assert not list(tmp_path.glob(".tmp-*"))
 
 
+def test_a_users_file_at_a_pairs_out_is_kept_unless_overwrite(tmp_path, capsys, monkeypatch):
+    """Pair mode replaced an unrelated file at --out without a word, and refused --overwrite. Now as for videos:
+    the file is kept and the job refused in one line naming --overwrite (-y), before the network loads; -y
+    replaces it; a rerun replaces the program's own output, until anyone changes it."""
+    import engine.interpolator
+    from engine.files import interpolate_files
+    from media.files import OutputError
+
+    one, two = _pair(tmp_path)
+    out = tmp_path / "mid.png"
+    out.write_bytes(b"the user's")
+    with monkeypatch.context() as patched:
+        patched.setattr(engine.interpolator, "Interpolator", lambda *a, **k: pytest.fail("the network was loaded"))
+        code, _, err = _run(["--one", one, "--two", two, "--out", out], capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert err == f"error: {out} exists, and this program did not write it: it is kept -- choose another --out " \
+                  f"name, or add --overwrite (-y) to replace it (nothing was interpolated yet)\n"
+    assert out.read_bytes() == b"the user's"
+    assert _run(["--one", one, "--two", two, "--out", out, "-y"], capsys)[0] == 0
+    assert cv2.imread(str(out)).shape == (37, 53, 3)
+    assert _run(["--one", one, "--two", two, "--out", out, "--time", 0.25], capsys)[0] == 0  # its own: replaced
+    with out.open("ab") as f:
+        f.write(b"\0")  # changed since: no longer the program's
+    with pytest.raises(OutputError, match="did not write it: it is kept"):
+        interpolate_files(one, two, out, [0.5], "not loaded")
+    assert _run(["--one", one, "--two", two, "--out", out, "--overwrite"], capsys)[0] == 0
+
+
 def test_ensemble_mode_writes_a_close_frame(tmp_path, capsys):
     one, two = _pair(tmp_path)
     single, ensembled = tmp_path / "single.png", tmp_path / "ens.png"
@@ -283,7 +311,6 @@ def test_usage_mistakes_are_one_line(argv, capsys):
     (["--video", "in.mp4", "--input-fps", "30", "--out", "o.mp4"], "--input-fps is the frame rate of --frames input"),
     (["--one", "a.png", "--two", "b.png", "--out", "m.png", "--factor", "4", "--crf", "20"],
      "--factor, --crf: they apply to --video and --frames, not to a pair of images (--one, --two): leave them out"),
-    (["--one", "a.png", "--two", "b.png", "--out", "m.png", "-y"], "--overwrite: it applies to --video and --frames"),
 ])
 def test_options_the_mode_would_ignore_are_refused(argv, words, capsys):
     """--one/--two beside --video were ignored without a word; so were a pair's video options."""

@@ -89,7 +89,7 @@ def test_an_existing_file_at_out_is_kept_unless_overwrite(tmp_path, capsys):
     code, _, err = _cli(["--video", clip, "--out", out], capsys)
     assert code == 2 and err.count("\n") == 1 and "loading" not in err, err
     assert f"error: {out} exists, and this program did not write it: it is kept -- choose another --out name, or " \
-           f"add --overwrite to replace it (nothing was interpolated yet)" in err
+           f"add --overwrite (-y) to replace it (nothing was interpolated yet)" in err
     assert out.read_bytes() == b"the user's" and sorted(p.name for p in tmp_path.iterdir()) == ["in.mp4", "o.mp4"]
     parser = run.build_parser()
     assert [run.video_options(parser.parse_args(["--video", str(clip), "--out", str(out), *flag])).overwrite
