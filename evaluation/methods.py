@@ -141,8 +141,8 @@ class Ours:
 def ours(options: "InterpolatorOptions", label: Optional[str] = None, hold_still: bool = True,
          network: Optional["nn.Module"] = None) -> Ours:
     """Ours as a method: an ``engine.Interpolator`` with ``options`` (on ``network`` where given, e.g. a network in
-    training). ``hold_still`` False (a diagnostic) switches the still guard off, on a network loaded for this
-    method alone."""
+    training). ``hold_still`` False (a diagnostic) switches the still guard off: on ``network``, or else on a
+    network loaded for this method alone (the engine's cached one stays as it is)."""
     from engine.interpolator import Interpolator, resolve_device
 
     if not hold_still:
@@ -159,10 +159,12 @@ def methods_of(args: argparse.Namespace, benchmark: Benchmark, weights: Sequence
                hold_still: str = "on") -> List[Tuple[str, Callable[[], Method]]]:
     """(label, build) of every method a tool's flags name: ours for each of ``weights`` (each ``HOLD_STILL``
     setting of ``hold_still``), then each peer; ``build()`` loads it (a ValueError names a missing file or wheel)."""
-    found = [(hold_still_label(str(path), hold, hold_still),
-              lambda path=path, hold=hold: ours(engine_options(args, benchmark, path),
-                                                hold_still_label(str(path), hold, hold_still), hold))
-             for path in weights for hold in HOLD_STILL[hold_still]]
+    found: List[Tuple[str, Callable[[], Method]]] = []
+    for path in weights:
+        for hold in HOLD_STILL[hold_still]:
+            label = hold_still_label(str(path), hold, hold_still)
+            found.append((label, lambda path=path, label=label, hold=hold:
+                          ours(engine_options(args, benchmark, path), label, hold)))
     return found + [(name, lambda name=name: peer(name, args.device)) for name in peers]
 
 
