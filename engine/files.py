@@ -35,6 +35,43 @@ def output_paths(out: Path, times: Sequence[float]) -> List[Path]:
     return paths
 
 
+# what a pair holds in memory besides torch, the network and its tiles, per pixel in float32 planes (3 for RGB, 4
+# with alpha): the two inputs, each output, and while one is written its rounding (two RGB temporaries). Measured
+# on the CPU: a 2400 x 2400 pair in 512-pixel tiles took 61 bytes a pixel more than a 1200 x 1200 one (60 here)
+_WRITE_PLANES = 6
+# torch, the network and its smallest tiles: about 0.6 GiB beside a 1200 x 1200 pair on the CPU (at least this)
+_NETWORK_BYTES = 2**29
+
+
+def pair_memory(width: int, height: int, outputs: int = 1, alpha: bool = False) -> int:
+    """Bytes of memory that interpolating a pair of ``width`` x ``height`` frames into ``outputs`` frames takes at
+    least. The engine holds whole frames (inputs, outputs, the tiles' sums): tiles bound the network's share only,
+    so a frame too large for memory cannot run in tiles."""
+    planes = 4 if alpha else 3
+    return width * height * 4 * (planes * (2 + outputs) + _WRITE_PLANES) + _NETWORK_BYTES
+
+
+def memory_available() -> Optional[int]:
+    """Bytes of memory a new job can take (Linux's MemAvailable); None where that cannot be read."""
+    try:
+        fields = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines() if ":" in line)
+        return int(fields["MemAvailable"].split()[0]) * 1024
+    except (OSError, KeyError, ValueError, IndexError):
+        return None
+
+
+def check_memory(path: Path, width: int, height: int, outputs: int, alpha: bool = False, held: int = 0) -> None:
+    """ValueError naming the size and the fix where a pair of frames the size of ``path`` needs more memory than
+    this machine has free (``pair_memory``, ``memory_available``); ``held``: bytes of it already taken (the
+    decoded inputs)."""
+    need, free = pair_memory(width, height, outputs, alpha), memory_available()
+    if free is not None and need > free + held:
+        raise ValueError(f"{path} is {width}x{height}: interpolating a pair that size takes at least "
+                         f"{need / 2**30:.1f} GiB of memory, {(free + held) / 2**30:.1f} GiB is free (whole frames "
+                         f"are held; --tile bounds only the network's share) -- scale the frames down first (e.g. "
+                         f"ffmpeg -i {path} -vf scale=iw/2:-1 half{Path(path).suffix}), or free some memory")
+
+
 # what marks an image this function wrote (media.files.mark_made): a rerun may replace it, a user's file it keeps
 _MADE_BY = "run.py --one --two"
 
@@ -53,7 +90,7 @@ def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = 
     An existing file at an output's name is replaced where this function wrote it and nobody changed it since;
     any other is kept and the call refused before any work (OutputError), unless ``overwrite``.
     """
-    from media.images import check_image_outputs, check_writable, read_image, write_image
+    from media.images import check_image_outputs, check_writable, image_size, read_image, write_image
 
     times = check_times(times)
     paths = output_paths(Path(out), times)
@@ -62,11 +99,18 @@ def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = 
     check_not_input(paths, [one, two])  # (said as such, before an input at --out is taken for a user's file)
     for path in paths:
         check_replaceable(path, overwrite, _MADE_BY)
+    for path in (one, two):  # a frame too large is said from its header, before it is decoded (PNG, JPEG, BMP)
+        size = image_size(path)
+        if size is not None:
+            check_memory(path, *size, len(times))
     rgb_one, alpha_one, depth_one = read_image(one)
     rgb_two, alpha_two, depth_two = read_image(two)
     if rgb_one.shape != rgb_two.shape:
         raise ValueError(f"frames differ in size: {one} is {rgb_one.shape[1]}x{rgb_one.shape[0]}, "
                          f"{two} is {rgb_two.shape[1]}x{rgb_two.shape[0]}")
+    held = sum(a.nbytes for a in (rgb_one, rgb_two, alpha_one, alpha_two) if a is not None)
+    check_memory(one, rgb_one.shape[1], rgb_one.shape[0], len(times), alpha_one is not None or alpha_two is not None,
+                 held)
     depth = max(depth_one, depth_two)
     check_image_outputs(paths, [one, two], rgb_one.shape[1], rgb_one.shape[0], depth, space_check)
     if interpolator is None or isinstance(interpolator, InterpolatorOptions):

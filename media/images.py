@@ -79,6 +79,31 @@ def read_image(path: Path) -> Tuple[np.ndarray, Optional[np.ndarray], int]:
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
+def image_size(path: Path) -> Optional[Tuple[int, int]]:
+    """(width, height) from the header of a PNG, JPEG or BMP file, read without decoding it (a few bytes: what a
+    frame will take in memory is known before it is allocated); None for another format or a header not read."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(26)
+            if head.startswith(_PNG_SIGNATURE) and head[12:16] == b"IHDR":
+                return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+            if head.startswith(b"BM"):
+                return abs(int.from_bytes(head[18:22], "little", signed=True)), \
+                    abs(int.from_bytes(head[22:26], "little", signed=True))
+            pos = 2 if head.startswith(_JPEG_SIGNATURE) else -1
+            while pos >= 0:  # the JPEG's segments, each FF, its kind and its length, up to a frame header (SOFn)
+                f.seek(pos)
+                segment = f.read(9)
+                if len(segment) < 9 or segment[0] != 0xFF:
+                    return None
+                if 0xC0 <= segment[1] <= 0xCF and segment[1] not in (0xC4, 0xC8, 0xCC):
+                    return int.from_bytes(segment[7:9], "big"), int.from_bytes(segment[5:7], "big")
+                pos += 2 + int.from_bytes(segment[2:4], "big")
+    except OSError:
+        pass
+    return None
+
+
 def _png_problem(data: bytes) -> str:
     """What is wrong with a PNG file's chunks (length, type, data, CRC each, up to IEND), "" where nothing is:
     cut short, or a critical chunk (the header, palette or picture data) whose data fails its checksum (damaged on

@@ -5,6 +5,7 @@ import json
 import shutil
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import cv2
@@ -71,6 +72,58 @@ def test_a_users_file_at_a_pairs_out_is_kept_unless_overwrite(tmp_path, capsys, 
     with pytest.raises(OutputError, match="did not write it: it is kept"):
         interpolate_files(one, two, out, [0.5], "not loaded")
     assert _run(["--one", one, "--two", two, "--out", out, "--overwrite"], capsys)[0] == 0
+
+
+def _black_png(path, width, height, rows=100):
+    """A valid RGB PNG of black pixels, small on disk however large: its zlib stream is one deflate block of
+    ``rows`` rows, repeated (each ends in a full flush, so none refers to another), with the Adler-32 of all-zero
+    data, (n mod 65521) << 16 | 1."""
+    row = bytes(1 + 3 * width)  # filter type 0, then black pixels
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    block = deflate.compress(row * rows) + deflate.flush(zlib.Z_FULL_FLUSH)
+    adler = (len(row) * height % 65521) << 16 | 1
+    stream = b"\x78\xda" + block * (height // rows) + b"\x03\x00" + adler.to_bytes(4, "big")  # (03 00: the last block)
+
+    def chunk(kind, data):
+        return len(data).to_bytes(4, "big") + kind + data + zlib.crc32(kind + data).to_bytes(4, "big")
+
+    header = width.to_bytes(4, "big") + height.to_bytes(4, "big") + bytes([8, 2, 0, 0, 0])  # 8-bit RGB
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", stream) + chunk(b"IEND", b""))
+    return path
+
+
+def test_a_pair_too_large_for_memory_is_refused_before_any_allocation(tmp_path, capsys, monkeypatch):
+    """A valid 20000 x 20000 PNG pair (1.2 MB each) ended in numpy's 17-line _ArrayMemoryError after 58 s on a
+    24 GB machine. Its header says its size: the pair is refused in one line before it is decoded, where what it
+    takes (engine.files.pair_memory: whole frames are held, so tiles cannot help) exceeds the memory free."""
+    import engine.files
+    import engine.interpolator
+    import media.images
+
+    small = cv2.imread(str(_black_png(tmp_path / "small.png", 48, 300)), cv2.IMREAD_UNCHANGED)
+    assert small.shape == (300, 48, 3) and not small.any()  # the helper's PNGs decode
+    one, two = (_black_png(tmp_path / name, 20000, 20000) for name in ("one.png", "two.png"))
+    assert one.stat().st_size < 2 * 10**6 and media.images.image_size(one) == (20000, 20000)
+    assert engine.files.pair_memory(20000, 20000) > 24 * 10**9  # more than that machine had
+    # 60 bytes a pixel: what the pair path took, measured (61 a pixel between 1200 x 1200 and 2400 x 2400)
+    assert engine.files.pair_memory(2400, 2400) - engine.files.pair_memory(1200, 1200) == 60 * (2400**2 - 1200**2)
+    assert engine.files.pair_memory(100, 100, outputs=3, alpha=True) > engine.files.pair_memory(100, 100)
+    with monkeypatch.context() as patched:
+        patched.setattr(engine.files, "memory_available", lambda: 16 * 2**30)
+        patched.setattr(media.images, "read_image", lambda path: pytest.fail("decoded"))
+        patched.setattr(engine.interpolator, "Interpolator", lambda *a, **k: pytest.fail("the network was loaded"))
+        code, _, err = _run(["--one", one, "--two", two, "--out", tmp_path / "mid.png"], capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.startswith(f"error: {one} is 20000x20000: interpolating a pair that size takes at least 22.9 GiB of "
+                          f"memory, 16.0 GiB is free (whole frames are held; --tile bounds only the network's share) "
+                          f"-- scale the frames down first"), err
+    # a format whose header is not read (WebP) is sized once decoded, before the network loads
+    webp = _pair(tmp_path, suffix=".webp")
+    monkeypatch.setattr(engine.files, "memory_available", lambda: 0)
+    monkeypatch.setattr(engine.interpolator, "Interpolator", lambda *a, **k: pytest.fail("the network was loaded"))
+    code, _, err = _run(["--one", webp[0], "--two", webp[1], "--out", tmp_path / "mid.png"], capsys)
+    assert code == 2 and err.startswith(f"error: {webp[0]} is 53x37: ") and err.count("\n") == 1, err
+    assert not (tmp_path / "mid.png").exists()
 
 
 def test_ensemble_mode_writes_a_close_frame(tmp_path, capsys):
