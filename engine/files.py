@@ -79,8 +79,8 @@ _MADE_BY = "run.py --one --two"
 def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = (0.5,),
                       interpolator: Optional[Union[Interpolator, InterpolatorOptions]] = None,
                       space_check: bool = True, progress: bool = False, overwrite: bool = False) -> List[Path]:
-    """Read two images, interpolate, write one image per t (8 or 16 bits, with alpha where either input has it).
-    Returns the written paths.
+    """Read two images, interpolate, write one image per t (8 or 16 bits, with alpha where either input has it,
+    grey where both are). Returns the written paths.
 
     ``interpolator`` is an ``Interpolator``, or the options to build one with (default ``InterpolatorOptions()``)
     once the times, the outputs and the inputs have been checked: a mistake costs no loading of weights, nor of
@@ -90,7 +90,7 @@ def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = 
     An existing file at an output's name is replaced where this function wrote it and nobody changed it since;
     any other is kept and the call refused before any work (OutputError), unless ``overwrite``.
     """
-    from media.images import check_image_outputs, check_writable, image_size, read_image, write_image
+    from media.images import check_image_outputs, check_writable, image_size, read_image_channels, write_image
 
     times = check_times(times)
     paths = output_paths(Path(out), times)
@@ -103,8 +103,8 @@ def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = 
         size = image_size(path)
         if size is not None:
             check_memory(path, *size, len(times))
-    rgb_one, alpha_one, depth_one = read_image(one)
-    rgb_two, alpha_two, depth_two = read_image(two)
+    rgb_one, alpha_one, depth_one, channels_one = read_image_channels(one)
+    rgb_two, alpha_two, depth_two, channels_two = read_image_channels(two)
     if rgb_one.shape != rgb_two.shape:
         raise ValueError(f"frames differ in size: {one} is {rgb_one.shape[1]}x{rgb_one.shape[0]}, "
                          f"{two} is {rgb_two.shape[1]}x{rgb_two.shape[0]}")
@@ -130,7 +130,8 @@ def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = 
             frames, alphas = interpolator.interpolate_with_alpha(
                 rgb_one, rgb_two, alpha_one if alpha_one is not None else opaque,
                 alpha_two if alpha_two is not None else opaque, times)
+    grey = channels_one == channels_two == 1  # written grey as they came (the network's channels differ a little)
     for path, frame, alpha in zip(paths, frames, alphas):
-        write_image(path, frame, alpha, depth)
+        write_image(path, frame.mean(axis=2) if grey else frame, alpha, depth)
         mark_made(path, _MADE_BY)
     return paths

@@ -30,6 +30,13 @@ class ImageError(ValueError):
 
 def read_image(path: Path) -> Tuple[np.ndarray, Optional[np.ndarray], int]:
     """Return (rgb float32 H x W x 3 in [0, 1], alpha H x W or None, bit depth 8 or 16)."""
+    rgb, alpha, depth, _ = read_image_channels(path)
+    return rgb, alpha, depth
+
+
+def read_image_channels(path: Path) -> Tuple[np.ndarray, Optional[np.ndarray], int, int]:
+    """``read_image``'s (rgb, alpha, bit depth) and the file's channel count as decoded: 1 for a grey image (its
+    three RGB channels are equal), 3 for colour, 4 with alpha."""
     import cv2
 
     path = Path(path)
@@ -73,7 +80,7 @@ def read_image(path: Path) -> Tuple[np.ndarray, Optional[np.ndarray], int]:
         rgb = data[:, :, ::-1]
     else:
         raise ImageError(f"{path}: unsupported channel count {data.shape[2]}")
-    return np.ascontiguousarray(rgb, dtype=np.float32) / scale, alpha, depth
+    return np.ascontiguousarray(rgb, dtype=np.float32) / scale, alpha, depth, 1 if data.ndim == 2 else data.shape[2]
 
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -196,14 +203,15 @@ _EIGHT_BIT = (".jpg", ".jpeg", ".webp", ".bmp")
 
 
 def write_image(path: Path, rgb: np.ndarray, alpha: Optional[np.ndarray] = None, depth: int = 8) -> None:
-    """Write float RGB in [0, 1] (rounded, clipped), atomically, with the permissions the umask gives new files.
-    A file system failure raises OutputError naming the path and the cause; nothing is left under its name."""
+    """Write float RGB in [0, 1] (H x W x 3, or H x W grey without alpha; rounded, clipped), atomically, with the
+    permissions the umask gives new files. A file system failure raises OutputError naming the path and the
+    cause; nothing is left under its name."""
     path = Path(path)
     _check_extension(path)
     if path.suffix.lower() in _EIGHT_BIT:
         depth = 8
     scale, dtype = (65535.0, np.uint16) if depth == 16 else (255.0, np.uint8)
-    data = rgb[:, :, ::-1]
+    data = rgb if rgb.ndim == 2 else rgb[:, :, ::-1]
     if alpha is not None:
         data = np.concatenate([data, alpha[:, :, None]], axis=2)
     _encode_and_write(path, np.clip(np.rint(data * scale), 0, scale).astype(dtype))

@@ -158,6 +158,19 @@ def test_16_bit_rgba_and_gray_inputs(tmp_path, capsys):
     assert _run(["--one", one, "--two", two, "--out", gray_dir / "mid.jpg"], capsys)[0] == 0
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+def test_a_grey_pair_gives_a_grey_frame(tmp_path, capsys, dtype):
+    """A grey PNG pair came out RGB, its channels up to 5 levels apart (the network's three outputs): now grey, one
+    channel, at the inputs' depth."""
+    one, two = _pair(tmp_path, channels=1, dtype=dtype)
+    out = tmp_path / "mid.png"
+    assert _run(["--one", one, "--two", two, "--out", out], capsys)[0] == 0
+    mid = cv2.imread(str(out), cv2.IMREAD_UNCHANGED)
+    assert mid.shape == (37, 53) and mid.dtype == dtype
+    a, b = (cv2.imread(str(p), cv2.IMREAD_UNCHANGED).astype(np.float64) for p in (one, two))
+    assert np.abs(mid - (a + b) / 2).mean() < np.abs(a - b).mean()  # a frame between them, not another picture
+
+
 def _moving_sprite(folder, xs, size=(96, 128)):
     """BGRA images of one textured, opaque 32 x 32 square at each x of ``xs`` over a transparent background."""
     texture = np.random.default_rng(0).integers(0, 256, (32, 32, 3), dtype=np.uint8)
