@@ -419,9 +419,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         graphed = engine_graphs(net, one.shape)  # one capture: the synthesis replays once per t
         if graphed is None:  # (the note says why)
             return 2
-        row["bf16_graph_x2_ms"] = cuda_time_ms(lambda: graphed(one, two, [0.5]), repeats=args.repeats)
-        row["bf16_graph_x8_ms"] = cuda_time_ms(lambda: graphed(one, two, [i / 8 for i in range(1, 8)]),
-                                               repeats=args.repeats)
+        for key, times in (("x2", [0.5]), ("x8", [i / 8 for i in range(1, 8)])):
+            row[f"bf16_graph_{key}_ms"] = cuda_time_ms(lambda: graphed(one, two, times), repeats=args.repeats)
         graphed = None  # free the captured graphs' memory before the eager runs
         torch.cuda.empty_cache()
         row.update(time_batches(net, h, w, args.batch, args.repeats))
