@@ -358,6 +358,31 @@ def print_profile(result: dict) -> None:
         print(f"| `{name}` | {k['ms_per_call']:.3f} | {100 * k['share']:.1f}% | {k['launches_per_call']:g} |")
 
 
+def print_tables(rows: List[dict], peers: list, batches: List[int]) -> None:
+    """The markdown tables of the timed rows: the network per size, each peer, and with ``batches`` the batched
+    calls."""
+    print("\n| size | GFLOPs | fp32 ms | bf16 ms | bf16 channels_last ms | bf16 CUDA graph ms "
+          "| 7 frames (x8) bf16 ms | 7 frames (x8) bf16 CUDA graph ms |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['size']} | {r['gflops']:.0f} | {r['fp32_x2_ms']:.2f} | {r['bf16_x2_ms']:.2f} | "
+              f"{r['bf16_cl_x2_ms']:.2f} | {r['bf16_graph_x2_ms']:.2f} | {r['bf16_x8_ms']:.2f} | "
+              f"{r['bf16_graph_x8_ms']:.2f} |")
+    for peer in peers:
+        print(f"| {peer.name} ({peer.parameters / 1e6:.2f} M) | " + " | ".join(
+            f"{r['size']}: fp32 {r[peer.name + '_fp32_x2_ms']:.2f} ms, fp16 {r[peer.name + '_fp16_x2_ms']:.2f} ms"
+            for r in rows) + " |")
+    if batches:
+        print("\n| size | pairs per call | bf16 CUDA graph ms per call | ms per pair | pairs per s |")
+        print("|---|---|---|---|---|")
+        for r in rows:
+            for n in batches:
+                if f"bf16_graph_batch{n}_ms" in r:
+                    per_pair = r[f"bf16_graph_batch{n}_per_pair_ms"]
+                    print(f"| {r['size']} | {n} | {r[f'bf16_graph_batch{n}_ms']:.2f} | {per_pair:.2f} | "
+                          f"{1e3 / per_pair:.1f} |")
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--weights", type=Path, default=None)
@@ -452,26 +477,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         torch.cuda.empty_cache()
     profiled_runs = [profile_network(net, args.profile, args.repeats, compiled)
                      for compiled in (False, True)[:1 + args.compile_stacks]] if args.profile else []
-    print("\n| size | GFLOPs | fp32 ms | bf16 ms | bf16 channels_last ms | bf16 CUDA graph ms "
-          "| 7 frames (x8) bf16 ms | 7 frames (x8) bf16 CUDA graph ms |")
-    print("|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        print(f"| {r['size']} | {r['gflops']:.0f} | {r['fp32_x2_ms']:.2f} | {r['bf16_x2_ms']:.2f} | "
-              f"{r['bf16_cl_x2_ms']:.2f} | {r['bf16_graph_x2_ms']:.2f} | {r['bf16_x8_ms']:.2f} | "
-              f"{r['bf16_graph_x8_ms']:.2f} |")
-    for peer in peers:
-        print(f"| {peer.name} ({peer.parameters / 1e6:.2f} M) | " + " | ".join(
-            f"{r['size']}: fp32 {r[peer.name + '_fp32_x2_ms']:.2f} ms, fp16 {r[peer.name + '_fp16_x2_ms']:.2f} ms"
-            for r in rows) + " |")
-    if args.batch:
-        print("\n| size | pairs per call | bf16 CUDA graph ms per call | ms per pair | pairs per s |")
-        print("|---|---|---|---|---|")
-        for r in rows:
-            for n in args.batch:
-                if f"bf16_graph_batch{n}_ms" in r:
-                    per_pair = r[f"bf16_graph_batch{n}_per_pair_ms"]
-                    print(f"| {r['size']} | {n} | {r[f'bf16_graph_batch{n}_ms']:.2f} | {per_pair:.2f} | "
-                          f"{1e3 / per_pair:.1f} |")
+    print_tables(rows, peers, args.batch)
     for profiled_run in profiled_runs:
         print_profile(profiled_run)
     if args.json:

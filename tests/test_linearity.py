@@ -131,7 +131,7 @@ def test_train_measures_once_and_resumes_with_the_table(footage, tmp_path, capsy
 
 
 def test_validation_pools_the_near_linear_triplets_of_the_named_sets():
-    from training.losses import psnr
+    from evaluation.metrics import psnr
     from training.validation import validation_psnr
 
     class Blend:  # stands in for the network: the frame blend at t

@@ -232,7 +232,7 @@ def test_flow_loss_is_the_mean_over_levels_in_their_own_pixels():
 
 
 def test_psnr_reconstruction_is_the_mean_psnr_the_margin_averages():
-    from training.losses import psnr
+    from evaluation.metrics import psnr
     from training.step import step_losses
 
     mid = torch.rand(3, 3, 32, 32)

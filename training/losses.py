@@ -10,7 +10,6 @@ import torch
 import torch.nn.functional as F
 
 # re-exported for training/trainer.py, which imports it from here
-from evaluation.metrics import psnr as psnr
 
 
 def charbonnier(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:

@@ -31,7 +31,7 @@ from training.data import (BOUNDARY_SETS, FootageSampler, boundary_masks, frame_
 from training.holdout import baseline_scores, describe, holdout_triplets, is_holdout, network_scores, summary
 from training.listing import LISTING, is_footage_folder
 from training.linearity import NEAR_LINEAR_PX, measured, near_linear_subsets, nonlinearity_tables
-from training.losses import psnr
+from evaluation.metrics import psnr
 from training.options import RunOptions
 from training import schedule, state, validation
 from training.step import StepLoss, TrainStep, WeightAverage, compact
