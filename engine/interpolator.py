@@ -26,7 +26,7 @@ import hashlib
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -98,19 +98,37 @@ def load_network(weights: Path, device: torch.device) -> nn.Module:
     return load_any(weights, device)
 
 
+class Later:
+    """A frame of ``Interpolator.lazy_frames``: ``make`` (which gives a list of one started frame) runs when
+    ``result()`` is first called."""
+
+    def __init__(self, make: Callable[[], List["StartedFrame"]]) -> None:
+        self._make: Optional[Callable[[], List["StartedFrame"]]] = make
+        self._frame: Optional[np.ndarray] = None
+
+    def result(self) -> np.ndarray:
+        if self._make is not None:
+            self._frame = self._make()[0].result()
+            self._make = None  # the pair's frames are let go
+        return self._frame
+
+
 class Interpolator:
     """The network with its running policy; see the module docstring for the conventions.
 
     ``network`` (optional) runs an already-built network (tests, benchmarks, a model being trained) instead of
-    loading ``options.weights``; ``options.device`` is then ignored.
+    loading ``options.weights``; ``options.device`` is then ignored. ``lazy_frames``: the frames that
+    ``start_integer_with_neighbours`` gives along quadratic paths are each made when its ``result()`` is first
+    called, so that a caller can report or stop between them (the ComfyUI nodes); the frames are the same.
     """
 
     def __init__(self, options: InterpolatorOptions = InterpolatorOptions(),
-                 network: Optional[nn.Module] = None) -> None:
+                 network: Optional[nn.Module] = None, lazy_frames: bool = False) -> None:
         from model.ensemble import with_ensemble
         from model.runtime import compile_network
 
         self.options = options
+        self.lazy_frames = lazy_frames
         self.network = network if network is not None else load_network(Path(options.weights),
                                                                          resolve_device(options.device))
         self.device = next(self.network.parameters()).device
@@ -231,10 +249,14 @@ class Interpolator:
 
     def start_integer_with_neighbours(self, one: np.ndarray, two: np.ndarray, times: Sequence[float],
                                       before: Optional[Tuple[np.ndarray, float]] = None,
-                                      after: Optional[Tuple[np.ndarray, float]] = None) -> List["StartedFrame"]:
+                                      after: Optional[Tuple[np.ndarray, float]] = None
+                                      ) -> List[Union["StartedFrame", "Later"]]:
         """``interpolate_integer_with_neighbours`` without waiting for the frames to reach the host: each comes
         back with ``result()``, which waits for it. On a GPU the next pair's work is then queued while this
-        pair's frames are still being made or copied (the video pipeline's write-behind thread waits for them)."""
+        pair's frames are still being made or copied (the video pipeline's write-behind thread waits for them).
+        With ``lazy_frames`` each frame along quadratic paths is made by its ``result()`` (``Later``: one t per
+        call, the pair's flows estimated by the first and cached for the rest); call them in order, before the next
+        pair is started."""
         from model.inference import PairStates, Ready, start_integer_quadratic
 
         times = check_times(times)
@@ -255,8 +277,11 @@ class Interpolator:
         if self._states is None:
             self._states = PairStates(3 * passes)
         graphed = self.cuda_graphs_for(height, width, True)  # None for an ensemble: it runs eagerly
-        return start_integer_quadratic(net, one, two, times, before, after, self._states, self._settings(0),
-                                       graphed=graphed, passes=passes)
+        start = functools.partial(start_integer_quadratic, net, one, two, before=before, after=after,
+                                  states=self._states, settings=self._settings(0), graphed=graphed, passes=passes)
+        if self.lazy_frames:
+            return [Later(functools.partial(start, [t])) for t in times]
+        return start(times)
 
     def _settings(self, tile: int) -> "RunSettings":
         """model.inference's settings for one call: this interpolator's precision, flow scale and overlap."""

@@ -6,7 +6,7 @@ import sys
 import textwrap
 from fractions import Fraction
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 import numpy as np
 import pytest
@@ -106,6 +106,115 @@ def test_doubling_16_frames_equals_the_engine_exactly(fast_model):
     # and the frames are interpolations: each lies between its neighbours, not a copy of one
     assert not torch.equal(out[1], out[0]) and not torch.equal(out[1], out[2])
 
+
+
+class _Interrupted(Exception):
+    """ComfyUI's InterruptProcessingException, as the stand-in raises it."""
+
+
+@pytest.fixture
+def comfy(monkeypatch) -> SimpleNamespace:
+    """A stand-in for ComfyUI's hooks: ``comfy.utils.ProgressBar`` (each step's value in ``steps``, the network's calls
+    between them in ``events``) and ``comfy.model_management.throw_exception_if_processing_interrupted``, which raises
+    once Cancel is pressed (``cancel_on``: the network call, counted in ``events``, during which it is pressed)."""
+    hooks = SimpleNamespace(totals=[], steps=[], events=[], cancel_on=None, cancelled=False, raised=0)
+
+    class ProgressBar:
+        def __init__(self, total: int) -> None:
+            hooks.totals.append(total)
+            self.current = 0
+
+        def update(self, value: int) -> None:
+            self.current += value
+            hooks.steps.append(self.current)
+            hooks.events.append("progress")
+
+    def throw_exception_if_processing_interrupted() -> None:
+        if hooks.cancelled:
+            hooks.cancelled = False
+            hooks.raised += 1
+            raise _Interrupted()
+
+    def network_call(name: str) -> None:
+        hooks.events.append(name)
+        hooks.cancelled |= sum(e != "progress" for e in hooks.events) == hooks.cancel_on
+
+    package, utils, management = (ModuleType(name) for name in ("comfy", "comfy.utils", "comfy.model_management"))
+    utils.ProgressBar = ProgressBar
+    management.throw_exception_if_processing_interrupted = throw_exception_if_processing_interrupted
+    package.utils, package.model_management = utils, management
+    for module in (package, utils, management):
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+    hooks.network_call = network_call
+    return hooks
+
+
+@pytest.fixture
+def counted(fast_model, comfy, monkeypatch) -> SoftsplatModel:
+    """The fast model with its network's flow estimates ("flow") and frame syntheses ("synthesize") in
+    ``comfy.events``."""
+    network = fast_model.new_engine().network
+    for name, method in (("flow", network.estimate_flow), ("synthesize", network.synthesize)):
+        def call(*args, _name=name, _method=method, **kwargs):
+            comfy.network_call(_name)
+            return _method(*args, **kwargs)
+        monkeypatch.setattr(network, method.__name__, call)
+    return fast_model
+
+
+def test_progress_advances_once_per_output_frame_as_each_is_made(counted, comfy):
+    """4 frames tripled (10 output frames): ComfyUI's bar of 10 steps goes 1, 2, ... 10, each step after its own
+    frame's synthesis alone (copied frames: none), each pair's flows estimated once; and the frames, made one t at a
+    time, equal the engine's with both t's of a pair in one call, bit for bit."""
+    images = _moving_texture(4)
+    out, _, _ = _interpolate(counted, images, 3)
+    assert comfy.totals == [10] and comfy.steps == list(range(1, 11))
+    between = " ".join(comfy.events).split("progress")
+    assert [part.split().count("synthesize") for part in between[:-1]] == [0, 1, 1, 0, 1, 1, 0, 1, 1, 0]
+    assert comfy.events.count("flow") == 3 and between[-1] == ""
+    engine = counted.new_engine()
+    engine.lazy_frames = False  # the pair's frames from one call
+    frames = [quantize(image) for image in images]
+    for i in range(3):
+        before = (frames[i - 1], 1.0) if i > 0 else None
+        after = (frames[i + 2], 1.0) if i + 2 < 4 else None
+        expected = engine.interpolate_integer_with_neighbours(frames[i], frames[i + 1], [1 / 3, 2 / 3], before, after)
+        for s, frame in enumerate(expected, 1):
+            assert torch.equal(out[3 * i + s], torch.from_numpy(frame.astype(np.float32) / 65535.0))
+
+
+@pytest.mark.parametrize("cancel_on, finished", [(3, 2), (4, 3)])
+def test_cancel_stops_the_work_after_the_frame_in_progress(counted, comfy, cancel_on, finished):
+    """Cancel pressed during a network call (3: the first frame's synthesis, after the pair's two flow estimates; 4:
+    the second's): the frame in progress is finished and counted, and ComfyUI's interrupt check raises before the
+    next, with no network call after the Cancel (before, both t's of a pair were made in one call)."""
+    comfy.cancel_on = cancel_on
+    with pytest.raises(_Interrupted):
+        _interpolate(counted, _moving_texture(3), 3)
+    assert comfy.raised == 1 and comfy.steps == list(range(1, finished + 1))
+    calls = [e for e in comfy.events if e != "progress"]
+    assert len(calls) == cancel_on and calls == ["flow", "flow", "synthesize", "synthesize"][:cancel_on]
+
+
+def test_cancel_between_pairs_of_an_engine_that_makes_a_pair_at_once(comfy):
+    """An engine that makes each pair's frames in one call (here linear motion): Cancel during the second pair's call
+    stops the work there, before a third call (the first pair's 4 frames counted, the second's not)."""
+
+    class Counted(_Blend):
+        def interpolate_integer(self, one, two, times):
+            comfy.network_call("pair")
+            return super().interpolate_integer(one, two, times)
+
+    comfy.cancel_on = 2
+    with pytest.raises(_Interrupted):
+        _interpolate(SoftsplatModel(Counted, Path("blend"), ""), _moving_texture(6), 4, motion="linear")
+    assert comfy.events.count("pair") == 2 and comfy.steps == [1, 2, 3, 4]
+
+
+def test_outside_comfyui_the_hooks_do_nothing(blend):
+    assert "comfy" not in sys.modules
+    out, _, _ = _interpolate(blend, _moving_texture(3), 2)
+    assert out.shape[0] == 5
 
 class _Blend:
     """A stand-in network: integer frames (3 or 4 channels) mixed linearly in time."""

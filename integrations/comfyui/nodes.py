@@ -15,6 +15,10 @@ detection and quadratic paths through the frames beside each pair (``engine.Inte
 ``interpolate_integer_with_neighbours``). Frames cross it as 16-bit integers (``quantize``: 1/65535 steps, far below
 8-bit footage's 1/255); output frames that are input frames are the input tensors' values, exactly. One pair is
 interpolated at a time and every result goes to the CPU at once, so device memory does not grow with the batch.
+Frames are made as the node takes them, in output order (the engine's ``lazy_frames``: along quadratic paths each t
+on its own call, from the pair's flows estimated once; the other paths make a pair's frames in one call): ComfyUI's
+progress bar advances by one output frame, and its interrupt check (Cancel) runs before each output frame and before
+each pair, so no network call starts after a Cancel.
 Output frame j is at time j / output fps: without ``loop`` from the first frame to the last ((B - 1) x multiplier + 1
 frames, as ComfyUI core's node), with ``loop`` also from the last frame back to the first (B x multiplier).
 
@@ -23,6 +27,7 @@ Nothing is downloaded and CuPy is not needed (on CUDA without it, the operator's
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.abc
 import importlib.machinery
@@ -127,7 +132,7 @@ def load_model(model_name: str = "default", device: str = "auto", precision: str
     terms = read_metadata(weights).get(LICENCE_KEY, "") if weights.suffix == ".safetensors" else ""
     if terms:
         print(f"softsplat-vfi: {weights.name}: {terms}", file=sys.stderr)
-    return SoftsplatModel(functools.partial(Interpolator, options, network), weights, terms)
+    return SoftsplatModel(functools.partial(Interpolator, options, network, lazy_frames=True), weights, terms)
 
 
 def quantize(image: "torch.Tensor") -> "np.ndarray":
@@ -170,7 +175,7 @@ def interpolate_batch(model: SoftsplatModel, images: "torch.Tensor", multiplier:
 
     use_repository_packages()
     from pipeline.schedule import Plan
-    from pipeline.video import VideoOptions, stream_frames
+    from pipeline.video import VideoOptions, frame_made, stream_frames
 
     if images.ndim != 4 or images.shape[-1] != 3:
         raise ValueError(f"images of shape {tuple(images.shape)}: give a B x H x W x 3 IMAGE batch (RGBA: split the "
@@ -204,30 +209,42 @@ def interpolate_batch(model: SoftsplatModel, images: "torch.Tensor", multiplier:
     out_mask = torch.zeros((count, height, width), dtype=torch.float32)
     plan = Plan(rate_out, count, 1 / rate_out)
     stamps = [Fraction(i) / rate_in for i in range(len(order))]
-    bar = _progress(count)
-    for j, frame in stream_frames(frames(), stamps, plan, model.new_engine(), options, {}):
-        source = kept.get(id(frame))
-        if source is not None and source[0] is frame:  # an input frame: its own values
-            out[j] = images[source[1]].float().cpu()
-            if mask is not None:
-                out_mask[j] = mask[source[1]].float().cpu()
-        else:
-            values = torch.from_numpy(frame.astype(np.float32) / 65535.0)
-            out[j] = values[:, :, :3]
-            if mask is not None:
-                out_mask[j] = 1.0 - values[:, :, 3]
-        if bar is not None:
-            bar.update(1)
+    interrupted, advance = comfy_hooks(count)
+    made = stream_frames(frames(), stamps, plan, model.new_engine(), options, {}, later=True, before_pair=interrupted)
+    with contextlib.closing(made):  # (closed on a Cancel too: the read-ahead thread stops)
+        for j, pending in made:
+            interrupted()
+            frame = frame_made(pending)  # an interpolated frame is made here, one t at a time
+            source = kept.get(id(frame))
+            if source is not None and source[0] is frame:  # an input frame: its own values
+                out[j] = images[source[1]].float().cpu()
+                if mask is not None:
+                    out_mask[j] = mask[source[1]].float().cpu()
+            else:
+                values = torch.from_numpy(frame.astype(np.float32) / 65535.0)
+                out[j] = values[:, :, :3]
+                if mask is not None:
+                    out_mask[j] = 1.0 - values[:, :, 3]
+            advance()
     return out, float(rate_out), out_mask
 
 
-def _progress(total: int) -> Any:
-    """ComfyUI's progress bar where ComfyUI runs the node, else None."""
+def _nothing() -> None:
+    return None
+
+
+def comfy_hooks(total: int) -> Tuple[Callable[[], None], Callable[[], None]]:
+    """(interrupted, advance): ComfyUI's interrupt check, which raises once Cancel is pressed, and one step of a
+    progress bar of ``total`` steps, where ComfyUI runs the node; calls that do nothing elsewhere."""
+    try:
+        from comfy.model_management import throw_exception_if_processing_interrupted as interrupted
+    except ImportError:
+        interrupted = _nothing
     try:
         from comfy.utils import ProgressBar
     except ImportError:
-        return None
-    return ProgressBar(total)
+        return interrupted, _nothing
+    return interrupted, functools.partial(ProgressBar(total).update, 1)
 
 
 class SoftsplatModelLoader:
