@@ -26,11 +26,16 @@ def _clip(folder, name, source, frames=12, size="96x80"):
                     "-frames:v", str(frames), "-c:v", "libx264", "-pix_fmt", "yuv444p", str(folder / name)], check=True)
 
 
-def _held_out_folder(tmp_path):
-    """A 'footage' folder of one 256 x 256 clip from a held-out source repository (whole-frame held-out scoring)."""
+def _held_out_folder(tmp_path, monkeypatch, frames=8):
+    """A 'footage' folder of one 128 x 128 clip from a held-out source repository (whole-frame held-out scoring),
+    with the held-out clips' least size (VALIDATION_CROP, 256) lowered to 128 for the test: a quarter of the
+    pixels of the 256 x 256 clip it took, the same code."""
+    import training.holdout
+
+    monkeypatch.setattr(training.holdout, "VALIDATION_CROP", 128)
     folder = tmp_path / "footage"
-    _clip(folder, "held.mp4", "testsrc2", frames=8, size="256x256")
-    row = {"file": "held.mp4", "frames": 8, "width": 256, "height": 256, "frame_step": 1, "orig_size": "256x256",
+    _clip(folder, "held.mp4", "testsrc2", frames=frames, size="128x128")
+    row = {"file": "held.mp4", "frames": frames, "width": 128, "height": 128, "frame_step": 1, "orig_size": "128x128",
            "flow_mean_px_per_orig_frame": 2.0, "cuts_before_frame": [], "source": "STVIR/pysot @ 1"}
     (folder / "clips.jsonl").write_text(json.dumps(row) + "\n")
     return folder
@@ -187,11 +192,12 @@ def test_widened_network_scales_parameters():
         NetworkConfig().widened(0)
 
 
-def test_holdout_cli_passes_the_flow_scale_to_the_network(tmp_path, capsys):
-    """training.holdout --flow-scale: the scores change with it, the report records it, and 0 is refused."""
+def test_holdout_cli_passes_the_flow_scale_to_the_network(tmp_path, capsys, monkeypatch):
+    """training.holdout --flow-scale: the scores change with it, the report records it, and 0 is refused (on a
+    3-frame clip: its one triplet is enough here, and each scoring run costs a network pass per triplet)."""
     from training.holdout import main as holdout_main
 
-    folder = _held_out_folder(tmp_path)
+    folder = _held_out_folder(tmp_path, monkeypatch, frames=3)
     weights = FAST
     reports = {}
     for scale in (1.0, 0.5):
@@ -213,12 +219,12 @@ def test_holdout_cli_passes_the_flow_scale_to_the_network(tmp_path, capsys):
     assert "'0': use auto or a factor above 0" in capsys.readouterr().err
 
 
-def test_holdout_cli_moves_pixels_along_quadratic_paths_where_the_shot_allows(tmp_path, capsys):
+def test_holdout_cli_moves_pixels_along_quadratic_paths_where_the_shot_allows(tmp_path, capsys, monkeypatch):
     """training.holdout --motion quadratic: triplets whose frames centre +- 3 gaps exist take Network.forward_four,
     the others score as with --motion linear; the report says which."""
     from training.holdout import main as holdout_main
 
-    folder = _held_out_folder(tmp_path)
+    folder = _held_out_folder(tmp_path, monkeypatch)
     reports = {}
     for motion in ("linear", "quadratic"):
         out = tmp_path / f"{motion}.json"
