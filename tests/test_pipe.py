@@ -193,15 +193,27 @@ def test_the_cli_names_a_stream_it_cannot_read_before_torch_loads(stream, args, 
     assert len(said) == 1 and said[0].startswith("error: ") and message in said[0], said
 
 
-def test_the_cli_says_a_truncated_stream_in_one_line_and_exits_non_zero():
+def _main(stdin: bytes, monkeypatch, capsys, *args: str) -> Tuple[int, bytes, str]:
+    """``run.main`` as ``run.py --video - --model fast ARGS`` runs it, in this process (a process of its own costs
+    seconds of imports), on ``stdin``'s bytes: its exit code, what it wrote on stdout and on stderr."""
+    import run
+
+    sink = io.BytesIO()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin)))
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(sink, write_through=True))
+    code = run.main(["--video", "-", "--model", "fast", *args])
+    sys.stdout.flush()
+    return code, sink.getvalue(), capsys.readouterr().err
+
+
+def test_the_cli_says_a_truncated_stream_in_one_line_and_exits_non_zero(monkeypatch, capsys):
     stream = _testsrc(4, "yuv420p")
-    proc = _cli(stream[:-100], "--out", "-")
-    err = proc.stderr.decode()
-    assert proc.returncode == 2 and "Traceback" not in err
+    code, out, err = _main(stream[:-100], monkeypatch, capsys, "--out", "-")
+    assert code == 2 and "Traceback" not in err
     assert [line for line in err.splitlines() if line.startswith("error:")] == [
         "error: standard input: the stream ended inside frame 3 (4508 of its 4608 bytes): was the program writing it "
         "stopped?; the output ends after 6 frames, interpolated from the 3 whole frames read"]
-    assert len(_split(proc.stdout)[1]) == 6
+    assert len(_split(out)[1]) == 6
 
 
 def test_the_cli_says_a_closed_output_pipe_in_one_line_and_exits_non_zero():
