@@ -976,11 +976,13 @@ def test_processes_under_torchrun_stop_at_the_same_step_when_the_minutes_run_out
     in the next step's all-reduce until NCCL's timeout, as four-GPU chunks did in sessions 49 and 50). With a limit
     of 0.06 s the first reading, at step TIME_CHECK_STEPS, ends the chunk there: on every run, not near it. Both
     processes exit too: when the answer was a gloo broadcast, rank 1 hung at exit in about one run in ten (sessions
-    51 and 53), so a run gets 2 minutes here (about 8 s on two CPU cores)."""
+    51 and 53), so a run gets 2 minutes here. One triplet of 32 px per step and process: the steps' size is not
+    the point, and the run is mostly the processes' start."""
     from training.trainer import TIME_CHECK_STEPS
 
     out = tmp_path / "timed"
-    proc = torchrun(footage, out, free_port(), "--minutes", "0.001", "--val-every", "1000", timeout=120)
+    proc = torchrun(footage, out, free_port(), "--minutes", "0.001", "--val-every", "1000", "--batch", "1",
+                    "--crop", "32", timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert json.loads((out / "progress.json").read_text())["step"] == TIME_CHECK_STEPS
 
