@@ -22,6 +22,7 @@ from typing import ContextManager, Dict, Iterator, Optional, Tuple
 
 import torch
 
+from evaluation.metrics import psnr
 from model import Network, NetworkConfig
 from model.weights import WeightsError, config_from_metadata, load_weights, read_metadata, save_weights
 from training.config import RECIPES, VALIDATION_CROP, TrainConfig, TrainingError
@@ -31,7 +32,6 @@ from training.data import (BOUNDARY_SETS, FootageSampler, boundary_masks, frame_
 from training.holdout import baseline_scores, describe, holdout_triplets, is_holdout, network_scores, summary
 from training.listing import LISTING, is_footage_folder
 from training.linearity import NEAR_LINEAR_PX, measured, near_linear_subsets, nonlinearity_tables
-from evaluation.metrics import psnr
 from training.options import RunOptions
 from training import schedule, state, validation
 from training.step import StepLoss, TrainStep, WeightAverage, compact
@@ -229,13 +229,16 @@ class Trainer:
             return entry["file"] in self.config.validation_clips
         return is_holdout(entry, self.config.holdout_sources)
 
+    def excluded(self, entry: dict) -> bool:
+        """Clips of the recipe's ``exclude_sources`` (the campaign's confirmation set): neither trained nor
+        validated on."""
+        return source_repository(entry) in self.config.exclude_sources
+
     def load_data(self) -> None:
         options, config, device = self.options, self.config, self.device
 
-        excluded = set(config.exclude_sources)
-
         def trains(folder: Path, entry: dict) -> bool:
-            return (not self.held_out(entry) and source_repository(entry) not in excluded
+            return (not self.held_out(entry) and not self.excluded(entry)
                     and (not options.train_folders or folder.name in options.train_folders))
 
         data = list(options.data)
@@ -247,8 +250,8 @@ class Trainer:
         self.val_crop = min(config.crop, VALIDATION_CROP)
         # only the main process validates: the others decode no held-out clip
         self.val_clips = load_clips(data, None, device, self.val_crop, cache=options.frame_cache,
-                                    keep=lambda folder, entry: self.held_out(entry)
-                                    and source_repository(entry) not in excluded) if self.main else []
+                                    keep=lambda folder, entry: self.held_out(entry) and not self.excluded(entry)
+                                    ) if self.main else []
         shards = sorted({c.name.split("/")[0] for c in self.train_clips if "/" in c.name})
         say(f"training on {', '.join(sorted({c.group for c in self.train_clips}))}"
             f"{' (shards ' + ', '.join(shards) + ')' if shards else ''}; validating on {len(self.val_clips)} "
