@@ -6,13 +6,13 @@ thirteen stages for the default weights (weights/network.safetensors: "study" at
 (weights/fast.safetensors: "fast-base", "fast", then "fast-psnr" twice). ``python -m training.reproduce
 {default,fast}`` runs a whole chain, one chunk per call (``--dry-run`` lists every stage's command):
 
-    python train.py --recipe study --width 2 --data footage footage2 --out runs/q1   # one chunk of a stage
-    python train.py --resume runs/q1 --data footage footage2 --out runs/q1            # the next chunk
+    python train.py --recipe study --width 2 --data footage footage2 --out runs/q1   # a stage, to its end
+    python train.py --resume runs/q1 --data footage footage2 --out runs/q1            # after a --minutes chunk
     python -m training.export runs/q1 --out q1.safetensors                            # its weights
     python -m training.reproduce default --data footage footage2 --out runs/default   # the default weights' chain
 
-Each call trains one chunk (--minutes, default 8) and stops at the end of the recipe's schedule; docs/training.md
-has the recipes, the chains and the commands.
+A call trains to the end of the recipe's schedule; on a machine with a time limit, ``--minutes M`` ends it sooner
+as a chunk that ``--resume`` continues. docs/training.md has the recipes, the chains and the commands.
 
 Several GPUs: ``torchrun --nproc_per_node 2 train.py ...`` (DistributedDataParallel). The output folder gets the
 state to resume from (``state_model.safetensors``, ``state_optim.pt``, ``state_ema.safetensors``), the kept weights

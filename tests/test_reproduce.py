@@ -94,8 +94,11 @@ class Stand:
         return [name for name, _ in self.calls]
 
 
-def _reproduce(weights: str, folders: List[Path], out: Path, capsys, *extra: str) -> Tuple[int, str]:
-    code = main([weights, "--data", *map(str, folders), "--out", str(out), *extra])
+def _reproduce(weights: str, folders: List[Path], out: Path, capsys, *extra: str,
+               minutes: Optional[str] = "8") -> Tuple[int, str]:
+    """One call, in chunks of ``minutes`` (call by call, as on a machine with a time limit) unless None."""
+    limit = [] if minutes is None or "--minutes" in extra else ["--minutes", minutes]
+    code = main([weights, "--data", *map(str, folders), "--out", str(out), *limit, *extra])
     return code, capsys.readouterr().out
 
 
@@ -275,6 +278,20 @@ def test_the_first_stage_of_the_fast_chain_stops_at_step_25000_across_chunks(fol
     assert [argv[argv.index("--max-steps") + 1] for _, argv in stand.calls if _ == "train"] == [
         "25000", "15000", "5000"]
     assert read_metadata(out / "base.safetensors")["step"] == "25000"
+
+
+@pytest.mark.parametrize("name", sorted(CHAINS))
+def test_without_minutes_one_call_runs_the_whole_chain_and_train_py_gets_no_limit(name, folders, tmp_path, capsys,
+                                                                                 monkeypatch):
+    stand = Stand(monkeypatch)
+    out = tmp_path / "repro"
+    chain = CHAINS[name]
+    code, text = _reproduce(name, folders, out, capsys, minutes=None)
+    assert code == 0 and _last_line(text, "done: ") == str(out / chain[-1].out)
+    trains = [argv for module, argv in stand.calls if module == "train"]
+    assert len(trains) == sum(isinstance(step, Train) for step in chain)
+    assert not any("--minutes" in argv for argv in trains)
+    assert "next:" not in text
 
 
 @pytest.mark.parametrize("name", sorted(CHAINS))

@@ -967,6 +967,14 @@ def test_the_minutes_stop_is_posted_by_the_main_process_and_read_by_the_others()
     assert not Trainer.out_of_time(process(0, 1e9, step), chunk_start)
     assert not Trainer.out_of_time(process(1, 0.001, step), chunk_start)
     assert store.get(f"stop/{start_step}/{step}") == b"0"
+    # no --minutes (train.py's default): the run goes on to its schedule's end, on every process
+    from training.options import parse
+
+    assert parse(["--data", "footage", "--out", "runs/x"])[0].minutes is None
+    step += TIME_CHECK_STEPS
+    assert not Trainer.out_of_time(process(0, None, step), chunk_start)
+    assert not Trainer.out_of_time(process(1, None, step), chunk_start)
+    assert store.get(f"stop/{start_step}/{step}") == b"0"
 
 
 @pytest.mark.slow

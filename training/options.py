@@ -44,8 +44,10 @@ class RunOptions:
         None, "passes of each pyramid level's flow decoder, coarsest level first (one N: every level), the same "
               "weights each pass: a fresh network, or the --init-weights network changed without new weights",
         lambda v: min(v) >= 1, "must be at least 1", type=int, nargs="+", metavar="N")
-    minutes: float = _run(8.0, "wall-clock budget for this chunk (set-up not counted)", lambda v: v > 0,
-                          "must be positive", type=float)
+    minutes: Optional[float] = _run(None, "end this chunk after MINUTES of training (set-up not counted), resumable "
+                                          "with --resume, for machines with time limits; default: train to the end "
+                                          "of the schedule (or --max-steps)", lambda v: v > 0, "must be positive",
+                                    type=float, metavar="MINUTES")
     max_steps: Optional[int] = _run(None, "stop after this many steps in this chunk", lambda v: v >= 0,
                                     "must be 0 or positive", type=int)
     val_every: int = _run(1000, "validate every N steps", lambda v: v >= 1, "must be at least 1", type=int)

@@ -1,4 +1,4 @@
-"""One command that reproduces a shipped weights file from scratch, one chunk of training per call.
+"""One command that reproduces a shipped weights file from scratch: the whole chain, or one chunk per call.
 
     python -m training.reproduce default --data FOOTAGE FOOTAGE2 --out runs/default --frame-cache /dev/shm/vfi-cache \\
         --cuda-graph
@@ -6,17 +6,18 @@
         --cuda-graph
 
 Each weights file is a chain of steps, declared below as data (``CHAINS``): ``train.py`` stages, exports
-(``training.export``), averages (``training.average``) and, for the fast weights, the selection of the clips at
-least 512 px on their short side (``training.stage``). A call skips the finished steps, trains one chunk of at most
-``--minutes`` (a new stage, or ``train.py --resume`` of a stage trained in part), runs the exports and averages whose
-inputs are then ready, and stops before the next stage's chunk, saying what comes next; the call that writes the
-chain's last file prints ``done: FILE``. Run the same command again until it does. The steps' own output goes to
-stderr, so that stdout holds only this command's lines (``run:``, ``next:``, ``done:``). Every step's output lies under
-``--out``, named as in docs/training.md; a step counts as finished when its output is there (a train stage: when
-its ``progress.json`` reached the stage's end step) or when a later step's is. ``--dry-run`` prints every step's
-command line. Options this command does not know go to every ``train.py`` chunk (``--cuda-graph``, ``--device``).
-Under torchrun every process runs the command: the chunks train together, and one process at a time (a lock file
-in ``--out``) runs each export, average or selection that is not there yet.
+(``training.export``), averages (``training.average``) and, for the fast weights, the selection of the clips at least
+512 px on their short side (``training.stage``). A call skips the finished steps and runs the rest, each stage to its
+end, and prints ``done: FILE`` with the chain's last file. On a machine with a time limit, ``--minutes M`` makes each
+call train one chunk of at most M minutes (a new stage, or ``train.py --resume`` of a stage trained in part), run the
+exports and averages whose inputs are then ready, and stop before the next stage's chunk, saying what comes next: run
+the same command again until it prints ``done:``. The steps' own output goes to stderr, so that stdout holds only this
+command's lines (``run:``, ``next:``, ``done:``). Every step's output lies under ``--out``, named as in
+docs/training.md; a step counts as finished when its output is there (a train stage: when its ``progress.json``
+reached the stage's end step) or when a later step's is. ``--dry-run`` prints every step's command line. Options this
+command does not know go to every ``train.py`` chunk (``--cuda-graph``, ``--device``). Under torchrun every process
+runs the command: the chunks train together, and one process at a time (a lock file in ``--out``) runs each export,
+average or selection that is not there yet.
 
 The fast chain's stages 1 and 2 train on the first ``--data`` folder only; give the folders in that order.
 """
@@ -184,11 +185,11 @@ class Job:
     data: Tuple[Path, ...]
     out: Path
     frame_cache: Optional[Path] = None
-    minutes: float = 8.0
+    minutes: Optional[float] = None  # each train.py call's limit (None: each stage to its end)
     extra: Tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.minutes <= 0:
+        if self.minutes is not None and self.minutes <= 0:
             raise ValueError(f"--minutes must be positive, got {self.minutes}")
         for folder in self.data:
             if not is_footage_folder(folder):
@@ -242,7 +243,9 @@ def train_argv(stage: Train, job: Job, at: Optional[int], resume: bool) -> List[
     cache = job.cache(stage.data not in (ALL, FIRST))
     if cache is not None:
         argv += ["--frame-cache", str(cache)]
-    argv += ["--out", str(folder), "--minutes", f"{job.minutes:g}"]
+    argv += ["--out", str(folder)]
+    if job.minutes is not None:
+        argv += ["--minutes", f"{job.minutes:g}"]
     if stage.end < stage.schedule_end:  # stopped before its schedule's end, where train.py would go on
         argv += ["--max-steps", "LEFT" if at is None else str(stage.end - at)]
     return argv + list(job.extra)
@@ -355,7 +358,7 @@ def advance(chain: Sequence[Step], job: Job) -> int:
     for i, step in enumerate(chain):
         if flags[i]:
             continue
-        if isinstance(step, Train) and trained:
+        if isinstance(step, Train) and trained and job.minutes is not None:
             print(f"next: {command('train', next_chunk(step, job, chain))}")
             return 0
         if isinstance(step, Train):
@@ -379,8 +382,9 @@ def advance(chain: Sequence[Step], job: Job) -> int:
 def describe(name: str, chain: Sequence[Step], job: Job) -> List[str]:
     """The plan: every step, its state in ``job.out`` and its command lines."""
     flags = finished(chain, job)
-    lines = [f"the {name} weights ({SHIPPED[name]}) in {len(chain)} steps under {job.out}, each train.py chunk at "
-             f"most {job.minutes:g} minutes; the chain's file: {job.path(chain[-1].out)}"]
+    limit = "each stage to its end" if job.minutes is None else f"each train.py chunk at most {job.minutes:g} minutes"
+    lines = [f"the {name} weights ({SHIPPED[name]}) in {len(chain)} steps under {job.out}, {limit}; the chain's "
+             f"file: {job.path(chain[-1].out)}"]
     first_open = next((i for i, flag in enumerate(flags) if not flag), None)
     for i, step in enumerate(chain):
         head = f"{i + 1:2d}. [{'done' if flags[i] else 'next' if i == first_open else 'to do'}]"
@@ -415,7 +419,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--frame-cache", type=Path, metavar="DIR",
                    help="train.py's frame cache, best in RAM (default: none; the fast chain's selected clips: "
                         "DIR/frame-cache)")
-    p.add_argument("--minutes", type=float, default=8.0, help="training time of this call's chunk (train.py's)")
+    p.add_argument("--minutes", type=float,
+                   help="end the call after one train.py chunk of this many minutes, for machines with time limits "
+                        "(the same command again continues); default: the whole chain in one call")
     p.add_argument("--dry-run", action="store_true", help="print every step's command line, run nothing")
     args, extra = p.parse_known_args(argv)
     try:

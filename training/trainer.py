@@ -579,7 +579,8 @@ class Trainer:
         ``TIME_CHECK_STEPS`` steps and posted to torchrun's store, where the others read it. Not a broadcast: the
         communication thread that frees a finished broadcast's tensor needs the GIL for it, and a process leaving the
         loop straight after the last one could join that thread with the GIL held (a deadlock, sessions 51 and 53)."""
-        late = time.time() - chunk_start > self.options.minutes * 60.0
+        minutes = self.options.minutes
+        late = minutes is not None and time.time() - chunk_start > minutes * 60.0
         if self.process.world == 1:
             return late
         if (self.step - self.start_step) % TIME_CHECK_STEPS or self.step == self.start_step:
