@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Issue 79's re-scoring on one lent GPU machine: the quality figures of README's table through evaluation/ at the
+# user's defaults, for both shipped networks along each engine route (CUDA graphs, the default; --eager; --compile),
+# so that the routes' agreement (each set's mean within 0.05 dB, each clip within 0.2) is read off one job, and the
+# peers beside them once.
+#
+#   HOLD=FOLDER MIDDLEBURY=FOLDER PEERS=FOLDER bash scripts/remote/rescore.sh OUTPUT
+#
+# HOLD holds the staged footage and footage2 (the held-out clips at least: `training.stage pack --held-out-only`),
+# MIDDLEBURY the Middlebury "other" set, PEERS the unpacked peers_pack.sh parts (put on PYTHONPATH). The routes run
+# side by side (a third of the cores each), their measures one after another; the peers after them. The pattern
+# set runs without its filmed scenes there (they need ffmpeg, which that machine lacks). Results:
+# OUTPUT/{pairs,video,middlebury,patterns}_{graphs,eager,compile}*.json, the peers' likewise, and each run's last
+# lines in OUTPUT/*.txt.
+set -uo pipefail
+export PYTHONUNBUFFERED=1
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"  # NVLink multicast off in every process started here
+out=${1:?the output folder}
+hold=${HOLD:-$HOME/vfi/hold}
+middlebury=${MIDDLEBURY:-$HOME/vfi/middlebury}
+export PYTHONPATH=${PEERS:-/tmp/peers}${PYTHONPATH:+:$PYTHONPATH}
+mkdir -p "$out"
+export OMP_NUM_THREADS=$(( $(nproc) / 3 > 0 ? $(nproc) / 3 : 1 ))
+ours=(weights/network.safetensors weights/fast.safetensors)
+holdout=(python3 -m training.holdout --data "$hold/footage" "$hold/footage2")
+
+measure() {  # NAME COMMAND...: the command's output in OUTPUT/NAME.txt
+    local name=$1
+    shift
+    "$@" > "$out/$name.txt" 2>&1 || echo "FAILED: $name" >> "$out/failed.txt"
+}
+
+route() {  # ROUTE [FLAGS...]: every measure of ours along one engine route
+    local route=$1
+    shift
+    measure "pairs_$route" "${holdout[@]}" --weights "${ours[@]}" "$@" --json "$out/pairs_$route.json"
+    measure "video_$route" "${holdout[@]}" --weights "${ours[@]}" --motion quadratic "$@" \
+        --json "$out/video_$route.json"
+    for model in network fast; do
+        measure "middlebury_${route}_$model" python3 benchmark_middlebury.py --data "$middlebury" --model "$model" \
+            "$@" --json "$out/middlebury_${route}_$model.json"
+    done
+    measure "patterns_$route" python3 -m bench.patterns --weights "${ours[@]}" --no-camera "$@" \
+        --json "$out/patterns_$route.json"
+}
+
+route graphs & a=$!
+route eager --eager & b=$!
+route compile --compile & c=$!
+wait $a $b $c
+measure pairs_peers "${holdout[@]}" --peer rife-4.26 rife-3.1 rife-4.6 --json "$out/pairs_peers.json"
+for peer in rife-4.26 rife-3.1 rife-4.6; do
+    measure "middlebury_$peer" python3 benchmark_middlebury.py --data "$middlebury" --peer "$peer" \
+        --json "$out/middlebury_$peer.json"
+done
+measure patterns_peers python3 -m bench.patterns --peer rife-4.26 rife-3.1 rife-4.6 --no-camera \
+    --json "$out/patterns_peers.json"
+for f in "$out"/*.txt; do echo "== $(basename "$f" .txt)"; tail -3 "$f"; done
+[ ! -f "$out/failed.txt" ]
