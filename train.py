@@ -4,7 +4,7 @@ The shipped weights come from chains of recipes (training/config.py's RECIPES), 
 thirteen stages for the default weights (weights/network.safetensors: "study" at width 2 from scratch, then the
 "quality-*" stages, each from the last one's exported or averaged weights) and four for the fast ones
 (weights/fast.safetensors: "fast-base", "fast", then "fast-psnr" twice). ``python -m training.reproduce
-{default,fast}`` runs a whole chain, one chunk per call (``--dry-run`` lists every stage's command):
+{default,fast}`` runs a whole chain (``--dry-run`` lists every stage's command):
 
     python train.py --recipe study --width 2 --data footage footage2 --out runs/q1   # a stage, to its end
     python train.py --resume runs/q1 --data footage footage2 --out runs/q1            # after a --minutes chunk
