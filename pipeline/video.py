@@ -26,6 +26,7 @@ cause, with the finished segments kept for a resume.
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import hashlib
 import json
@@ -437,33 +438,103 @@ def _audio_plan(info: VideoInfo, plan: Plan, options: VideoOptions) -> Tuple[boo
 _OUTPUT_MADE_BY = "run.py --video"
 
 
-def _interpolate_video(source: Path, out: Path, interpolate: Interpolator, options: VideoOptions,
-                       weights_id: str, progress: bool) -> dict:
+@dataclass(frozen=True)
+class VideoJob:
+    """A video job into a video file, planned and checked (``plan_video_job``): what its segments are made from
+    (``encode_segments``, in this process or in several: torchrun's, a batch's segment tasks) and what the join
+    needs (``finish_video_job``)."""
+
+    source: Path
+    out: Path
+    options: VideoOptions
+    info: VideoInfo
+    plan: Plan
+    work: Path  # the work folder (pipeline.jobs.work_folder)
+    key: str  # the job's key (_job_key): a work folder of another key is cleared, one of this key resumed
+    suffix: str  # the segments' container
+    pix_fmt: str
+    keep_audio: bool
+    audio: Tuple[str, ...]  # ffmpeg's options for the audio (_audio_plan)
+
+
+def plan_video_job(source: Path, out: Path, options: VideoOptions, weights_id: str) -> VideoJob:
+    """The job into the video file ``out``, planned and checked (``plan_video``'s checks), its work folder not yet
+    touched (``prepare_work``)."""
+    source, out = Path(source), Path(out)
     info, plan = plan_video(source, out, options)
     if "%" in out.name:
-        return _video_to_images(info, str(out), plan, interpolate, options, progress,
-                                _job_key(info, options, weights_id))
+        raise VideoError(f"{out}: a video job writes a video file, not an image pattern")
     # (plan_video checked that the container holds the codec and the audio)
     pix_fmt = _pix_fmt(info, options)
-    slow = plan.slowdown
     keep_audio, audio = _audio_plan(info, plan, options)
     work = work_folder(out)
     check_not_input([work], [source])
-    key = _job_key(info, options, weights_id)
-    rank, world = _rank_and_world()
     # mp4 where the codec allows (exact timestamps; mkv rounds them to ms), else mov (ProRes), else mkv
-    suffix = segment_suffix(options.codec, pix_fmt)
-    _prepare_work_dir(work, key, rank)
-    try:
-        # (the joined file copies the source's other streams: room for them is asked for with the segments')
-        other = info.path.stat().st_size if keep_audio or info.has_subtitles else 0
-        stats = _encode_segments(info, plan, work, suffix, pix_fmt, interpolate, options, rank, world,
-                                 progress, out.name, other)
+    return VideoJob(source, out, options, info, plan, work, _job_key(info, options, weights_id),
+                    segment_suffix(options.codec, pix_fmt), pix_fmt, keep_audio, tuple(audio))
+
+
+def prepare_work(job: VideoJob, rank: int = 0) -> None:
+    """Ready the job's work folder: kept where it holds this job's segments (a resume), cleared where another
+    job's, made where there is none (``_prepare_work_dir``; other torchrun ranks wait for rank 0's). The caller
+    holds the output's lock."""
+    _prepare_work_dir(job.work, job.key, rank)
+
+
+def finished_frames(job: VideoJob, frames: range) -> int:
+    """How many of the output frames ``frames`` the job's finished segments hold (what a resume keeps)."""
+    done = bytearray(job.plan.count)
+    for start, stop, _ in _finished_segments(job.work, job.suffix):
+        done[start:min(stop, job.plan.count)] = b"\x01" * (min(stop, job.plan.count) - start)
+    return sum(done[k] for k in frames)
+
+
+def _interpolate_video(source: Path, out: Path, interpolate: Interpolator, options: VideoOptions,
+                       weights_id: str, progress: bool) -> dict:
+    if "%" in Path(out).name:
+        info, plan = plan_video(source, out, options)
+        return _video_to_images(info, str(out), plan, interpolate, options, progress,
+                                _job_key(info, options, weights_id))
+    rank, world = _rank_and_world()
+    job = plan_video_job(source, out, options, weights_id)
+    prepare_work(job, rank)
+    with _resumable(job.work):
+        # several processes (torchrun): each encodes one contiguous run of output frames
+        count = job.plan.count
+        stats = encode_segments(job, interpolate, range(rank * count // world, (rank + 1) * count // world),
+                                progress=progress and rank == 0, joins=rank == 0)
         if world > 1:
-            _touch(work / f"rank_{rank}.done")
+            stats.update(rank=rank, frames=f"{rank * count // world}-{(rank + 1) * count // world - 1}")
+            _touch(job.work / f"rank_{rank}.done")
             if rank != 0:
                 return stats
-            _wait_for(lambda: all((work / f"rank_{r}.done").exists() for r in range(world)))
+            _wait_for(lambda: all((job.work / f"rank_{r}.done").exists() for r in range(world)))
+    return finish_video_job(job, stats)
+
+
+@contextlib.contextmanager
+def _resumable(work: Path) -> Iterator[None]:
+    """A file-system failure during a job is one line that says the finished segments are kept for a resume (or
+    that the work folder went, and a rerun starts over)."""
+    try:
+        yield
+    except (OutputError, OSError) as exc:  # OSError: a file of the work folder (its marker, a segment's rename)
+        if not work.is_dir():
+            raise OutputError(f"the work folder {work} was removed during the run -- rerun the same command (the "
+                              f"job starts over)") from None
+        if isinstance(exc, OutputError):
+            raise OutputError(_with_resume(str(exc))) from None
+        raise os_error(exc, exc.filename or work, resume=_RESUME) from None
+
+
+def finish_video_job(job: VideoJob, stats: dict) -> dict:
+    """Join the job's finished segments into ``job.out`` with the source's audio, subtitles, chapters and the
+    rest copied (``media.video.concat_and_mux``), under a temporary name renamed when complete; then remove the
+    work folder. ``stats``: the counts of the segments' work; returned with the report's other entries."""
+    info, plan, options, work, out, suffix = job.info, job.plan, job.options, job.work, job.out, job.suffix
+    slow = plan.slowdown
+    keep_audio = job.keep_audio
+    with _resumable(work):
         segments = _finished_segments(work, suffix)
         covered = sum(stop - start for start, stop, _ in segments)
         if covered < plan.count:
@@ -479,10 +550,10 @@ def _interpolate_video(source: Path, out: Path, interpolate: Interpolator, optio
         exact = suffix in (".mp4", ".mov") and len(segments) > 1
         longest = max(segments, key=lambda s: s[1] - s[0])[2]
         delay = reorder_delay(longest) if exact else 0
-        left_out = concat_and_mux([path for _, _, path in segments], source, tmp, keep_audio,
+        left_out = concat_and_mux([path for _, _, path in segments], job.source, tmp, keep_audio,
                                   info.has_subtitles and not options.slowmo, info.start * slow,
                                   with_chapters=not options.slowmo, covers=info.covers, attachments=info.attachments,
-                                  timecode=timecode, audio=audio, name=out, delay=delay,
+                                  timecode=timecode, audio=list(job.audio), name=out, delay=delay,
                                   durations=[Fraction(stop - begin) / plan.rate_out for begin, stop, _ in segments]
                                   if exact else [])
         mark_made(tmp, _OUTPUT_MADE_BY)  # (its size and time: a file changed since is no longer taken as ours)
@@ -490,13 +561,6 @@ def _interpolate_video(source: Path, out: Path, interpolate: Interpolator, optio
             os.replace(tmp, out)
         except OSError as exc:
             raise os_error(exc, out, resume=_RESUME) from None
-    except (OutputError, OSError) as exc:  # OSError: a file of the work folder (its marker, a segment's rename)
-        if not work.is_dir():
-            raise OutputError(f"the work folder {work} was removed during the run -- rerun the same command (the "
-                              f"job starts over)") from None
-        if isinstance(exc, OutputError):
-            raise OutputError(_with_resume(str(exc))) from None
-        raise os_error(exc, exc.filename or work, resume=_RESUME) from None
     left_behind = _remove_work_dir(work)
     if left_behind:
         stats["work folder"] = left_behind
@@ -694,22 +758,29 @@ def segment_frames(rate_out: Fraction, width: int, height: int, options: VideoOp
     return max(1, min(by_video, int(options.segment_work_seconds / per_frame)))
 
 
-def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_fmt: str, interpolate: Interpolator,
-                     options: VideoOptions, rank: int, world: int, progress: bool, name: str, other: int = 0) -> dict:
-    """Interpolate and encode this process's output frames that no finished segment holds, in segments of
-    ``segment_frames`` output frames (fewer where the frames before it are done, and at the end). From the first
-    ``MEASURED_FRAMES`` frames on, each closed segment checks that the rest fits: the frames still to encode and
-    the joined copy of them all (both exist at the end) at the size measured, plus ``other`` bytes."""
-
-    # several processes (torchrun): each encodes one contiguous run of output frames
-    mine = range(rank * plan.count // world, (rank + 1) * plan.count // world)
+def encode_segments(job: VideoJob, interpolate: Interpolator, mine: range, progress: bool = True,
+                    joins: bool = True, most_frames: Optional[int] = None, to_the_end: bool = True,
+                    report: Callable[[int], None] = lambda done: None) -> dict:
+    """Interpolate and encode the output frames ``mine`` (all: ``range(job.plan.count)``) that no finished segment
+    holds, into the job's work folder, in segments of ``most_frames`` output frames (None: ``segment_frames`` for
+    the device ``interpolate`` runs on; fewer where the frames before it are done, and at ``mine``'s end). From
+    the first ``MEASURED_FRAMES`` frames on, each closed segment checks that the rest fits: the frames still to
+    encode and, where this process ``joins``, the joined copy of them all (both exist at the end) at the size
+    measured, plus the source's other streams. The input is decoded from its start (each pair's neighbours and
+    scene test see what one run sees) to its end, or with ``to_the_end`` False to the anchor after ``mine``.
+    ``report``: called with the count of ``mine``'s frames done (finished before or written now) after each
+    frame."""
+    info, plan, work, suffix, pix_fmt, options = job.info, job.plan, job.work, job.suffix, job.pix_fmt, job.options
+    # (the joined file copies the source's other streams: room for them is asked for with the segments')
+    other = info.path.stat().st_size if joins and (job.keep_audio or info.has_subtitles) else 0
     done = bytearray(plan.count)
     finished = [(start, stop) for start, stop, _ in _finished_segments(work, suffix)]
     for start, stop in finished:
         done[start:min(stop, plan.count)] = b"\x01" * (min(stop, plan.count) - start)
     stats = {"cuts": 0, "interpolated": 0,
              "resumed_segments": sum(1 for start, stop in finished if start in mine or stop - 1 in mine)}
-    most_frames = segment_frames(plan.rate_out, info.width, info.height, options, device_type(interpolate))
+    if most_frames is None:
+        most_frames = segment_frames(plan.rate_out, info.width, info.height, options, device_type(interpolate))
     writer = None
     start = 0
     kept: List[int] = []  # the frames of each segment this run finished
@@ -727,15 +798,16 @@ def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_f
         if options.space_check and sum(kept) >= min(MEASURED_FRAMES, to_make):
             per_frame = sum(sizes) / sum(kept)
             _room_for_the_rest(work, sum(sizes), sum(kept), to_make - sum(kept),
-                               int(per_frame * plan.count) + other if rank == 0 else 0)
+                               int(per_frame * plan.count) + other if joins else 0)
 
     skip = lambda k: done[k] or k not in mine  # noqa: E731
-    bar = Progress(plan.count, name, disable=not progress or rank != 0)
+    bar = Progress(plan.count, job.out.name, disable=not progress)
+    done_here = len(mine) - to_make
 
     def write(made: Tuple[int, OutputFrame]) -> None:
         """Output frame j into the open segment (opened here where none is), or None: skipped (the open segment
         closes before it); then counted on the progress bar."""
-        nonlocal writer, start
+        nonlocal writer, start, done_here
         j, frame = made[0], frame_made(made[1])
         if frame is None:
             if writer is not None:
@@ -752,6 +824,8 @@ def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_f
         if j + 1 - start >= most_frames:
             close(j + 1)
         bar.update()
+        done_here += 1
+        report(done_here)
 
     # decoding and the scene test run ahead in one thread, writing (and closing segments) behind in another, each a
     # few frames at most, so that this thread only interpolates: on a GPU the next pair's work is queued as soon as
@@ -762,9 +836,11 @@ def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_f
         for made in _output_frames(intervals, plan, interpolate, skip, stats, options.motion,
                                    drain_after_slow_pairs(behind), later=True):
             behind.put(made)
+            if not to_the_end and made[0] + 1 >= mine.stop:
+                break
         behind.finish()
         if writer is not None:
-            close(plan.count)
+            close(mine.stop)
     except BaseException as exc:
         interrupted = isinstance(exc, KeyboardInterrupt)
         try:
@@ -782,8 +858,6 @@ def _encode_segments(info: VideoInfo, plan: Plan, work: Path, suffix: str, pix_f
     finally:
         intervals.close()
         bar.close()
-    if world > 1:
-        stats.update(rank=rank, frames=f"{mine.start}-{mine.stop - 1}")
     return stats
 
 
