@@ -1,18 +1,22 @@
 """Saving and loading weights as safetensors, with the config beside them.
 
 A weights file holds the tensors; its metadata holds the NetworkConfig as JSON,
-so a file always rebuilds the architecture it was trained with.
+so a file always rebuilds the architecture it was trained with, and its inference defaults (key ``inference``,
+JSON such as ``{"flow_scale": "auto"}``), so that every way in (the library, run.py, ComfyUI, the benchmarks) runs a
+file at the same settings: ``inference_defaults`` reads them, the one place that decides a default the weights
+own.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, Optional, Union
 
 import torch
 
-from .network import Network, NetworkConfig
+from .network import AUTO, Network, NetworkConfig
 
 if TYPE_CHECKING:
     from .published import PublishedNetwork
@@ -22,14 +26,34 @@ class WeightsError(ValueError):
     """A weights file is missing, unreadable or does not fit the network."""
 
 
+# the metadata key of a file's inference defaults, and what a file without it runs at (files written before the
+# key, published checkpoints): the engine's settings as they were before weights stated their own
+INFERENCE_KEY = "inference"
+FALLBACK_DEFAULTS: Dict[str, Any] = {"flow_scale": 1.0}
+# the architecture that --flow-scale auto was chosen for, on held-out footage (docs/findings.md, F12): the default
+# network's, weights/network.safetensors
+AUTO_SCALE_CONFIG = dataclasses.replace(NetworkConfig().widened(2), flow_iterations=(1, 2, 2, 2))
+
+
+def defaults_for(config: NetworkConfig) -> Dict[str, Any]:
+    """The inference defaults a new weights file of ``config`` states (``save_weights`` writes them unless told
+    others): flow scale auto for the default network's architecture (``AUTO_SCALE_CONFIG``), where it gained on
+    held-out footage; 1 for any other, as the fast network keeps (auto cost it 0.3 dB on one held-out clip) until a
+    held-out run of its own says otherwise (``python -m training.export --flow-scale``)."""
+    return {"flow_scale": AUTO if config == AUTO_SCALE_CONFIG else 1.0}
+
+
 def save_weights(net: Network, path: Union[str, Path], dtype: torch.dtype = torch.float16,
-                 extra: Optional[Dict[str, str]] = None) -> None:
+                 extra: Optional[Dict[str, str]] = None, inference: Optional[Dict[str, Any]] = None) -> None:
+    """Write ``net`` as ``dtype`` (floating-point tensors) with its config, its inference defaults (``inference``;
+    None: ``defaults_for`` its config) and ``extra`` in the metadata."""
     from safetensors.torch import save_file
 
     path = Path(path)
     tensors = {k: v.detach().to("cpu", dtype if v.is_floating_point() else v.dtype).contiguous()
                for k, v in net.state_dict().items()}
-    metadata = {"config": json.dumps(net.config.to_dict()), "format": "softsplat-vfi"}
+    metadata = {"config": json.dumps(net.config.to_dict()), "format": "softsplat-vfi",
+                INFERENCE_KEY: json.dumps(defaults_for(net.config) if inference is None else inference)}
     metadata.update(extra or {})
     tmp = path.with_name(path.name + ".tmp")
     save_file(tensors, str(tmp), metadata=metadata)
@@ -75,6 +99,31 @@ def config_from_metadata(meta: Dict[str, str], path: Union[str, Path]) -> Networ
         return NetworkConfig.from_dict(config)
     except ValueError as exc:  # an unknown key, or a removed stage switched on: the file needs older code
         raise WeightsError(f"{path}: {exc}") from None
+
+
+def inference_defaults(path: Union[str, Path]) -> Dict[str, Any]:
+    """The settings the weights at ``path`` run at unless told others (``{"flow_scale": "auto"}`` for the default
+    network): their metadata's ``inference`` over ``FALLBACK_DEFAULTS``, which is all that a file without the key, a
+    published checkpoint or a path that is no file gets. WeightsError where the key holds no JSON object of known
+    names (the engine checks the values as it checks its options)."""
+    path = Path(path)
+    if path.suffix in PUBLISHED_SUFFIXES or not path.is_file():
+        return dict(FALLBACK_DEFAULTS)
+    text = read_metadata(path).get(INFERENCE_KEY)
+    if text is None:
+        return dict(FALLBACK_DEFAULTS)
+    try:
+        stated = json.loads(text)
+    except ValueError:
+        stated = None
+    if not isinstance(stated, dict):
+        raise WeightsError(f"{path}: its metadata's {INFERENCE_KEY!r} is {text!r}, not a JSON object such as "
+                           f'{{"flow_scale": "auto"}}')
+    unknown = sorted(set(stated) - set(FALLBACK_DEFAULTS))
+    if unknown:
+        raise WeightsError(f"{path}: its metadata's {INFERENCE_KEY!r} names {', '.join(unknown)}, which this code "
+                           f"does not know (known: {', '.join(FALLBACK_DEFAULTS)}): was it written by newer code?")
+    return {**FALLBACK_DEFAULTS, **stated}
 
 
 def load_weights(path: Union[str, Path], device: Union[str, torch.device] = "cpu",

@@ -1,0 +1,90 @@
+"""Defaults that belong to the weights live in the weights (issue 83, part 2).
+
+A weights file's metadata states the settings it runs at unless told others (key ``inference``, read by
+``model.weights.inference_defaults``); the shipped files got theirs by a header-only rewrite, which left every tensor
+bitwise as it was. New files get them from ``save_weights`` (``model.weights.defaults_for`` their config, or
+``python -m training.export --flow-scale``)."""
+
+import hashlib
+import json
+import struct
+from pathlib import Path
+
+import pytest
+
+from model.network import Network, NetworkConfig
+from model.weights import (AUTO_SCALE_CONFIG, FALLBACK_DEFAULTS, INFERENCE_KEY, WeightsError, defaults_for,
+                           inference_defaults, read_config, read_metadata, save_weights)
+
+ROOT = Path(__file__).resolve().parent.parent
+WEIGHTS = ROOT / "weights"
+# each shipped file's SHA-256 of its data section (every byte after the header) and of its tensor table (the header
+# without its metadata, as sorted JSON: names, dtypes, shapes, offsets), taken at 974e694, before the inference
+# defaults went into the headers
+PINNED = {
+    "network": ("13e8061f78c7e84d07db80fa7ebcf613f270ccf8df47a0bce4d2e7a48322ae51",
+                "09e0742d8fe73f81bf0ef36a75899f8573b95a0b91e747b96f5c4038c8b22507"),
+    "fast": ("427c1b5c6d54d344a145bd966c34393dfe5d3c9443780c97e85bb9bc47d7d264",
+             "881778c4ed1f9566d43a2f330a36fdaec2ecc5de8efa69ec9ff822e0c53d10ed"),
+}
+
+
+def _digests(path: Path):
+    raw = path.read_bytes()
+    size = struct.unpack("<Q", raw[:8])[0]
+    table = json.loads(raw[8:8 + size])
+    table.pop("__metadata__", None)
+    return (hashlib.sha256(raw[8 + size:]).hexdigest(),
+            hashlib.sha256(json.dumps(table, sort_keys=True).encode()).hexdigest())
+
+
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_the_shipped_tensors_are_bitwise_as_before_the_defaults(name):
+    assert _digests(WEIGHTS / f"{name}.safetensors") == PINNED[name]
+
+
+def test_the_shipped_files_state_what_run_py_ran_them_at():
+    """auto for the default network (F12 chose it on held-out footage), 1 for the fast one."""
+    assert inference_defaults(WEIGHTS / "network.safetensors") == {"flow_scale": "auto"}
+    assert inference_defaults(WEIGHTS / "fast.safetensors") == {"flow_scale": 1.0}
+    assert json.loads(read_metadata(WEIGHTS / "network.safetensors")[INFERENCE_KEY]) == {"flow_scale": "auto"}
+
+
+def test_weights_that_state_nothing_run_at_the_fallback(tmp_path):
+    """Files written before the key, published checkpoints (no metadata) and a path that is no file."""
+    old = tmp_path / "old.safetensors"
+    save_weights(Network(NetworkConfig(full_width=8)), old, extra={INFERENCE_KEY: "{}"})
+    assert inference_defaults(old) == FALLBACK_DEFAULTS == {"flow_scale": 1.0}
+    from safetensors.torch import save_file
+
+    bare = tmp_path / "bare.safetensors"
+    save_file({k: v.contiguous() for k, v in Network(NetworkConfig(full_width=8)).state_dict().items()}, str(bare),
+              metadata={"config": json.dumps(NetworkConfig(full_width=8).to_dict()), "format": "softsplat-vfi"})
+    assert inference_defaults(bare) == FALLBACK_DEFAULTS
+    published = tmp_path / "network-lf.pytorch"
+    published.write_bytes(b"PK\x03\x04")
+    assert inference_defaults(published) == FALLBACK_DEFAULTS
+    assert inference_defaults(tmp_path / "nowhere.safetensors") == FALLBACK_DEFAULTS
+
+
+@pytest.mark.parametrize("text, words", [("auto", "not a JSON object"), ('["auto"]', "not a JSON object"),
+                                         ('{"flow_scale": 1, "ensemble": 2}', "names ensemble")])
+def test_a_field_it_cannot_read_is_named(tmp_path, text, words):
+    path = tmp_path / "w.safetensors"
+    save_weights(Network(NetworkConfig(full_width=8)), path, extra={INFERENCE_KEY: text})
+    with pytest.raises(WeightsError, match=f"w.safetensors: its metadata's 'inference' .*{words}"):
+        inference_defaults(path)
+
+
+def test_new_weights_state_the_default_of_their_config(tmp_path):
+    """The rule, stated once (``defaults_for``): auto for the default network's architecture, 1 for any other."""
+    for name in ("network", "fast"):  # the shipped files state what the rule gives their configs
+        path = WEIGHTS / f"{name}.safetensors"
+        assert defaults_for(read_config(path)) == inference_defaults(path), name
+    assert defaults_for(AUTO_SCALE_CONFIG) == {"flow_scale": "auto"}
+    assert defaults_for(NetworkConfig()) == defaults_for(NetworkConfig().widened(2)) == {"flow_scale": 1.0}
+    path = tmp_path / "small.safetensors"
+    save_weights(Network(NetworkConfig(full_width=8)), path)
+    assert inference_defaults(path) == {"flow_scale": 1.0}
+    save_weights(Network(NetworkConfig(full_width=8)), path, inference={"flow_scale": "auto"})
+    assert inference_defaults(path) == {"flow_scale": "auto"}
