@@ -13,30 +13,75 @@ process, side by side.
 ``--stages`` adds where the pipeline's time goes: decoding alone (input frames per second, as the
 pipeline reads them) and the pipeline with an interpolator that copies the nearer input frame
 (decode, encode and mux without the network), in the same output frames per second.
+
+The stage table (issue 85) times each stage of the pipeline on two or more kinds of clip, side by side, in one call:
+
+    python -m bench.bench_video --clips synthetic NATURAL.mp4 [--size 1920x1080] [--frames 480] [--factor 2]
+        [--weights weights/network.safetensors weights/fast.safetensors] [--preset veryfast medium]
+        [--device auto|cpu|cuda] [--json out.json]
+
+``synthetic`` is ffmpeg's testsrc2 with a 440 Hz AAC tone (x264 -preset fast -crf 18, 4:2:0, 24 frames/s: the
+issue's clip), made at ``--size`` with ``--frames`` frames; a path is natural footage, looped to ``--frames``,
+scaled with lanczos to ``--size`` where it differs and re-encoded the same way, with the same tone as its audio (the
+row "clip" says what was done). Each stage then runs on each clip (rates in frames per second: "in" counts input
+frames, "out" output frames, of which a x2 job writes two per input frame):
+
+- decode: ffmpeg decoding to its null muxer, no conversion; decode + rgb24: with the conversion to RGB, still in
+  ffmpeg; read_frames: the pipeline's reader (``media.video.read_frames``: the conversion and the pipe into Python);
+  read_frames + thumbnails: with the scene test's thumbnails, as the pipeline's reading thread makes them.
+- rgb24 pipe: the output's raw frames into ffmpeg's null muxer, without (pipe alone) and with the conversion to
+  4:2:0 (pipe + yuv420p); x264 P: ``media.video.FrameWriter`` as the pipeline opens it (RGB through the pipe, the
+  conversion in ffmpeg, x264 at preset P, CRF 18); x264 P, yuv420p in: x264 fed 4:2:0 frames, the conversion left
+  out. The encoders take the decoded frames forwards then backwards (as many as the output has), at the output rate.
+- mux: ``media.video.concat_and_mux`` of the x264 output with the clip's audio copied, as the pipeline's last step.
+- network N, route: the engine as run.py builds it (``engine.Interpolator``, its defaults for the device: precision,
+  CUDA graphs, run.py's flow scale for the weights: auto for the default network, 1 for others) fed the decoded
+  frames from memory through the pipeline's own schedule (``pipeline.video.stream_frames``: thumbnails, cuts,
+  quadratic paths, a pair's work queued before its frames are waited for, which a write-behind thread does);
+  ms per frame is the route's time over the frames it interpolated. network N, eager pair: one middle frame of float
+  frames already on the device, linear, eager (the figure the rows without ``--clips`` call "model alone");
+  network N, graphs pair (CUDA only): the CUDA graphs the route replays, one middle frame, as bench_network times.
+- pipeline N P: ``pipeline.video.interpolate_video`` (run.py --video's path: decode, scene test, network, encode in
+  segments, mux with the audio copied) with that engine, after its set-up (``plan_video``: probe and checks, timed
+  apart); pipeline copy P: the same with an interpolator that copies the nearer frame (no network).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import os
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 
 from bench.timing import cuda_time_ms, require_cuda
 from engine import Interpolator, InterpolatorOptions
+from engine.interpolator import resolve_device
 from engine.options import flow_scale_value
-from media.video import VideoInfo, probe, read_frames
+from media.video import FrameWriter, VideoInfo, concat_and_mux, ffmpeg_exe, output_pix_fmt, probe, read_frames
 from model import Network, load_weights
 from model.ensemble import PASSES
 from model.network import FlowScale
+from pipeline.prefetch import WriteBehind
+from pipeline.schedule import make_plan, thumb_change, thumbnail
 from pipeline.video import Interpolator as PipelineInterpolator
-from pipeline.video import MOTIONS, VideoOptions, interpolate_video
+from pipeline.video import (MOTIONS, WRITE_DEPTH, VideoOptions, drain_after_slow_pairs, frame_made, interpolate_video,
+                            plan_video, stream_frames)
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_WEIGHTS = ROOT / "weights" / "network.safetensors"
+FAST_WEIGHTS = ROOT / "weights" / "fast.safetensors"
 
 
 def parse_size(text: str) -> tuple:
@@ -91,18 +136,335 @@ def time_video(args: argparse.Namespace, net: Network, device: torch.device, inf
     return rows
 
 
+# ---- the stage table (issue 85): each stage of the pipeline, on each kind of clip, side by side ----
+
+SYNTHETIC = "synthetic"
+TONE = "sine=f=440:r=48000"  # the clips' audio, which the mux and the pipeline copy
+
+
+@dataclass
+class Clip:
+    """A clip of the stage table: its column's name, what was done to make it, the file and what probe says."""
+
+    name: str
+    made: str
+    path: Path
+    info: VideoInfo
+
+
+def _ffmpeg(args: Sequence[str]) -> None:
+    subprocess.run([ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-y", *args], check=True)
+
+
+def make_clip(spec: str, folder: Path, size: Tuple[int, int], frames: int) -> Clip:
+    """The clip ``spec`` names (``synthetic``, or a path: natural footage) as the table times it: ``frames`` frames of
+    ``size`` (height, width), x264 -preset fast -crf 18 4:2:0 with an AAC tone, in ``folder``."""
+    h, w = size
+    encode = ["-c:v", "libx264", "-preset", "fast", "-crf", "18", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest"]
+    if spec == SYNTHETIC:
+        out = folder / "synthetic.mp4"
+        _ffmpeg(["-f", "lavfi", "-i", f"testsrc2=size={w}x{h}:rate=24", "-f", "lavfi", "-i", TONE,
+                 "-t", f"{frames / 24:.6f}", *encode, str(out)])
+        return Clip(SYNTHETIC, f"testsrc2 {w}x{h} at 24/s", out, probe(out))
+    source = Path(spec)
+    src = probe(source)
+    out = folder / f"natural-{source.stem}.mp4"
+    scale = [] if (src.height, src.width) == size else ["-vf", f"scale={w}:{h}:flags=lanczos"]
+    rate = f"{src.rate.numerator}/{src.rate.denominator}"
+    tone = f"{TONE}:d={float(frames / src.rate):.6f}"
+    _ffmpeg(["-stream_loop", "-1", "-r", rate, "-i", str(source), "-f", "lavfi", "-i", tone, "-map", "0:v:0",
+             "-map", "1:a", "-frames:v", str(frames), *scale, *encode, str(out)])
+    made = [f"{source.name} {src.width}x{src.height} at {float(src.rate):g}/s"]
+    if src.frames < frames:
+        made.append(f"looped {src.frames} -> {frames} frames")
+    if scale:
+        made.append(f"lanczos to {w}x{h}")
+    return Clip(f"natural {source.stem}", ", ".join(made), out, probe(out))
+
+
+def _rate(count: int, seconds: float) -> float:
+    return count / max(seconds, 1e-9)
+
+
+def _timed(fn: Callable[[], object]) -> float:
+    """Wall-clock seconds of ``fn()``, the GPU's queued work included."""
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    fn()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+    return time.perf_counter() - start
+
+
+def decode_stages(clip: Clip) -> Dict[str, float]:
+    """Input frames per second of decoding, in ffmpeg and into Python as the pipeline reads."""
+    info = clip.info
+    thumbnail(np.zeros((8, 8, 3), np.uint8))  # (OpenCV imported before the timing)
+    decode = ["-i", str(clip.path), "-map", f"0:{info.stream}", "-fps_mode", "passthrough"]
+    rows = {"decode": _rate(info.frames, _timed(lambda: _ffmpeg([*decode, "-f", "null", "-"]))),
+            "decode + rgb24": _rate(info.frames, _timed(lambda: _ffmpeg([*decode, "-pix_fmt", "rgb24", "-f", "null",
+                                                                         "-"])))}
+    rows["read_frames"] = _rate(info.frames, _timed(lambda: sum(1 for _ in read_frames(info))))
+
+    def with_thumbnails() -> None:
+        previous = None
+        for frame in read_frames(info):
+            thumb = thumbnail(frame)
+            if previous is not None:
+                thumb_change(thumb, previous)
+            previous = thumb
+
+    rows["read_frames + thumbnails"] = _rate(info.frames, _timed(with_thumbnails))
+    return rows
+
+
+def ping_pong(frames: Sequence[np.ndarray], count: int) -> Iterator[np.ndarray]:
+    """``count`` frames: ``frames`` forwards, then backwards, and so on (no jump where the clip ends)."""
+    order = list(range(len(frames))) + list(range(len(frames) - 2, 0, -1)) or [0]
+    for j in range(count):
+        yield frames[order[j % len(order)]]
+
+
+def _raw_into_ffmpeg(frames: Iterator[bytes], pix_fmt: str, size: Tuple[int, int], rate: Fraction,
+                     out: Sequence[str]) -> int:
+    """Raw frames of ``pix_fmt`` through a pipe into ffmpeg with output options ``out``; the frame count."""
+    h, w = size
+    proc = subprocess.Popen([ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-y", "-f", "rawvideo",
+                             "-pix_fmt", pix_fmt, "-s", f"{w}x{h}", "-r", f"{rate.numerator}/{rate.denominator}",
+                             "-i", "-", *out], stdin=subprocess.PIPE)
+    count = 0
+    for data in frames:
+        proc.stdin.write(data)
+        count += 1
+    proc.stdin.close()
+    if proc.wait() != 0:
+        raise RuntimeError(f"ffmpeg {' '.join(out)} failed")
+    return count
+
+
+def encode_stages(clip: Clip, frames: List[np.ndarray], factor: int, presets: Sequence[str],
+                  folder: Path) -> Tuple[Dict[str, float], Path]:
+    """Output frames per second of the output's side (the pipe, the conversion, x264 at each preset) and of the mux
+    with the audio copied; the x264 file of the first preset, for the mux."""
+    info = clip.info
+    size = (info.height, info.width)
+    count = factor * len(frames)
+    rate = info.rate * factor
+    rows: Dict[str, float] = {}
+    as_bytes = lambda: (f.reshape(-1).view(np.uint8) for f in ping_pong(frames, count))  # noqa: E731
+    rows["rgb24 pipe alone"] = _rate(count, _timed(
+        lambda: _raw_into_ffmpeg(as_bytes(), "rgb24", size, rate, ["-f", "null", "-"])))
+    rows["rgb24 pipe + yuv420p"] = _rate(count, _timed(
+        lambda: _raw_into_ffmpeg(as_bytes(), "rgb24", size, rate, ["-pix_fmt", "yuv420p", "-f", "null", "-"])))
+    yuv = subprocess.run([ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-i", str(clip.path),
+                          "-map", f"0:{info.stream}", "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt",
+                          "yuv420p", "-"], capture_output=True, check=True).stdout
+    step = len(yuv) // info.frames
+    yuv_frames = [np.frombuffer(yuv, np.uint8, step, k * step) for k in range(len(frames))]
+    pix_fmt = output_pix_fmt("libx264", None, info.width, info.height, info.bit_depth > 8)
+    first = None
+    for preset in presets:
+        out = folder / f"{clip.path.stem}-{preset}.mp4"
+
+        def encode() -> None:
+            writer = FrameWriter(out, info.width, info.height, rate, info.bit_depth, "libx264", 18, pix_fmt, preset,
+                                 info.sample_aspect, info.color)
+            for frame in ping_pong(frames, count):
+                writer.write(frame, copy=False)  # (as the pipeline writes: no copy)
+            writer.close()
+
+        rows[f"x264 {preset}"] = _rate(count, _timed(encode))
+        rows[f"x264 {preset}, yuv420p in"] = _rate(count, _timed(lambda: _raw_into_ffmpeg(
+            (f.data for f in ping_pong(yuv_frames, count)), "yuv420p", size, rate,
+            ["-c:v", "libx264", "-crf", "18", "-preset", preset, "-f", "mp4", str(folder / "yuv-in.mp4")])))
+        first = first or out
+    muxed = folder / f"{clip.path.stem}-muxed.mp4"
+    rows["mux, audio copied"] = _rate(count, _timed(lambda: concat_and_mux(
+        [first], clip.path, muxed, with_audio=clip.info.has_audio, with_subtitles=False,
+        durations=[Fraction(count) / rate])))
+    return rows, first
+
+
+def table_engine(weights: Path, device: str, precision: str = "auto") -> Interpolator:
+    """The engine as run.py builds it for ``weights`` (engine.options.options_from_args): its defaults, and the flow
+    scale run.py gives the weights (auto for the default network, 1 for others)."""
+    scale = "auto" if weights.resolve() == DEFAULT_WEIGHTS.resolve() else 1.0
+    return Interpolator(InterpolatorOptions(weights=str(weights), device=device, flow_scale=scale,
+                                            precision=precision))
+
+
+def engine_line(name: str, interpolator: Interpolator) -> str:
+    """What the table's rows for network ``name`` ran: the weights, autocast, flow scale, CUDA graphs."""
+    options = interpolator.options
+    graphs = options.cuda_graphs and interpolator.device.type == "cuda"
+    autocast = str(interpolator.autocast_dtype).replace("torch.", "") if interpolator.autocast_dtype else "none"
+    return (f"network {name}: {Path(options.weights).name} on {interpolator.device}, autocast {autocast}, flow scale "
+            f"{options.flow_scale}, CUDA graphs {'on' if graphs else 'off'}")
+
+
+def route(interpolator: Interpolator, frames: List[np.ndarray], stamps: Sequence[Fraction], rate: Fraction,
+          factor: int) -> Tuple[int, int]:
+    """The frames through the pipeline's schedule and ``interpolator`` as ``interpolate_video`` drives them, from
+    memory, the output frames waited for by a write-behind thread and dropped; (output frames, interpolated)."""
+    plan = make_plan(stamps[-1] + 1 / rate, rate, factor)
+    stats: dict = {}
+    behind: WriteBehind = WriteBehind(lambda made: frame_made(made[1]), depth=WRITE_DEPTH, name="bench-route")
+    count = 0
+    try:
+        for made in stream_frames(iter(frames), stamps, plan, interpolator, VideoOptions(factor=factor), stats,
+                                  later=True, before_pair=drain_after_slow_pairs(behind)):
+            behind.put(made)
+            count += 1
+        behind.finish()
+    except BaseException:
+        behind.stop()
+        raise
+    return count, stats["interpolated"]
+
+
+def _median_ms(fn: Callable[[], object], device: torch.device, repeats: int) -> float:
+    if device.type == "cuda":
+        return cuda_time_ms(fn, warmup=3, repeats=repeats)
+    fn()
+    return statistics.median(_timed(fn) for _ in range(repeats)) * 1000.0
+
+
+def network_stages(clip: Clip, frames: List[np.ndarray], factor: int, name: str,
+                   interpolator: Interpolator) -> Dict[str, float]:
+    """The network on the clip's decoded frames: through the pipeline's route (output frames per second, and ms per
+    interpolated frame), and one pair alone, eager and (CUDA) replayed as graphs, in ms."""
+    info = clip.info
+    stamps = info.pts[:len(frames)]
+    route(interpolator, frames[:3], stamps[:3], info.rate, factor)  # warm-up: graphs captured, kernels built
+    made: List[Tuple[int, int]] = []
+    seconds = _timed(lambda: made.append(route(interpolator, frames, stamps, info.rate, factor)))
+    count, interpolated = made[0]
+    rows = {f"network {name}, route": _rate(count, seconds),
+            f"network {name}, route ms per frame": 1000.0 * seconds / max(1, interpolated)}
+    device = interpolator.device
+    a, b = (torch.from_numpy(f.copy()).to(device).permute(2, 0, 1)[None].float() / 255.0 for f in frames[:2])
+    repeats = 20 if device.type == "cuda" else 2
+    with torch.no_grad():
+        rows[f"network {name}, eager pair ms"] = _median_ms(lambda: interpolator(a, b, [0.5]), device, repeats)
+        graphed = interpolator.cuda_graphs_for(info.height, info.width)
+        if graphed is not None:
+            rows[f"network {name}, graphs pair ms"] = _median_ms(lambda: graphed(a, b, [0.5]), device, repeats)
+    return rows
+
+
+class CopyNearer:
+    """Stands in for the network: the nearer input frame for each t. ``device`` is the engine's, so that the
+    pipeline sizes its segments as it does for the engine (``pipeline.video.segment_frames``: a stand-in without one
+    counts as a CPU, whose 1080p segments hold 6 frames)."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+
+    def __call__(self, one: np.ndarray, two: np.ndarray, times: Sequence[float]) -> List[np.ndarray]:
+        return [one if t < 0.5 else two for t in times]
+
+
+def pipeline_stages(clip: Clip, factor: int, presets: Sequence[str], engines: Dict[str, Interpolator],
+                    device: torch.device, folder: Path) -> Dict[str, float]:
+    """Output frames per second of ``interpolate_video`` with each engine and without a network, at each preset;
+    and the seconds of its set-up (``plan_video``), which the rates include."""
+    rows: Dict[str, float] = {}
+    out = folder / f"{clip.path.stem}-out.mp4"
+    rows["pipeline set-up s"] = _timed(lambda: plan_video(clip.path, out, VideoOptions(factor=factor)))
+    copy = CopyNearer(device)
+    runs = [(f"{name} {preset}", step, VideoOptions(factor=factor, preset=preset))
+            for preset in presets for name, step in [*engines.items(), ("copy", copy)]]
+    # the output in one segment: what closing a segment and opening the next costs
+    runs.append((f"copy {presets[0]}, one segment", copy,
+                 VideoOptions(factor=factor, preset=presets[0], segment_seconds=1e9, segment_work_seconds=1e9)))
+    for name, step, options in runs:
+        stats: dict = {}
+        seconds = _timed(lambda: stats.update(interpolate_video(clip.path, out, step, options, progress=False)))
+        if clip.info.has_audio and stats.get("audio") != "copied":
+            raise RuntimeError(f"{clip.path}: the pipeline's audio is {stats.get('audio')!r}, not copied")
+        rows[f"pipeline {name}"] = _rate(stats["frames_out"], seconds)
+        out.unlink()
+    return rows
+
+
+def _network_name(weights: Path) -> str:
+    return {"network": "default"}.get(weights.stem, weights.stem)
+
+
+def stage_table(args: argparse.Namespace, weights: Sequence[Path], presets: Sequence[str]) -> Tuple[List[str],
+                                                                                                    List[dict]]:
+    """Every stage on every clip of ``args.clips``: what ran (the machine, the engines) and one JSON line per clip
+    and stage, printed as each group of stages is measured (a run cut short keeps those), then the table, a column
+    per clip. Returns the notes and the rows (clip, stage, value, ...)."""
+    size = parse_size(args.size)
+    rows: List[dict] = []
+    device = resolve_device(args.device)
+    engines = {_network_name(w): table_engine(w, str(device), args.precision) for w in weights}
+    notes = [f"machine: {os.cpu_count()} CPU cores, {device}"
+             + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""),
+             *(engine_line(name, interpolator) for name, interpolator in engines.items())]
+    print("\n".join(notes), flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        clips = [make_clip(spec, folder, size, args.frames) for spec in args.clips]
+        for clip in clips:
+            frames = list(read_frames(clip.info))
+            groups: List[Callable[[], Dict[str, float]]] = [
+                lambda: decode_stages(clip), lambda: encode_stages(clip, frames, args.factor, presets, folder)[0],
+                *(functools.partial(network_stages, clip, frames, args.factor, name, interpolator)
+                  for name, interpolator in engines.items()),
+                lambda: pipeline_stages(clip, args.factor, presets, engines, device, folder)]
+            for group in groups:
+                for stage, value in group().items():
+                    row = {"clip": clip.name, "made": clip.made, "size": f"{clip.info.width}x{clip.info.height}",
+                           "frames_in": clip.info.frames, "factor": args.factor, "device": str(device),
+                           "stage": stage, "unit": _unit(stage), "value": round(value, 3)}
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
+    print(format_table(rows, clips))
+    return notes, rows
+
+
+def _unit(stage: str) -> str:
+    if stage.endswith(" s"):
+        return "s"
+    if stage.endswith(" ms") or stage.endswith("ms per frame"):
+        return "ms"
+    return "in fps" if stage.startswith(("decode", "read_frames")) else "out fps"
+
+
+def format_table(rows: Sequence[dict], clips: Sequence[Clip]) -> str:
+    """The rows as a Markdown table: a row per stage, a column per clip, each clip's making said above it."""
+    names = [clip.name for clip in clips]
+    values = {(row["clip"], row["stage"]): row["value"] for row in rows}
+    stages = list(dict.fromkeys(row["stage"] for row in rows))
+    lines = [f"{clip.name}: {clip.made}, {clip.info.frames} frames, audio {'yes' if clip.info.has_audio else 'no'}"
+             for clip in clips]
+    lines += ["", "| stage | unit | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
+    for stage in stages:
+        digits = 2 if _unit(stage) == "s" else 1
+        cells = [f"{values[(n, stage)]:.{digits}f}" if (n, stage) in values else "-" for n in names]
+        lines.append(f"| {stage} | {_unit(stage)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--video", type=Path, help="input clip for the pipeline and model timings")
     p.add_argument("--factor", type=int, default=2)
-    p.add_argument("--weights", type=Path, default=Path("weights/network.safetensors"))
+    p.add_argument("--weights", type=Path, nargs="*", default=None,
+                   help="weights files; the rows without --clips take the first (default: the default network); "
+                        "--clips times each (default: the default and the fast network; none given: no network "
+                        "rows, the pipeline with the copying stand-in only)")
     p.add_argument("--bf16", action="store_true", help="bfloat16 autocast, as run.py --bf16")
     p.add_argument("--flow-scale", type=flow_scale_value, nargs="+", default=[1.0],
                    help="flow scales to time (run.py --flow-scale: a factor or auto), each beside the others; "
                         "--memory takes the first")
     p.add_argument("--tile", type=int, default=0)
     p.add_argument("--memory", nargs="*", default=[], help="sizes WxH: peak GPU memory of one pair each")
-    p.add_argument("--preset", default="medium", help="x264/x265 preset of the pipeline's encoder")
+    p.add_argument("--preset", nargs="+", default=None, help="x264/x265 presets of the pipeline's encoder; the "
+                   "rows without --clips take the first (default medium), --clips each (default veryfast medium)")
     p.add_argument("--eager", action="store_true", help="run the network in the pipeline op by op, as run.py "
                    "--eager, instead of replaying it as CUDA graphs (model.runtime.GraphedPairs; whole frames) as "
                    "run.py does by default; the model-alone figure is eager either way")
@@ -112,8 +474,30 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="passes per frame to time (run.py --ensemble), each beside the others")
     p.add_argument("--stages", action="store_true", help="also time decoding alone and the pipeline without "
                    "the network")
+    p.add_argument("--clips", nargs="+", default=[], metavar="CLIP",
+                   help="the stage table: 'synthetic' (testsrc2 with a tone) and/or natural clips' paths, a column "
+                        "each (the module's docstring lists the stages)")
+    p.add_argument("--size", default="1920x1080", help="--clips: the clips' frame size WxH")
+    p.add_argument("--frames", type=int, default=480, help="--clips: input frames per clip")
+    p.add_argument("--device", default="auto", help="--clips: the engine's device (auto, cpu, cuda); the rows "
+                   "without --clips need CUDA")
+    p.add_argument("--precision", default="auto", choices=("auto", "fp32", "bf16", "fp16"),
+                   help="--clips: the engines' precision (run.py's default: auto, bfloat16 on recent GPUs)")
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
+    if args.clips:
+        if args.frames < 3:
+            p.error("--frames must be at least 3 (the route's warm-up takes three)")
+        weights = [DEFAULT_WEIGHTS, FAST_WEIGHTS] if args.weights is None else args.weights
+        missing = [str(w) for w in weights if not w.is_file()]
+        if missing:
+            p.error(f"--weights {' '.join(missing)}: no such file")
+        notes, rows = stage_table(args, weights, args.preset or ["veryfast", "medium"])
+        if args.json is not None:
+            args.json.write_text(json.dumps({"notes": notes, "rows": rows}, indent=1) + "\n")
+        return 0
+    args.weights = (args.weights or [DEFAULT_WEIGHTS])[0]
+    args.preset = (args.preset or ["medium"])[0]
     device = require_cuda()
     if device is None:
         return 2
