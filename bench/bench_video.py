@@ -23,8 +23,10 @@ The stage table (issue 85) times each stage of the pipeline on two or more kinds
 ``synthetic`` is ffmpeg's testsrc2 with a 440 Hz AAC tone (x264 -preset fast -crf 18, 4:2:0, 24 frames/s: the
 issue's clip), made at ``--size`` with ``--frames`` frames; a path is natural footage, looped to ``--frames``,
 scaled with lanczos to ``--size`` where it differs and re-encoded the same way, with the same tone as its audio (the
-row "clip" says what was done). Each stage then runs on each clip (rates in frames per second: "in" counts input
-frames, "out" output frames, of which a x2 job writes two per input frame):
+header says what was done). Each stage then runs on each clip (rates in frames per second: "in" counts input
+frames, "out" output frames, of which a x2 job writes two per input frame; beside each rate, the CPU cores its
+stage kept busy: this process's and its ffmpeg processes' CPU seconds over the stage's wall-clock seconds, which
+tells a stage that waits from one that fills the machine):
 
 - decode: ffmpeg decoding to its null muxer, no conversion; decode + rgb24: with the conversion to RGB, still in
   ffmpeg; read_frames: the pipeline's reader (``media.video.read_frames``: the conversion and the pipe into Python);
@@ -182,22 +184,51 @@ def make_clip(spec: str, folder: Path, size: Tuple[int, int], frames: int) -> Cl
     return Clip(f"natural {source.stem}", ", ".join(made), out, probe(out))
 
 
-def _rate(count: int, seconds: float) -> float:
-    return count / max(seconds, 1e-9)
+@dataclass(frozen=True)
+class Timing:
+    """A stage's wall-clock seconds and the CPU cores it kept busy meanwhile: CPU seconds of this process and of the
+    ffmpeg processes it ran (those ended within the stage) over the wall-clock seconds."""
+
+    seconds: float
+    cores: Optional[float] = None
 
 
-def _timed(fn: Callable[[], object]) -> float:
-    """Wall-clock seconds of ``fn()``, the GPU's queued work included."""
+@dataclass(frozen=True)
+class Measured:
+    """One cell of the table: a rate (frames per second), milliseconds or seconds, and the cores busy for it."""
+
+    value: float
+    cores: Optional[float] = None
+
+
+def _cpu_seconds() -> Optional[float]:
+    try:
+        import resource  # (Unix)
+    except ImportError:
+        return None
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _rate(count: int, timing: Timing) -> Measured:
+    return Measured(count / max(timing.seconds, 1e-9), timing.cores)
+
+
+def _timed(fn: Callable[[], object]) -> Timing:
+    """``fn()`` timed, the GPU's queued work included."""
     if torch.cuda.is_available():
         torch.cuda.synchronize()
+    cpu = _cpu_seconds()
     start = time.perf_counter()
     fn()
     if torch.cuda.is_available():
         torch.cuda.synchronize()
-    return time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    after = _cpu_seconds()
+    return Timing(seconds, None if cpu is None or after is None else (after - cpu) / max(seconds, 1e-9))
 
 
-def decode_stages(clip: Clip) -> Dict[str, float]:
+def decode_stages(clip: Clip) -> Dict[str, Measured]:
     """Input frames per second of decoding, in ffmpeg and into Python as the pipeline reads."""
     info = clip.info
     thumbnail(np.zeros((8, 8, 3), np.uint8))  # (OpenCV imported before the timing)
@@ -244,14 +275,14 @@ def _raw_into_ffmpeg(frames: Iterator[bytes], pix_fmt: str, size: Tuple[int, int
 
 
 def encode_stages(clip: Clip, frames: List[np.ndarray], factor: int, presets: Sequence[str],
-                  folder: Path) -> Tuple[Dict[str, float], Path]:
+                  folder: Path) -> Tuple[Dict[str, Measured], Path]:
     """Output frames per second of the output's side (the pipe, the conversion, x264 at each preset) and of the mux
     with the audio copied; the x264 file of the first preset, for the mux."""
     info = clip.info
     size = (info.height, info.width)
     count = factor * len(frames)
     rate = info.rate * factor
-    rows: Dict[str, float] = {}
+    rows: Dict[str, Measured] = {}
     as_bytes = lambda: (f.reshape(-1).view(np.uint8) for f in ping_pong(frames, count))  # noqa: E731
     rows["rgb24 pipe alone"] = _rate(count, _timed(
         lambda: _raw_into_ffmpeg(as_bytes(), "rgb24", size, rate, ["-f", "null", "-"])))
@@ -327,29 +358,31 @@ def _median_ms(fn: Callable[[], object], device: torch.device, repeats: int) -> 
     if device.type == "cuda":
         return cuda_time_ms(fn, warmup=3, repeats=repeats)
     fn()
-    return statistics.median(_timed(fn) for _ in range(repeats)) * 1000.0
+    return statistics.median(_timed(fn).seconds for _ in range(repeats)) * 1000.0
 
 
 def network_stages(clip: Clip, frames: List[np.ndarray], factor: int, name: str,
-                   interpolator: Interpolator) -> Dict[str, float]:
+                   interpolator: Interpolator) -> Dict[str, Measured]:
     """The network on the clip's decoded frames: through the pipeline's route (output frames per second, and ms per
     interpolated frame), and one pair alone, eager and (CUDA) replayed as graphs, in ms."""
     info = clip.info
     stamps = info.pts[:len(frames)]
     route(interpolator, frames[:3], stamps[:3], info.rate, factor)  # warm-up: graphs captured, kernels built
     made: List[Tuple[int, int]] = []
-    seconds = _timed(lambda: made.append(route(interpolator, frames, stamps, info.rate, factor)))
+    timing = _timed(lambda: made.append(route(interpolator, frames, stamps, info.rate, factor)))
     count, interpolated = made[0]
-    rows = {f"network {name}, route": _rate(count, seconds),
-            f"network {name}, route ms per frame": 1000.0 * seconds / max(1, interpolated)}
+    rows = {f"network {name}, route": _rate(count, timing),
+            f"network {name}, route ms per frame": Measured(1000.0 * timing.seconds / max(1, interpolated))}
     device = interpolator.device
     a, b = (torch.from_numpy(f.copy()).to(device).permute(2, 0, 1)[None].float() / 255.0 for f in frames[:2])
     repeats = 20 if device.type == "cuda" else 2
     with torch.no_grad():
-        rows[f"network {name}, eager pair ms"] = _median_ms(lambda: interpolator(a, b, [0.5]), device, repeats)
+        rows[f"network {name}, eager pair ms"] = Measured(_median_ms(lambda: interpolator(a, b, [0.5]), device,
+                                                                     repeats))
         graphed = interpolator.cuda_graphs_for(info.height, info.width)
         if graphed is not None:
-            rows[f"network {name}, graphs pair ms"] = _median_ms(lambda: graphed(a, b, [0.5]), device, repeats)
+            rows[f"network {name}, graphs pair ms"] = Measured(_median_ms(lambda: graphed(a, b, [0.5]), device,
+                                                                          repeats))
     return rows
 
 
@@ -366,12 +399,13 @@ class CopyNearer:
 
 
 def pipeline_stages(clip: Clip, factor: int, presets: Sequence[str], engines: Dict[str, Interpolator],
-                    device: torch.device, folder: Path) -> Dict[str, float]:
+                    device: torch.device, folder: Path) -> Dict[str, Measured]:
     """Output frames per second of ``interpolate_video`` with each engine and without a network, at each preset;
     and the seconds of its set-up (``plan_video``), which the rates include."""
-    rows: Dict[str, float] = {}
+    rows: Dict[str, Measured] = {}
     out = folder / f"{clip.path.stem}-out.mp4"
-    rows["pipeline set-up s"] = _timed(lambda: plan_video(clip.path, out, VideoOptions(factor=factor)))
+    rows["pipeline set-up s"] = Measured(_timed(lambda: plan_video(clip.path, out, VideoOptions(factor=factor)))
+                                         .seconds)
     copy = CopyNearer(device)
     runs = [(f"{name} {preset}", step, VideoOptions(factor=factor, preset=preset))
             for preset in presets for name, step in [*engines.items(), ("copy", copy)]]
@@ -380,10 +414,10 @@ def pipeline_stages(clip: Clip, factor: int, presets: Sequence[str], engines: Di
                  VideoOptions(factor=factor, preset=presets[0], segment_seconds=1e9, segment_work_seconds=1e9)))
     for name, step, options in runs:
         stats: dict = {}
-        seconds = _timed(lambda: stats.update(interpolate_video(clip.path, out, step, options, progress=False)))
+        timing = _timed(lambda: stats.update(interpolate_video(clip.path, out, step, options, progress=False)))
         if clip.info.has_audio and stats.get("audio") != "copied":
             raise RuntimeError(f"{clip.path}: the pipeline's audio is {stats.get('audio')!r}, not copied")
-        rows[f"pipeline {name}"] = _rate(stats["frames_out"], seconds)
+        rows[f"pipeline {name}"] = _rate(stats["frames_out"], timing)
         out.unlink()
     return rows
 
@@ -410,16 +444,17 @@ def stage_table(args: argparse.Namespace, weights: Sequence[Path], presets: Sequ
         clips = [make_clip(spec, folder, size, args.frames) for spec in args.clips]
         for clip in clips:
             frames = list(read_frames(clip.info))
-            groups: List[Callable[[], Dict[str, float]]] = [
+            groups: List[Callable[[], Dict[str, Measured]]] = [
                 lambda: decode_stages(clip), lambda: encode_stages(clip, frames, args.factor, presets, folder)[0],
                 *(functools.partial(network_stages, clip, frames, args.factor, name, interpolator)
                   for name, interpolator in engines.items()),
                 lambda: pipeline_stages(clip, args.factor, presets, engines, device, folder)]
             for group in groups:
-                for stage, value in group().items():
+                for stage, measured in group().items():
                     row = {"clip": clip.name, "made": clip.made, "size": f"{clip.info.width}x{clip.info.height}",
                            "frames_in": clip.info.frames, "factor": args.factor, "device": str(device),
-                           "stage": stage, "unit": _unit(stage), "value": round(value, 3)}
+                           "stage": stage, "unit": _unit(stage), "value": round(measured.value, 3),
+                           "cores": None if measured.cores is None else round(measured.cores, 2)}
                     rows.append(row)
                     print(json.dumps(row), flush=True)
     print(format_table(rows, clips))
@@ -434,17 +469,22 @@ def _unit(stage: str) -> str:
     return "in fps" if stage.startswith(("decode", "read_frames")) else "out fps"
 
 
+def _cell(row: dict) -> str:
+    """A value, with the cores busy for it where measured (a rate's)."""
+    text = f"{row['value']:.{2 if row['unit'] == 's' else 1}f}"
+    return text if row["cores"] is None or row["unit"] == "s" else f"{text} ({row['cores']:.1f} cores)"
+
+
 def format_table(rows: Sequence[dict], clips: Sequence[Clip]) -> str:
     """The rows as a Markdown table: a row per stage, a column per clip, each clip's making said above it."""
     names = [clip.name for clip in clips]
-    values = {(row["clip"], row["stage"]): row["value"] for row in rows}
+    values = {(row["clip"], row["stage"]): row for row in rows}
     stages = list(dict.fromkeys(row["stage"] for row in rows))
     lines = [f"{clip.name}: {clip.made}, {clip.info.frames} frames, audio {'yes' if clip.info.has_audio else 'no'}"
              for clip in clips]
     lines += ["", "| stage | unit | " + " | ".join(names) + " |", "|---|---|" + "---|" * len(names)]
     for stage in stages:
-        digits = 2 if _unit(stage) == "s" else 1
-        cells = [f"{values[(n, stage)]:.{digits}f}" if (n, stage) in values else "-" for n in names]
+        cells = [_cell(values[(n, stage)]) if (n, stage) in values else "-" for n in names]
         lines.append(f"| {stage} | {_unit(stage)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

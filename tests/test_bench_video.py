@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from bench import bench_video
 from media.video import ffmpeg_exe
@@ -40,9 +41,14 @@ def table(tmp_path_factory: pytest.TempPathFactory) -> tuple:
     clip = natural_clip(folder / "pan.mp4")
     out = folder / "table.json"
     printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        code = bench_video.main(["--clips", "synthetic", str(clip), "--size", "128x72", "--frames", "4",
-                                 "--weights", str(FAST), "--device", "cpu", "--json", str(out)])
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # (tiny frames: torch's thread pool only waits, and far longer on a loaded machine)
+    try:
+        with contextlib.redirect_stdout(printed):
+            code = bench_video.main(["--clips", "synthetic", str(clip), "--size", "128x72", "--frames", "4",
+                                     "--weights", str(FAST), "--device", "cpu", "--json", str(out)])
+    finally:
+        torch.set_num_threads(threads)
     saved = json.loads(out.read_text())
     assert saved["notes"] == ["machine: " + f"{os.cpu_count()} CPU cores, cpu",
                               "network fast: fast.safetensors on cpu, autocast none, flow scale 1.0, CUDA graphs off"]
@@ -60,6 +66,8 @@ def test_the_table_has_every_stage_for_both_kinds_of_clip(table: tuple) -> None:
         for stage, row in found.items():
             assert row["value"] > 0, (clip, stage)
             assert row["size"] == "128x72" and row["frames_in"] == 4 and row["device"] == "cpu"
+            # every rate says how many CPU cores (this process's and ffmpeg's) its stage kept busy
+            assert (row["cores"] is not None and row["cores"] > 0) == row["unit"].endswith("fps"), (clip, stage)
     units = {row["stage"]: row["unit"] for row in rows}
     assert units["decode"] == "in fps" and units["pipeline fast veryfast"] == "out fps"
     assert units["network fast, eager pair ms"] == "ms" and units["pipeline set-up s"] == "s"
@@ -77,6 +85,7 @@ def test_the_table_prints_a_column_per_clip(table: tuple) -> None:
     body = [line for line in lines if line.startswith("| ") and not line.startswith("| stage")]
     assert [line.split(" | ")[0][2:] for line in body] == STAGES
     assert all(len(line.split(" | ")) == 4 for line in body)
+    assert body[0].startswith("| decode | in fps | ") and body[0].endswith(" cores) |")
     # one JSON line per measurement came first, as it was made (a run cut short keeps what it measured)
     assert [json.loads(line) for line in lines if line.startswith("{")] == rows
 
