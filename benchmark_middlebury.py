@@ -3,7 +3,7 @@
     python benchmark_middlebury.py --data ../shared/data/middlebury [--json out.json]
     python benchmark_middlebury.py --data ../shared/data/middlebury --peer rife-4.26   # a RIFE release
 
-Ours runs as run.py runs it with the same flags (precision auto, flow_scale auto with the default network), on whole
+Ours runs as run.py runs it with the same flags (precision auto, the flow scale the weights file states), on whole
 frames as the protocol scores them; the first line printed says how. Per sequence: PSNR and SSIM on the uint8 output,
 and the detail kept, the output's mean absolute Laplacian over the truth's (below 1 the output is softer).
 """

@@ -4,8 +4,8 @@ ones also as a camera films them: noise, an H.264 round trip, a shaking camera).
     python -m bench.patterns --weights weights/network.safetensors weights/fast.safetensors --peer rife-4.26
     python -m bench.patterns --weights weights/network.safetensors --hold-still both   # the still guard's effect
 
-Ours runs as run.py runs it with the same flags (an ``engine.Interpolator``: precision auto, flow_scale auto for the
-default network), whole frames; a header line per method says how. Per method: PSNR, far PSNR and detail over the
+Ours runs as run.py runs it with the same flags (an ``engine.Interpolator``: precision auto, the flow scale the
+weights file states), whole frames; a header line per method says how. Per method: PSNR, far PSNR and detail over the
 exact scenes (static and moving), and far PSNR on the camera-filmed static scenes by kind; with ``--hold-still both``
 also the still guard's effect on far PSNR (on minus off) on each.
 """

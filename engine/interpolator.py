@@ -21,6 +21,7 @@ Conventions
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import os
@@ -90,6 +91,22 @@ def _file_digest(path: str, size: int, mtime_ns: int) -> str:
     return digest.hexdigest()[:16]
 
 
+def with_weights_defaults(options: InterpolatorOptions) -> InterpolatorOptions:
+    """``options`` with each field left None (``flow_scale``) set to the weights file's own default
+    (``model.weights.inference_defaults``); every way in resolves its defaults here, through ``Interpolator``.
+    WeightsError naming the file where the default it states is no valid value."""
+    from model.weights import FALLBACK_DEFAULTS, WeightsError, inference_defaults
+
+    open_fields = [name for name in FALLBACK_DEFAULTS if getattr(options, name) is None]
+    if not open_fields:
+        return options
+    defaults = inference_defaults(options.weights)
+    try:
+        return dataclasses.replace(options, **{name: defaults[name] for name in open_fields})
+    except ValueError as exc:
+        raise WeightsError(f"{options.weights}: the inference defaults in its metadata do not fit: {exc}") from None
+
+
 @functools.lru_cache(maxsize=4)
 def load_network(weights: Path, device: torch.device) -> nn.Module:
     """The network for ``weights`` on ``device`` (cached: one load per file and device)."""
@@ -117,7 +134,9 @@ class Interpolator:
     """The network with its running policy; see the module docstring for the conventions.
 
     ``network`` (optional) runs an already-built network (tests, benchmarks, a model being trained) instead of
-    loading ``options.weights``; ``options.device`` is then ignored. ``lazy_frames``: the frames that
+    loading ``options.weights``; ``options.device`` is then ignored. ``options`` keeps what was given, with the
+    defaults the weights file states in place of None (``with_weights_defaults``; also where ``network`` is given:
+    the file names the weights, as in ``job_id``). ``lazy_frames``: the frames that
     ``start_integer_with_neighbours`` gives along quadratic paths are each made when its ``result()`` is first
     called, so that a caller can report or stop between them (the ComfyUI nodes); the frames are the same.
     """
@@ -127,10 +146,10 @@ class Interpolator:
         from model.ensemble import with_ensemble
         from model.runtime import compile_network
 
-        self.options = options
         self.lazy_frames = lazy_frames
         self.network = network if network is not None else load_network(Path(options.weights),
                                                                          resolve_device(options.device))
+        self.options = options = with_weights_defaults(options)  # (a missing file was said by the loader)
         self.device = next(self.network.parameters()).device
         self.autocast_dtype = autocast_dtype(options.precision, self.device, self.network)
         warn_without_fast_kernels(self.device)

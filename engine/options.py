@@ -84,7 +84,9 @@ class InterpolatorOptions:
     the published architecture); "fp32", "fp16", "bf16" choose one.
     ``flow_scale``: estimate flow at this fraction of the resolution; "auto": at full resolution, and for a pair
     whose motion is large (over 32 px) also at half, kept where warping the frames by it matches them better
-    (``model.network.AUTO``; CUDA graphs replay it too).
+    (``model.network.AUTO``; CUDA graphs replay it too); None (the default): the weights file's own default, from
+    its metadata (``model.weights.inference_defaults``: auto for the default network, 1 for the fast one), which
+    the ``Interpolator`` puts in its ``options``.
     ``tile``: "auto" processes whole frames when they fit in the device's free memory, else the largest tiles
     that do; 0 always whole frames; N > 0 frames larger than N x N in overlapping N-pixel tiles.
     ``tile_overlap``: pixels shared by neighbouring tiles, cross-faded; None: 128, or a quarter of a smaller tile
@@ -123,13 +125,15 @@ class InterpolatorOptions:
                (("--fp16",), dict(action="store_true", help="float16 autocast (CUDA)")),
                (("--bf16",), dict(action="store_true", help="bfloat16 autocast (the default for this project's "
                                   "networks on GPUs of compute capability 8.0 and up)"))])
-    flow_scale: Union[float, str] = _option(
-        1.0, "flow resolution", _valid_scale, "use auto or a value in (0, 1]",
+    flow_scale: Optional[Union[float, str]] = _option(
+        None, "flow resolution", lambda v: v is None or _valid_scale(v),
+        "use auto or a value in (0, 1] (None: the weights file's default)",
         flags=[(("--flow-scale", "--scale"), dict(
             type=flow_scale_value, default=None,
             help="estimate flow at this fraction of the resolution (e.g. 0.5 for 4K), or auto: full resolution, "
                  "and half for a pair whose motion exceeds 32 px where warping by that flow matches the frames "
-                 "better. Default: auto with the default network, 1 with other weights (docs/performance.md)"))])
+                 "better. Default: the weights file's own (its metadata: auto for the default network, 1 for the "
+                 "fast one and for files that state none)"))])
     tile: Union[int, str] = _option(
         "auto", "tiling", lambda v: v == "auto" or (_is_int(v) and v >= 0),
         "use auto, 0 (whole frames) or a tile size in pixels",
@@ -288,11 +292,9 @@ def options_from_args(args: argparse.Namespace, root: Path = ROOT) -> Interpolat
         raise ValueError(f"--device {args.device!r} is not a device: use auto, cpu, cuda or cuda:N")
     check_cuda_present(args.device)
     precision = next((name for name in ("fp32", "fp16", "bf16") if getattr(args, name)), "auto")
-    # the default network passed its held-out rules with auto for pairs and videos; the fast one lost 0.3 dB on
-    # one held-out clip (docs/performance.md)
-    default_scale = "auto" if args.weights is None and args.model == "network" else 1.0
+    # (no --flow-scale: None, the weights' own default, which the engine reads from the file)
     return InterpolatorOptions(weights=weights_for(args, root), device=args.device, precision=precision,
-                               flow_scale=args.flow_scale if args.flow_scale is not None else default_scale,
+                               flow_scale=args.flow_scale,
                                tile=args.tile, tile_overlap=args.tile_overlap, ensemble=args.ensemble,
                                alpha=args.alpha, compile=args.compile, cuda_graphs=not args.eager)
 

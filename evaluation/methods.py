@@ -11,7 +11,7 @@ A **method** is anything with the ``Method`` interface (a Protocol: no class is 
 - ``method.label`` names it in reports; ``method.settings`` says how it ran (printed in each tool's header).
 
 Ours runs at the user's defaults: the options ``run.py`` takes from the same flags (``engine_options``, through
-``engine.options.options_from_args``: precision auto, CUDA graphs on, ``flow_scale`` auto for the default network).
+``engine.options.options_from_args``: precision auto, CUDA graphs on, the flow scale the weights file states).
 A benchmark that needs another setting names it once, in its ``Benchmark.engine``, and ``header`` prints it.
 
 Conventions: float frames are H x W x 3 float32 RGB arrays in [0, 1]; the video path's frames are H x W x 3 uint8 or
@@ -94,18 +94,13 @@ def engine_options(args: argparse.Namespace, benchmark: Benchmark,
                    weights: Optional[Path] = None) -> "InterpolatorOptions":
     """The options ``run.py`` makes of the same flags (``engine.options.options_from_args``; flags the tool lacks at
     their defaults), with ``benchmark``'s settings on top. ``weights``: the file to score, for a tool that scores
-    several; a file of weights/ runs as ``--model NAME`` runs it (the default network: flow_scale auto)."""
+    several (``--weights``)."""
     parser = argparse.ArgumentParser(add_help=False)
     add_flags(parser)
     values = vars(parser.parse_args([]))
     values.update((key, value) for key, value in vars(args).items() if key in values)
     if weights is not None:
-        weights = Path(weights)
-        shipped = weights.suffix == ".safetensors" and weights.resolve().parent == (ROOT / "weights").resolve()
-        if shipped:
-            values.update(model=weights.stem, weights=None)
-        else:
-            values["weights"] = weights
+        values["weights"] = Path(weights)
     return replace(options_from_args(argparse.Namespace(**values), ROOT), **dict(benchmark.engine))
 
 

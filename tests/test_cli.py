@@ -623,25 +623,29 @@ def test_model_names_the_two_shipped_networks():
                                                     "--model", "nope"]))
 
 
-def test_flow_scale_defaults_to_auto_with_the_default_network():
-    """Pairs, videos and frame sequences with the default network take --flow-scale auto unless told (it passed its
-    held-out rules for two frames and along quadratic paths), other weights full scale; a number or auto given is
-    kept for all."""
+def test_flow_scale_defaults_to_the_weights_files_own():
+    """Pairs, videos and frame sequences without --flow-scale run at the flow scale the weights file states, as the
+    engine resolves it (``engine.interpolator.with_weights_defaults``): auto for the default network (it passed its
+    held-out rules for two frames and along quadratic paths), by --model or by path, 1 for the fast one; a number
+    or auto given is kept for all."""
     import run
+    from engine.interpolator import with_weights_defaults
 
     parser = run.build_parser()
     pair = ["--one", "a.png", "--two", "b.png", "--out", "m.png"]
     video = ["--video", "in.mp4", "--out", "out.mp4"]
     frames = ["--frames", "dir", "--out", "out-%04d.png"]
-    assert run.interpolator_options(parser.parse_args(pair)).flow_scale == "auto"
-    assert run.interpolator_options(parser.parse_args(video)).flow_scale == "auto"
-    assert run.interpolator_options(parser.parse_args(frames)).flow_scale == "auto"
-    assert run.interpolator_options(parser.parse_args(pair + ["--flow-scale", "0.5"])).flow_scale == 0.5
-    assert run.interpolator_options(parser.parse_args(video + ["--flow-scale", "1"])).flow_scale == 1.0
-    assert run.interpolator_options(parser.parse_args(video + ["--model", "fast"])).flow_scale == 1.0
-    assert run.interpolator_options(parser.parse_args(pair + ["--model", "fast"])).flow_scale == 1.0
-    fast = ["--weights", "weights/fast.safetensors", "--flow-scale", "auto"]
-    assert run.interpolator_options(parser.parse_args(pair + fast)).flow_scale == "auto"
+
+    def scale(argv):
+        return with_weights_defaults(run.interpolator_options(parser.parse_args(argv))).flow_scale
+
+    assert run.interpolator_options(parser.parse_args(pair)).flow_scale is None  # left to the weights
+    assert scale(pair) == scale(video) == scale(frames) == "auto"
+    assert scale(pair + ["--weights", "weights/network.safetensors"]) == "auto"  # by path as by name
+    assert scale(pair + ["--flow-scale", "0.5"]) == 0.5
+    assert scale(video + ["--flow-scale", "1"]) == 1.0
+    assert scale(video + ["--model", "fast"]) == scale(pair + ["--model", "fast"]) == 1.0
+    assert scale(pair + ["--weights", "weights/fast.safetensors", "--flow-scale", "auto"]) == "auto"
 
 
 def test_precision_flags():

@@ -82,7 +82,8 @@ def test_job_id_is_what_resumed_video_jobs_are_keyed_by(cpu_network, tmp_path):
     ids = []
     for content in (b"one", b"three", b"three"):
         weights.write_bytes(content)
-        ids.append(Interpolator(InterpolatorOptions(weights=str(weights)), network=cpu_network).job_id)
+        # (a flow scale given: these bytes are no weights file to read a default from)
+        ids.append(Interpolator(InterpolatorOptions(weights=str(weights), flow_scale=1.0), network=cpu_network).job_id)
     assert ids[0] != ids[1] == ids[2] and ids[1].endswith(f"weights={weights} weights_sha256={ids[1][-16:]}")
 
 

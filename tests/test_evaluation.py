@@ -15,6 +15,7 @@ import benchmark_middlebury
 import benchmark_xiph
 import evaluation.methods
 from bench import patterns as patterns_cli
+from engine.interpolator import with_weights_defaults
 from evaluation import holdout, middlebury, patterns, xiph
 from evaluation.methods import Benchmark, add_engine_flags, engine_options
 from media.y4m import write_y4m
@@ -114,8 +115,8 @@ def test_the_scoring_tools_score_the_method_the_common_call_builds(tmp_path, mon
     assert f"Middlebury (tile 0; uint8 output, t = 0.5): {ours}: device cpu, precision fp32" in printed
     assert "Xiph (tile 0" in printed and "patterns (tile 0" in printed
     # ours at the user's defaults (run.py's options of the same flags), whole frames as the protocols score them
-    assert [(o.precision, o.flow_scale, o.cuda_graphs, o.tile) for o in built] == [
-        ("auto", "auto", True, 0), ("auto", "auto", True, 0), ("auto", 1.0, True, 0)]
+    assert [(o.precision, o.flow_scale, o.cuda_graphs, o.tile) for o in built] == [("auto", None, True, 0)] * 3
+    assert [with_weights_defaults(o).flow_scale for o in built] == ["auto", "auto", 1.0]  # each file's own
 
 
 def test_ours_runs_at_the_users_defaults_and_a_protocol_names_its_own():
@@ -124,10 +125,12 @@ def test_ours_runs_at_the_users_defaults_and_a_protocol_names_its_own():
     protocol = Benchmark("probe", engine=(("tile", 0), ("precision", "fp32")), note="a published table's settings")
     options = engine_options(parser.parse_args([]), protocol)
     assert options.weights == ROOT / "weights" / "network.safetensors"
-    assert (options.flow_scale, options.cuda_graphs, options.tile, options.precision) == ("auto", True, 0, "fp32")
-    # a weights file of weights/ runs as --model NAME runs it; another flag as run.py takes it
+    assert (options.flow_scale, options.cuda_graphs, options.tile, options.precision) == (None, True, 0, "fp32")
+    assert with_weights_defaults(options).flow_scale == "auto"  # the file's own default, as run.py runs it
+    # a weights file runs at the flow scale it states; another flag as run.py takes it
     fast = engine_options(parser.parse_args(["--eager"]), Benchmark("plain"), ROOT / "weights" / "fast.safetensors")
-    assert (fast.flow_scale, fast.cuda_graphs, fast.precision, fast.tile) == (1.0, False, "auto", "auto")
+    assert (fast.flow_scale, fast.cuda_graphs, fast.precision, fast.tile) == (None, False, "auto", "auto")
+    assert with_weights_defaults(fast).flow_scale == 1.0
     assert engine_options(parser.parse_args(["--flow-scale", "0.5"]), Benchmark("plain")).flow_scale == 0.5
     assert protocol.header(Recorder()) == ("probe (tile 0, precision fp32; a published table's settings): "
                                            "recorder: device cpu, precision fp32")

@@ -76,6 +76,16 @@ def test_a_field_it_cannot_read_is_named(tmp_path, text, words):
         inference_defaults(path)
 
 
+def test_a_default_the_engine_refuses_is_named_with_the_file(tmp_path):
+    from engine import Interpolator, InterpolatorOptions
+
+    path = tmp_path / "w.safetensors"
+    net = Network(NetworkConfig(full_width=8))
+    save_weights(net, path, inference={"flow_scale": 1.5})
+    with pytest.raises(WeightsError, match=r"w.safetensors: the inference defaults .* flow_scale=1.5: use auto or"):
+        Interpolator(InterpolatorOptions(weights=path, device="cpu"), network=net)
+
+
 def test_new_weights_state_the_default_of_their_config(tmp_path):
     """The rule, stated once (``defaults_for``): auto for the default network's architecture, 1 for any other."""
     for name in ("network", "fast"):  # the shipped files state what the rule gives their configs
@@ -88,3 +98,58 @@ def test_new_weights_state_the_default_of_their_config(tmp_path):
     assert inference_defaults(path) == {"flow_scale": 1.0}
     save_weights(Network(NetworkConfig(full_width=8)), path, inference={"flow_scale": "auto"})
     assert inference_defaults(path) == {"flow_scale": "auto"}
+
+
+
+# -- every way in: the same frames ---------------------------------------------------------------------------------
+
+def _large_motion_pair(folder: Path) -> None:
+    """images/one.png and two.png in ``folder``: a 128 x 96 crop of the sample frame and the same crop 80 px to the
+    right, as 16-bit PNGs (every door then keeps 16-bit levels, which it would quantise differently to 8). Its
+    motion (80 px) is over auto's 32-px test, and auto's frame differs from scale 1's, so a door at another flow
+    scale than the weights' would give other frames."""
+    import cv2
+    import numpy as np
+
+    sample = cv2.imread(str(ROOT / "images" / "one.png"))[20:116]
+    (folder / "images").mkdir()
+    for name, left in (("one.png", 40), ("two.png", 120)):
+        cv2.imwrite(str(folder / "images" / name), sample[:, left:left + 128].astype(np.uint16) * 257)
+
+
+def test_the_readme_block_run_py_and_the_comfyui_node_make_the_same_frames(tmp_path, monkeypatch, capsys):
+    """The README's Python block (its float frames, and its ``interpolate_files``), ``run.py --one --two`` and the
+    ComfyUI nodes (the loader's default model, an IMAGE batch of the pair doubled) on the same pair and the same
+    weights (weights/network.safetensors, on the CPU) give the same 16-bit frame, byte for byte: each resolves the
+    flow scale from the file (auto), where the library's default was 1 and ComfyUI chose by path."""
+    import cv2
+    import numpy as np
+    import torch
+
+    import run
+    from engine import Interpolator, InterpolatorOptions
+    from integrations.comfyui.nodes import SoftsplatInterpolate, SoftsplatModelLoader
+    from media.images import read_image
+
+    _large_motion_pair(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    block: dict = {"__name__": "readme_block"}
+    exec((ROOT / "tests" / "data" / "readme_python.py").read_text(), block)  # as written, from the folder
+    readme_float = np.rint(np.clip(block["frames"][1], 0.0, 1.0) * 65535).astype(np.uint16)[:, :, ::-1]  # BGR
+    readme_file = cv2.imread("mid.png", cv2.IMREAD_UNCHANGED)
+    assert run.main(["--one", "images/one.png", "--two", "images/two.png", "--out", "cli.png", "--device",
+                     "cpu"]) == 0
+    cli = cv2.imread("cli.png", cv2.IMREAD_UNCHANGED)
+    model, = SoftsplatModelLoader().load("default", "cpu", "auto")
+    one, two = (read_image(Path("images") / name)[0] for name in ("one.png", "two.png"))
+    out, _, _ = SoftsplatInterpolate().interpolate(model, torch.from_numpy(np.stack([one, two])), 2, 24.0, 0.0,
+                                                   0.12, 0.0, False, "quadratic", None)
+    comfy = np.rint(out[1].numpy() * 65535).astype(np.uint16)[:, :, ::-1]
+    assert readme_file.dtype == np.uint16 and readme_file.shape == (96, 128, 3)
+    for name, frame in (("README float", readme_float), ("run.py", cli), ("ComfyUI", comfy)):
+        assert frame.tobytes() == readme_file.tobytes(), name
+    # and the flow scale decides this frame: at scale 1 (the library's old default) it is another
+    other, = Interpolator(InterpolatorOptions(device="cpu", flow_scale=1.0))(one, two, [0.5])
+    other = np.rint(np.clip(other, 0.0, 1.0) * 65535).astype(np.uint16)[:, :, ::-1]
+    assert np.mean(other != readme_file) > 0.05
+    capsys.readouterr()

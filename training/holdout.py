@@ -15,8 +15,8 @@ The **margin** is the network's PSNR minus the baseline's on the same triplet, a
 overall, for adjacent frames (k = 1) and for wider gaps (k >= 2), and per footage folder.
 
 Each method is scored by ``evaluation.holdout.triplet_scores`` (the common call of evaluation/methods.py): ours as
-run.py runs it with the same flags (an ``engine.Interpolator``: precision auto, CUDA graphs on, flow_scale auto for
-the default network; whole frames), on the pair alone, or with ``--motion quadratic`` along run.py --video's path
+run.py runs it with the same flags (an ``engine.Interpolator``: precision auto, CUDA graphs on, the flow scale the
+weights file states; whole frames), on the pair alone, or with ``--motion quadratic`` along run.py --video's path
 where a triplet kept its outer neighbours; the peers on the pair alone.
 
     python -m training.holdout --data FOOTAGE FOOTAGE2 --weights weights/network.safetensors [--device cuda]

@@ -125,14 +125,14 @@ def load_model(model_name: str = "default", device: str = "auto", precision: str
         weights = ROOT / "weights" / f"{MODELS[model_name]}.safetensors"
     else:
         raise ValueError(f"model_name {model_name!r}: use {' or '.join(MODELS)}, or a weights_path")
-    # flow at full and half resolution where that fits better: the default network's default (run.py's), 1 else
-    flow_scale = "auto" if weights == ROOT / "weights" / "network.safetensors" else 1.0
-    options = InterpolatorOptions(weights=weights, device=device, precision=precision, flow_scale=flow_scale)
-    network = Interpolator(options).network  # loaded now: a missing or unfit file is said by the loader node
+    # (the flow scale: the weights file's own default, as every way in runs it)
+    options = InterpolatorOptions(weights=weights, device=device, precision=precision)
+    loaded = Interpolator(options)  # loaded now: a missing or unfit file is said by the loader node
     terms = read_metadata(weights).get(LICENCE_KEY, "") if weights.suffix == ".safetensors" else ""
     if terms:
         print(f"softsplat-vfi: {weights.name}: {terms}", file=sys.stderr)
-    return SoftsplatModel(functools.partial(Interpolator, options, network, lazy_frames=True), weights, terms)
+    return SoftsplatModel(functools.partial(Interpolator, loaded.options, loaded.network, lazy_frames=True), weights,
+                          terms)
 
 
 def quantize(image: "torch.Tensor") -> "np.ndarray":
