@@ -101,6 +101,30 @@ def test_new_weights_state_the_default_of_their_config(tmp_path):
 
 
 
+def test_export_states_the_flow_scale_it_is_told_or_keeps_or_applies_the_rule(tmp_path, capsys):
+    """``python -m training.export``: ``--flow-scale`` states a default; without it a copy under the same config keeps
+    its source's (the same network), one with other flow passes gets the rule's (another network)."""
+    from training.export import main
+
+    source = tmp_path / "source.safetensors"
+    save_weights(Network(NetworkConfig(full_width=8)), source, inference={"flow_scale": "auto"})
+
+    def export(*args: str) -> dict:
+        out = tmp_path / "out.safetensors"
+        assert main([str(source), "--out", str(out), *args]) == 0
+        return inference_defaults(out)
+
+    assert export("--flow-iterations", "1") == {"flow_scale": "auto"}
+    assert export("--flow-iterations", "2") == {"flow_scale": 1.0}
+    assert export("--flow-iterations", "2", "--flow-scale", "auto") == {"flow_scale": "auto"}
+    assert export("--flow-iterations", "1", "--flow-scale", "0.5") == {"flow_scale": 0.5}
+    capsys.readouterr()
+    assert main([str(source), "--out", str(tmp_path / "bad.safetensors"), "--flow-iterations", "1",
+                 "--flow-scale", "1.5"]) == 2
+    assert "flow_scale=1.5: use auto or a value in (0, 1]" in capsys.readouterr().err
+    assert not (tmp_path / "bad.safetensors").exists()
+
+
 # -- every way in: the same frames ---------------------------------------------------------------------------------
 
 def _large_motion_pair(folder: Path) -> None:

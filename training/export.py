@@ -15,6 +15,11 @@ weights written (``val_*``: it validates the average where there is one) go into
 also be a weights file, which is then copied with that config and its metadata:
 
     python -m training.export weights/network.safetensors --flow-iterations 1 2 2 2 --out passes.safetensors
+
+The file states the settings it runs at unless told others (metadata key ``inference``, read by every way in):
+``--flow-scale auto|F`` states that flow scale; without it a copy under the same config keeps its source's, and any
+other export gets the rule of ``model.weights.defaults_for`` (auto for the default network's architecture, 1
+otherwise).
 """
 
 from __future__ import annotations
@@ -24,19 +29,30 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
+from engine.options import InterpolatorOptions, flow_scale_value
+from model.interface import FlowScale
 from model.network import Network, NetworkConfig
-from model.weights import config_from_metadata, load_weights, read_metadata, save_weights
+from model.weights import INFERENCE_KEY, config_from_metadata, load_weights, read_metadata, save_weights
 from training.state import AVERAGE, LOG, MODEL, NETWORK_CONFIG, RECIPE, progress_step
 
 _FIGURES = ("val_", "holdout_")  # metadata keys of figures that scored one network config
 
 
+def _inference(flow_scale: Optional[FlowScale]) -> Optional[Dict[str, Any]]:
+    """The inference defaults ``--flow-scale`` states (None: not given), checked as the engine checks them
+    (ValueError)."""
+    if flow_scale is None:
+        return None
+    return {"flow_scale": InterpolatorOptions(flow_scale=flow_scale).flow_scale}
+
+
 def export_state(state: Union[str, Path], out: Union[str, Path], raw: bool = False,
-                 flow_iterations: Optional[Sequence[int]] = None) -> str:
+                 flow_iterations: Optional[Sequence[int]] = None, flow_scale: Optional[FlowScale] = None) -> str:
     """Write the state's moving average (or, with ``raw`` or without an average, its network) to ``out``, with
-    ``flow_iterations`` (if given) in its config; returns which one was written ("moving average" or "network")."""
+    ``flow_iterations`` (if given) in its config and ``flow_scale`` (if given) as its default, else
+    ``model.weights.defaults_for`` its config; returns which one was written ("moving average" or "network")."""
     from safetensors.torch import load_file
 
     state = Path(state)
@@ -72,22 +88,27 @@ def export_state(state: Union[str, Path], out: Union[str, Path], raw: bool = Fal
     train_config = state / RECIPE
     if train_config.is_file():
         extra["train_config"] = json.dumps(json.loads(train_config.read_text()))
-    save_weights(net, out, extra=extra)
+    save_weights(net, out, extra=extra, inference=_inference(flow_scale))
     return which
 
 
-def export_weights(weights: Union[str, Path], out: Union[str, Path], flow_iterations: Sequence[int]) -> None:
+def export_weights(weights: Union[str, Path], out: Union[str, Path], flow_iterations: Sequence[int],
+                   flow_scale: Optional[FlowScale] = None) -> None:
     """Copy a weights file to ``out`` with ``flow_iterations`` in its network config (the same tensors; the
     metadata kept, ``exported_from`` naming the source). The source's validation figures (``val_*``,
-    ``holdout_*``) go only where the passes are unchanged: they scored the source's network, not this one."""
+    ``holdout_*``) and inference defaults go only where the passes are unchanged: they belong to the source's
+    network, not this one (which gets ``flow_scale`` if given, else ``model.weights.defaults_for`` its config)."""
     metadata = read_metadata(weights)
     source = config_from_metadata(metadata, weights)
     net = load_weights(weights, config=_with_passes(source, flow_iterations))
     same = net.config == source
     extra = {k: v for k, v in metadata.items()
-             if k not in ("config", "format") and (same or not k.startswith(_FIGURES))}
+             if k not in ("config", "format") and (same or not (k.startswith(_FIGURES) or k == INFERENCE_KEY))}
     extra["exported_from"] = f"{weights} (flow passes {', '.join(map(str, flow_iterations))})"
-    save_weights(net, out, extra=extra)
+    inference = _inference(flow_scale)
+    if inference is not None:
+        extra.pop(INFERENCE_KEY, None)
+    save_weights(net, out, extra=extra, inference=inference)
 
 
 def _with_passes(config: NetworkConfig, flow_iterations: Optional[Sequence[int]]) -> NetworkConfig:
@@ -117,16 +138,21 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--raw", action="store_true", help="the network's own parameters, not the moving average")
     p.add_argument("--flow-iterations", type=int, nargs="+", metavar="N",
                    help="passes of each level's flow decoder, coarsest level first (one N: every level)")
+    p.add_argument("--flow-scale", type=flow_scale_value, default=None, metavar="auto|F",
+                   help="the flow scale the file states as its default (run.py --flow-scale; default: the source's, "
+                        "for a copy under the same config, else auto for the default network's architecture and 1 "
+                        "for any other)")
     args = p.parse_args(argv)
     try:
         if args.state.is_file():
             if args.flow_iterations is None or args.raw:
                 raise ValueError(f"{args.state} is a weights file: it is copied only to change its flow passes "
                                  f"(pass --flow-iterations, without --raw)")
-            export_weights(args.state, args.out, args.flow_iterations)
+            export_weights(args.state, args.out, args.flow_iterations, args.flow_scale)
             which = "weights"
         else:
-            which = export_state(args.state, args.out, raw=args.raw, flow_iterations=args.flow_iterations)
+            which = export_state(args.state, args.out, raw=args.raw, flow_iterations=args.flow_iterations,
+                                 flow_scale=args.flow_scale)
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
