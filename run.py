@@ -67,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     from engine.about import CODE_LICENCE, WEIGHTS_TERMS
     from engine.options import add_flags
     from media.video import PRESETS
+    from pipeline.batch import add_batch_flags
     from pipeline.video import MOTIONS
 
     p = _Parser(description="Video frame interpolation with softmax splatting.", formatter_class=_Defaults,
@@ -131,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-space-check", action="store_true",
                    help="write until the disk is full instead of stopping when the output's first frames, measured, "
                         "say the rest will not fit (pairs: room for outputs the size of the inputs)")
+    add_batch_flags(p)
     return p
 
 
@@ -329,20 +331,36 @@ def _memory_wanted(exc: BaseException) -> Optional[str]:
     return None
 
 
+def run_batch(args: argparse.Namespace) -> int:
+    """--batch: each input a --video job into --out-dir (pipeline/batch.py), on this machine or with --ray on a
+    Ray cluster."""
+    from pipeline.batch import run_batch as run
+
+    return run(args, lambda out: video_options(argparse.Namespace(**{**vars(args), "out": out})),
+               interpolator_options(args))
+
+
 def main(argv: Optional[List[str]] = None) -> int:
+    from pipeline.batch import batch_mistake
+
     parser = build_parser()
     args = parser.parse_args(argv)
-    sequence = args.video is not None or args.frames is not None
-    if sequence and (args.out is None or (args.video is not None and args.frames is not None)):
+    if batch_mistake(args):
+        parser.error(batch_mistake(args))
+    sequence = args.video is not None or args.frames is not None or args.batch is not None
+    single = args.batch is None
+    if single and sequence and (args.out is None or (args.video is not None and args.frames is not None)):
         parser.error("use --video IN or --frames DIR, with --out")
     if not sequence and (args.one is None or args.two is None or args.out is None):
         parser.error("--one, --two and --out are required (or --video/--frames with --out)")
-    if args.fields and args.video is None:
+    if args.fields and args.video is None and single:
         parser.error("--fields reads interlaced video one frame per field: use it with --video")
     unused = _not_for_this_mode(parser, args, sequence)
     if unused:
         parser.error(unused)
     try:
+        if not single:
+            return run_batch(args)
         return run_sequence(args) if sequence else run_pair(args)
     except ValueError as exc:  # the user's mistakes: VideoError, ImageError, OutputError and WeightsError are ones
         print(f"error: {exc}", file=sys.stderr)

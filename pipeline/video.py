@@ -481,10 +481,16 @@ def prepare_work(job: VideoJob, rank: int = 0) -> None:
     _prepare_work_dir(job.work, job.key, rank)
 
 
+def finished_segments(job: VideoJob) -> List[Tuple[int, int]]:
+    """The job's finished segments as (start, stop): each holds output frames start to stop - 1 (what a resume
+    keeps)."""
+    return [(start, stop) for start, stop, _ in _finished_segments(job.work, job.suffix)]
+
+
 def finished_frames(job: VideoJob, frames: range) -> int:
-    """How many of the output frames ``frames`` the job's finished segments hold (what a resume keeps)."""
+    """How many of the output frames ``frames`` the job's finished segments hold."""
     done = bytearray(job.plan.count)
-    for start, stop, _ in _finished_segments(job.work, job.suffix):
+    for start, stop in finished_segments(job):
         done[start:min(stop, job.plan.count)] = b"\x01" * (min(stop, job.plan.count) - start)
     return sum(done[k] for k in frames)
 
@@ -628,9 +634,10 @@ def _rank_and_world() -> Tuple[int, int]:
 # user's, left alone)
 _MADE_BY = "run.py: the segments of a video job, for a resume (safe to delete)"
 # the files a job makes in its work folder: its marker, segments (finished: seg_START-STOP, being written: .part),
-# the joined output before its rename with the segment list and cover pictures beside it, and torchrun's markers
-_OUR_FILES = re.compile(r"job\.lock|job\.json|job\.json\.tmp|\.job\.json\.\w+\.tmp|seg_\d+(-\d+)?(\.part)?\.\w+|"
-                        r"joined\.\w+(\.concat\.txt|\.cover\d+\.\w+)?|rank_\d+\.done")
+# the joined output before its rename with the segment list and cover pictures beside it, torchrun's markers and the
+# lock a batch's segment tasks hold (pipeline/batch.py)
+_OUR_FILES = re.compile(r"job\.lock|tasks\.lock|job\.json|job\.json\.tmp|\.job\.json\.\w+\.tmp|"
+                        r"seg_\d+(-\d+)?(\.part)?\.\w+|joined\.\w+(\.concat\.txt|\.cover\d+\.\w+)?|rank_\d+\.done")
 
 
 def _ours(work: Path) -> Optional[dict]:
