@@ -223,7 +223,6 @@ class _Local:
 
         self.interpolator = Interpolator(engine_options)
         self.weights_id = self.interpolator.job_id
-        self.device = str(self.interpolator.device.type)
 
 
 def _run_here(jobs: List[Job], runner: _Local, bar: Progress) -> None:
@@ -250,8 +249,8 @@ def _run_here(jobs: List[Job], runner: _Local, bar: Progress) -> None:
         except Interrupted as exc:
             job.result, job.message = "interrupted", str(exc)
             raise
-        except ValueError as exc:
-            job.result, job.message = "failed", _one_line(exc)
+        except Exception as exc:  # the job's own mistake (ValueError: VideoError, OutputError) or any failure in it
+            job.result, job.message = "failed", failure_line(exc)
         finally:
             if lock is not None:
                 lock.release()
@@ -544,11 +543,12 @@ def _run_on_ray(jobs: List[Job], cluster: _Cluster, per_task: Optional[int], bar
 
 
 def failure_line(exc: BaseException) -> str:
-    """A failed task's one line: its own error's message (Ray wraps it in a RayTaskError), or Ray's."""
+    """A failed job's one line: its error's message (a task's own, which Ray wraps in a RayTaskError, or Ray's),
+    named by its type where it is not one of the user's mistakes (ValueError)."""
     cause = getattr(exc, "cause", None)
     if isinstance(cause, BaseException):
-        return _one_line(cause)
-    return _one_line(exc)
+        exc = cause
+    return _one_line(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {_one_line(exc)}"
 
 
 # -- the command ----------------------------------------------------------------------------------------------------
@@ -561,6 +561,7 @@ def run_batch(args: argparse.Namespace, options_for: Callable[[Path], VideoOptio
     if not out_dir.is_dir():
         raise OutputError(f"--out-dir {out_dir}: no such folder (create it first)")
     inputs = batch_inputs(args.batch)
+    options_for(output_for(inputs[0], out_dir))  # the options' mistakes, once and before the network loads
     cluster = runner = None
     if args.ray is not None:
         cluster = _Cluster(_connect(args.ray), engine_options, args)
