@@ -12,6 +12,7 @@ work=${1:?the work folder}
 minutes=${2:?minutes per chunk}
 shift 2
 here=$(dirname "${BASH_SOURCE[0]}")
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"  # NVLink multicast off in every process started here
 mkdir -p "$work"
 bash "$here/campaign.sh" "$work/chunk1" "$minutes" "$@"
 k=1

@@ -9,6 +9,7 @@ set -euo pipefail
 name=${1:?a name for the job}
 shift
 jobs=~/vfi/jobs
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"  # NVLink multicast off in every process started here
 mkdir -p "$jobs"
 rm -f "$jobs/$name.rc"
 setsid nohup bash -c '"$@"; echo $? > "'"$jobs/$name.rc"'"' _ "$@" > "$jobs/$name.log" 2>&1 < /dev/null &
