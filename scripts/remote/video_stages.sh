@@ -5,10 +5,21 @@
 #
 #   bash scripts/remote/video_stages.sh OUTPUT [NATURAL_CLIP] [FRAMES]
 #
-# NATURAL_CLIP defaults to the first of .data/bench/openpose__video.mp4 (carry .data/bench), ~/vfi/data/footage/ and
-# .data/footage/ that exists: the footage's largest natural clip, 1280x720 at 25/s, 205 frames, which the bench loops
-# to FRAMES and scales to 1080p (no 1080p natural footage is staged). FRAMES: input frames per clip (default 360: the
-# whole call in about 6 minutes; 480 is the issue's clip length). OUTPUT gets stages.json, stages.log and issue.log.
+# NATURAL_CLIP defaults to the first of .data/bench/grounded-sam2__car.mp4 (carry .data/bench), ~/vfi/data/footage/ and
+# .data/footage/ that exists: the footage clip of a highway seen from above, 960x540 at 25/s (halved from 1080p), 168
+# frames, which the bench loops to FRAMES and scales to 1080p with lanczos, as the 1080p clip of the earlier pipeline
+# tables in docs/performance.md was made (no 1080p natural footage is staged). FRAMES: input frames per clip (default
+# 360: the whole call in about 6 minutes; 480 is the issue's clip length). OUTPUT gets stages.json, stages.log and
+# issue.log.
+#
+# The GPU machine has no ffmpeg, and the bundled one packed (46 MiB of xz) does not fit one call beside the tree, so
+# it travels in two halves over two calls of one lease, the second within the 30 s the machine stays warm. Made on
+# the CPU machine (2.5 min) from the program requirements.txt's imageio-ffmpeg bundles, so both machines run one
+# ffmpeg and one x264:
+#     xz -T2 -9 -c "$(python -c 'import imageio_ffmpeg; print(imageio_ffmpeg.get_ffmpeg_exe())')" >/tmp/ffmpeg.xz
+#     split -n 2 -d -a 1 /tmp/ffmpeg.xz /tmp/ffmpeg.xz.part  # then .part0 into .data/ffparts/0/, .part1 into 1/
+# Call 1 (carry .data/ffparts/0):  mkdir -p ~/ffparts && cp .data/ffparts/0/* ~/ffparts/
+# Call 2 (carry .data/ffparts/1 .data/bench):  bash scripts/remote/video_stages.sh $OUT
 set -euo pipefail
 out=${1:?the output folder}
 natural=${2:-}
@@ -16,25 +27,34 @@ frames=${3:-360}
 export PYTHONUNBUFFERED=1
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 if [ -z "$natural" ]; then
-    for clip in .data/bench/openpose__video.mp4 ~/vfi/data/footage/openpose__video.mp4 .data/footage/openpose__video.mp4
-    do
+    for clip in .data/bench/grounded-sam2__car.mp4 ~/vfi/data/footage/grounded-sam2__car.mp4 \
+        .data/footage/grounded-sam2__car.mp4; do
         if [ -f "$clip" ]; then natural=$clip; break; fi
     done
 fi
 if [ -z "$natural" ] || [ ! -f "$natural" ]; then
-    echo "error: no natural clip found: pass one (or carry .data/bench/openpose__video.mp4)" >&2
+    echo "error: no natural clip found: pass one (or carry .data/bench/grounded-sam2__car.mp4)" >&2
     exit 2
 fi
 mkdir -p "$out"
+if ! command -v ffmpeg >/dev/null; then  # the halves: ~/ffparts from the first call, .data/ffparts/1 from this one
+    mkdir -p /tmp/ffbin
+    cat ~/ffparts/ffmpeg.xz.part0 .data/ffparts/1/ffmpeg.xz.part1 >/tmp/ffmpeg.xz
+    python3 -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], 'wb'))" \
+        /tmp/ffmpeg.xz /tmp/ffbin/ffmpeg
+    chmod +x /tmp/ffbin/ffmpeg
+    export PATH=/tmp/ffbin:$PATH
+fi
+ffmpeg -hide_banner -version | sed -n 1p
+nproc
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 start=$(date +%s)
 python3 -m bench.bench_video --clips synthetic "$natural" --size 1920x1080 --frames "$frames" \
     --json "$out/stages.json" 2>&1 | tee "$out/stages.log"
 echo "stage table: $(( $(date +%s) - start )) s"
 # the issue's clip and rows: the fast network at veryfast, float32 (the bench's default without --bf16) and bf16
-ffmpeg=$(python3 -c "import imageio_ffmpeg; print(imageio_ffmpeg.get_ffmpeg_exe())")
 clip=$(mktemp -d)/clip.mp4
-"$ffmpeg" -hide_banner -loglevel error -f lavfi -i testsrc2=size=1920x1080:rate=24 -f lavfi -i sine=f=440:r=48000 \
+ffmpeg -hide_banner -loglevel error -f lavfi -i testsrc2=size=1920x1080:rate=24 -f lavfi -i sine=f=440:r=48000 \
     -t 20 -c:v libx264 -preset fast -crf 18 -pix_fmt yuv420p -c:a aac -shortest "$clip"
 for precision in "" --bf16; do
     python3 -m bench.bench_video --video "$clip" --weights weights/fast.safetensors --preset veryfast $precision \
