@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import numpy as np
     import torch
 
+    from engine import Interpolator
     from engine.options import InterpolatorOptions
     from pipeline.video import VideoOptions
 
@@ -331,13 +332,25 @@ def _memory_wanted(exc: BaseException) -> Optional[str]:
     return None
 
 
+def make_interpolator(options: "InterpolatorOptions") -> "Interpolator":
+    """The engine for ``options``: a batch's tasks make theirs with it on their worker (functools.partial of it is
+    what Ray sends them)."""
+    from engine import Interpolator
+
+    return Interpolator(options)
+
+
 def run_batch(args: argparse.Namespace) -> int:
     """--batch: each input a --video job into --out-dir (pipeline/batch.py), on this machine or with --ray on a
     Ray cluster."""
+    from functools import partial
+
+    from engine.options import loading_line
     from pipeline.batch import run_batch as run
 
+    engine_options = interpolator_options(args)
     return run(args, lambda out: video_options(argparse.Namespace(**{**vars(args), "out": out})),
-               interpolator_options(args))
+               partial(make_interpolator, engine_options), loading_line(engine_options))
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -26,25 +26,27 @@ import math
 import os
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from media.files import OutputError, made_here
+from media.files import OutputError
 from media.progress import Progress
 from media.video import VideoError
 
 from .jobs import Interrupted
-from .video import (_OUTPUT_MADE_BY, VideoJob, VideoOptions, encode_segments, finish_video_job, finished_frames,
-                    finished_segments, lock_output, plan_video_job, prepare_work, segment_frames)
+from .video import (Interpolator, VideoJob, VideoOptions, device_type, encode_segments, finish_video_job,
+                    finished_frames, finished_segments, lock_output, made_by_a_video_job, plan_video_job,
+                    prepare_work, segment_frames)
 
 try:
     import fcntl
 except ImportError:  # Windows: no flock; a batch's tasks there are not fenced (pipeline.jobs' locks are not either)
     fcntl = None  # type: ignore[assignment]
 
-if TYPE_CHECKING:
-    from engine.options import InterpolatorOptions
+# what makes the interpolator, in this process or on a worker (run.py's make_interpolator with the engine's options:
+# picklable, so that Ray sends it to the workers); ``job_id``, where the interpolator has one, names the job keys
+MakeInterpolator = Callable[[], Interpolator]
 
 # inputs a folder given to --batch holds, and the containers an output keeps (another input's output is .mkv)
 VIDEO_SUFFIXES = (".mp4", ".mkv", ".mov", ".webm", ".avi", ".m4v", ".mts", ".m2ts", ".ts", ".mpg", ".mpeg", ".wmv",
@@ -103,6 +105,8 @@ def batch_mistake(args: argparse.Namespace) -> str:
         return f"--segments-per-task {args.segments_per_task}: use 1 or more"
     if not (args.task_gpus > 0 and args.task_cpus > 0):
         return "--task-gpus and --task-cpus must be more than 0"
+    if args.ray is not None and str(args.device).startswith("cuda:"):
+        return f"--device {args.device} with --ray: Ray gives each task its GPU -- use --device auto or cuda"
     return ""
 
 
@@ -157,7 +161,7 @@ class Job:
 def _finished_before(job: VideoJob) -> bool:
     """Whether ``job.out`` is the finished output of this very job (made by it, unchanged since: a rerun keeps
     it)."""
-    if not made_here(job.out, _OUTPUT_MADE_BY) or job.work.exists():
+    if not made_by_a_video_job(job.out) or job.work.exists():
         return False
     try:
         return json.loads(os.getxattr(job.out, _KEY_ATTR)) == {"key": job.key}
@@ -218,11 +222,9 @@ def split_frames(count: int, most_frames: int, per_task: int) -> List[range]:
 class _Local:
     """Jobs one after another in this process, with one interpolator for all of them."""
 
-    def __init__(self, engine_options: "InterpolatorOptions") -> None:
-        from engine import Interpolator
-
-        self.interpolator = Interpolator(engine_options)
-        self.weights_id = self.interpolator.job_id
+    def __init__(self, make_interpolator: MakeInterpolator) -> None:
+        self.interpolator = make_interpolator()
+        self.weights_id = str(getattr(self.interpolator, "job_id", ""))
 
 
 def _run_here(jobs: List[Job], runner: _Local, bar: Progress) -> None:
@@ -294,32 +296,22 @@ class _Tally:
         return dict(self.done)
 
 
-def _task_options(engine_options: "InterpolatorOptions") -> "InterpolatorOptions":
-    """The engine's options inside a task: Ray gives it its GPU (CUDA_VISIBLE_DEVICES), so cuda:N is cuda."""
-    if engine_options.device.startswith("cuda"):
-        return replace(engine_options, device="cuda")
-    return engine_options
-
-
-def _identity_task(engine_options: "InterpolatorOptions") -> Tuple[str, str]:
+def _identity_task(make_interpolator: MakeInterpolator) -> Tuple[str, str]:
     """On a worker: the interpolator's job id (what the job keys hold) and its device type."""
-    from engine import Interpolator
-
-    interpolator = Interpolator(_task_options(engine_options))
-    return interpolator.job_id, str(interpolator.device.type)
+    interpolator = make_interpolator()
+    return str(getattr(interpolator, "job_id", "")), device_type(interpolator)
 
 
-def _segment_task(job: VideoJob, engine_options: "InterpolatorOptions", weights_id: str, frames: range,
+def _segment_task(job: VideoJob, make_interpolator: MakeInterpolator, weights_id: str, frames: range,
                   most_frames: int, tally: Any, task: Tuple[int, int]) -> dict:
     """On a worker: the output frames ``frames`` of ``job`` into its work folder (those not in a finished segment
     already), in segments of ``most_frames``."""
-    from engine import Interpolator
-
-    interpolator = Interpolator(_task_options(engine_options))
-    if interpolator.job_id != weights_id:
-        raise VideoError(f"this worker's interpolator differs from the batch's first ({interpolator.job_id} against "
-                         f"{weights_id}): a cluster of mixed devices would mix two settings in one output -- run the "
-                         f"batch on workers of one kind")
+    interpolator = make_interpolator()
+    here = str(getattr(interpolator, "job_id", ""))
+    if here != weights_id:
+        raise VideoError(f"this worker's interpolator differs from the batch's first ({here} against {weights_id}): "
+                         f"a cluster of mixed devices would mix two settings in one output -- run the batch on "
+                         f"workers of one kind")
     last = [0.0]
 
     def report(done: int) -> None:
@@ -389,13 +381,13 @@ def _connect(address: str) -> Any:
 class _Cluster:
     """The Ray side of a batch: what each task asks for, the interpolator's identity, how many tasks run at once."""
 
-    def __init__(self, ray: Any, engine_options: "InterpolatorOptions", args: argparse.Namespace) -> None:
+    def __init__(self, ray: Any, make_interpolator: MakeInterpolator, args: argparse.Namespace) -> None:
         self.ray = ray
         resources = ray.cluster_resources()
         gpus = resources.get("GPU", 0)
-        use_gpus = gpus > 0 and engine_options.device != "cpu"
-        if engine_options.device.startswith("cuda") and not gpus:
-            raise ValueError(f"--device {engine_options.device}: the Ray cluster has no GPU")
+        use_gpus = gpus > 0 and args.device != "cpu"
+        if str(args.device).startswith("cuda") and not gpus:
+            raise ValueError(f"--device {args.device}: the Ray cluster has no GPU")
         if use_gpus:
             self.resources = {"num_gpus": args.task_gpus, "num_cpus": 1}
             self.slots = max(1, int(gpus // args.task_gpus))
@@ -404,9 +396,9 @@ class _Cluster:
             self.slots = max(1, int(resources.get("CPU", 1) // args.task_cpus))
         self.where = (f"{self.slots} tasks at once on {gpus:g} GPUs" if use_gpus
                       else f"{self.slots} tasks at once on {resources.get('CPU', 0):g} CPUs")
-        self.engine_options = engine_options
+        self.make_interpolator = make_interpolator
         identity = ray.remote(_identity_task).options(**self.resources)
-        self.weights_id, self.device = ray.get(identity.remote(engine_options))
+        self.weights_id, self.device = ray.get(identity.remote(make_interpolator))
         self.segment = ray.remote(_segment_task).options(**self.resources, max_retries=3, retry_exceptions=False)
         self.tally = ray.remote(_Tally).options(num_cpus=0).remote()
 
@@ -460,7 +452,7 @@ def _run_on_ray(jobs: List[Job], cluster: _Cluster, per_task: Optional[int], bar
         state = opened[job.number] = _Open(lock, time.monotonic(), resumed)
         for index, frames in enumerate(job.tasks):
             if job.before[index] < len(frames):  # (a task whose segments are all finished is not run again)
-                ref = cluster.segment.remote(video, cluster.engine_options, cluster.weights_id, frames, most,
+                ref = cluster.segment.remote(video, cluster.make_interpolator, cluster.weights_id, frames, most,
                                              cluster.tally, (job.number, index))
                 running[ref] = (job, index)
                 state.left += 1
@@ -554,9 +546,11 @@ def failure_line(exc: BaseException) -> str:
 # -- the command ----------------------------------------------------------------------------------------------------
 
 def run_batch(args: argparse.Namespace, options_for: Callable[[Path], VideoOptions],
-              engine_options: "InterpolatorOptions") -> int:
+              make_interpolator: MakeInterpolator, loading: str = "") -> int:
     """``run.py --batch``: every input's job, then a table of the jobs and what became of them; 0 where every job
-    is done or kept, 1 where any failed (each said in one line as it ended), 130 after an interrupt."""
+    is done or kept, 1 where any failed (each said in one line as it ended), 130 after an interrupt. ``args``: the
+    batch's flags (``add_batch_flags``) and --device; ``options_for``: the video options of an output;
+    ``loading``: said before the interpolator loads here (without --ray)."""
     out_dir = Path(args.out_dir)
     if not out_dir.is_dir():
         raise OutputError(f"--out-dir {out_dir}: no such folder (create it first)")
@@ -564,14 +558,13 @@ def run_batch(args: argparse.Namespace, options_for: Callable[[Path], VideoOptio
     options_for(output_for(inputs[0], out_dir))  # the options' mistakes, once and before the network loads
     cluster = runner = None
     if args.ray is not None:
-        cluster = _Cluster(_connect(args.ray), engine_options, args)
+        cluster = _Cluster(_connect(args.ray), make_interpolator, args)
         weights_id = cluster.weights_id
         print(f"Ray: {cluster.where}", file=sys.stderr, flush=True)
     else:
-        from engine.options import loading_line
-
-        print(loading_line(engine_options), file=sys.stderr, flush=True)
-        runner = _Local(engine_options)
+        if loading:
+            print(loading, file=sys.stderr, flush=True)
+        runner = _Local(make_interpolator)
         weights_id = runner.weights_id
     jobs = plan_jobs(inputs, out_dir, options_for, weights_id)
     for job in jobs:

@@ -44,7 +44,7 @@ from typing import (Callable, Deque, Iterable, Iterator, List, NamedTuple, Optio
 import numpy as np
 
 from media.files import (OutputError, atomic_write, check_folder, check_not_input, check_replaceable, human_size,
-                         mark_made, os_error, same_file)
+                         made_here, mark_made, os_error, same_file)
 from media.images import as_dtype, mix_alpha_linearly
 from media.progress import Progress
 from media.video import (FrameWriter, VideoError, VideoInfo, at_field_rate, audio_args, check_audio_fits,
@@ -436,6 +436,11 @@ def _audio_plan(info: VideoInfo, plan: Plan, options: VideoOptions) -> Tuple[boo
 
 # what marks a finished video output as this program's (media.files.mark_made): a rerun may replace it
 _OUTPUT_MADE_BY = "run.py --video"
+
+
+def made_by_a_video_job(path: Path) -> bool:
+    """Whether ``path`` is a finished output of a video job of this program, unchanged since (``mark_made``)."""
+    return made_here(Path(path), _OUTPUT_MADE_BY)
 
 
 @dataclass(frozen=True)
