@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Union
 
 import numpy as np
 
+from media.errors import FieldError, Said
 from media.files import check_not_input, check_replaceable, mark_made
 from media.progress import Spinner
 
@@ -66,10 +67,11 @@ def check_memory(path: Path, width: int, height: int, outputs: int, alpha: bool 
     decoded inputs)."""
     need, free = pair_memory(width, height, outputs, alpha), memory_available()
     if free is not None and need > free + held:
-        raise ValueError(f"{path} is {width}x{height}: interpolating a pair that size takes at least "
-                         f"{need / 2**30:.1f} GiB of memory, {(free + held) / 2**30:.1f} GiB is free (whole frames "
-                         f"are held; --tile bounds only the network's share) -- scale the frames down first (e.g. "
-                         f"ffmpeg -i {path} -vf scale=iw/2:-1 half{Path(path).suffix}), or free some memory")
+        raise FieldError(Said("{path} is {width}x{height}: interpolating a pair that size takes at least {need:.1f} "
+                              "GiB of memory, {free:.1f} GiB is free (whole frames are held; {tile} bounds only the "
+                              "network's share) -- scale the frames down first (e.g. ffmpeg -i {path} -vf "
+                              "scale=iw/2:-1 half{suffix}), or free some memory", path=path, width=width,
+                              height=height, need=need / 2**30, free=(free + held) / 2**30, suffix=Path(path).suffix))
 
 
 # what marks an image this function wrote (media.files.mark_made): a rerun may replace it, a user's file it keeps

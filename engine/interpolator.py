@@ -24,8 +24,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import logging
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -37,6 +37,7 @@ from softsplat import warn_without_fast_kernels
 
 # the options and checks that need no torch live in engine/options.py
 from engine.options import InterpolatorOptions, check_times, frames_key
+from media.errors import FieldError, Said
 
 if TYPE_CHECKING:
     from model.inference import RunSettings, StartedFrame
@@ -44,6 +45,9 @@ if TYPE_CHECKING:
     from model.runtime import GraphedPairs
 
 Image = Union[np.ndarray, torch.Tensor]
+# the engine's notes (what it decided for the caller): INFO records, whose Said messages name fields; a command
+# line shows them on stderr (engine.options.show_notes)
+log = logging.getLogger(__name__)
 
 
 def resolve_device(name: str) -> torch.device:
@@ -154,9 +158,12 @@ class Interpolator:
         self.autocast_dtype = autocast_dtype(options.precision, self.device, self.network)
         warn_without_fast_kernels(self.device)
         if options.compile:
-            self.network = compile_network(self.network)
-            print("note: --compile: the network compiles on the first pair of each frame size (about a minute at "
-                  "1080p; seconds when torch's compile cache already holds it), then runs faster", file=sys.stderr)
+            try:
+                self.network = compile_network(self.network)
+            except ValueError as exc:  # (model.runtime.check_compilable: what compiling needs, and the fix)
+                raise FieldError(Said("{compile:=True}: {why}", why=exc)) from None
+            log.info(Said("{compile}: the network compiles on the first pair of each frame size (about a minute at "
+                          "1080p; seconds when torch's compile cache already holds it), then runs faster"))
         # what runs each pair (model.interface.InterpolationNetwork): its flags say what it can do
         self._runner: "InterpolationNetwork" = with_ensemble(self.network, options.ensemble)
         # (frame size, flow states cached beside) -> tile size, decided once per size
@@ -182,8 +189,8 @@ class Interpolator:
 
     def tile_for(self, height: int, width: int, cached_pairs: int = 0) -> int:
         """The tile size for frames of this size (0: whole frames); for "auto" what fits in free memory, said once
-        per size on stderr when tiles are needed. ``cached_pairs``: whole frames also hold that many pairs' flow
-        states (quadratic motion's ``PairStates``; decided, not said)."""
+        per size (a note: ``logging``, INFO) when tiles are needed. ``cached_pairs``: whole frames also hold that
+        many pairs' flow states (quadratic motion's ``PairStates``; decided, not said)."""
         from model.inference import available_memory, fit_tile, memory_factor, needed_memory, state_memory
 
         if not self._runner.tiles:
@@ -196,10 +203,10 @@ class Interpolator:
             extra = cached_pairs * state_memory(height, width, self.network)
             tile = fit_tile(height, width, self.device, factor=factor, whole_extra=extra)
             if tile and not cached_pairs:
-                print(f"note: {width}x{height} frames need about "
-                      f"{needed_memory(height, width, self.device, factor) / 2**30:.1f} GiB on {self.device}, "
-                      f"{available_memory(self.device) / 2**30:.1f} GiB is free: processing in {tile}-pixel tiles "
-                      f"(--tile 0 forces whole frames)", file=sys.stderr)
+                log.info(Said("{width}x{height} frames need about {need:.1f} GiB on {device}, {free:.1f} GiB is free: "
+                              "processing in {size}-pixel tiles ({tile:=0} forces whole frames)", width=width,
+                              height=height, need=needed_memory(height, width, self.device, factor) / 2**30,
+                              device=self.device, free=available_memory(self.device) / 2**30, size=tile))
             self._tiles[key] = tile
         return self._tiles[key]
 
@@ -262,8 +269,8 @@ class Interpolator:
         frame ``after`` two (each with its distance in time from its end of the pair, in units of the pair's
         interval; None: constant velocity on that side). Calls for consecutive pairs of a stream share their flows,
         so a video costs about what it costs with linear motion (an ensemble: its passes' worth). RGB frames on
-        whole frames; frames with alpha, tiles and the published network move at constant velocity (said once on
-        stderr)."""
+        whole frames; frames with alpha, tiles and the published network move at constant velocity (said once, as
+        a note: ``logging``, INFO)."""
         return [frame.result() for frame in self.start_integer_with_neighbours(one, two, times, before, after)]
 
     def start_integer_with_neighbours(self, one: np.ndarray, two: np.ndarray, times: Sequence[float],
@@ -290,8 +297,8 @@ class Interpolator:
                           "the published network" if not self._runner.quadratic_paths else
                           "tiles" if self.tile_for(height, width) else
                           f"whole frames fit in free memory, but not beside the flows of {cached} pairs it keeps")
-                print(f"note: quadratic motion runs RGB frames, whole, on this project's networks; here "
-                      f"({reason}) frames move at constant velocity", file=sys.stderr)
+                log.info("quadratic motion runs RGB frames, whole, on this project's networks; here (%s) frames "
+                         "move at constant velocity", reason)
             return [Ready(frame) for frame in self.interpolate_integer(one, two, times)]
         if self._states is None:
             self._states = PairStates(3 * passes)

@@ -1,16 +1,25 @@
 """The engine's settings and the checks that need no network: importing this module does not import torch, so a
-command that stops at a mistake in its options, times or files says so at once (run.py's pair mode)."""
+command that stops at a mistake in its options, times or files says so at once (run.py's pair mode).
+
+It is also where the command line meets the library's words: the library names options by their field names
+(``flow_scale``), in errors (``media.errors.FieldError``) and in notes (``logging``, under the ``engine``, ``model``
+and ``media`` loggers); ``FLAGS`` says each field as run.py's flag, ``cli_message`` an error with them and
+``show_notes`` puts the notes on stderr, as "note: ..." lines.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import re
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+from media.errors import FieldError, Said
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_WEIGHTS = ROOT / "weights" / "network.safetensors"
@@ -174,7 +183,8 @@ class InterpolatorOptions:
         for f in fields(self):
             value = getattr(self, f.name)
             if not f.metadata["check"](value):
-                raise ValueError(f"InterpolatorOptions {f.name}={value!r}: {f.metadata['rule']}")
+                raise FieldError(Said("InterpolatorOptions {" + f.name + ":={value}}: {rule}", value=repr(value),
+                                      rule=f.metadata["rule"]))
 
     def overlap_for(self, tile: int) -> int:
         """The overlap of tiles of ``tile`` pixels: ``tile_overlap``, or by default 128 px (a quarter of tiles under
@@ -186,7 +196,9 @@ class InterpolatorOptions:
 
 def add_flags(parser: argparse.ArgumentParser, only: Sequence[str] = ()) -> None:
     """The command-line flags of every option (or of the options named in ``only``, for a tool that sets the rest
-    itself), from its declaration; ``options_from_args`` reads them all back."""
+    itself), from its declaration; ``options_from_args`` reads them all back. A command that takes them is a
+    command line: the library's notes are shown on its stderr from here on (``show_notes``)."""
+    show_notes()
     for f in fields(InterpolatorOptions):
         if only and f.name not in only:
             continue
@@ -327,11 +339,64 @@ def check_times(times: Sequence[float]) -> List[float]:
     """``times`` as floats, each strictly between 0 and 1, at most ``MAX_TIMES`` of them (ValueError otherwise)."""
     times = [float(t) for t in times]
     if not times:
-        raise ValueError("times: give at least one time")
+        raise FieldError(Said("{times}: give at least one time"))
     if len(times) > MAX_TIMES:
-        raise ValueError(f"--time: {len(times)} times, more than the {MAX_TIMES} one pair is interpolated at (an "
-                         f"image each) -- give at most {MAX_TIMES}")
+        raise FieldError(Said("{times}: {count} times, more than the {most} one pair is interpolated at (an image "
+                              "each) -- give at most {most}", count=len(times), most=MAX_TIMES))
     for t in times:
         if not 0.0 < t < 1.0:
             raise ValueError(f"time {t}: times must lie strictly between 0 and 1")
     return times
+
+
+def _declared_flag(option: Any) -> str:
+    """The flag an option's declaration gives it: the one argparse stores in the field (``--weights``, not
+    ``--model``), else all of them (``--fp32, --fp16 or --bf16``)."""
+    names = [names[0] for names, _ in option.metadata["flags"]]
+    own = [name for name in names if name[2:].replace("-", "_") == option.name]
+    if own or len(names) == 1:
+        return (own or names)[0]
+    return ", ".join(names[:-1]) + f" or {names[-1]}"
+
+
+# field -> how run.py's command line says it: the engine's options from their declarations; every other field
+# by the rule run.py declares its own flags with (audio_codec: --audio-codec), except where it differs here
+FLAGS: Dict[str, str] = {**{f.name: _declared_flag(f) for f in fields(InterpolatorOptions)},
+                         "times": "--time", "overwrite": "--overwrite (-y)"}
+
+
+def flag_for(name: str) -> str:
+    """The command-line flag that sets the field ``name`` (``FLAGS``)."""
+    return FLAGS.get(name, "--" + name.replace("_", "-"))
+
+
+def cli_message(exc: BaseException) -> str:
+    """An error's one line as the command line says it: the fields it names (``media.errors.FieldError``) as
+    flags; any other error as it is."""
+    return exc.said_as(flag_for) if isinstance(exc, FieldError) else str(exc)
+
+
+class _Notes(logging.Handler):
+    """The library's notes as the command line shows them: "note: ..." on stderr (the stream of the moment, so
+    that a redirected stderr gets them), fields said as flags."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            said = record.msg.said_as(flag_for) if isinstance(record.msg, Said) else record.getMessage()
+            print(f"note: {said}", file=sys.stderr, flush=True)
+        except Exception:  # (logging's rule: a failing handler never stops the program)
+            self.handleError(record)
+
+
+# the loggers of the library's layers; their notes are INFO (what was decided) or WARNING (what went wrong)
+NOTE_LOGGERS = ("engine", "model", "media")
+
+
+def show_notes() -> None:
+    """Show the library's notes (``NOTE_LOGGERS`` from INFO up) on stderr, once however often it is called: what
+    a command line does at its start. A library user chooses for themselves (``logging.basicConfig``)."""
+    for name in NOTE_LOGGERS:
+        logger = logging.getLogger(name)
+        logger.setLevel(logging.INFO)
+        if not any(isinstance(handler, _Notes) for handler in logger.handlers):
+            logger.addHandler(_Notes())

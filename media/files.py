@@ -22,26 +22,29 @@ import shutil
 from pathlib import Path
 from typing import Dict, Iterable, Optional, Tuple, Union
 
+from .errors import FieldError, Said
 
-class OutputError(ValueError):
-    """A file could not be written (or would cost the user a file); the message names the path, cause and fix."""
+
+class OutputError(FieldError):
+    """A file could not be written (or would cost the user a file); the message names the path, cause and fix
+    (and the option to change by its field name: ``out``, ``overwrite``; ``media.errors``)."""
 
 
 # errno -> (the cause in plain words, what to do)
 _CAUSES = {
-    errno.ENOSPC: ("no space left on the disk", "free some space there or choose --out on another disk"),
-    errno.EDQUOT: ("your disk quota is used up", "free some of your space there or choose --out on another disk"),
-    errno.EROFS: ("the file system is read-only", "choose --out in a folder on a writable disk"),
-    errno.EACCES: ("permission denied", "choose --out in a folder you may write to, or change the folder's "
+    errno.ENOSPC: ("no space left on the disk", "free some space there or choose {out} on another disk"),
+    errno.EDQUOT: ("your disk quota is used up", "free some of your space there or choose {out} on another disk"),
+    errno.EROFS: ("the file system is read-only", "choose {out} in a folder on a writable disk"),
+    errno.EACCES: ("permission denied", "choose {out} in a folder you may write to, or change the folder's "
                                         "permissions"),
-    errno.EPERM: ("the operation is not permitted there", "choose --out in a folder you may write to"),
+    errno.EPERM: ("the operation is not permitted there", "choose {out} in a folder you may write to"),
     errno.ENOENT: ("its folder no longer exists (removed during the run?)", "create the folder again"),
-    errno.ENOTDIR: ("a part of the path is not a folder", "choose --out in an existing folder"),
-    errno.EISDIR: ("a folder has that name", "choose another --out name"),
-    errno.ENAMETOOLONG: ("the name is too long", "choose a shorter --out name"),
+    errno.ENOTDIR: ("a part of the path is not a folder", "choose {out} in an existing folder"),
+    errno.EISDIR: ("a folder has that name", "choose another {out} name"),
+    errno.ENAMETOOLONG: ("the name is too long", "choose a shorter {out} name"),
     errno.EIO: ("input/output error (a failing disk, or a drive or network share that went away)",
                 "check the disk and its connection"),
-    errno.EFBIG: ("the file is larger than this file system allows", "choose --out on another disk"),
+    errno.EFBIG: ("the file is larger than this file system allows", "choose {out} on another disk"),
 }
 
 
@@ -49,7 +52,8 @@ def os_error(exc: OSError, path: Union[str, Path], action: str = "write", resume
     """The one-line OutputError for an OSError met while doing ``action`` to ``path``; ``resume`` (e.g. "rerun
     the same command to resume") is added where finished work is kept."""
     cause, fix = _CAUSES.get(exc.errno, (exc.strerror or str(exc), "check the folder and try again"))
-    return OutputError(f"cannot {action} {path}: {cause} -- {fix}{'; ' + resume if resume else ''}")
+    return OutputError(Said("cannot {action} {path}: {cause} -- " + fix + "{resume}", action=action, path=path,
+                            cause=cause, resume=f"; {resume}" if resume else ""))
 
 
 def errno_in(text: str) -> Optional[int]:
@@ -140,8 +144,9 @@ def check_replaceable(out: Path, overwrite: bool, what: str) -> None:
     a user's file is kept, and the job refused before any work."""
     out = Path(out)
     if not overwrite and (out.exists() or out.is_symlink()) and not made_here(out, what):
-        raise OutputError(f"{out} exists, and this program did not write it: it is kept -- choose another --out "
-                          f"name, or add --overwrite (-y) to replace it (nothing was interpolated yet)")
+        raise OutputError(Said("{path} exists, and this program did not write it: it is kept -- choose another "
+                               "{out} name, or add {overwrite:=True} to replace it (nothing was interpolated yet)",
+                               path=out))
 
 
 def remove_quietly(path: Path) -> None:
@@ -153,12 +158,12 @@ def remove_quietly(path: Path) -> None:
         pass
 
 
-def check_folder(folder: Union[str, Path], need: int = 0, what: str = "--out") -> None:
+def check_folder(folder: Union[str, Path], need: int = 0, field: str = "out") -> None:
     """Before any work: ``folder`` exists, takes a new file, and has ``need`` bytes free (an estimate of what the
-    job writes). OutputError otherwise, naming the cause found."""
+    job writes). OutputError otherwise, naming the cause found (and ``field``, the option that named the folder)."""
     folder = Path(folder)
     if not folder.is_dir():
-        raise OutputError(f"{what}: folder '{folder}' does not exist (create it first)")
+        raise OutputError(Said("{" + field + "}: folder '{folder}' does not exist (create it first)", folder=folder))
     probe = temporary_name(folder / "write-check")
     try:
         os.close(_create(probe))
@@ -172,9 +177,9 @@ def check_folder(folder: Union[str, Path], need: int = 0, what: str = "--out") -
         except OSError:
             return  # the space cannot be asked for here (some network shares): the writes will tell
         if free < need:
-            raise OutputError(f"not enough space in {folder}: the job writes about {human_size(need)}, "
-                              f"{human_size(free)} is free -- free some space there or choose --out on another "
-                              f"disk (nothing was interpolated yet)")
+            raise OutputError(Said("not enough space in {folder}: the job writes about {need}, {free} is free -- "
+                                   "free some space there or choose {out} on another disk (nothing was "
+                                   "interpolated yet)", folder=folder, need=human_size(need), free=human_size(free)))
 
 
 def same_file(a: Union[str, Path], b: Union[str, Path]) -> bool:
@@ -197,7 +202,7 @@ def _file_id(path: Path) -> Optional[Tuple[int, int]]:
     return st.st_dev, st.st_ino
 
 
-def check_not_input(outputs: Iterable, inputs: Iterable, flag: str = "--out") -> None:
+def check_not_input(outputs: Iterable, inputs: Iterable, field: str = "out") -> None:
     """OutputError if any of ``outputs`` is one of ``inputs`` (``same_file``): an input is never overwritten.
     The inputs are indexed once, so a folder of frames costs one look-up per output, not one per pair."""
     inputs = [Path(p) for p in inputs]
@@ -215,5 +220,5 @@ def check_not_input(outputs: Iterable, inputs: Iterable, flag: str = "--out") ->
         # (for two existing files the names resolve alike only where they are one file)
         hits = [i for i in (by_id.get(file_id), by_name.get(out.resolve())) if i is not None]
         if hits:
-            raise OutputError(f"{flag} {out} is the input {inputs[min(hits)]}: the input is never overwritten -- "
-                              f"choose another output name")
+            raise OutputError(Said("{" + field + "} {path} is the input {source}: the input is never overwritten "
+                                   "-- choose another output name", path=out, source=inputs[min(hits)]))

@@ -18,14 +18,16 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from media.errors import FieldError, Said
 from media.files import atomic_write, check_folder, check_not_input
 
 READ_EXTENSIONS = {".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp"}
 WRITE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp"}
 
 
-class ImageError(ValueError):
-    """A user-facing problem with an image file; the message says what to do."""
+class ImageError(FieldError):
+    """A user-facing problem with an image file; the message says what to do (an option to change by its field
+    name; ``media.errors``)."""
 
 
 def read_image(path: Path) -> Tuple[np.ndarray, Optional[np.ndarray], int]:
@@ -41,8 +43,8 @@ def read_image_channels(path: Path) -> Tuple[np.ndarray, Optional[np.ndarray], i
 
     path = Path(path)
     if path.is_dir():  # ("unsupported extension ''" before)
-        raise ImageError(f"{path} is a folder, not an image file: name an image in it, or read the folder as "
-                         f"frames with --frames {path} --out OUT/%06d.png")
+        raise ImageError(Said("{path} is a folder, not an image file: name an image in it, or read the folder as "
+                              "frames with {frames:={path}} {out:=OUT/%06d.png}", path=path))
     if path.suffix.lower() not in READ_EXTENSIONS:
         raise ImageError(f"{path}: unsupported extension '{path.suffix}' "
                          f"(use one of {', '.join(sorted(READ_EXTENSIONS))})")
@@ -163,8 +165,8 @@ def check_writable(path: Path) -> None:
     """Fail early, before any work, if ``path`` cannot be written (extension, folder, the folder takes files)."""
     path = Path(path)
     if str(path) == "-":
-        raise ImageError("--out -: images are written to files: name one, such as mid.png (standard output takes "
-                         "the YUV4MPEG2 stream of --video -)")
+        raise ImageError(Said("{out:=-}: images are written to files: name one, such as mid.png (standard output "
+                              "takes only a YUV4MPEG2 stream of frames)"))
     if path.is_dir():  # (found only when the finished frame was written, before; then as its extension '')
         raise ImageError(f"{path} is a folder: name an image file in it, such as {path / 'mid.png'}")
     _check_extension(path)

@@ -27,11 +27,13 @@ from typing import Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from media.errors import FieldError, Said
 from media.files import errno_in, ffmpeg_os_error, os_error, remove_quietly
 
 
-class VideoError(ValueError):
-    """A user-facing problem with a video file or with ffmpeg; the message says what to do."""
+class VideoError(FieldError):
+    """A user-facing problem with a video file or with ffmpeg; the message says what to do (an option to change by
+    its field name: ``codec``, ``pix_fmt``, ``audio_codec``; ``media.errors``)."""
 
 
 def parse_rate(text: Union[str, float, Fraction]) -> Fraction:
@@ -334,13 +336,15 @@ def audio_args(codec: str = "copy", slow: int = 1, bitrate: str = "") -> List[st
     encoder's default), slowed ``slow`` times with its pitch kept (atempo) where ``slow`` > 1, which only a
     re-encode can do."""
     if bitrate and not re.fullmatch(r"\d+(\.\d+)?[kKM]?", bitrate):
-        raise ValueError(f"--audio-bitrate {bitrate!r}: give bits per second as ffmpeg takes them, e.g. 192k")
+        raise FieldError(Said("{audio_bitrate} {value!r}: give bits per second as ffmpeg takes them, e.g. 192k",
+                              value=bitrate))
     if codec == "copy":
         if slow > 1:
-            raise ValueError("slowed audio is re-encoded: name an audio encoder, e.g. aac or libopus")
+            raise FieldError(Said("slowed audio is re-encoded: name an audio encoder with {audio_codec}, e.g. aac or "
+                                  "libopus"))
         if bitrate:
-            raise ValueError("--audio-bitrate applies to re-encoded audio: name an encoder with --audio-codec, "
-                             "e.g. aac or libopus")
+            raise FieldError(Said("{audio_bitrate} applies to re-encoded audio: name an encoder with {audio_codec}, "
+                                  "e.g. aac or libopus"))
         return []
     args = ["-c:a", codec] + (["-b:a", bitrate] if bitrate else [])
     if slow > 1:
@@ -370,15 +374,17 @@ def check_audio_fits(source: Path, out: Path, audio: Sequence[str] = ()) -> None
             raise failed from None
         webm = out.suffix.lower() == ".webm"
         if copy:
-            why = (f"the audio of {source} does not fit {out.suffix}: use .mkv, which holds it, or --audio-codec "
-                   f"{'libopus' if webm else 'aac'} to re-encode it")
+            why = Said("the audio of {source} does not fit {suffix}: use .mkv, which holds it, or {audio_codec:="
+                       + ("libopus" if webm else "aac") + "} to re-encode it", source=source, suffix=out.suffix)
         else:
             encoder = audio[list(audio).index("-c:a") + 1] if "-c:a" in audio else "that encoder"
-            why = (f"the audio of {source} encoded with {encoder} does not fit {out.suffix} (or ffmpeg lacks that "
-                   f"encoder): use another --audio-codec{', libopus or libvorbis for .webm' if webm else ', e.g. aac'}")
+            why = Said("the audio of {source} encoded with {encoder} does not fit {suffix} (or ffmpeg lacks that "
+                       "encoder): use another {audio_codec}{which}", source=source, encoder=encoder, suffix=out.suffix,
+                       which=", libopus or libvorbis for .webm" if webm else ", e.g. aac")
         # the cause first; ffmpeg's own first line after it, without its "[muxer @ 0x...]" prefix
         said = re.sub(r"\[[^]]*@ 0x[0-9a-f]+\]\s*", "", str(exc).split(" failed: ", 1)[-1].split(" | ")[0])
-        raise VideoError(f"{why} (nothing was interpolated yet; ffmpeg: {said})") from exc
+        raise VideoError(Said(why.template + " (nothing was interpolated yet; ffmpeg: {said})", **why.values,
+                              said=said)) from exc
     finally:
         scratch.unlink(missing_ok=True)
 
@@ -447,7 +453,8 @@ def encoder_quality_args(codec: str, crf: int, preset: str) -> Optional[List[str
     level = PRESETS.index(preset)
     top = _CRF_TOP.get(codec, 51 if codec.endswith("_nvenc") else None)  # None: no constant-quality setting
     if top is not None and not 0 <= crf <= top:
-        raise ValueError(f"--crf {crf} is outside {codec}'s scale: use 0-{top} (lower is better; 18 is the default)")
+        raise FieldError(Said("{crf} {value} is outside {codec_name}'s scale: use 0-{top} (lower is better; 18 is the "
+                              "default)", value=crf, codec_name=codec, top=top))
     if codec in ("libx264", "libx265", "libx264rgb"):
         return ["-crf", str(crf), "-preset", preset]
     if codec == "libsvtav1":
@@ -487,7 +494,8 @@ def output_pix_fmt(codec: str, pix_fmt: Optional[str], width: int, height: int, 
     supported = encoder_pix_fmts(codec)
     if pix_fmt is not None:
         if supported and pix_fmt not in supported:
-            raise VideoError(f"{codec} cannot encode {pix_fmt}: use --pix-fmt {', '.join(supported[:8])}")
+            raise VideoError(Said("{codec_name} cannot encode {value}: use {pix_fmt} {formats}", codec_name=codec,
+                                  value=pix_fmt, formats=", ".join(supported[:8])))
         return pix_fmt
     if width % 2 == 0 and height % 2 == 0:
         layouts = ["yuv420p", "yuv422p", "yuv444p"]
@@ -503,8 +511,10 @@ def output_pix_fmt(codec: str, pix_fmt: Optional[str], width: int, height: int, 
     chosen = next((c for c in candidates if c in supported), None)
     if chosen is None:
         if width % 2 or height % 2:  # e.g. SVT-AV1, which takes 4:2:0 only
-            raise VideoError(f"{codec} takes only {', '.join(supported[:4])}, which needs an even width and height; "
-                             f"this video is {width}x{height}: use --codec libx264 or libvpx-vp9, which keep odd sizes")
+            raise VideoError(Said("{codec_name} takes only {formats}, which needs an even width and height; this "
+                                  "video is {width}x{height}: use {codec:=libx264} or libvpx-vp9, which keep odd "
+                                  "sizes", codec_name=codec, formats=", ".join(supported[:4]), width=width,
+                                  height=height))
         chosen = supported[0]
     return chosen
 
@@ -541,10 +551,11 @@ def check_codec_fits(codec: str, pix_fmt: str, out: Path) -> None:
     error = _encode_error(codec, pix_fmt, out.suffix.lower())
     if error:
         fits = [suffix for suffix in _CONTAINERS if not _encode_error(codec, pix_fmt, suffix)]
-        webm = " (.webm holds VP8, VP9 and AV1: --codec libvpx-vp9 or libsvtav1)" if out.suffix.lower() == ".webm" \
+        webm = " (.webm holds VP8, VP9 and AV1: {codec:=libvpx-vp9} or libsvtav1)" if out.suffix.lower() == ".webm" \
             else ""
-        raise VideoError(f"{out.suffix} cannot hold {codec} video ({error}): use {' or '.join(fits)}{webm} "
-                         f"(nothing was interpolated yet)")
+        raise VideoError(Said("{suffix} cannot hold {codec_name} video ({error}): use {fits}" + webm + " (nothing "
+                              "was interpolated yet)", suffix=out.suffix, codec_name=codec, error=error,
+                              fits=" or ".join(fits)))
 
 
 def default_codec(out: Path) -> str:

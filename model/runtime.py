@@ -11,7 +11,7 @@ import copy
 import dataclasses
 import functools
 import importlib.util
-import sys
+import logging
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 import torch
@@ -20,6 +20,9 @@ from torch import nn
 
 from .network import FlowScale, FlowState, FlowStep, Network, PairFlows, check_times
 from .warp import InputPadder
+
+# what went wrong but was worked around (a WARNING: a command line shows it as a note)
+log = logging.getLogger(__name__)
 
 
 class GraphedNetwork:
@@ -274,15 +277,15 @@ def _capture(device: torch.device, steps: Sequence[Callable], warmup: int) -> Tu
 
 def graphed_pairs(net: Network, shape: torch.Size, autocast_dtype: Optional[torch.dtype] = None,
                   flow_scale: FlowScale = 1.0, neighbours: bool = False) -> Optional[GraphedPairs]:
-    """``GraphedPairs`` for this size, or None (with a note on stderr) where capturing fails, e.g. out of GPU
-    memory: the caller then runs the network eagerly, which gives the same frames, only slower."""
+    """``GraphedPairs`` for this size, or None (with a note: ``logging``, WARNING) where capturing fails, e.g. out of
+    GPU memory: the caller then runs the network eagerly, which gives the same frames, only slower."""
     try:
         return GraphedPairs(net, shape, autocast_dtype, flow_scale, neighbours=neighbours)
     except (RuntimeError, torch.cuda.OutOfMemoryError) as exc:
         torch.cuda.empty_cache()
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"note: could not capture the network as CUDA graphs for {tuple(shape)[2:]} frames ({first}); "
-              f"running it eagerly", file=sys.stderr)
+        log.warning("could not capture the network as CUDA graphs for %s frames (%s); running it eagerly",
+                    tuple(shape)[2:], first)
         return None
 
 
@@ -290,10 +293,11 @@ def check_compilable(device: torch.device) -> None:
     """``compile_network``'s needs, said before any work (ValueError): a CUDA device, and Triton, which Inductor
     generates its GPU kernels with (PyPI's Linux builds of torch bring it; others may not)."""
     if device.type != "cuda":
-        raise ValueError("--compile needs the network on a CUDA device (use --device cuda)")
+        raise ValueError(f"torch.compile needs the network on a CUDA device, and it is on {device.type}: use a CUDA "
+                         f"device, or do not compile it")
     if importlib.util.find_spec("triton") is None:
-        raise ValueError("--compile needs the triton package, which torch.compile generates GPU kernels with: "
-                         "pip install triton (Linux), or run without --compile")
+        raise ValueError("torch.compile needs the triton package, which it generates GPU kernels with: pip install "
+                         "triton (Linux), or do not compile the network")
 
 
 def compile_network(net: nn.Module) -> nn.Module:
