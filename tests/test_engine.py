@@ -1,6 +1,7 @@
 """engine.Interpolator: the options, the policy it owns (tiles, alpha, ensembles), and the pipeline's interface to
 it. CPU, tiny frames, the committed weights loaded once per session (conftest's ``cpu_network``)."""
 
+import logging
 from dataclasses import FrozenInstanceError
 from fractions import Fraction
 from pathlib import Path
@@ -132,7 +133,8 @@ def test_alpha_moves_with_the_flow_or_is_mixed_linearly(cpu_network, dtype):
             np.testing.assert_array_equal(mixed[:, :, :3], colour)
 
 
-def test_auto_tiles_are_decided_once_per_size(cpu_network, monkeypatch, capsys):
+def test_auto_tiles_are_decided_once_per_size(cpu_network, monkeypatch, caplog):
+    caplog.set_level(logging.INFO, logger="engine")  # (the engine's notes: logging records)
     import model.inference as inference
 
     monkeypatch.setattr(inference, "fit_tile",
@@ -141,7 +143,7 @@ def test_auto_tiles_are_decided_once_per_size(cpu_network, monkeypatch, capsys):
     one, two = _frames()
     assert interpolator.tile_for(24, 40) == 16 and interpolator.tile_for(24, 40) == 16
     assert interpolator.tile_for(24, 24) == 0
-    err = capsys.readouterr().err
+    err = caplog.text
     assert err.count("processing in 16-pixel tiles") == 1 and "40x24" in err
     assert interpolator.interpolate_integer(one, two, [0.5])[0].shape == one.shape
     assert Interpolator(InterpolatorOptions(tile=0), network=cpu_network).tile_for(4000, 8000) == 0
@@ -222,10 +224,11 @@ def _moving_frames(count, seed=0):
     return [np.ascontiguousarray(texture[10 + i * i // 2:58 + i * i // 2, 20 + 3 * i:84 + 3 * i]) for i in range(count)]
 
 
-def test_quadratic_motion_counts_the_flow_states_it_keeps(cpu_network, monkeypatch, capsys):
+def test_quadratic_motion_counts_the_flow_states_it_keeps(cpu_network, monkeypatch, caplog):
     """``--tile auto``: whole frames along quadratic paths also hold 3 pairs' flow states (per ensemble pass); where
     one pair fits in free memory but not beside them, the pair moves at constant velocity on whole frames (said once)
     rather than running out of memory mid-video."""
+    caplog.set_level(logging.INFO, logger="engine")  # (the engine's notes: logging records)
     import model.inference as inference
 
     frames = _moving_frames(4, seed=2)
@@ -242,7 +245,7 @@ def test_quadratic_motion_counts_the_flow_states_it_keeps(cpu_network, monkeypat
         outs[name + " linear"] = engine.interpolate_integer(frames[1], frames[2], [0.5])[0]
     np.testing.assert_array_equal(outs["short"], outs["short linear"])
     assert np.abs(outs["ample"].astype(int) - outs["ample linear"].astype(int)).max() > 0
-    assert "not beside the flows of 3 pairs it keeps" in capsys.readouterr().err
+    assert "not beside the flows of 3 pairs it keeps" in caplog.text
 
 
 def test_quadratic_stream_estimates_each_pair_once(cpu_network, monkeypatch):
@@ -269,8 +272,9 @@ def test_quadratic_stream_estimates_each_pair_once(cpu_network, monkeypatch):
     assert np.abs(outs[1].astype(int) - alone[1].astype(int)).max() > 0  # the neighbours moved pixels
 
 
-def test_quadratic_motion_falls_back_to_linear_where_it_cannot_run(cpu_network, capsys):
-    """Frames with alpha and tiles move at constant velocity, said once on stderr."""
+def test_quadratic_motion_falls_back_to_linear_where_it_cannot_run(cpu_network, caplog):
+    """Frames with alpha and tiles move at constant velocity, said once (a note: logging, INFO)."""
+    caplog.set_level(logging.INFO, logger="engine")  # (the engine's notes: logging records)
     frames = _moving_frames(4)
     with_alpha = [np.dstack([f, np.full(f.shape[:2], 255, np.uint8)]) for f in frames]
     interpolator = Interpolator(InterpolatorOptions(tile=0), network=cpu_network)
@@ -278,11 +282,11 @@ def test_quadratic_motion_falls_back_to_linear_where_it_cannot_run(cpu_network, 
                                                            (with_alpha[3], 1.0))
     np.testing.assert_array_equal(out[0], interpolator.interpolate_integer(with_alpha[1], with_alpha[2], [0.5])[0])
     interpolator.interpolate_integer_with_neighbours(with_alpha[1], with_alpha[2], [0.5], (with_alpha[0], 1.0), None)
-    assert capsys.readouterr().err.count("here (frames with alpha) frames move at constant velocity") == 1
+    assert caplog.text.count("here (frames with alpha) frames move at constant velocity") == 1
     tiled = Interpolator(InterpolatorOptions(tile=32, tile_overlap=8), network=cpu_network)
     out = tiled.interpolate_integer_with_neighbours(frames[1], frames[2], [0.5], (frames[0], 1.0), None)
     np.testing.assert_array_equal(out[0], tiled.interpolate_integer(frames[1], frames[2], [0.5])[0])
-    assert "here (tiles) frames move at constant velocity" in capsys.readouterr().err
+    assert "here (tiles) frames move at constant velocity" in caplog.text
 
 
 @pytest.mark.parametrize("passes", [2, 4])
@@ -460,10 +464,11 @@ def test_every_network_implements_the_one_interface(cpu_network):
         assert net.base is base and net.passes == passes, name
 
 
-def test_published_ensemble_moves_at_constant_velocity_in_a_stream(capsys):
+def test_published_ensemble_moves_at_constant_velocity_in_a_stream(caplog):
     """An ensemble of the published network has no quadratic paths: a stream's pairs move at constant velocity (said
     once), as the published network alone does. (Before the interface, the engine sent any ensemble down the
     quadratic path, where the published network has no flow states: AttributeError.)"""
+    caplog.set_level(logging.INFO, logger="engine")  # (the engine's notes: logging records)
     from model.published import PublishedNetwork
 
     with torch.random.fork_rng():  # seeded weights, without changing the random numbers of later tests
@@ -473,4 +478,4 @@ def test_published_ensemble_moves_at_constant_velocity_in_a_stream(capsys):
     frames = [np.full((32, 48, 3), 40 * i, np.uint8) for i in range(3)]
     out = engine.interpolate_integer_with_neighbours(frames[1], frames[2], [0.5], (frames[0], 1.0), None)
     assert len(out) == 1 and out[0].shape == (32, 48, 3) and out[0].dtype == np.uint8
-    assert capsys.readouterr().err.count("(the published network) frames move at constant velocity") == 1
+    assert caplog.text.count("(the published network) frames move at constant velocity") == 1

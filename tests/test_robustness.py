@@ -184,7 +184,7 @@ def test_a_read_only_output_folder_is_found_before_any_work(tmp_path, monkeypatc
     blend = Blend()
     for out in (folder / "out.mp4", folder / "%04d.png"):
         with pytest.raises(OutputError, match=f"cannot write into {folder}: the file system is read-only -- "
-                                              f"choose --out in a folder on a writable disk$"):
+                                              f"choose out in a folder on a writable disk$"):
             interpolate_video(clip, out, blend, VideoOptions(), progress=False)
     frames = tmp_path / "frames"
     frames.mkdir()
@@ -271,7 +271,7 @@ def test_a_full_disk_at_the_join_says_so_and_no_audio_advice(tmp_path, monkeypat
     with pytest.raises(OutputError) as info:
         interpolate_video(clip, out, Blend(), VideoOptions(), progress=False)
     assert str(info.value) == (f"cannot write {out}: no space left on the disk -- free some space there or choose "
-                               f"--out on another disk; rerun the same command to resume: the encoded segments "
+                               f"out on another disk; rerun the same command to resume: the encoded segments "
                                f"are kept")
     assert not out.exists() and list((tmp_path / "out.mp4.work").glob("seg_*-*.mp4"))
     monkeypatch.undo()
@@ -376,7 +376,7 @@ def test_a_folder_refusing_files_is_named_not_the_audio(tmp_path):
     from media.video import check_audio_fits
 
     clip = _clip(tmp_path / "in.mp4", seconds=1, audio=True)
-    with pytest.raises(OutputError, match="^cannot write into /sys: permission denied -- choose --out in a folder "
+    with pytest.raises(OutputError, match="^cannot write into /sys: permission denied -- choose out in a folder "
                                           "you may write to"):
         check_audio_fits(clip, Path("/sys/out.mp4"))
     blend = Blend()
