@@ -235,6 +235,7 @@ def _run_here(jobs: List[Job], runner: _Local, bar: Progress) -> None:
         lock = None
         try:
             lock = lock_output(job.out)
+            _fence(job.video.work)  # (tasks of a batch whose driver was killed: Ray ends them, not at once)
             prepare_work(job.video)
             count = job.video.plan.count
             before = finished_frames(job.video, range(count))
@@ -332,10 +333,10 @@ def _segment_task(job: VideoJob, make_interpolator: MakeInterpolator, weights_id
 def _fence(work: Path) -> None:
     """Wait until no process of a segment task holds ``work``'s TASKS_LOCK (each ended: cancelled, killed or
     done), for FENCE_SECONDS at most."""
-    if fcntl is None:
+    if fcntl is None or not (work / TASKS_LOCK).is_file():
         return
     try:
-        fd = os.open(work / TASKS_LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+        fd = os.open(work / TASKS_LOCK, os.O_RDWR)
     except OSError:
         return
     try:
@@ -436,6 +437,7 @@ def _run_on_ray(jobs: List[Job], cluster: _Cluster, per_task: Optional[int], bar
             _say(job)
             return
         try:
+            _fence(video.work)  # (tasks of a batch whose driver was killed: Ray ends them, not at once)
             prepare_work(video)
             count = video.plan.count
             most = segment_frames(video.plan.rate_out, video.info.width, video.info.height, video.options,
@@ -571,7 +573,7 @@ def run_batch(args: argparse.Namespace, options_for: Callable[[Path], VideoOptio
         if job.result:
             _say(job)
     total = sum(job.video.plan.count for job in jobs if job.video is not None and job.result != "failed")
-    interrupted = False
+    interrupted = ""
     with Progress(total, "batch") as bar:
         bar.skip(sum(job.video.plan.count for job in jobs if job.result == "kept" and job.video is not None))
         try:
@@ -580,10 +582,11 @@ def run_batch(args: argparse.Namespace, options_for: Callable[[Path], VideoOptio
             else:
                 assert runner is not None
                 _run_here(jobs, runner, bar)
-        except KeyboardInterrupt:
-            interrupted = True
+        except KeyboardInterrupt as exc:
+            interrupted = str(exc) or "nothing had started"
     print(table(jobs))
     if interrupted:
+        print(f"interrupted: {interrupted}", file=sys.stderr)
         return 130
     return 1 if any(job.result == "failed" for job in jobs) else 0
 

@@ -171,7 +171,7 @@ def test_a_rerun_after_an_interrupt_redoes_only_the_unfinished_segments(tmp_path
 
     threading.Thread(target=interrupt_after_a_segment, daemon=True).start()
     code, out, err = _main(["--batch", made["long"], "--out-dir", tmp_path, *COMMON, *RAY], capsys)
-    assert code == 130 and "interrupted" in out
+    assert code == 130 and "interrupted" in out and "run the same batch again to resume" in err
     assert not (tmp_path / "long.mp4").exists()
     finished_at_interrupt = sorted(p.name for p in work.glob("seg_*-*.mp4"))
     assert 1 <= len(finished_at_interrupt) < 6
