@@ -345,12 +345,12 @@ def run_batch(args: argparse.Namespace) -> int:
     Ray cluster."""
     from functools import partial
 
-    from engine.options import loading_line
+    from engine.options import cli_message, loading_line
     from pipeline.batch import run_batch as run
 
     engine_options = interpolator_options(args)
     return run(args, lambda out: video_options(argparse.Namespace(**{**vars(args), "out": out})),
-               partial(make_interpolator, engine_options), loading_line(engine_options))
+               partial(make_interpolator, engine_options), loading_line(engine_options), say=cli_message)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -177,7 +177,7 @@ def _mark_key(job: VideoJob) -> None:
 
 
 def plan_jobs(inputs: Sequence[Path], out_dir: Path, options_for: Callable[[Path], VideoOptions],
-              weights_id: str) -> List[Job]:
+              weights_id: str, say: Callable[[BaseException], str] = str) -> List[Job]:
     """Every input's job, planned (probed and checked, as ``run.py --video`` does before any work); an input that
     cannot be is a failed job with its one line. Two inputs of one output name: the later ones fail (never two
     jobs in one work folder)."""
@@ -198,7 +198,7 @@ def plan_jobs(inputs: Sequence[Path], out_dir: Path, options_for: Callable[[Path
         try:
             job.video = plan_video_job(source, job.out, options_for(job.out), weights_id)
         except ValueError as exc:  # VideoError, OutputError: the input or the output is wrong
-            job.result, job.message = "failed", _one_line(exc)
+            job.result, job.message = "failed", failure_line(exc, say)
             continue
         if _finished_before(job.video):
             job.result, job.message = "kept", "finished before (same job key)"
@@ -227,7 +227,7 @@ class _Local:
         self.weights_id = str(getattr(self.interpolator, "job_id", ""))
 
 
-def _run_here(jobs: List[Job], runner: _Local, bar: Progress) -> None:
+def _run_here(jobs: List[Job], runner: _Local, bar: Progress, say: Callable[[BaseException], str]) -> None:
     for job in jobs:
         if job.result or job.video is None:
             continue
@@ -253,7 +253,7 @@ def _run_here(jobs: List[Job], runner: _Local, bar: Progress) -> None:
             job.result, job.message = "interrupted", str(exc)
             raise
         except Exception as exc:  # the job's own mistake (ValueError: VideoError, OutputError) or any failure in it
-            job.result, job.message = "failed", failure_line(exc)
+            job.result, job.message = "failed", failure_line(exc, say)
         finally:
             if lock is not None:
                 lock.release()
@@ -415,7 +415,8 @@ class _Open:
     stats: List[dict] = field(default_factory=list)
 
 
-def _run_on_ray(jobs: List[Job], cluster: _Cluster, per_task: Optional[int], bar: Progress) -> None:
+def _run_on_ray(jobs: List[Job], cluster: _Cluster, per_task: Optional[int], bar: Progress,
+                say: Callable[[BaseException], str]) -> None:
     """Every planned job's segment tasks on the cluster, a window of jobs at a time (each holding its lock from
     its first task to its join, or until its last task ended); a failed task fails its job alone, the others of
     that job are cancelled."""
@@ -433,7 +434,7 @@ def _run_on_ray(jobs: List[Job], cluster: _Cluster, per_task: Optional[int], bar
         try:
             lock = lock_output(job.out)
         except ValueError as exc:
-            job.result, job.message = "failed", _one_line(exc)
+            job.result, job.message = "failed", failure_line(exc, say)
             _say(job)
             return
         try:
@@ -447,7 +448,7 @@ def _run_on_ray(jobs: List[Job], cluster: _Cluster, per_task: Optional[int], bar
             resumed = len(finished_segments(video))
         except ValueError as exc:
             lock.release()
-            job.result, job.message = "failed", _one_line(exc)
+            job.result, job.message = "failed", failure_line(exc, say)
             _say(job)
             return
         bar.skip(sum(job.before))
@@ -471,7 +472,7 @@ def _run_on_ray(jobs: List[Job], cluster: _Cluster, per_task: Optional[int], bar
                              "resumed_segments": state.resumed}
                 _finish(job)
         except ValueError as exc:
-            job.result, job.message = "failed", _one_line(exc)
+            job.result, job.message = "failed", failure_line(exc, say)
         finally:
             if job.result == "failed" and job.video is not None:
                 _fence(job.video.work)  # (its other tasks were cancelled)
@@ -507,7 +508,7 @@ def _run_on_ray(jobs: List[Job], cluster: _Cluster, per_task: Optional[int], bar
                     ended[(job.number, index)] = len(job.tasks[index])
                 except Exception as exc:  # the task's own error (a RayTaskError), or Ray's (a worker lost 4 times)
                     if not job.result:
-                        job.result, job.message = "failed", failure_line(exc)
+                        job.result, job.message = "failed", failure_line(exc, say)
                         for other, (other_job, _) in running.items():
                             if other_job is job:
                                 ray.cancel(other, force=True)
@@ -536,23 +537,27 @@ def _run_on_ray(jobs: List[Job], cluster: _Cluster, per_task: Optional[int], bar
         raise Interrupted("the finished segments are kept: run the same batch again to resume") from None
 
 
-def failure_line(exc: BaseException) -> str:
-    """A failed job's one line: its error's message (a task's own, which Ray wraps in a RayTaskError, or Ray's),
-    named by its type where it is not one of the user's mistakes (ValueError)."""
+def failure_line(exc: BaseException, say: Callable[[BaseException], str] = str) -> str:
+    """A failed job's one line: its error's message (a task's own, which Ray wraps in a RayTaskError, or Ray's) as
+    ``say`` words it, named by its type where it is not one of the user's mistakes (ValueError)."""
     cause = getattr(exc, "cause", None)
     if isinstance(cause, BaseException):
         exc = cause
-    return _one_line(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {_one_line(exc)}"
+    text = say(exc).strip()
+    line = text.splitlines()[0] if text else type(exc).__name__
+    return line if isinstance(exc, ValueError) else f"{type(exc).__name__}: {line}"
 
 
 # -- the command ----------------------------------------------------------------------------------------------------
 
 def run_batch(args: argparse.Namespace, options_for: Callable[[Path], VideoOptions],
-              make_interpolator: MakeInterpolator, loading: str = "") -> int:
+              make_interpolator: MakeInterpolator, loading: str = "",
+              say: Callable[[BaseException], str] = str) -> int:
     """``run.py --batch``: every input's job, then a table of the jobs and what became of them; 0 where every job
     is done or kept, 1 where any failed (each said in one line as it ended), 130 after an interrupt. ``args``: the
     batch's flags (``add_batch_flags``) and --device; ``options_for``: the video options of an output;
-    ``loading``: said before the interpolator loads here (without --ray)."""
+    ``loading``: said before the interpolator loads here (without --ray); ``say``: an error's words (run.py's say
+    the library's fields as its flags)."""
     out_dir = Path(args.out_dir)
     if not out_dir.is_dir():
         raise OutputError(f"--out-dir {out_dir}: no such folder (create it first)")
@@ -568,7 +573,7 @@ def run_batch(args: argparse.Namespace, options_for: Callable[[Path], VideoOptio
             print(loading, file=sys.stderr, flush=True)
         runner = _Local(make_interpolator)
         weights_id = runner.weights_id
-    jobs = plan_jobs(inputs, out_dir, options_for, weights_id)
+    jobs = plan_jobs(inputs, out_dir, options_for, weights_id, say)
     for job in jobs:
         if job.result:
             _say(job)
@@ -578,10 +583,10 @@ def run_batch(args: argparse.Namespace, options_for: Callable[[Path], VideoOptio
         bar.skip(sum(job.video.plan.count for job in jobs if job.result == "kept" and job.video is not None))
         try:
             if cluster is not None:
-                _run_on_ray(jobs, cluster, args.segments_per_task, bar)
+                _run_on_ray(jobs, cluster, args.segments_per_task, bar, say)
             else:
                 assert runner is not None
-                _run_here(jobs, runner, bar)
+                _run_here(jobs, runner, bar, say)
         except KeyboardInterrupt as exc:
             interrupted = str(exc) or "nothing had started"
     print(table(jobs))

@@ -24,6 +24,7 @@ set -euo pipefail
 out=${1:?the output folder}
 natural=${2:-}
 frames=${3:-300}
+size=${SIZE:-1920x1080}  # (SIZE=128x72 on a CPU machine: a smoke test of this script up to the rows that need CUDA)
 export PYTHONUNBUFFERED=1
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 if [ -z "$natural" ]; then
@@ -46,10 +47,9 @@ if ! command -v ffmpeg >/dev/null; then  # the halves: ~/ffparts from the first 
     export PATH=/tmp/ffbin:$PATH
 fi
 ffmpeg -hide_banner -version | sed -n 1p
-nproc
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+if command -v nvidia-smi >/dev/null; then nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; fi
 start=$(date +%s)
-python3 -m bench.bench_video --clips synthetic "$natural" --size 1920x1080 --frames "$frames" \
+python3 -m bench.bench_video --clips synthetic "$natural" --size "$size" --frames "$frames" \
     --json "$out/stages.json" 2>&1 | tee "$out/stages.log"
 echo "stage table: $(( $(date +%s) - start )) s"
 # the issue's clip and rows: the fast network at veryfast, float32 (the bench's default without --bf16) and bf16
