@@ -26,6 +26,8 @@ natural=${2:-}
 frames=${3:-300}
 size=${SIZE:-1920x1080}  # (SIZE=128x72 on a CPU machine: a smoke test of this script up to the rows that need CUDA)
 export PYTHONUNBUFFERED=1
+# the packed ffmpeg's checksum (n9.0.2, as imageio-ffmpeg 0.8.1 bundles it; xz -T2 -9)
+FFMPEG_XZ_SHA256=38649458ed64e4adec83b7ba51a701c8b5295c754c7a0cf17aa7020818dd5ff4
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 if [ -z "$natural" ]; then
     for clip in .data/bench/grounded-sam2__car.mp4 ~/vfi/data/footage/grounded-sam2__car.mp4 \
@@ -40,7 +42,14 @@ fi
 mkdir -p "$out"
 if ! command -v ffmpeg >/dev/null; then  # the halves: ~/ffparts from the first call, .data/ffparts/1 from this one
     mkdir -p /tmp/ffbin
-    cat ~/ffparts/ffmpeg.xz.part0 .data/ffparts/1/ffmpeg.xz.part1 >/tmp/ffmpeg.xz
+    for half in 0 1; do
+        for part in ~/ffparts/ffmpeg.xz.part$half .data/ffparts/$half/ffmpeg.xz.part$half ""; do
+            if [ -z "$part" ]; then echo "error: ffmpeg.xz.part$half is in neither ~/ffparts nor .data/ffparts/$half" >&2
+                exit 2; fi
+            if [ -f "$part" ]; then cat "$part"; break; fi
+        done
+    done >/tmp/ffmpeg.xz
+    echo "$FFMPEG_XZ_SHA256  /tmp/ffmpeg.xz" | sha256sum -c --quiet || { echo "error: ffmpeg.xz damaged" >&2; exit 2; }
     python3 -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], 'wb'))" \
         /tmp/ffmpeg.xz /tmp/ffbin/ffmpeg
     chmod +x /tmp/ffbin/ffmpeg
