@@ -45,7 +45,9 @@ tells a stage that waits from one that fills the machine):
   network N, graphs pair (CUDA only): the CUDA graphs the route replays, one middle frame, as bench_network times.
 - pipeline N P: ``pipeline.video.interpolate_video`` (run.py --video's path: decode, scene test, network, encode in
   segments, mux with the audio copied) with that engine, after its set-up (``plan_video``: probe and checks, timed
-  apart); pipeline copy P: the same with an interpolator that copies the nearer frame (no network).
+  apart); pipeline copy P: the same with an interpolator that copies the nearer frame (no network), sized in segments
+  as the engine's device sizes them; pipeline copy P, one segment: the output in one segment (what closing a segment
+  and opening the next one costs).
 """
 
 from __future__ import annotations
