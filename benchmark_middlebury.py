@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
+from engine.options import cli_message
 from evaluation.methods import add_engine_flags, engine_options, ours, peer
 from evaluation.middlebury import MIDDLEBURY, evaluate, find_sequences
 from evaluation.peers import PEERS
@@ -36,7 +37,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(MIDDLEBURY.header(method), flush=True)
         result = evaluate(method, args.data)
     except ValueError as exc:  # what the user can fix (images, weights, options, a missing peer wheel)
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {cli_message(exc)}", file=sys.stderr)
         return 2
     result.update(method.settings, method=method.label)
     if args.peer:

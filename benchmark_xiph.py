@@ -20,6 +20,7 @@ from typing import List, Optional
 
 import numpy as np
 
+from engine.options import cli_message
 from evaluation.methods import add_engine_flags, engine_options, ours
 from evaluation.xiph import VARIANTS, XIPH, evaluate_clip, find_clips
 
@@ -52,7 +53,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             line = "  ".join(f"{k} PSNR {v['psnr']:.2f} SSIM {v['ssim']:.4f}" for k, v in results[source.stem].items())
             print(f"{source.stem:20s} {line}", flush=True)
     except ValueError as exc:  # what the user can fix (files, weights, options): ImageError, Y4MError, WeightsError too
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {cli_message(exc)}", file=sys.stderr)
         return 2
     means = {k: {m: float(np.mean([r[k][m] for r in results.values()])) for m in ("psnr", "ssim", "detail")}
              for k in args.variants}

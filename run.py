@@ -376,7 +376,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             return run_batch(args)
         return run_sequence(args) if sequence else run_pair(args)
     except ValueError as exc:  # the user's mistakes: VideoError, ImageError, OutputError and WeightsError are ones
-        print(f"error: {exc}", file=sys.stderr)
+        from engine.options import cli_message
+
+        print(f"error: {cli_message(exc)}", file=sys.stderr)
         return 2
     except (MemoryError, RuntimeError) as exc:  # (a 20000 x 20000 pair was numpy's 17-line traceback)
         wanted = _memory_wanted(exc)

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional
 
+from engine.options import cli_message
 from evaluation.methods import HOLD_STILL, add_engine_flags, hold_still_label, methods_of
 from evaluation.patterns import CAMERAS, PATTERNS, guard_effect, scenes, score, summarise
 from evaluation.peers import PEERS
@@ -60,7 +61,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(PATTERNS.header(method), flush=True)
             rows = score(method, chosen, args.video)
         except ValueError as exc:  # a missing wheel or weights file names its fix
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {cli_message(exc)}", file=sys.stderr)
             return 2
         report[label] = {"summary": summarise(rows), "settings": method.settings, "scenes": rows}
         print(_line(label, report[label]["summary"], len(rows)), flush=True)

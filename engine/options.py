@@ -373,7 +373,8 @@ def flag_for(name: str) -> str:
 def cli_message(exc: BaseException) -> str:
     """An error's one line as the command line says it: the fields it names (``media.errors.FieldError``) as
     flags; any other error as it is."""
-    return exc.said_as(flag_for) if isinstance(exc, FieldError) else str(exc)
+    said_as = getattr(exc, "said_as", None)
+    return said_as(flag_for) if callable(said_as) else str(exc)
 
 
 class _Notes(logging.Handler):

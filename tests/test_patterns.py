@@ -173,5 +173,6 @@ def test_the_pattern_scorer_takes_run_py_compile_flag(capsys):
     ours = Path(__file__).resolve().parent.parent / "weights" / "network.safetensors"
     assert patterns_cli.main(["--weights", str(ours), "--device", "cpu", "--quick", "--compile"]) == 2
     out, err = capsys.readouterr()
-    assert err.strip() == "error: --compile needs the network on a CUDA device (use --device cuda)"
+    assert err.strip() == ("error: --compile: torch.compile needs the network on a CUDA device, and it is on cpu: use "
+                           "a CUDA device, or do not compile it")
     assert "PSNR" not in out

@@ -34,6 +34,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
+from engine.options import cli_message
 from evaluation.holdout import HOLDOUT, triplet_scores
 from evaluation.methods import HOLD_STILL, Ours, add_engine_flags, methods_of
 from evaluation.metrics import nchw, psnr, to_float, to_integer
@@ -319,7 +320,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         try:
             check_compilable(resolve_device(args.device))
         except ValueError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {cli_message(exc)}", file=sys.stderr)
             return 2
     clips, triplets = load_holdout(args.data, neighbours=args.motion == "quadratic", triplet_set=args.set)
     flows = triplet_flows(triplets)
@@ -342,7 +343,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         try:
             method = build()
         except ValueError as exc:  # a missing file or wheel names its fix
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {cli_message(exc)}", file=sys.stderr)
             return 2
         print(HOLDOUT.header(method), flush=True)
         details: List[float] = []
