@@ -59,7 +59,7 @@ ffmpeg -hide_banner -version | sed -n 1p
 if command -v nvidia-smi >/dev/null; then nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; fi
 start=$(date +%s)
 python3 -m bench.bench_video --clips synthetic "$natural" --size "$size" --frames "$frames" \
-    --json "$out/stages.json" 2>&1 | tee "$out/stages.log"
+    --json "$out/stages.json" 2>&1 | tee "$out/stages.log" || echo "error: the stage table failed (exit $?)"
 echo "stage table: $(( $(date +%s) - start )) s"
 # the issue's clip and rows: the fast network at veryfast, float32 (the bench's default without --bf16) and bf16
 clip=$(mktemp -d)/clip.mp4
@@ -67,13 +67,13 @@ ffmpeg -hide_banner -loglevel error -f lavfi -i testsrc2=size=1920x1080:rate=24 
     -t 20 -c:v libx264 -preset fast -crf 18 -pix_fmt yuv420p -c:a aac -shortest "$clip"
 for precision in "" --bf16; do
     python3 -m bench.bench_video --video "$clip" --weights weights/fast.safetensors --preset veryfast $precision \
-        2>&1 | tee -a "$out/issue.log"
+        2>&1 | tee -a "$out/issue.log" || echo "error: the issue's rows failed (exit $?)"
 done
 # a probe of the first hypothesis: GraphedPairs.synthesize copies the quadratic paths' two gaps from a new CPU tensor,
 # and a copy from pageable memory waits for the stream (cudaMemcpyAsync + cudaStreamSynchronize), so the host cannot
 # queue the next pair while the GPU runs this one. Here the gaps are filled on the device instead (no wait), A/B
 # alternating, in the route (frames from memory) and in the pipeline (fast network, veryfast), on the synthetic clip.
-python3 - 240 <<'PROBE' 2>&1 | tee "$out/probe.log"
+python3 - 240 <<'PROBE' 2>&1 | tee "$out/probe.log" || true
 import sys
 import tempfile
 from pathlib import Path
@@ -128,4 +128,5 @@ with tempfile.TemporaryDirectory() as tmp:
                       flush=True)
         graphs.gaps = original
 PROBE
+[ "${PIPESTATUS[0]}" = 0 ] || echo "error: the probe failed"
 echo "in all: $(( $(date +%s) - start )) s"
