@@ -34,11 +34,9 @@ def _line(label: str, s: Dict[str, float], count: int) -> str:
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description="Scores on the repeated-pattern set (exact middle frames).",
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--weights", type=Path, nargs="*", default=[],
-                   help="our weights files to score, each as run.py runs it (a file of weights/ as --model NAME does)")
     p.add_argument("--peer", nargs="*", default=[], choices=list(PEERS),
                    help="RIFE releases to score beside them (evaluation/peers.py)")
-    add_engine_flags(p, weights=False)
+    add_engine_flags(p, several=True)
     p.add_argument("--quick", action="store_true", help="the static 25 px grid alone (and as cameras film it)")
     p.add_argument("--no-camera", action="store_true",
                    help="the exact scenes alone, without the static scenes as cameras film them")

@@ -17,7 +17,7 @@ import re
 import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from media.errors import FieldError, Said
 
@@ -31,14 +31,14 @@ ALPHA_MODES = ("flow", "linear")
 
 
 def flow_scale_value(text: str) -> Union[float, str]:
-    """A ``--flow-scale`` argument: auto, or a factor above 0 (argparse.ArgumentTypeError otherwise; the engine
-    then asks for at most 1)."""
+    """A ``--flow-scale`` argument: auto, or a factor in (0, 1] (argparse.ArgumentTypeError otherwise): the rule
+    of ``InterpolatorOptions.flow_scale``, the one check of every tool's flag."""
     try:
         value: Union[float, str] = text if text == "auto" else float(text)
     except ValueError:
         value = -1.0
-    if value != "auto" and not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: use auto or a factor above 0, such as 0.5 (half the frames' "
+    if not _valid_scale(value):
+        raise argparse.ArgumentTypeError(f"{text!r}: use auto or a factor in (0, 1], such as 0.5 (half the frames' "
                                          f"size)")
     return value
 
@@ -116,9 +116,10 @@ class InterpolatorOptions:
         "give the path of a weights file",
         flags=[(("--model",), dict(default="network", help="name of a weights file in weights/ (without "
                                    ".safetensors): network (the default) or fast (about 2x the speed on a GPU: 10.6 "
-                                   "against 20.9 ms per 1080p frame on an H200, bf16; lower quality)")),
+                                   "against 20.9 ms per 1080p frame on an H200, bf16; lower quality); --weights "
+                                   "overrides it")),
                (("--weights",), dict(type=Path, default=None, help="path of a weights file (.safetensors, or a "
-                                     "published network-lf.pytorch); overrides --model"))])
+                                     "published network-lf.pytorch)"))])
     # the device decides the frames through the precision and the kernels: frames_key takes the device the
     # interpolator resolved, not the name
     device: str = _option(
@@ -128,12 +129,14 @@ class InterpolatorOptions:
     precision: str = _option(
         "auto", "autocast", lambda v: v in PRECISION_NAMES, f"use one of {', '.join(PRECISION_NAMES)}",
         exclusive=True,
-        flags=[(("--fp32",), dict(action="store_true", help="float32 throughout (the default on the CPU, on GPUs "
-                                  "older than compute capability 8.0 and for the published weights; elsewhere the "
-                                  "default is bfloat16 autocast)")),
-               (("--fp16",), dict(action="store_true", help="float16 autocast (CUDA)")),
-               (("--bf16",), dict(action="store_true", help="bfloat16 autocast (the default for this project's "
-                                  "networks on GPUs of compute capability 8.0 and up)"))])
+        flags=[(("--fp32",), dict(action="store_const", const="fp32", dest="precision", help=(
+                   "float32 throughout (the default on the CPU, on GPUs older than compute capability 8.0 and for "
+                   "the published weights; elsewhere the default is bfloat16 autocast)"))),
+               (("--fp16",), dict(action="store_const", const="fp16", dest="precision",
+                                  help="float16 autocast (CUDA)")),
+               (("--bf16",), dict(action="store_const", const="bf16", dest="precision", help=(
+                   "bfloat16 autocast (the default for this project's networks on GPUs of compute capability 8.0 "
+                   "and up)")))])
     flow_scale: Optional[Union[float, str]] = _option(
         None, "flow resolution", lambda v: v is None or _valid_scale(v),
         "use auto or a value in (0, 1] (None: the weights file's default)",
@@ -175,7 +178,7 @@ class InterpolatorOptions:
             "takes about 40%% less time; a video gains only where the encoder is not the limit (docs/video.md)")))])
     cuda_graphs: bool = _option(
         True, "CUDA graphs", lambda v: isinstance(v, bool), "use True or False",
-        flags=[(("--eager",), dict(action="store_true", help=(
+        flags=[(("--eager",), dict(action="store_false", dest="cuda_graphs", help=(
             "run the network op by op on CUDA instead of replaying it as CUDA graphs (the default for whole "
             "frames without --ensemble); the frames differ by float rounding only")))])
 
@@ -194,20 +197,55 @@ class InterpolatorOptions:
         return max(1, min(128, tile // 4))
 
 
-def add_flags(parser: argparse.ArgumentParser, only: Sequence[str] = ()) -> None:
+def add_flags(parser: argparse.ArgumentParser, only: Sequence[str] = (), defaults: Optional[Mapping[str, Any]] = None,
+              several: Sequence[str] = (), required: Sequence[str] = ()) -> None:
     """The command-line flags of every option (or of the options named in ``only``, for a tool that sets the rest
-    itself), from its declaration; ``options_from_args`` reads them all back. A command that takes them is a
-    command line: the library's notes are shown on its stderr from here on (``show_notes``)."""
+    itself), from its declaration: the one place a tool declares an engine flag (names, help and check as run.py
+    has them); ``options_from_args`` reads them all back.
+
+    ``defaults``: a protocol's own defaults, by field (``{"precision": "fp32"}``, ``{"device": "cpu"}``), checked
+    by the field's declared check and shown in ``--help``; the flags still change them. ``several``: fields that
+    take one or more values, a list (``weights``: ``--weights A B``, without ``--model``, each file in turn;
+    ``flow_scale``: a run per scale). ``required``: fields whose flag must be given. A command that takes the
+    flags is a command line: the library's notes are shown on its stderr from here on (``show_notes``)."""
     show_notes()
+    defaults = dict(defaults or {})
+    names = {f.name for f in fields(InterpolatorOptions)}
+    for name in (*defaults, *several, *required):
+        if name not in names:
+            raise ValueError(f"add_flags: {name!r} is no field of InterpolatorOptions")
+    for name, value in defaults.items():
+        check = _field(name).metadata
+        values = list(value) if name in several else [value]
+        if name == "weights":
+            values = [Path(v) for v in values]
+            defaults[name] = values if name in several else values[0]
+        if not all(check["check"](v) for v in values):
+            raise ValueError(f"add_flags: the default {name}={value!r}: {check['rule']}")
     for f in fields(InterpolatorOptions):
         if only and f.name not in only:
             continue
         group: Any = parser.add_mutually_exclusive_group() if f.metadata["exclusive"] else parser
-        for names, kwargs in f.metadata["flags"]:
+        for flag_names, kwargs in f.metadata["flags"]:
             kwargs = dict(kwargs)
+            dest = kwargs.get("dest", flag_names[0][2:].replace("-", "_"))
+            if f.name in several and dest != f.name:
+                continue  # (--model names one file: several are --weights)
             if "type" in kwargs and kwargs["type"] in (int, float):
-                kwargs["type"] = _checked(f.name, names[0], kwargs["type"])
-            group.add_argument(*names, **kwargs)
+                kwargs["type"] = _checked(f.name, flag_names[0], kwargs["type"])
+            if dest == f.name and "default" in kwargs:
+                kwargs["default"] = defaults.get(f.name, kwargs["default"])
+            if f.name in several:
+                kwargs["nargs"] = "+"
+                kwargs["help"] += "; one or more, each in turn"
+                if f.name not in defaults:
+                    kwargs["default"] = [] if f.name == "weights" else [f.default]
+            if f.name in required:
+                kwargs["required"] = True
+            group.add_argument(*flag_names, **kwargs)
+    for f in fields(InterpolatorOptions):  # the fields whose flags store a constant (--fp32, --eager)
+        if (not only or f.name in only) and not any("default" in kw for _, kw in f.metadata["flags"]):
+            parser.set_defaults(**{f.name: defaults.get(f.name, f.default)})
 
 
 def _checked(name: str, flag: str, parse: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -298,17 +336,21 @@ def check_cuda_present(device: str) -> None:
                          f"found) -- use --device cpu, or auto")
 
 
-def options_from_args(args: argparse.Namespace, root: Path = ROOT) -> InterpolatorOptions:
-    """The options the flags of ``add_flags`` give (checked by their types already; files here)."""
+def device_for(args: argparse.Namespace) -> str:
+    """``--device``, checked (the field's one check, and ``check_cuda_present``): ValueError naming the flag."""
     if not _field("device").metadata["check"](args.device):
         raise ValueError(f"--device {args.device!r} is not a device: use auto, cpu, cuda or cuda:N")
     check_cuda_present(args.device)
-    precision = next((name for name in ("fp32", "fp16", "bf16") if getattr(args, name)), "auto")
+    return args.device
+
+
+def options_from_args(args: argparse.Namespace, root: Path = ROOT) -> InterpolatorOptions:
+    """The options the flags of ``add_flags`` give (checked by their types already; files and the device here)."""
     # (no --flow-scale: None, the weights' own default, which the engine reads from the file)
-    return InterpolatorOptions(weights=weights_for(args, root), device=args.device, precision=precision,
+    return InterpolatorOptions(weights=weights_for(args, root), device=device_for(args), precision=args.precision,
                                flow_scale=args.flow_scale,
                                tile=args.tile, tile_overlap=args.tile_overlap, ensemble=args.ensemble,
-                               alpha=args.alpha, compile=args.compile, cuda_graphs=not args.eager)
+                               alpha=args.alpha, compile=args.compile, cuda_graphs=args.cuda_graphs)
 
 
 def frames_key(options: InterpolatorOptions, **resolved: str) -> Dict[str, str]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 import numpy as np
 
@@ -81,13 +81,16 @@ def hold_still_label(label: str, hold: bool, choice: str) -> str:
 
 
 # the engine's flags a scoring tool takes (engine.options.add_flags; --model and --weights with "weights")
-ENGINE_FLAGS = ("device", "precision", "flow_scale", "ensemble", "compile", "cuda_graphs")
+ENGINE_FLAGS = ("weights", "device", "precision", "flow_scale", "ensemble", "compile", "cuda_graphs")
 
 
-def add_engine_flags(parser: argparse.ArgumentParser, weights: bool = True) -> None:
-    """run.py's flags for how ours runs, from their one declaration; ``weights``: also --model and --weights (a
-    tool that scores several files declares its own --weights)."""
-    add_flags(parser, only=ENGINE_FLAGS + (("weights",) if weights else ()))
+def add_engine_flags(parser: argparse.ArgumentParser, several: bool = False,
+                     defaults: Optional[Mapping[str, object]] = None, required: bool = False) -> None:
+    """run.py's flags for how ours runs, from their one declaration (``engine.options.add_flags``); ``several``:
+    ``--weights`` takes one or more files, each scored in turn (``methods_of``), instead of ``--model`` or one
+    ``--weights``; ``required``: at least one must be named; ``defaults``: the protocol's own defaults, by field."""
+    add_flags(parser, only=ENGINE_FLAGS, defaults=defaults, several=("weights",) if several else (),
+              required=("weights",) if required else ())
 
 
 def engine_options(args: argparse.Namespace, benchmark: Benchmark,

@@ -216,7 +216,7 @@ def test_holdout_cli_passes_the_flow_scale_to_the_network(tmp_path, capsys, monk
     assert "torch.compile needs the network on a CUDA device" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         holdout_main(["--data", str(folder), "--weights", str(weights), "--flow-scale", "0"])
-    assert "'0': use auto or a factor above 0" in capsys.readouterr().err
+    assert "'0': use auto or a factor in (0, 1]" in capsys.readouterr().err  # the option's one rule
 
 
 def test_holdout_cli_moves_pixels_along_quadratic_paths_where_the_shot_allows(tmp_path, capsys, monkeypatch):

@@ -119,9 +119,9 @@ def test_export_states_the_flow_scale_it_is_told_or_keeps_or_applies_the_rule(tm
     assert export("--flow-iterations", "2", "--flow-scale", "auto") == {"flow_scale": "auto"}
     assert export("--flow-iterations", "1", "--flow-scale", "0.5") == {"flow_scale": 0.5}
     capsys.readouterr()
-    assert main([str(source), "--out", str(tmp_path / "bad.safetensors"), "--flow-iterations", "1",
-                 "--flow-scale", "1.5"]) == 2
-    assert "flow_scale=1.5: use auto or a value in (0, 1]" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # run.py's flag, with its one check
+        main([str(source), "--out", str(tmp_path / "bad.safetensors"), "--flow-iterations", "1", "--flow-scale", "1.5"])
+    assert "'1.5': use auto or a factor in (0, 1]" in capsys.readouterr().err
     assert not (tmp_path / "bad.safetensors").exists()
 
 

@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Union
 
-from engine.options import InterpolatorOptions, flow_scale_value
+from engine.options import InterpolatorOptions, add_flags
 from model.interface import FlowScale
 from model.network import Network, NetworkConfig
 from model.weights import INFERENCE_KEY, config_from_metadata, load_weights, read_metadata, save_weights
@@ -138,10 +138,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--raw", action="store_true", help="the network's own parameters, not the moving average")
     p.add_argument("--flow-iterations", type=int, nargs="+", metavar="N",
                    help="passes of each level's flow decoder, coarsest level first (one N: every level)")
-    p.add_argument("--flow-scale", type=flow_scale_value, default=None, metavar="auto|F",
-                   help="the flow scale the file states as its default (run.py --flow-scale; default: the source's, "
-                        "for a copy under the same config, else auto for the default network's architecture and 1 "
-                        "for any other)")
+    # run.py's --flow-scale, as the file's default: without it, the source's for a copy under the same config, else
+    # auto for the default network's architecture and 1 for any other (model.weights.defaults_for)
+    add_flags(p, only=("flow_scale",))
     args = p.parse_args(argv)
     try:
         if args.state.is_file():

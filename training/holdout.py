@@ -289,9 +289,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description="Margin over the classical baseline on held-out footage.",
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--data", type=Path, nargs="+", help="footage folders (footage, footage2)")
-    p.add_argument("--weights", type=Path, nargs="*", default=[],
-                   help="weights files to score, each as run.py runs it (a file of weights/ as --model NAME does)")
-    add_engine_flags(p, weights=False)
+    add_engine_flags(p, several=True)
     p.add_argument("--motion", choices=MOTIONS, default="linear",
                    help="quadratic: move pixels along paths through the frames 3 gaps from the centre "
                         "(model/motion.py) where the shot has them, each side on its own as run.py --video does, "

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
@@ -99,8 +98,7 @@ DIAGNOSE_PATTERNS = Benchmark("diagnose.patterns", engine=(("tile", 0),), note="
 
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--weights", type=Path, nargs="+", required=True)
-    add_engine_flags(p, weights=False)
+    add_engine_flags(p, several=True, required=True)
     p.add_argument("--classical", action="store_true", help="a row for the classical baseline (DIS flow + warping)")
     args = p.parse_args(argv)
     from training.holdout import Classical
