@@ -119,6 +119,77 @@ def load_network(weights: Path, device: torch.device) -> nn.Module:
     return load_any(weights, device)
 
 
+# quadratic motion keeps the flow states of the pair and of its two neighbouring pairs, per ensemble pass
+_STATES_PER_PASS = 3
+# plans kept per interpolator (the oldest dropped): a video has one frame size, a folder of images a few
+_MAX_PLANS = 16
+
+
+@dataclasses.dataclass(frozen=True)
+class FramePlan:
+    """Every choice about running pairs of one frame size, made once by ``plan_frames`` on the first pair of that
+    size and kept by the ``Interpolator``: each later pair of the size runs from it, and ``model.inference`` takes
+    ``settings`` as decided.
+
+    ``tile``: tiles of that many pixels (0: whole frames): ``InterpolatorOptions.tile``, or for "auto" what fits in
+    free memory. ``settings``: what ``model.inference`` runs: the autocast, the flow scale, and ``tile`` with its
+    overlap where the frames are larger than one tile (else 0: whole frames). ``moves_alpha``: frames with alpha
+    move it with the flow (else it is mixed linearly in time). ``quadratic``: RGB pairs with neighbours move along
+    quadratic paths (else at constant velocity, ``why_linear`` says why). ``graphs``: integer pairs run as CUDA
+    graphs (``Interpolator.cuda_graphs_for`` captures them on first use, per size and route).
+
+    The key is the size alone: the device and the options are the interpolator's own, the dtype decides nothing,
+    and the channels only choose which of the decisions applies (``moves_alpha`` for frames with alpha, which then
+    run their colour planes from the same plan; ``quadratic`` for RGB).
+    """
+
+    height: int
+    width: int
+    tile: int
+    settings: "RunSettings"
+    moves_alpha: bool
+    quadratic: bool
+    why_linear: str
+    graphs: bool
+
+
+def plan_frames(height: int, width: int, options: InterpolatorOptions, runner: "InterpolationNetwork",
+                device: torch.device, autocast_dtype: Optional[torch.dtype]) -> FramePlan:
+    """The ``FramePlan`` for pairs of ``height`` x ``width`` frames, run by ``runner`` (the network, or its
+    ensemble) on ``device`` under ``options``. Where "auto" tiles are needed it says so (a note: ``logging``,
+    INFO); where whole frames fit, but not beside the flow states quadratic motion keeps, the pairs move at constant
+    velocity (said by the caller, with the reason, where a pair has neighbours). ValueError where the tiles'
+    overlap does not fit them (``model.inference.RunSettings``)."""
+    from model.inference import RunSettings, available_memory, fit_tile, memory_factor, needed_memory, state_memory
+
+    net, kept = runner.base, _STATES_PER_PASS * runner.passes
+    if not runner.tiles:
+        tile = beside_states = 0
+    elif options.tile != "auto":
+        tile = beside_states = int(options.tile)
+    else:
+        factor = memory_factor(net)
+        tile = fit_tile(height, width, device, factor=factor)
+        beside_states = tile
+        if runner.quadratic_paths and not tile:
+            beside_states = fit_tile(height, width, device, factor=factor,
+                                     whole_extra=kept * state_memory(height, width, net))
+        if tile:
+            log.info(Said("{width}x{height} frames need about {need:.1f} GiB on {device}, {free:.1f} GiB is free: "
+                          "processing in {size}-pixel tiles ({tile:=0} forces whole frames)", width=width,
+                          height=height, need=needed_memory(height, width, device, factor) / 2**30, device=device,
+                          free=available_memory(device) / 2**30, size=tile))
+    why_linear = ("the published network" if not runner.quadratic_paths else "tiles" if tile else
+                  f"whole frames fit in free memory, but not beside the flows of {kept} pairs it keeps"
+                  if beside_states else "")
+    settings = RunSettings(autocast_dtype, options.flow_scale, tile if max(height, width) > tile > 0 else 0,
+                           options.overlap_for(tile))
+    return FramePlan(height, width, tile, settings,
+                     moves_alpha=options.alpha == "flow" and runner.flow_alpha and not tile,
+                     quadratic=not why_linear, why_linear=why_linear,
+                     graphs=options.cuda_graphs and runner.cuda_graphs and device.type == "cuda" and not tile)
+
+
 class Later:
     """A frame of ``Interpolator.lazy_frames``: ``make`` (which gives a list of one started frame) runs when
     ``result()`` is first called."""
@@ -166,9 +237,9 @@ class Interpolator:
                           "1080p; seconds when torch's compile cache already holds it), then runs faster"))
         # what runs each pair (model.interface.InterpolationNetwork): its flags say what it can do
         self._runner: "InterpolationNetwork" = with_ensemble(self.network, options.ensemble)
-        # (frame size, flow states cached beside) -> tile size, decided once per size
-        self._tiles: Dict[Tuple[int, int, int], int] = {}
-        # (frame size, neighbours) -> GraphedPairs, or None where capture failed
+        # (height, width) -> FramePlan: every choice about pairs of that size, made once (plan_frames)
+        self._plans: Dict[Tuple[int, int], FramePlan] = {}
+        # (frame size, neighbours) -> GraphedPairs, or None where capture failed (where the plan has graphs)
         self._graphs: Dict[Tuple[int, int, bool], Optional["GraphedPairs"]] = {}
         self._states = None  # model.inference.PairStates of the stream in progress (quadratic motion)
         self._noted_linear = False
@@ -187,46 +258,38 @@ class Interpolator:
                          autocast=str(self.autocast_dtype))
         return " ".join(f"{name}={value}" for name, value in sorted(key.items()))
 
-    def tile_for(self, height: int, width: int, cached_pairs: int = 0) -> int:
-        """The tile size for frames of this size (0: whole frames); for "auto" what fits in free memory, said once
-        per size (a note: ``logging``, INFO) when tiles are needed. ``cached_pairs``: whole frames also hold that
-        many pairs' flow states (quadratic motion's ``PairStates``; decided, not said)."""
-        from model.inference import available_memory, fit_tile, memory_factor, needed_memory, state_memory
+    def plan(self, height: int, width: int) -> FramePlan:
+        """The ``FramePlan`` of pairs of this size: ``plan_frames``'s, made on the first pair of the size and kept."""
+        key = (height, width)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = plan_frames(height, width, self.options, self._runner, self.device, self.autocast_dtype)
+            if len(self._plans) >= _MAX_PLANS:
+                del self._plans[next(iter(self._plans))]
+            self._plans[key] = plan
+        return plan
 
-        if not self._runner.tiles:
-            return 0
-        if self.options.tile != "auto":
-            return int(self.options.tile)
-        key = (height, width, cached_pairs)
-        if key not in self._tiles:
-            factor = memory_factor(self.network)
-            extra = cached_pairs * state_memory(height, width, self.network)
-            tile = fit_tile(height, width, self.device, factor=factor, whole_extra=extra)
-            if tile and not cached_pairs:
-                log.info(Said("{width}x{height} frames need about {need:.1f} GiB on {device}, {free:.1f} GiB is free: "
-                              "processing in {size}-pixel tiles ({tile:=0} forces whole frames)", width=width,
-                              height=height, need=needed_memory(height, width, self.device, factor) / 2**30,
-                              device=self.device, free=available_memory(self.device) / 2**30, size=tile))
-            self._tiles[key] = tile
-        return self._tiles[key]
+    def tile_for(self, height: int, width: int) -> int:
+        """The tile size for frames of this size (0: whole frames): the plan's."""
+        return self.plan(height, width).tile
 
     def moves_alpha(self, height: int, width: int) -> bool:
-        """Whether alpha of frames this size moves with the flow (else it is mixed linearly in time)."""
-        return self.options.alpha == "flow" and self._runner.flow_alpha and not self.tile_for(height, width)
+        """Whether alpha of frames this size moves with the flow (else it is mixed linearly in time): the plan's."""
+        return self.plan(height, width).moves_alpha
 
     def __call__(self, one: Image, two: Image, times: Sequence[float] = (0.5,)) -> List[Image]:
         """Float frames at each t of ``times`` between ``one`` and ``two``, in the input's form."""
-        from model.inference import interpolate
+        from model.inference import RunSettings, interpolate
 
         times = check_times(times)
         shape = getattr(one, "shape", ())
         if isinstance(one, np.ndarray) and len(shape) == 3:
-            tile = self.tile_for(shape[0], shape[1])
+            settings = self.plan(shape[0], shape[1]).settings
         elif isinstance(one, torch.Tensor) and len(shape) in (3, 4):
-            tile = self.tile_for(shape[-2], shape[-1])
-        else:
-            tile = 0  # not a frame: interpolate names the problem
-        return interpolate(self._runner, one, two, times, self._settings(tile))
+            settings = self.plan(shape[-2], shape[-1]).settings
+        else:  # not a frame: interpolate names the problem
+            settings = RunSettings(self.autocast_dtype, self.options.flow_scale)
+        return interpolate(self._runner, one, two, times, settings)
 
     def interpolate_with_alpha(self, one: np.ndarray, two: np.ndarray, alpha_one: np.ndarray,
                                alpha_two: np.ndarray,
@@ -235,7 +298,8 @@ class Interpolator:
         from model.inference import interpolate_with_alpha
 
         times = check_times(times)
-        if not self.moves_alpha(one.shape[0], one.shape[1]):
+        plan = self.plan(one.shape[0], one.shape[1])
+        if not plan.moves_alpha:
             return self(one, two, times), [(1.0 - t) * alpha_one + t * alpha_two for t in times]
 
         def tensor(x: np.ndarray) -> torch.Tensor:
@@ -243,7 +307,7 @@ class Interpolator:
             return torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).permute(2, 0, 1)[None].to(self.device)
 
         outs = interpolate_with_alpha(self._runner, tensor(one), tensor(two), tensor(alpha_one), tensor(alpha_two),
-                                      times, self._settings(0))
+                                      times, plan.settings)
         return ([c[0].permute(1, 2, 0).cpu().numpy() for c, _ in outs],
                 [a[0, 0].cpu().numpy() for _, a in outs])
 
@@ -255,11 +319,12 @@ class Interpolator:
 
         times = check_times(times)
         height, width = one.shape[:2]
+        plan = self.plan(height, width)
         if one.ndim == 3 and one.shape[2] == 4:
-            if not self.moves_alpha(height, width):
+            if not plan.moves_alpha:
                 return mix_alpha_linearly(self.interpolate_integer, one, two, times)
-            return interpolate_integer_alpha(self._runner, one, two, times, self._settings(0))
-        return interpolate_integer(self._runner, one, two, times, self._settings(self.tile_for(height, width)),
+            return interpolate_integer_alpha(self._runner, one, two, times, plan.settings)
+        return interpolate_integer(self._runner, one, two, times, plan.settings,
                                    graphed=self.cuda_graphs_for(height, width))
 
     def interpolate_integer_with_neighbours(self, one: np.ndarray, two: np.ndarray, times: Sequence[float],
@@ -287,45 +352,36 @@ class Interpolator:
 
         times = check_times(times)
         height, width = one.shape[:2]
-        net, passes = self._runner.base, self._runner.passes
-        cached = 3 * passes  # the flow states of the pair and its neighbouring pairs, per pass
-        if (one.ndim != 3 or one.shape[2] != 3 or not self._runner.quadratic_paths
-                or self.tile_for(height, width, cached)):
+        plan = self.plan(height, width)
+        if not (plan.quadratic and one.ndim == 3 and one.shape[2] == 3):
             if not self._noted_linear and (before is not None or after is not None):
                 self._noted_linear = True
                 reason = ("frames with alpha" if one.ndim == 3 and one.shape[2] == 4 else
-                          "the published network" if not self._runner.quadratic_paths else
-                          "tiles" if self.tile_for(height, width) else
-                          f"whole frames fit in free memory, but not beside the flows of {cached} pairs it keeps")
+                          plan.why_linear or "frames that are not H x W x 3")
                 log.info("quadratic motion runs RGB frames, whole, on this project's networks; here (%s) frames "
                          "move at constant velocity", reason)
             return [Ready(frame) for frame in self.interpolate_integer(one, two, times)]
+        passes = self._runner.passes
         if self._states is None:
-            self._states = PairStates(3 * passes)
+            self._states = PairStates(_STATES_PER_PASS * passes)
         graphed = self.cuda_graphs_for(height, width, True)  # None for an ensemble: it runs eagerly
-        start = functools.partial(start_integer_quadratic, net, one, two, before=before, after=after,
-                                  states=self._states, settings=self._settings(0), graphed=graphed, passes=passes)
+        start = functools.partial(start_integer_quadratic, self._runner.base, one, two, before=before, after=after,
+                                  states=self._states, settings=plan.settings, graphed=graphed, passes=passes)
         if self.lazy_frames:
             return [Later(functools.partial(start, [t])) for t in times]
         return start(times)
 
-    def _settings(self, tile: int) -> "RunSettings":
-        """model.inference's settings for one call: this interpolator's precision, flow scale and overlap."""
-        from model.inference import RunSettings
-
-        return RunSettings(self.autocast_dtype, self.options.flow_scale, tile, self.options.overlap_for(tile))
-
     def cuda_graphs_for(self, height: int, width: int, neighbours: bool = False) -> Optional["GraphedPairs"]:
         """The CUDA graphs (``model.runtime.GraphedPairs``) that replay whole frames of this size (with
-        ``neighbours``: also along quadratic paths), captured on first use; None where they do not apply (CPU,
+        ``neighbours``: also along quadratic paths), captured on first use; None where the plan has none (CPU,
         ``cuda_graphs`` off, an ensemble or the published network, tiles) or capture failed."""
-        replayable = self.options.cuda_graphs and self._runner.cuda_graphs and self.device.type == "cuda"
-        if not replayable or self.tile_for(height, width):
+        plan = self.plan(height, width)
+        if not plan.graphs:
             return None
         key = (height, width, neighbours)
         if key not in self._graphs:
             from model.runtime import graphed_pairs
 
-            self._graphs[key] = graphed_pairs(self._runner, (1, 3, height, width), self.autocast_dtype,
-                                              self.options.flow_scale, neighbours)
+            self._graphs[key] = graphed_pairs(self._runner, (1, 3, height, width), plan.settings.autocast_dtype,
+                                              plan.settings.flow_scale, neighbours)
         return self._graphs[key]

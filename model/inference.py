@@ -29,17 +29,25 @@ Image = Union[np.ndarray, torch.Tensor]
 
 @dataclass(frozen=True)
 class RunSettings:
-    """How the functions below run the network (``engine.InterpolatorOptions`` decides them for a whole job).
+    """How the functions below run the network: decided by the caller, which checks nothing else (the engine decides
+    them once per frame size: ``engine.interpolator.FramePlan``).
 
     ``autocast_dtype``: float16 or bfloat16 autocast, None for float32. ``flow_scale``: estimate flow at this fraction
-    of the resolution, or "auto" (``model.network.AUTO``). ``tile`` > 0: frames larger than tile x tile in
-    overlapping tiles (bounded memory), their overlaps ``overlap`` pixels wide and cross-faded; 0: whole frames.
+    of the resolution, or "auto" (``model.network.AUTO``). ``tile`` > 0: frames in overlapping tiles of at most
+    tile x tile pixels (bounded memory; a frame no larger runs as one tile, which gives the whole frame's output),
+    their overlaps ``overlap`` pixels wide and cross-faded; 0: whole frames. ValueError where the overlap does not fit
+    the tiles.
     """
 
     autocast_dtype: Optional[torch.dtype] = None
     flow_scale: FlowScale = 1.0
     tile: int = 0
     overlap: int = 128
+
+    def __post_init__(self) -> None:
+        if self.tile and not 0 < 2 * self.overlap < self.tile:
+            raise ValueError(f"tile {self.tile} needs an overlap between 1 and {self.tile // 2 - 1} pixels, "
+                             f"got {self.overlap}")
 
     def autocast(self, device: torch.device) -> torch.autocast:
         return torch.autocast(device.type, dtype=self.autocast_dtype or torch.float32,
@@ -189,12 +197,9 @@ def _tiled(net: InterpolationNetwork, a: torch.Tensor, b: torch.Tensor, times: L
 def _run(net: InterpolationNetwork, a: torch.Tensor, b: torch.Tensor, times: Sequence[float],
          settings: RunSettings) -> List[torch.Tensor]:
     """The network on two checked N x 3 x H x W float tensors on its device: frames clamped to [0, 1]."""
-    tile, overlap = settings.tile, settings.overlap
     with settings.autocast(a.device):
-        if tile and max(a.shape[2:]) > tile:
-            if not 0 < 2 * overlap < tile:
-                raise ValueError(f"tile {tile} needs an overlap between 1 and {tile // 2 - 1} pixels, got {overlap}")
-            outs = _tiled(net, a, b, list(times), settings.flow_scale, tile, overlap)
+        if settings.tile:
+            outs = _tiled(net, a, b, list(times), settings.flow_scale, settings.tile, settings.overlap)
         else:
             outs = net(a, b, list(times), settings.flow_scale)
     return [o.float().clamp(0.0, 1.0) for o in outs]
@@ -226,15 +231,14 @@ def interpolate_integer(net: InterpolationNetwork, one: np.ndarray, two: np.ndar
     Frames cross to the device as integers and are scaled and rounded there: a quarter
     (uint8) of the bytes of float frames, and no full-frame float arithmetic on the CPU.
     ``graphed`` (a ``model.runtime.GraphedPairs`` for this frame size, built with the same autocast and flow
-    scale) replays the network as CUDA graphs instead of running it (whole frames only).
+    scale) replays the network as CUDA graphs instead of running it, on whole frames (``settings.tile`` is then not
+    used: the engine's plan gives graphs to whole frames only).
     """
     device, scale = _check_integer_pair(net, one, two, 3)
     # integer frames are finite by construction: straight to the network, without interpolate's checks
     # (its finiteness test reads each frame again and makes the host wait for the GPU)
     a, b = _upload_integer(one, device, scale), _upload_integer(two, device, scale)
     if graphed is not None:
-        if settings.tile and max(one.shape[:2]) > settings.tile:
-            raise ValueError(f"CUDA graphs run whole frames: pass tile=0 or no graphs for tiles of {settings.tile} px")
         outs = graphed(a, b, times)
     else:
         outs = _run(net, a, b, times, settings)
@@ -296,10 +300,12 @@ def start_integer_quadratic(net: Network, one: np.ndarray, two: np.ndarray, time
     """``interpolate_integer`` along quadratic paths (model/motion.py) through the frame ``before`` one and the frame
     ``after`` two, each with its distance in time; a side without one moves at constant velocity. The flows one ->
     before and two -> after are the neighbouring pairs' (``states``: estimated once, shared with those pairs' own
-    calls). Whole frames only; ``graphed``: GraphedPairs captured with ``neighbours=True`` (one pass).
+    calls). Whole frames (``settings.tile`` is not used); ``graphed``: GraphedPairs captured with ``neighbours=True``,
+    for one pass (the engine's plan decides both: ``engine.interpolator.FramePlan``).
     ``passes`` 2 or 4: the mean of an ensemble's mirrored and time-reversed passes (model/ensemble.py), each with
-    its own flows, estimated once per pair as well (``states`` then needs 3 x ``passes`` entries). The frames come
-    back as ``Download``s: the next pair's work can be queued before they are waited for."""
+    its own flows, estimated once per pair as well (``states`` then needs 3 x ``passes`` entries); an ensemble runs
+    eagerly (``graphed`` None). The frames come back as ``Download``s: the next pair's work can be queued before they
+    are waited for."""
     from .ensemble import average_passes
     from .warp import InputPadder
 
@@ -309,10 +315,6 @@ def start_integer_quadratic(net: Network, one: np.ndarray, two: np.ndarray, time
             _check_integer_pair(net, one, side[0], 3)
             if not side[1] > 0:
                 raise ValueError(f"{name}'s distance in time must be above 0, got {side[1]}")
-    if settings.tile and max(one.shape[:2]) > settings.tile:
-        raise ValueError(f"quadratic motion runs whole frames: pass tile=0, not tiles of {settings.tile} px")
-    if passes != 1 and graphed is not None:
-        raise ValueError("an ensemble runs eagerly: pass graphed=None with passes > 1")
     padder = InputPadder((1, 3, *one.shape[:2]), 2 ** len(net.config.encoder_widths))
 
     def one_pass(mirror: bool, reverse: bool) -> List[torch.Tensor]:
