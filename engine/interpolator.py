@@ -3,7 +3,8 @@
 ``Interpolator(InterpolatorOptions(...))`` loads the weights onto a device and keeps the policy that
 run.py, the video pipeline, the benchmarks and the Python API share: precision (autocast), flow scale,
 tiling of frames too large for memory, CUDA graphs or ``torch.compile`` for videos, test-time ensembles,
-and how transparency is interpolated.
+and how transparency is interpolated. What depends on the frame size is decided once per size, on its first pair
+(``FramePlan``, ``plan_frames``), and every pair of that size runs from it.
 
 Conventions
 -----------
@@ -214,6 +215,7 @@ class Interpolator:
     the file names the weights, as in ``job_id``). ``lazy_frames``: the frames that
     ``start_integer_with_neighbours`` gives along quadratic paths are each made when its ``result()`` is first
     called, so that a caller can report or stop between them (the ComfyUI nodes); the frames are the same.
+    ``plan(height, width)``: the ``FramePlan`` that pairs of that size run from (made once per size).
     """
 
     def __init__(self, options: InterpolatorOptions = InterpolatorOptions(),
