@@ -11,17 +11,19 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from pathlib import Path
 from typing import List, Optional
 
 import numpy as np
 import torch
 
 from bench.bench_network import SIZES as GPU_SIZES
+from engine.options import DEFAULT_WEIGHTS, add_flags
 
 SIZES = {"540p": (540, 960), **GPU_SIZES}  # the GPU benchmark's sizes, and 960x540 for the CPU
 
 
-def time_pair(weights: str, height: int, width: int, repeats: int) -> List[float]:
+def time_pair(weights: Path, height: int, width: int, repeats: int) -> List[float]:
     """Seconds per call of one warm interpolator on a ``height`` x ``width`` pair, ``repeats`` times."""
     from engine import Interpolator, InterpolatorOptions
 
@@ -39,7 +41,7 @@ def time_pair(weights: str, height: int, width: int, repeats: int) -> List[float
 
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--weights", nargs="+", default=["weights/network.safetensors"])
+    add_flags(p, only=("weights",), several=("weights",), defaults={"weights": [DEFAULT_WEIGHTS]})
     p.add_argument("--sizes", nargs="+", choices=list(SIZES), default=["540p", "720p"])
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")

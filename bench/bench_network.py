@@ -1,10 +1,11 @@
 """Time the network on the GPU: one middle frame, and 7 frames from one flow, per resolution.
 
-    python -m bench.bench_network [--weights weights/network.safetensors | --width 2]
+    python -m bench.bench_network [--model fast | --weights PATH | --width 2]
                                   [--compile] [--ensembles 2 4] [--peer rife-4.26 rife-3.1 rife-4.6]
                                   [--batch 1 2 4] [--profile [1080p]] [--json out.json]
 
-Speed does not depend on the weights, so random ones are used when none are given. ``--peer`` times RIFE
+The weights are run.py's (``--model``, ``--weights``); ``--width`` and ``--network`` time random ones (speed does not
+depend on the weights). ``--peer`` times RIFE
 releases (evaluation/peers.py, their real weights) in the same run, on the same frames, in float32 and under float16
 autocast (upstream's two modes), eager as their tools run them.
 
@@ -34,6 +35,7 @@ import torch
 
 
 from bench.timing import cuda_time_ms, require_cuda
+from engine.options import add_flags, weights_for
 from model import Network, load_weights
 from model.network import NetworkConfig, count_parameters
 from model.ensemble import with_ensemble
@@ -385,7 +387,7 @@ def print_tables(rows: List[dict], peers: list, batches: List[int]) -> None:
 
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--weights", type=Path, default=None)
+    add_flags(p, only=("weights",))
     p.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES))
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--json", type=Path, default=None)
@@ -412,12 +414,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = p.parse_args(argv)
     # the arguments are checked before the GPU, so that a machine without one checks a command line
     changed = args.network or args.width is not None
-    if args.weights and changed:
-        print("error: --weights excludes --network and --width (random weights time the same)",
+    if changed and (args.weights is not None or args.model != "network"):
+        print("error: --model and --weights exclude --network and --width (random weights time the same)",
               file=sys.stderr)
         return 2
-    if args.weights and not args.weights.is_file():
-        print(f"error: --weights {args.weights}: no such file", file=sys.stderr)
+    try:
+        weights = None if changed else weights_for(args)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
         config = NetworkConfig().sized(args.width).with_overrides(args.network or [])
@@ -427,7 +431,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     device = require_cuda()
     if device is None:
         return 2
-    net = load_weights(args.weights, device) if args.weights else Network(config).to(device).eval()
+    net = load_weights(weights, device) if weights else Network(config).to(device).eval()
     try:
         peers = [load_peer(name, device) for name in args.peer]
     except ValueError as exc:  # a missing wheel names its pip command

@@ -1,6 +1,6 @@
 """Which part of the network ``torch.compile`` gets wrong: each part compiled alone, against eager.
 
-    python -m bench.compile_check --weights weights/network.safetensors [--size 720x1280] [--fp32]
+    python -m bench.compile_check [--model fast | --weights PATH] [--size 720x1280] [--fp32]
                                   [--backend inductor] [--inputs smooth] [--parts whole flow ...]
 
 Issue 64: ``bench/bench_network.py --compile`` found the whole compiled network's frames 18.7 dB from eager on CUDA
@@ -21,6 +21,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import torch
 
 from bench.bench_network import MATCH_PSNR, moving_pair
+from engine.interpolator import resolve_device
+from engine.options import add_flags, device_for, weights_for
 from model import Network, load_weights
 from model.correlation import correlation
 from model.synthesis import splat_pyramid
@@ -77,22 +79,27 @@ def as_list(x) -> List[torch.Tensor]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--weights", required=True)
+    # run.py's flags; this check's own defaults: bf16 autocast on CUDA (--device cpu tries it on small frames)
+    add_flags(p, only=("weights", "device", "precision"), defaults={"device": "cuda", "precision": "bf16"})
     p.add_argument("--size", default="720x1280", help="HxW")
-    p.add_argument("--fp32", action="store_true", help="float32 instead of bf16 autocast")
     p.add_argument("--backend", default="inductor", help="torch.compile backend: inductor, aot_eager, eager")
     p.add_argument("--inputs", choices=["smooth", "rand"], default="smooth")
     p.add_argument("--parts", nargs="+", default=None, help="a subset of the parts (default: all)")
-    p.add_argument("--device", default="cuda", help="cuda, or cpu to try the script on small frames")
     args = p.parse_args(argv)
-    device = torch.device(args.device)
-    if device.type == "cuda" and not torch.cuda.is_available():
+    if args.device != "cpu" and not torch.cuda.is_available():
         print("error: this check needs a CUDA GPU (or --device cpu, on small frames)", file=sys.stderr)
         return 2
+    try:
+        device = resolve_device(device_for(args))
+        weights = weights_for(args)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     h, w = (int(v) for v in args.size.lower().split("x"))
-    net = load_weights(args.weights, device)
+    net = load_weights(weights, device)
     one, two = pair(args.inputs, h, w, device)
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=not args.fp32)
+    dtype = torch.float16 if args.precision == "fp16" else torch.bfloat16
+    autocast = torch.autocast(device.type, dtype=dtype, enabled=args.precision != "fp32")
     with torch.no_grad(), autocast:
         table = parts(net, one, two)
         names = args.parts or list(table)
