@@ -57,7 +57,7 @@ def test_diagnose_skip_batches_scores_only_the_later_batches(monkeypatch, capsys
 
 
 def test_diagnose_flow_scale_scores_the_network_with_its_flow_at_other_sizes(monkeypatch, capsys):
-    """scripts/diagnose/validation.py --boundaries --flow-scale 1 2 gives a row per weights file and scale, the
+    """scripts/diagnose/validation.py --boundaries --flow-resize 1 2 gives a row per weights file and scale, the
     network estimating its flow at that scale of the frames (full-resolution flow back), and the option is
     refused without --boundaries or outside (0, 4]."""
     import scripts.diagnose.validation as diagnose
@@ -90,8 +90,8 @@ def test_diagnose_flow_scale_scores_the_network_with_its_flow_at_other_sizes(mon
     assert scales == [1.0, 2.0]
     out = capsys.readouterr().out
     assert "(flow scale 1)" in out and "(flow scale 2)" in out
-    for argv, message in ((["--flow-scale", "2"], "--flow-scale goes with --boundaries"),
-                          (["--boundaries", "--flow-scale", "0"], "--flow-scale 0: use values in (0, 4]")):
+    for argv, message in ((["--flow-resize", "2"], "--flow-resize goes with --boundaries"),
+                          (["--boundaries", "--flow-resize", "0"], "--flow-resize 0: use values in (0, 4]")):
         with pytest.raises(SystemExit):
             diagnose.main(["--data", ".", *argv])
         assert message in capsys.readouterr().err

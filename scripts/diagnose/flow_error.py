@@ -1,7 +1,7 @@
 """Where the flow goes wrong, on synthetic scenes with exact flow: what bilinear upsampling of the 1/4-resolution
 flow costs the synthesis, and the network's flow error by pyramid level and near motion boundaries.
 
-    python -m scripts.diagnose.flow_error --data .data/footage [--weights W] [--batches 3] [--device cpu]
+    python -m scripts.diagnose.flow_error --data .data/footage [--model fast | --weights W] [--batches 3] [--device cpu]
 
 Synthetic layered motion over the held-out clips' textures (``training.data.synthetic_set``; 16 triplets per
 batch): soft-edged layers, four layers of 1-px edges moving up to 2x farther, and small motion with 1-px edges.
@@ -29,6 +29,8 @@ from typing import Dict, List, Optional, Sequence
 import torch
 import torch.nn.functional as F
 
+from engine.interpolator import resolve_device
+from engine.options import add_flags, device_for, weights_for
 from model import Network, load_weights
 from model.network import FlowState
 from model.warp import resize_flow
@@ -47,9 +49,8 @@ def through_quarter(flow: torch.Tensor) -> torch.Tensor:
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", type=Path, required=True, help="the footage folder (clips.jsonl and the clips)")
-    p.add_argument("--weights", type=Path, default=Path("weights/network.safetensors"))
     p.add_argument("--batches", type=int, default=3, help="batches of 16 triplets per scene type")
-    p.add_argument("--device", default="cpu")
+    add_flags(p, only=("weights", "device"), defaults={"device": "cpu"})  # run.py's flags; here on the CPU by default
     p.add_argument("--gradients", action="store_true",
                    help="print the flow decoders' gradient norms from the flow loss term instead (see above)")
     p.add_argument("--crop", type=int, default=256,
@@ -57,18 +58,21 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = p.parse_args(argv)
     if args.batches < 1:
         p.error("--batches must be at least 1")
-    device = torch.device(args.device)
+    try:
+        device, weights = resolve_device(device_for(args)), weights_for(args)
+    except ValueError as exc:
+        p.error(str(exc))
     clips = load_clips(args.data, VALIDATION_CLIPS, device, args.crop)
     if not clips:
         p.error(f"no held-out clip is {args.crop} px or larger: use a smaller --crop")
     rich = {"layers": 4, "motion_scale": 2.0}
     if args.gradients:
-        return decoder_gradients(load_weights(args.weights, device), synthetic_set(
+        return decoder_gradients(load_weights(weights, device), synthetic_set(
             clips, args.crop, 1, small_share=0.3, edge_px=1.0, seed=99, **rich)[0])
     sets = {"soft edges": synthetic_set(clips, args.crop, args.batches),
             "4 layers, 2x, 1-px edges": synthetic_set(clips, args.crop, args.batches, edge_px=1.0, **rich),
             "small motion, 1-px edges": synthetic_set(clips, args.crop, args.batches, small_share=1.0, edge_px=1.0)}
-    net = load_weights(args.weights, device).eval()
+    net = load_weights(weights, device).eval()
     print(f"{'scenes':26s} {'own flow':>9s} {'true':>9s} {'true 1/4':>9s} {'EPE own':>9s} {'EPE 1/4':>9s}")
     by_level = {}  # scene type -> its line of the second table, from the same flows
     with torch.no_grad():

@@ -31,7 +31,7 @@ what a better flow alone could gain) and every --compare file.
 instead prints, for --weights and every --compare file, train.py's validation figures (the three sets, the
 near-linear triplets of the two score sets, the score) and its PSNR near motion boundaries (pixels within 3 px of
 an edge of OpenCV DIS flow, pooled over the two score sets), in float32: where occlusions and object edges are,
-which the per-triplet means weigh little. `--flow-scale 1 2` adds a row per scale: the network with its flow
+which the per-triplet means weigh little. `--flow-resize 1 2` adds a row per scale: the network with its flow
 estimated on frames resized by that factor (as run.py's --flow-scale, which stops at 1; here values above 1
 upsample: does finer flow help small frames?).
 
@@ -62,6 +62,8 @@ from typing import Dict, List, Optional, Sequence
 
 import torch
 
+from engine.interpolator import resolve_device
+from engine.options import add_flags, device_for, weights_for
 from model import Network, load_weights
 from model.ensemble import EnsembleNetwork
 from model.network import FlowState
@@ -331,8 +333,7 @@ def breakdown(clips: List[Clip], net: Network, device: torch.device) -> int:
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", type=Path, required=True)
-    p.add_argument("--weights", type=Path, default=Path("weights/network.safetensors"))
-    p.add_argument("--device", default="cpu")
+    add_flags(p, only=("weights", "device"), defaults={"device": "cpu"})  # run.py's flags; here on the CPU by default
     p.add_argument("--small-motion", action="store_true", help="score the small-motion clean set instead")
     p.add_argument("--compare", type=Path, nargs="+", default=[],
                    help="more weights for --small-motion, --synthetic, --boundaries and --oracle")
@@ -346,9 +347,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--skip-batches", type=int, default=0, metavar="K",
                    help="with --boundaries: score batches K+1 to --val-batches only (e.g. --val-batches 32 "
                         "--skip-batches 16: the fresh triplets of runs validated on 16 batches)")
-    p.add_argument("--flow-scale", type=float, nargs="+", default=[1.0], metavar="S",
-                   help="with --boundaries: score each weights file with its flow estimated at S times the frames' "
-                        "size (as run.py's --flow-scale; here S may exceed 1), a row per S")
+    p.add_argument("--flow-resize", type=float, nargs="+", default=[1.0], metavar="S",
+                   help="with --boundaries: score each weights file with its flow estimated on the frames resized by "
+                        "S (run.py's --flow-scale, which stops at 1; here S may exceed 1), a row per S")
     p.add_argument("--synthetic", action="store_true",
                    help="score synthetic motion over validation textures instead, for --weights and every --compare")
     p.add_argument("--oracle", action="store_true",
@@ -363,13 +364,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         p.error(f"--skip-batches {args.skip_batches}: use 0 to {args.val_batches - 1} (fewer than --val-batches)")
     if args.skip_batches and not args.boundaries:
         p.error("--skip-batches goes with --boundaries")
-    if args.flow_scale != [1.0] and not args.boundaries:
-        p.error("--flow-scale goes with --boundaries")
-    if any(not 0 < s <= 4 for s in args.flow_scale):
-        p.error(f"--flow-scale {' '.join(f'{s:g}' for s in args.flow_scale)}: use values in (0, 4]")
+    if args.flow_resize != [1.0] and not args.boundaries:
+        p.error("--flow-resize goes with --boundaries")
+    if any(not 0 < s <= 4 for s in args.flow_resize):
+        p.error(f"--flow-resize {' '.join(f'{s:g}' for s in args.flow_resize)}: use values in (0, 4]")
     if args.training_clips and not (args.boundaries or args.oracle):
         p.error("--training-clips goes with --boundaries or --oracle")
-    device = torch.device(args.device)
+    try:
+        device, args.weights = resolve_device(device_for(args)), weights_for(args)
+    except ValueError as exc:
+        p.error(str(exc))
     names = training_clip_names(args.data, args.training_clips) if args.training_clips else VALIDATION_CLIPS
     clips = load_clips(args.data, names, device, 256)
     if args.small_motion:
@@ -378,7 +382,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return synthetic_sets(clips, [args.weights, *args.compare], device)
     if args.boundaries:
         return boundary_scores(clips, [args.weights, *args.compare], device, args.val_batches, args.skip_batches,
-                               args.flow_scale)
+                               args.flow_resize)
     if args.oracle:
         return oracle_scores(clips, [args.weights, *args.compare], device, args.val_batches)
     net = load_weights(args.weights, device).eval()
