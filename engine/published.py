@@ -11,11 +11,15 @@ float in [0, 1]; flow is in pixels, x then y.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
-from typing import List, Sequence, Union
+from typing import TYPE_CHECKING, List, Sequence, Union
 
 import numpy as np
 import torch
+
+if TYPE_CHECKING:
+    from .interpolator import Interpolator
 
 FLO_TAG = 202021.25  # Middlebury .flo files start with this float32 ("PIEH" in ASCII)
 
@@ -45,15 +49,21 @@ def backwarp(tenIn: torch.Tensor, tenFlow: torch.Tensor) -> torch.Tensor:
     return warp(tenIn, tenFlow)
 
 
+@functools.lru_cache(maxsize=1)
+def _interpolator() -> "Interpolator":
+    """The engine ``estimate`` runs, made on its first call and kept: published code calls ``estimate`` once per
+    pair, and each frame size is planned once (``engine.interpolator.FramePlan``), not once per call."""
+    from .interpolator import Interpolator, InterpolatorOptions
+
+    return Interpolator(InterpolatorOptions(tile=0))
+
+
 def estimate(tenOne: torch.Tensor, tenTwo: torch.Tensor,
              fltTimes: Sequence[float] = (0.5,)) -> List[torch.Tensor]:
     """Frames at each t of ``fltTimes``: 3 x H x W float tensors in [0, 1], BGR, in; 3 x H x W CPU tensors, BGR,
     out. The committed weights on the first GPU, or the CPU; whole frames."""
-    from .interpolator import Interpolator, InterpolatorOptions
-
     for name, ten in (("tenOne", tenOne), ("tenTwo", tenTwo)):
         if not isinstance(ten, torch.Tensor) or ten.dim() != 3 or ten.shape[0] != 3:
             raise ValueError(f"{name} must be a 3 x H x W tensor (BGR, values in [0, 1])")
-    interpolator = Interpolator(InterpolatorOptions(tile=0))
-    outs = interpolator(tenOne.flip(0), tenTwo.flip(0), list(fltTimes))
+    outs = _interpolator()(tenOne.flip(0), tenTwo.flip(0), list(fltTimes))
     return [o.flip(0).cpu() for o in outs]

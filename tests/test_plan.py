@@ -133,3 +133,16 @@ def test_one_tile_is_the_whole_frame(cpu_network):
     whole = interpolate(cpu_network, one, two, [0.5])[0]
     np.testing.assert_array_equal(interpolate(cpu_network, one, two, [0.5], RunSettings(tile=64, overlap=16))[0],
                                   whole)
+
+
+def test_the_published_estimate_plans_each_size_once_across_calls(counted):
+    """``run.estimate`` (published code calls it once per pair) keeps its engine, so its plans too."""
+    import engine.published
+    import run
+
+    engine.published._interpolator.cache_clear()
+    one = torch.rand(3, 24, 40, generator=torch.Generator().manual_seed(0))
+    first = run.estimate(one, one.roll(2, dims=2), [0.5])[0]
+    again = run.estimate(one, one.roll(2, dims=2), [0.5])[0]
+    assert counted == [(24, 40)]
+    torch.testing.assert_close(first, again, rtol=0, atol=0)
