@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from engine.options import cli_message
+from engine.options import cli_message, device_for
 from evaluation.methods import add_engine_flags, engine_options, ours, peer
 from evaluation.middlebury import MIDDLEBURY, evaluate, find_sequences
 from evaluation.peers import PEERS
@@ -33,7 +33,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = p.parse_args(argv)
     try:
         find_sequences(args.data)  # before the network loads: a wrong --data is said at once
-        method = peer(args.peer, args.device) if args.peer else ours(engine_options(args, MIDDLEBURY))
+        method = peer(args.peer, device_for(args)) if args.peer else ours(engine_options(args, MIDDLEBURY))
         print(MIDDLEBURY.header(method), flush=True)
         result = evaluate(method, args.data)
     except ValueError as exc:  # what the user can fix (images, weights, options, a missing peer wheel)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Proto
 
 import numpy as np
 
-from engine.options import ROOT, add_flags, options_from_args
+from engine.options import ROOT, add_flags, device_for, options_from_args
 
 if TYPE_CHECKING:
     from torch import nn
@@ -163,7 +163,7 @@ def methods_of(args: argparse.Namespace, benchmark: Benchmark, weights: Sequence
             label = hold_still_label(str(path), hold, hold_still)
             found.append((label, lambda path=path, label=label, hold=hold:
                           ours(engine_options(args, benchmark, path), label, hold)))
-    return found + [(name, lambda name=name: peer(name, args.device)) for name in peers]
+    return found + [(name, lambda name=name: peer(name, device_for(args))) for name in peers]
 
 
 def peer(name: str, device: str) -> Method:

@@ -130,3 +130,15 @@ def test_several_values_each_pass_the_one_check(capsys):
     with pytest.raises(SystemExit):
         parser.parse_args(["--flow-scale", "0.5", "2"])
     assert "'2': use auto or a factor in (0, 1]" in capsys.readouterr().err
+
+
+def test_a_bad_device_is_said_by_the_one_check(capsys):
+    """The tools that resolve --device themselves say a bad one as run.py does (engine.options.device_for)."""
+    from training.holdout import main as holdout_main
+
+    assert holdout_main(["--data", "missing", "--compile", "--device", "tpu"]) == 2
+    assert "--device 'tpu' is not a device: use auto, cpu, cuda or cuda:N" in capsys.readouterr().err
+    validation = importlib.import_module("scripts.diagnose.validation")
+    with pytest.raises(SystemExit):
+        validation.main(["--data", "missing", "--device", "tpu"])
+    assert "--device 'tpu' is not a device: use auto, cpu, cuda or cuda:N" in capsys.readouterr().err

@@ -34,7 +34,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from engine.options import cli_message
+from engine.options import cli_message, device_for
 from evaluation.holdout import HOLDOUT, triplet_scores
 from evaluation.methods import HOLD_STILL, Ours, add_engine_flags, methods_of
 from evaluation.metrics import nchw, psnr, to_float, to_integer
@@ -316,7 +316,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         from model.runtime import check_compilable
 
         try:
-            check_compilable(resolve_device(args.device))
+            check_compilable(resolve_device(device_for(args)))
         except ValueError as exc:
             print(f"error: {cli_message(exc)}", file=sys.stderr)
             return 2
