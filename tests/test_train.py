@@ -175,7 +175,7 @@ def test_saved_configs_of_older_code_load_or_fail_clearly():
     # session 25's arms: L0b's recipe held the grating share at 0, SP's at 0.2; the option is back and both load
     assert TrainConfig.from_dict({**old, "synthetic_stripe_share": 0.0}) == config
     assert TrainConfig.from_dict({**old, "synthetic_stripe_share": 0.2}).synthetic_stripe_share == 0.2
-    with open(ROOT / "docs" / "removed-options.md") as f:
+    with open(ROOT / "docs" / "findings.md") as f:
         journal = f.read()
     for name in REMOVED:
         assert flag(name) in journal, name
