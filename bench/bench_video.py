@@ -6,7 +6,8 @@
 
 Pipeline frames per second count output frames (a x2 job writes two per input frame)
 over the wall-clock time of ``pipeline.video.interpolate_video`` after a warm-up pair.
-The model alone is one interpolated frame per call on frames already in GPU memory.
+The model alone is one interpolated frame per call on frames already in GPU memory, eager (``--eager`` runs the
+pipeline's network op by op too, instead of replaying it as CUDA graphs as run.py does by default).
 ``--motion`` times the pipeline once per motion named (run.py --motion), ``--ensemble`` once per number of
 passes named (run.py --ensemble) and ``--flow-scale`` once per flow scale named (run.py --flow-scale), in one
 process, side by side.
@@ -72,10 +73,9 @@ import torch
 from bench.timing import cuda_time_ms, require_cuda
 from engine import Interpolator, InterpolatorOptions
 from engine.interpolator import resolve_device
-from engine.options import flow_scale_value
+from engine.options import add_flags, device_for
 from media.video import FrameWriter, VideoInfo, concat_and_mux, ffmpeg_exe, output_pix_fmt, probe, read_frames
 from model import Network, load_weights
-from model.ensemble import PASSES
 from model.network import FlowScale
 from pipeline.prefetch import WriteBehind
 from pipeline.schedule import make_plan, thumb_change, thumbnail
@@ -104,10 +104,16 @@ def time_pipeline(video: Path, step: PipelineInterpolator, options: VideoOptions
         return seconds, probe(out).frames, stats
 
 
+def rows_precision(args: argparse.Namespace) -> str:
+    """The precision of the rows without --clips: float32 unless --bf16 or --fp16 says otherwise (the protocol
+    their tables in docs/performance.md were measured with), where run.py's default is auto."""
+    return "fp32" if args.precision == "auto" else args.precision
+
+
 def engine_for(args: argparse.Namespace, net: Network, passes: int, flow_scale: FlowScale) -> Interpolator:
     """The engine run.py uses, with its CUDA graphs unless --eager (an ensemble runs eagerly)."""
-    return Interpolator(InterpolatorOptions(precision="bf16" if args.bf16 else "fp32", flow_scale=flow_scale,
-                                            tile=args.tile, cuda_graphs=not args.eager, ensemble=passes),
+    return Interpolator(InterpolatorOptions(precision=rows_precision(args), flow_scale=flow_scale, tile=args.tile,
+                                            cuda_graphs=args.cuda_graphs, ensemble=passes),
                         network=net)
 
 
@@ -129,8 +135,8 @@ def time_video(args: argparse.Namespace, net: Network, device: torch.device, inf
         options = VideoOptions(factor=args.factor, preset=args.preset, motion=motion)
         seconds, frames_out, stats = time_pipeline(args.video, interpolator, options)
         row = {"video": args.video.name, "size": f"{info.width}x{info.height}", "frames_in": info.frames,
-               "frames_out": frames_out, "factor": args.factor, "bf16": args.bf16, "preset": args.preset,
-               "motion": motion, "ensemble": passes, "flow_scale": flow_scale,
+               "frames_out": frames_out, "factor": args.factor, "bf16": rows_precision(args) == "bf16",
+               "preset": args.preset, "motion": motion, "ensemble": passes, "flow_scale": flow_scale,
                "network_in_pipeline": "eager" if graphed is None else "CUDA graphs",
                "pipeline_seconds": round(seconds, 2), "pipeline_fps": round(frames_out / seconds, 1),
                "model_ms_per_frame": round(model_ms, 2), "model_fps": round(1000.0 / model_ms, 1),
@@ -492,28 +498,24 @@ def format_table(rows: Sequence[dict], clips: Sequence[Clip]) -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=(
+        "This protocol's defaults: --weights the default and the fast network (the rows without --clips take the "
+        "first); for the rows without --clips --flow-scale 1, --tile 0 and float32 unless --fp16 or --bf16 (their "
+        "--flow-scale, --tile, --ensemble and --eager are theirs alone: --clips runs each network at run.py's "
+        "defaults, the weights file's flow scale)."))
     p.add_argument("--video", type=Path, help="input clip for the pipeline and model timings")
     p.add_argument("--factor", type=int, default=2)
-    p.add_argument("--weights", type=Path, nargs="*", default=None,
-                   help="weights files; the rows without --clips take the first (default: the default network); "
-                        "--clips times each (default: the default and the fast network; none given: no network "
-                        "rows, the pipeline with the copying stand-in only)")
-    p.add_argument("--bf16", action="store_true", help="bfloat16 autocast, as run.py --bf16")
-    p.add_argument("--flow-scale", type=flow_scale_value, nargs="+", default=[1.0],
-                   help="flow scales to time (run.py --flow-scale: a factor or auto), each beside the others; "
-                        "--memory takes the first")
-    p.add_argument("--tile", type=int, default=0)
+    # run.py's engine flags from their one declaration, at this protocol's defaults (the epilog says them)
+    add_flags(p, only=("weights", "device", "precision", "flow_scale", "tile", "ensemble", "cuda_graphs"),
+              several=("weights", "flow_scale", "ensemble"),
+              defaults={"weights": [DEFAULT_WEIGHTS, FAST_WEIGHTS], "flow_scale": [1.0], "tile": 0})
+    p.add_argument("--no-network", action="store_true",
+                   help="--clips: no network rows, the pipeline with the copying stand-in only")
     p.add_argument("--memory", nargs="*", default=[], help="sizes WxH: peak GPU memory of one pair each")
     p.add_argument("--preset", nargs="+", default=None, help="x264/x265 presets of the pipeline's encoder; the "
                    "rows without --clips take the first (default medium), --clips each (default veryfast medium)")
-    p.add_argument("--eager", action="store_true", help="run the network in the pipeline op by op, as run.py "
-                   "--eager, instead of replaying it as CUDA graphs (model.runtime.GraphedPairs; whole frames) as "
-                   "run.py does by default; the model-alone figure is eager either way")
     p.add_argument("--motion", nargs="+", default=["quadratic"], choices=MOTIONS,
                    help="the pipeline's paths between frames (run.py --motion); several: one row each, in order")
-    p.add_argument("--ensemble", type=int, nargs="+", default=[1], choices=PASSES,
-                   help="passes per frame to time (run.py --ensemble), each beside the others")
     p.add_argument("--stages", action="store_true", help="also time decoding alone and the pipeline without "
                    "the network")
     p.add_argument("--clips", nargs="+", default=[], metavar="CLIP",
@@ -521,16 +523,16 @@ def main(argv: Optional[List[str]] = None) -> int:
                         "each (the module's docstring lists the stages)")
     p.add_argument("--size", default="1920x1080", help="--clips: the clips' frame size WxH")
     p.add_argument("--frames", type=int, default=480, help="--clips: input frames per clip")
-    p.add_argument("--device", default="auto", help="--clips: the engine's device (auto, cpu, cuda); the rows "
-                   "without --clips need CUDA")
-    p.add_argument("--precision", default="auto", choices=("auto", "fp32", "bf16", "fp16"),
-                   help="--clips: the engines' precision (run.py's default: auto, bfloat16 on recent GPUs)")
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
     if args.clips:
         if args.frames < 3:
             p.error("--frames must be at least 3 (the route's warm-up takes three)")
-        weights = [DEFAULT_WEIGHTS, FAST_WEIGHTS] if args.weights is None else args.weights
+        try:
+            device_for(args)
+        except ValueError as exc:
+            p.error(str(exc))
+        weights = [] if args.no_network else args.weights
         missing = [str(w) for w in weights if not w.is_file()]
         if missing:
             p.error(f"--weights {' '.join(missing)}: no such file")
@@ -538,7 +540,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.json is not None:
             args.json.write_text(json.dumps({"notes": notes, "rows": rows}, indent=1) + "\n")
         return 0
-    args.weights = (args.weights or [DEFAULT_WEIGHTS])[0]
+    args.weights = args.weights[0]
     args.preset = (args.preset or ["medium"])[0]
     device = require_cuda()
     if device is None:
@@ -576,8 +578,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         start = time.perf_counter()
         out = interpolator.interpolate_integer(one, two, [0.5])[0]
         torch.cuda.synchronize()
-        row = {"size": size, "flow_scale": args.flow_scale[0], "tile": args.tile, "bf16": args.bf16,
-               "peak_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2),
+        row = {"size": size, "flow_scale": args.flow_scale[0], "tile": args.tile,
+               "bf16": rows_precision(args) == "bf16", "peak_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2),
                "seconds": round(time.perf_counter() - start, 2), "out_shape": list(out.shape)}
         rows.append(row)
         print(json.dumps(row), flush=True)

@@ -109,3 +109,6 @@ def test_the_table_names_bad_arguments(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(SystemExit):
         bench_video.main(["--clips", "synthetic", "--weights", "missing.safetensors", "--device", "cpu"])
     assert "--weights missing.safetensors: no such file" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        bench_video.main(["--clips", "synthetic", "--device", "gpu"])
+    assert "--device 'gpu' is not a device: use auto, cpu, cuda or cuda:N" in capsys.readouterr().err

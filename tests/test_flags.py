@@ -27,9 +27,6 @@ ALLOWED = {
     # torch.compile of the training step, not of the engine
     ("bench/bench_train.py", "--compile"),
 }
-# files not converted yet (another line of work owns them): each of their engine flags is allowed, and the test
-# says when one no longer needs it
-NOT_YET = {"bench/bench_video.py"}
 
 
 def _declared_outside_the_helper() -> Dict[str, List[str]]:
@@ -51,17 +48,15 @@ def _declared_outside_the_helper() -> Dict[str, List[str]]:
 
 def test_no_tool_declares_an_engine_flag_of_its_own():
     own = {(name, flag) for name, flags in _declared_outside_the_helper().items() for flag in flags}
-    stray = sorted((name, flag) for name, flag in own if (name, flag) not in ALLOWED and name not in NOT_YET)
+    stray = sorted((name, flag) for name, flag in own if (name, flag) not in ALLOWED)
     assert not stray, f"declare these through engine.options.add_flags: {stray}"
     assert ALLOWED <= own, f"no longer declared, drop from ALLOWED: {sorted(ALLOWED - own)}"
-    files = {name for name, _ in own}
-    assert NOT_YET <= files, f"converted: drop from NOT_YET: {sorted(NOT_YET - files)}"
 
 
 # every tool that takes engine flags, as (module, argv up to the parse)
 TOOLS = ["run", "benchmark_middlebury", "benchmark_xiph", "training.holdout", "bench.patterns", "bench.bench_network",
-         "bench.bench_cpu", "bench.compile_check", "scripts.diagnose.patterns", "scripts.diagnose.validation",
-         "scripts.diagnose.flow_error", "training.export"]
+         "bench.bench_cpu", "bench.bench_video", "bench.compile_check", "scripts.diagnose.patterns",
+         "scripts.diagnose.validation", "scripts.diagnose.flow_error", "training.export"]
 
 
 class _Parsed(Exception):
