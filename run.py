@@ -146,18 +146,11 @@ def interpolator_options(args: argparse.Namespace) -> "InterpolatorOptions":
 
 def video_options(args: argparse.Namespace) -> "VideoOptions":
     """The pipeline's options from the command line; encoder problems are named now, before any work."""
-    from media.video import audio_args, default_codec, encoder_pix_fmts, encoder_quality_args
-    from pipeline.schedule import parse_rate
-    from pipeline.video import VideoOptions
+    from media.video import audio_args, encoder_pix_fmts, encoder_quality_args
+    from pipeline.video import video_options_from_args
 
-    codec = default_codec(Path(args.out)) if args.codec == "auto" else args.codec
-    options = VideoOptions(factor=args.factor, fps=parse_rate(args.fps) if args.fps else None, slowmo=args.slowmo,
-                           scene_threshold=args.scene_threshold, dedup_threshold=args.dedup or 0.0,
-                           crf=args.crf, codec=codec, preset=args.preset, pix_fmt=args.pix_fmt,
-                           segment_seconds=args.segment_seconds, field_rate=args.fields,
-                           space_check=not args.no_space_check,
-                           audio_codec=args.audio_codec, audio_bitrate=args.audio_bitrate, motion=args.motion,
-                           overwrite=args.overwrite)
+    options = video_options_from_args(args)
+    codec = options.codec
     audio_args(args.audio_codec, 1, args.audio_bitrate)  # a bad --audio-bitrate is refused before any work
     if "%" not in str(args.out):  # video output: an encoder ffmpeg lacks is named now, not after the first segment
         encoder_pix_fmts(codec)
@@ -219,8 +212,7 @@ def run_pipe(args: argparse.Namespace) -> int:
 
     from engine.options import loading_line
     from pipeline.pipe import PipeClosed, interpolate_pipe, open_stream
-    from pipeline.schedule import parse_rate
-    from pipeline.video import VideoOptions
+    from pipeline.video import video_options_from_args
 
     if str(args.out) != "-":
         raise ValueError("--video - reads a YUV4MPEG2 stream and writes one: use --out - and pipe it into ffmpeg to "
@@ -234,9 +226,7 @@ def run_pipe(args: argparse.Namespace) -> int:
     unused = [f"--{name.replace('_', '-')}" for name in _FILE_ONLY if getattr(args, name) != defaults.get_default(name)]
     if unused:
         print(f"note: {', '.join(unused)} do not apply to a pipe: the program after it encodes", file=sys.stderr)
-    options = VideoOptions(factor=args.factor, fps=parse_rate(args.fps) if args.fps else None, slowmo=args.slowmo,
-                           scene_threshold=args.scene_threshold, dedup_threshold=args.dedup or 0.0,
-                           field_rate=args.fields, motion=args.motion)
+    options = video_options_from_args(args, leave=_FILE_ONLY)
     sink = sys.stdout.buffer
     engine_options = interpolator_options(args)
     # the stream's header and whether a frame follows, before torch loads: a wrong stream is said at once

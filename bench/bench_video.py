@@ -81,7 +81,7 @@ from pipeline.prefetch import WriteBehind
 from pipeline.schedule import make_plan, thumb_change, thumbnail
 from pipeline.video import Interpolator as PipelineInterpolator
 from pipeline.video import (MOTIONS, WRITE_DEPTH, VideoOptions, drain_after_slow_pairs, frame_made, interpolate_video,
-                            plan_video, stream_frames)
+                            plan_video, stream_frames, video_options_from_args)
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_WEIGHTS = ROOT / "weights" / "network.safetensors"
@@ -132,7 +132,7 @@ def time_video(args: argparse.Namespace, net: Network, device: torch.device, inf
     graphed = interpolator.cuda_graphs_for(info.height, info.width)
     rows = []
     for motion in args.motion:
-        options = VideoOptions(factor=args.factor, preset=args.preset, motion=motion)
+        options = video_options_from_args(args, motion=motion)
         seconds, frames_out, stats = time_pipeline(args.video, interpolator, options)
         row = {"video": args.video.name, "size": f"{info.width}x{info.height}", "frames_in": info.frames,
                "frames_out": frames_out, "factor": args.factor, "bf16": rows_precision(args) == "bf16",
@@ -561,8 +561,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             decoded = sum(1 for _ in read_frames(info))
             decode_fps = round(decoded / (time.perf_counter() - start), 1)
             copy = lambda x, y, ts: [(x if t < 0.5 else y).copy() for t in ts]  # noqa: E731
-            seconds, frames_out, _ = time_pipeline(args.video, copy, VideoOptions(factor=args.factor,
-                                                                                  preset=args.preset))
+            seconds, frames_out, _ = time_pipeline(args.video, copy, video_options_from_args(args, leave=("motion",)))
             row = {"video": args.video.name, "decode_fps": decode_fps,
                    "pipeline_without_network_fps": round(frames_out / seconds, 1)}
             rows.append(row)

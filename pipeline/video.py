@@ -35,11 +35,11 @@ import re
 import shutil
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from fractions import Fraction
 from pathlib import Path
-from typing import (Callable, Deque, Iterable, Iterator, List, NamedTuple, Optional, Protocol, Sequence, Tuple, Type,
-                    Union, runtime_checkable)
+from typing import (Any, Callable, Deque, Iterable, Iterator, List, NamedTuple, Optional, Protocol, Sequence, Tuple,
+                    Type, Union, runtime_checkable)
 
 import numpy as np
 
@@ -48,8 +48,8 @@ from media.files import (OutputError, atomic_write, check_folder, check_not_inpu
 from media.images import as_dtype, mix_alpha_linearly
 from media.progress import Progress
 from media.video import (FrameWriter, VideoError, VideoInfo, at_field_rate, audio_args, check_audio_fits,
-                         check_codec_fits, concat_and_mux, output_pix_fmt, probe, read_frames,
-                         reorder_delay, rescale_timecode, segment_suffix)
+                         check_codec_fits, concat_and_mux, default_codec, output_pix_fmt, parse_rate, probe,
+                         read_frames, reorder_delay, rescale_timecode, segment_suffix)
 
 from .jobs import LOCK_NAME, Interrupted, OutputLock, work_folder
 from .prefetch import WriteBehind, prefetch
@@ -106,6 +106,36 @@ class VideoOptions:
                 flag = "--segment-seconds" if name == "segment_seconds" else name
                 raise ValueError(f"{flag} must be more than 0 seconds, got {getattr(self, name)} (default "
                                  f"{getattr(VideoOptions, name)})")
+
+
+# VideoOptions field -> the command-line argument that sets it, where their names differ (run.py's --dedup, --fields
+# and --no-space-check); every other field's argument has the field's name (--scene-threshold: scene_threshold)
+ARGUMENT_OF = {"dedup_threshold": "dedup", "field_rate": "fields", "space_check": "no_space_check"}
+
+
+def video_options_from_args(args: Any, leave: Sequence[str] = (), **given: Any) -> VideoOptions:
+    """The ``VideoOptions`` that a command line's parsed flags give (an ``argparse.Namespace``): the one mapping of
+    flags to fields. Each field comes from the argument of its name (``ARGUMENT_OF``) where ``args`` has one, as the
+    flag says it (--fps a rate, --no-space-check the opposite of ``space_check``, --codec auto the default codec of
+    ``args.out``); a field without one keeps its default (a tool that declares only --factor, --preset and
+    --motion gets the rest as the pipeline's defaults). ``leave``: fields kept at their defaults whatever ``args``
+    says (a pipe's file options); ``given``: fields set by the caller instead."""
+    values = dict(given)
+    for f in fields(VideoOptions):
+        name = ARGUMENT_OF.get(f.name, f.name)
+        if f.name in leave or f.name in given or not hasattr(args, name):
+            continue
+        value = getattr(args, name)
+        if f.name == "fps":
+            value = parse_rate(value) if value else None
+        elif f.name == "dedup_threshold":
+            value = value or 0.0
+        elif f.name == "space_check":
+            value = not value
+        elif f.name == "codec" and value == "auto":
+            value = default_codec(Path(args.out))
+        values[f.name] = value
+    return VideoOptions(**values)
 
 
 # (one, two, times) -> one frame per t, for colour only: H x W x 3 uint8 or uint16 RGB arrays; results on the

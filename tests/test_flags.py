@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 import ast
 import importlib
-from dataclasses import fields
+from dataclasses import fields, replace
+from fractions import Fraction
 from pathlib import Path
 from typing import Dict, List
 
@@ -137,3 +138,28 @@ def test_a_bad_device_is_said_by_the_one_check(capsys):
     with pytest.raises(SystemExit):
         validation.main(["--data", "missing", "--device", "tpu"])
     assert "--device 'tpu' is not a device: use auto, cpu, cuda or cuda:N" in capsys.readouterr().err
+
+
+def test_run_py_video_flags_reach_every_video_option(tmp_path):
+    """run.py's video flags are mapped to ``VideoOptions`` in one place (``pipeline.video.video_options_from_args``),
+    each flag to its field: every field a flag sets, set here away from its default, arrives."""
+    import run
+    from pipeline.video import VideoOptions, video_options_from_args
+
+    args = run.build_parser().parse_args([
+        "--video", "in.mp4", "--out", str(tmp_path / "out.webm"), "--factor", "3", "--fps", "60000/1001", "--slowmo",
+        "--scene-threshold", "0.2", "--dedup", "--crf", "20", "--preset", "veryfast", "--pix-fmt", "yuv444p",
+        "--segment-seconds", "5", "--fields", "--no-space-check", "--audio-codec", "aac", "--audio-bitrate", "192k",
+        "--motion", "linear", "--overwrite"])
+    options = video_options_from_args(args)
+    assert options == VideoOptions(factor=3, fps=Fraction(60000, 1001), slowmo=True, scene_threshold=0.2,
+                                   dedup_threshold=0.002, crf=20, codec="libvpx-vp9", preset="veryfast",
+                                   pix_fmt="yuv444p", segment_seconds=5.0, field_rate=True, space_check=False,
+                                   audio_codec="aac", audio_bitrate="192k", motion="linear", overwrite=True)
+    unset = {f.name for f in fields(VideoOptions) if getattr(options, f.name) == f.default}
+    assert unset == {"segment_work_seconds"}  # (no flag: a protocol's own, bench_video's one-segment row)
+    assert video_options_from_args(args, leave=("codec", "crf"), motion="quadratic") == \
+        replace(options, codec="libx264", crf=18, motion="quadratic")
+    # a tool that declares fewer flags gets the pipeline's defaults for the rest
+    assert video_options_from_args(argparse.Namespace(factor=4, preset="fast")) == VideoOptions(factor=4,
+                                                                                               preset="fast")
