@@ -38,7 +38,7 @@ tells a stage that waits from one that fills the machine):
   out. The encoders take the decoded frames forwards then backwards (as many as the output has), at the output rate.
 - mux: ``media.video.concat_and_mux`` of the x264 output with the clip's audio copied, as the pipeline's last step.
 - network N, route: the engine as run.py builds it (``engine.Interpolator``, its defaults for the device: precision,
-  CUDA graphs, run.py's flow scale for the weights: auto for the default network, 1 for others) fed the decoded
+  CUDA graphs, the flow scale the weights file states: auto for the default network, 1 for the fast one) fed the decoded
   frames from memory through the pipeline's own schedule (``pipeline.video.stream_frames``: thumbnails, cuts,
   quadratic paths, a pair's work queued before its frames are waited for, which a write-behind thread does);
   ms per frame is the route's time over the frames it interpolated. network N, eager pair: one middle frame of float
@@ -327,10 +327,9 @@ def encode_stages(clip: Clip, frames: List[np.ndarray], factor: int, presets: Se
 
 def table_engine(weights: Path, device: str, precision: str = "auto") -> Interpolator:
     """The engine as run.py builds it for ``weights`` (engine.options.options_from_args): its defaults, and the flow
-    scale run.py gives the weights (auto for the default network, 1 for others)."""
-    scale = "auto" if weights.resolve() == DEFAULT_WEIGHTS.resolve() else 1.0
-    return Interpolator(InterpolatorOptions(weights=str(weights), device=device, flow_scale=scale,
-                                            precision=precision))
+    scale the weights file states (its metadata: auto for the default network, 1 for the fast one), which the
+    engine reads as run.py's does."""
+    return Interpolator(InterpolatorOptions(weights=str(weights), device=device, precision=precision))
 
 
 def engine_line(name: str, interpolator: Interpolator) -> str:
