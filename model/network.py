@@ -101,11 +101,11 @@ class NetworkConfig:
         for key in sorted(set(values) & set(REMOVED)):
             if values[key] != REMOVED[key]:
                 raise ValueError(f"network config sets {key} = {data[key]!r}, a stage removed from the network "
-                                 f"(docs/removed-options.md); load it with an older commit")
+                                 f"(docs/findings.md, F57); load it with an older commit")
         return cls(**{k: v for k, v in values.items() if k in names})
 
 
-# Fields removed with the stages they added to trained networks (docs/removed-options.md: --network
+# Fields removed with the stages they added to trained networks (docs/findings.md, F57: --network
 # KEY=VALUE) and the value every saved config holds them at (no stage); configs holding those values still load.
 REMOVED: Dict[str, Any] = {"flow_refine_hidden": (), "refine_width": 0, "flow_upsample_hidden": 0}
 

@@ -383,7 +383,7 @@ def test_saved_configs_with_removed_stages_load_at_their_off_values(tmp_path):
 
     saved = {**NetworkConfig().to_dict(), "flow_refine_hidden": [], "refine_width": 0, "flow_upsample_hidden": 0}
     assert NetworkConfig.from_dict(json.loads(json.dumps(saved))) == NetworkConfig()
-    with pytest.raises(ValueError, match=r"refine_width = 24, a stage removed .*removed-options\.md"):
+    with pytest.raises(ValueError, match=r"refine_width = 24, a stage removed .*findings\.md, F57"):
         NetworkConfig.from_dict({**saved, "refine_width": 24})
     with pytest.raises(ValueError, match="flow_refine_hidden"):
         NetworkConfig.from_dict({**saved, "flow_refine_hidden": [32]})

@@ -169,12 +169,13 @@ class TrainConfig:
     def from_dict(cls, data: dict, source: str = "the saved config") -> "TrainConfig":
         """A config saved by ``save`` (or stored in a weights file). Fields it lacks take the values the code had
         when it was written (``LEGACY``); an option removed since then is an error unless it holds its old
-        default (docs/removed-options.md says what each one found)."""
+        default (docs/findings.md, "Training options tried and removed", says what each one found)."""
         names = {f.name for f in dataclasses.fields(cls)}
         for key, value in data.items():
             if key not in names and key in REMOVED and value != REMOVED[key]:
                 raise ConfigError(f"{source} sets {flag(key)} {value}, an option removed from train.py "
-                                  f"(docs/removed-options.md); train it with an older commit")
+                                  f"(docs/findings.md, \"Training options tried and removed\"); train it with "
+                                  f"an older commit")
         values = {**LEGACY, **{k: v for k, v in data.items() if k in names}}
         for key in ("validation_clips", "holdout_sources", "exclude_sources"):
             if key in values:

@@ -180,7 +180,7 @@ def require_clips(clips: Sequence[Clip]) -> None:
 
 
 # the mean motion (px) a slow clip's widest frame gap aims at (--target-motion 12 was tried and removed:
-# docs/removed-options.md)
+# docs/findings.md, F60)
 TARGET_MOTION_PX = 6.0
 
 
