@@ -12,23 +12,17 @@
 # 300: the whole call in about 6 minutes; 480 is the issue's clip length). OUTPUT gets stages.json, stages.log,
 # issue.log and probe.log.
 #
-# The GPU machine has no ffmpeg, and the bundled one packed (46 MiB of xz) does not fit one call beside the tree, so
-# it travels in two halves over two calls of one lease, the second within the 30 s the machine stays warm. Made on
-# the CPU machine (2.5 min) from the program requirements.txt's imageio-ffmpeg bundles, so both machines run one
-# ffmpeg and one x264:
-#     xz -T2 -9 -c "$(python -c 'import imageio_ffmpeg; print(imageio_ffmpeg.get_ffmpeg_exe())')" >/tmp/ffmpeg.xz
-#     split -n 2 -d -a 1 /tmp/ffmpeg.xz /tmp/ffmpeg.xz.part  # then .part0 into .data/ffparts/0/, .part1 into 1/
-# Call 1 (carry .data/ffparts/0):  mkdir -p ~/ffparts && cp .data/ffparts/0/* ~/ffparts/
-# Call 2 (carry .data/ffparts/1 .data/bench):  bash scripts/remote/video_stages.sh $OUT
+# ffmpeg travels in two halves (ffmpeg.sh says how they are made): call 1 carries .data/ffparts/0 and runs
+# `mkdir -p ~/ffparts && cp .data/ffparts/0/* ~/ffparts/`; call 2, within the 30 s the machine stays warm, carries
+# .data/ffparts/1 and .data/bench and runs `bash scripts/remote/video_stages.sh $OUT`.
 set -euo pipefail
 out=${1:?the output folder}
 natural=${2:-}
 frames=${3:-300}
 size=${SIZE:-1920x1080}  # (SIZE=128x72 on a CPU machine: a smoke test of this script up to the rows that need CUDA)
 export PYTHONUNBUFFERED=1
-# the packed ffmpeg's checksum (n9.0.2, as imageio-ffmpeg 0.8.1 bundles it; xz -T2 -9)
-FFMPEG_XZ_SHA256=38649458ed64e4adec83b7ba51a701c8b5295c754c7a0cf17aa7020818dd5ff4
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/ffmpeg.sh"  # use_packed_ffmpeg
 if [ -z "$natural" ]; then
     for clip in .data/bench/grounded-sam2__car.mp4 ~/vfi/data/footage/grounded-sam2__car.mp4 \
         .data/footage/grounded-sam2__car.mp4; do
@@ -40,21 +34,7 @@ if [ -z "$natural" ] || [ ! -f "$natural" ]; then
     exit 2
 fi
 mkdir -p "$out"
-if ! command -v ffmpeg >/dev/null; then  # the halves: ~/ffparts from the first call, .data/ffparts/1 from this one
-    mkdir -p /tmp/ffbin
-    for half in 0 1; do
-        for part in ~/ffparts/ffmpeg.xz.part$half .data/ffparts/$half/ffmpeg.xz.part$half ""; do
-            if [ -z "$part" ]; then echo "error: ffmpeg.xz.part$half is in neither ~/ffparts nor .data/ffparts/$half" >&2
-                exit 2; fi
-            if [ -f "$part" ]; then cat "$part"; break; fi
-        done
-    done >/tmp/ffmpeg.xz
-    echo "$FFMPEG_XZ_SHA256  /tmp/ffmpeg.xz" | sha256sum -c --quiet || { echo "error: ffmpeg.xz damaged" >&2; exit 2; }
-    python3 -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], 'wb'))" \
-        /tmp/ffmpeg.xz /tmp/ffbin/ffmpeg
-    chmod +x /tmp/ffbin/ffmpeg
-    export PATH=/tmp/ffbin:$PATH
-fi
+use_packed_ffmpeg || exit 2
 ffmpeg -hide_banner -version | sed -n 1p
 if command -v nvidia-smi >/dev/null; then nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; fi
 start=$(date +%s)
