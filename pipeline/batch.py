@@ -205,8 +205,9 @@ def plan_jobs(inputs: Sequence[Path], out_dir: Path, options_for: Callable[[Path
     return jobs
 
 
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
+def _one_line(exc: BaseException, say: Callable[[BaseException], str] = str) -> str:
+    """The first line of ``exc``'s message as ``say`` words it (its type's name where it has none)."""
+    text = say(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
 
 
@@ -238,7 +239,7 @@ def _run_here(jobs: List[Job], runner: _Local, bar: Progress, say: Callable[[Bas
             _fence(job.video.work)  # (tasks of a batch whose driver was killed: Ray ends them, not at once)
             prepare_work(job.video)
             count = job.video.plan.count
-            before = finished_frames(job.video, range(count))
+            before, = finished_frames(job.video, [range(count)])
             bar.skip(before)
             shown = [before]
 
@@ -444,7 +445,7 @@ def _run_on_ray(jobs: List[Job], cluster: _Cluster, per_task: Optional[int], bar
             most = segment_frames(video.plan.rate_out, video.info.width, video.info.height, video.options,
                                   cluster.device)
             job.tasks = split_frames(count, most, per_task or math.ceil(math.ceil(count / most) / cluster.slots))
-            job.before = [finished_frames(video, frames) for frames in job.tasks]
+            job.before = finished_frames(video, job.tasks)
             resumed = len(finished_segments(video))
         except ValueError as exc:
             lock.release()
@@ -543,8 +544,7 @@ def failure_line(exc: BaseException, say: Callable[[BaseException], str] = str) 
     cause = getattr(exc, "cause", None)
     if isinstance(cause, BaseException):
         exc = cause
-    text = say(exc).strip()
-    line = text.splitlines()[0] if text else type(exc).__name__
+    line = _one_line(exc, say)
     return line if isinstance(exc, ValueError) else f"{type(exc).__name__}: {line}"
 
 

@@ -522,12 +522,18 @@ def finished_segments(job: VideoJob) -> List[Tuple[int, int]]:
     return [(start, stop) for start, stop, _ in _finished_segments(job.work, job.suffix)]
 
 
-def finished_frames(job: VideoJob, frames: range) -> int:
-    """How many of the output frames ``frames`` the job's finished segments hold."""
-    done = bytearray(job.plan.count)
-    for start, stop in finished_segments(job):
-        done[start:min(stop, job.plan.count)] = b"\x01" * (min(stop, job.plan.count) - start)
-    return sum(done[k] for k in frames)
+def _done_frames(count: int, segments: Sequence[Tuple[int, int]]) -> bytearray:
+    """A byte per output frame of ``count``: 1 where one of the finished ``segments`` (start, stop) holds it."""
+    done = bytearray(count)
+    for start, stop in segments:
+        done[start:min(stop, count)] = b"\x01" * (min(stop, count) - start)
+    return done
+
+
+def finished_frames(job: VideoJob, ranges: Sequence[range]) -> List[int]:
+    """How many output frames of each of ``ranges`` the job's finished segments hold (the work folder read once)."""
+    done = _done_frames(job.plan.count, finished_segments(job))
+    return [sum(done[k] for k in frames) for frames in ranges]
 
 
 def _interpolate_video(source: Path, out: Path, interpolate: Interpolator, options: VideoOptions,
@@ -815,10 +821,8 @@ def encode_segments(job: VideoJob, interpolate: Interpolator, mine: range, progr
     info, plan, work, suffix, pix_fmt, options = job.info, job.plan, job.work, job.suffix, job.pix_fmt, job.options
     # (the joined file copies the source's other streams: room for them is asked for with the segments')
     other = info.path.stat().st_size if joins and (job.keep_audio or info.has_subtitles) else 0
-    done = bytearray(plan.count)
-    finished = [(start, stop) for start, stop, _ in _finished_segments(work, suffix)]
-    for start, stop in finished:
-        done[start:min(stop, plan.count)] = b"\x01" * (min(stop, plan.count) - start)
+    finished = finished_segments(job)
+    done = _done_frames(plan.count, finished)
     stats = {"cuts": 0, "interpolated": 0,
              "resumed_segments": sum(1 for start, stop in finished if start in mine or stop - 1 in mine)}
     if most_frames is None:
