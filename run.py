@@ -348,8 +348,9 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
-    if batch_mistake(args):
-        parser.error(batch_mistake(args))
+    mistake = batch_mistake(args)
+    if mistake:
+        parser.error(mistake)
     sequence = args.video is not None or args.frames is not None or args.batch is not None
     single = args.batch is None
     if single and sequence and (args.out is None or (args.video is not None and args.frames is not None)):
