@@ -425,7 +425,8 @@ class _Notes(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            said = record.msg.said_as(flag_for) if isinstance(record.msg, Said) else record.getMessage()
+            said_as = getattr(record.msg, "said_as", None)
+            said = said_as(flag_for) if callable(said_as) else record.getMessage()
             print(f"note: {said}", file=sys.stderr, flush=True)
         except Exception:  # (logging's rule: a failing handler never stops the program)
             self.handleError(record)
