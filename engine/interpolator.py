@@ -112,6 +112,22 @@ def with_weights_defaults(options: InterpolatorOptions) -> InterpolatorOptions:
         raise WeightsError(f"{options.weights}: the inference defaults in its metadata do not fit: {exc}") from None
 
 
+def compile_error(exc: ValueError) -> FieldError:
+    """``model.runtime.check_compilable``'s refusal as the engine says it: a FieldError naming ``compile``."""
+    return FieldError(Said("{compile:=True}: {why}", why=exc))
+
+
+def check_compile(device: torch.device) -> None:
+    """What ``compile=True`` needs on ``device``, checked before any work (``compile_error``): for a tool that stops
+    before reading its data, where the engine checks it as it compiles."""
+    from model.runtime import check_compilable
+
+    try:
+        check_compilable(device)
+    except ValueError as exc:
+        raise compile_error(exc) from None
+
+
 @functools.lru_cache(maxsize=4)
 def load_network(weights: Path, device: torch.device) -> nn.Module:
     """The network for ``weights`` on ``device`` (cached: one load per file and device)."""
@@ -234,7 +250,7 @@ class Interpolator:
             try:
                 self.network = compile_network(self.network)
             except ValueError as exc:  # (model.runtime.check_compilable: what compiling needs, and the fix)
-                raise FieldError(Said("{compile:=True}: {why}", why=exc)) from None
+                raise compile_error(exc) from None
             log.info(Said("{compile}: the network compiles on the first pair of each frame size (about a minute at "
                           "1080p; seconds when torch's compile cache already holds it), then runs faster"))
         # what runs each pair (model.interface.InterpolationNetwork): its flags say what it can do

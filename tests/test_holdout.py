@@ -213,7 +213,7 @@ def test_holdout_cli_passes_the_flow_scale_to_the_network(tmp_path, capsys, monk
     assert reports[1.0]["compile"] is False
     # --compile (run.py's flag) needs CUDA: said in one line before any footage is read
     assert holdout_main(["--data", str(tmp_path / "missing"), "--weights", str(weights), "--compile"]) == 2
-    assert "torch.compile needs the network on a CUDA device" in capsys.readouterr().err
+    assert "error: --compile: torch.compile needs the network on a CUDA device" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         holdout_main(["--data", str(folder), "--weights", str(weights), "--flow-scale", "0"])
     assert "'0': use auto or a factor in (0, 1]" in capsys.readouterr().err  # the option's one rule

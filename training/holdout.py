@@ -312,11 +312,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not args.data:
         p.error("--data is required (the footage folders)")
     if args.compile:  # said before any footage is read
-        from engine.interpolator import resolve_device
-        from model.runtime import check_compilable
+        from engine.interpolator import check_compile, resolve_device
 
         try:
-            check_compilable(resolve_device(device_for(args)))
+            check_compile(resolve_device(device_for(args)))
         except ValueError as exc:
             print(f"error: {cli_message(exc)}", file=sys.stderr)
             return 2
