@@ -8,8 +8,9 @@
 #
 #   DATA=FOLDER bash scripts/remote/screen_score.sh OUTPUT W.safetensors [W2.safetensors ...]
 #
-# DATA (default ~/vfi/data) holds the staged footage and footage2. Results: OUTPUT/{pairs,video}.json and
-# each measure's last lines on stdout.
+# DATA (default ~/vfi/data) holds the staged footage and footage2; THREADS (default half the cores) is each of the
+# two processes' thread count: beside a training arm give THREADS=2, or the arm's data threads starve (F62).
+# Results: OUTPUT/{pairs,video}.json and each measure's last lines on stdout.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"  # NVLink multicast off in every process started here
@@ -18,7 +19,7 @@ shift
 [ $# -ge 1 ] || { echo "give at least one weights file" >&2; exit 2; }
 data=${DATA:-$HOME/vfi/data}
 mkdir -p "$out"
-export OMP_NUM_THREADS=$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 ))
+export OMP_NUM_THREADS=${THREADS:-$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 ))}
 holdout=(python3 -m training.holdout --data "$data/footage" "$data/footage2" --flow-scale auto --weights "$@")
 "${holdout[@]}" --json "$out/pairs.json" > "$out/pairs.txt" 2>&1 & p1=$!
 "${holdout[@]}" --motion quadratic --json "$out/video.json" > "$out/video.txt" 2>&1 & p2=$!
