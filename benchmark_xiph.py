@@ -20,7 +20,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from engine.options import cli_message
+from softsplat_vfi.engine.options import cli_message
 from evaluation.methods import add_engine_flags, engine_options, ours
 from evaluation.xiph import VARIANTS, XIPH, evaluate_clip, find_clips
 

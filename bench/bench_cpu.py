@@ -18,14 +18,14 @@ import numpy as np
 import torch
 
 from bench.bench_network import SIZES as GPU_SIZES
-from engine.options import DEFAULT_WEIGHTS, add_flags
+from softsplat_vfi.engine.options import DEFAULT_WEIGHTS, add_flags
 
 SIZES = {"540p": (540, 960), **GPU_SIZES}  # the GPU benchmark's sizes, and 960x540 for the CPU
 
 
 def time_pair(weights: Path, height: int, width: int, repeats: int) -> List[float]:
     """Seconds per call of one warm interpolator on a ``height`` x ``width`` pair, ``repeats`` times."""
-    from engine import Interpolator, InterpolatorOptions
+    from softsplat_vfi.engine import Interpolator, InterpolatorOptions
 
     interp = Interpolator(InterpolatorOptions(weights=weights, device="cpu"))
     one = np.random.default_rng(0).integers(0, 256, (height, width, 3), dtype=np.uint8)

@@ -19,7 +19,7 @@ from typing import List, Optional
 import numpy as np
 
 
-from media.video import FrameWriter, VideoError, probe, read_frames
+from softsplat_vfi.media.video import FrameWriter, VideoError, probe, read_frames
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -35,12 +35,12 @@ import torch
 
 
 from bench.timing import cuda_time_ms, require_cuda
-from engine.options import add_flags, weights_for
-from model import Network, load_weights
-from model.network import NetworkConfig, count_parameters
-from model.ensemble import with_ensemble
+from softsplat_vfi.engine.options import add_flags, weights_for
+from softsplat_vfi.model import Network, load_weights
+from softsplat_vfi.model.network import NetworkConfig, count_parameters
+from softsplat_vfi.model.ensemble import with_ensemble
 from evaluation.peers import PEERS, load_peer
-from model.runtime import GraphedPairs, graphed_pairs
+from softsplat_vfi.model.runtime import GraphedPairs, graphed_pairs
 
 MATCH_PSNR = 40.0  # dB between compiled and eager frames, below which a compiled time is not reported
 SIZES = {"720p": (720, 1280), "1080p": (1080, 1920), "4K": (2160, 3840)}
@@ -137,7 +137,7 @@ def engine_graphs(net: Network, shape: Sequence[int], compiled: bool = False) ->
     ``Interpolator.cuda_graphs_for``'s for one pair, the same ``model.runtime.graphed_pairs`` for N; with
     ``compiled``, of the network compiled as ``run.py --compile`` compiles it. None where capture failed (said on
     stderr). The engine times the frames of 7 t (x8) as it makes them: the flow once, the synthesis graph per t."""
-    from engine import Interpolator, InterpolatorOptions
+    from softsplat_vfi.engine import Interpolator, InterpolatorOptions
 
     interpolator = Interpolator(InterpolatorOptions(precision="bf16", flow_scale=1.0, tile=0, compile=compiled),
                                 network=net)
@@ -182,7 +182,7 @@ def time_batches(net: Network, h: int, w: int, batches: Sequence[int], repeats: 
     """bf16 CUDA-graph time of one middle frame for each of N pairs per call (``engine_graphs`` on N x 3 x H x W
     frames, as the one-pair row): ms per call and per pair. A batch whose estimated memory does not fit, or whose
     capture fails, is skipped with a note."""
-    from model.inference import available_memory, memory_factor, needed_memory
+    from softsplat_vfi.model.inference import available_memory, memory_factor, needed_memory
 
     device = next(net.parameters()).device
     out = {}
@@ -221,8 +221,8 @@ def part_ranges(net: Network, sync: Callable[[], None]) -> Iterator[None]:
     wrappers put in place of the names the network calls them by (correlation, still guard, softsplat), restored on
     leaving. ``sync`` runs as each range begins and ends (``torch.cuda.synchronize``: every kernel then starts inside
     the innermost range it was launched in). The network's outputs do not change."""
-    import model.flow
-    import model.network
+    import softsplat_vfi.model.flow
+    import softsplat_vfi.model.network
 
     stack: List[torch.profiler.record_function] = []
 
@@ -247,8 +247,9 @@ def part_ranges(net: Network, sync: Callable[[], None]) -> Iterator[None]:
 
     modules = [(net.encoder, "encoder"), *((d, "flow decoders") for d in net.flow.decoders),
                (net.metric, "metric"), (net.decoder, "synthesis")]
-    functions = [(model.flow, "correlation", "correlation"), (model.network, "still_weight", "still guard"),
-                 (model.network, "splat_pyramid", "softsplat")]
+    functions = [(softsplat_vfi.model.flow, "correlation", "correlation"),
+                 (softsplat_vfi.model.network, "still_weight", "still guard"),
+                 (softsplat_vfi.model.network, "splat_pyramid", "softsplat")]
     handles = []
     saved = [(owner, attr, getattr(owner, attr)) for owner, attr, _ in functions]
     try:
@@ -301,7 +302,7 @@ def profile_network(net: Network, size: str, repeats: int, compiled: bool = Fals
     the parts' ranges sit around the compiled regions, so they stay)."""
     from torch.profiler import ProfilerActivity, profile
 
-    from model.runtime import compile_network
+    from softsplat_vfi.model.runtime import compile_network
 
     if compiled:
         net = compile_network(net)

@@ -20,7 +20,7 @@ from typing import List, Optional, Tuple
 import torch
 
 
-import softsplat
+from softsplat_vfi import softsplat
 from bench.timing import copy_bandwidth_gbs, cuda_time_ms, require_cuda
 
 SHAPES = [(1, 3, 1080, 1920), (1, 3, 2160, 3840), (1, 33, 1080, 1920), (1, 65, 540, 960),

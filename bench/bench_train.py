@@ -20,8 +20,8 @@ from typing import Callable, Dict, List, Optional, Tuple
 import torch
 
 from bench.timing import require_cuda
-from model import Network
-from model.network import NetworkConfig, count_parameters
+from softsplat_vfi.model import Network
+from softsplat_vfi.model.network import NetworkConfig, count_parameters
 from training.compiled import CompiledRegions
 from training.config import VALIDATION_CLIPS
 from training.data import FootageSampler, load_clips, synthetic_batch

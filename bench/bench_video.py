@@ -71,21 +71,22 @@ import numpy as np
 import torch
 
 from bench.timing import cuda_time_ms, require_cuda
-from engine import Interpolator, InterpolatorOptions
-from engine.interpolator import resolve_device
-from engine.options import add_flags, device_for
-from media.video import FrameWriter, VideoInfo, concat_and_mux, ffmpeg_exe, output_pix_fmt, probe, read_frames
-from model import Network, load_weights
-from model.network import FlowScale
-from pipeline.prefetch import WriteBehind
-from pipeline.schedule import make_plan, thumb_change, thumbnail
-from pipeline.video import Interpolator as PipelineInterpolator
-from pipeline.video import (MOTIONS, WRITE_DEPTH, VideoOptions, drain_after_slow_pairs, frame_made, interpolate_video,
-                            plan_video, stream_frames, video_options_from_args)
+from softsplat_vfi.engine import Interpolator, InterpolatorOptions
+from softsplat_vfi.engine.interpolator import resolve_device
+from softsplat_vfi.engine.options import add_flags, device_for
+from softsplat_vfi.media.video import (FrameWriter, VideoInfo, concat_and_mux, ffmpeg_exe, output_pix_fmt, probe,
+                                       read_frames)
+from softsplat_vfi.model import Network, load_weights
+from softsplat_vfi.model.network import FlowScale
+from softsplat_vfi.pipeline.prefetch import WriteBehind
+from softsplat_vfi.pipeline.schedule import make_plan, thumb_change, thumbnail
+from softsplat_vfi.pipeline.video import Interpolator as PipelineInterpolator
+from softsplat_vfi.pipeline.video import (MOTIONS, WRITE_DEPTH, VideoOptions, drain_after_slow_pairs, frame_made,
+                                          interpolate_video, plan_video, stream_frames, video_options_from_args)
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_WEIGHTS = ROOT / "weights" / "network.safetensors"
-FAST_WEIGHTS = ROOT / "weights" / "fast.safetensors"
+DEFAULT_WEIGHTS = ROOT / "softsplat_vfi" / "weights" / "network.safetensors"
+FAST_WEIGHTS = ROOT / "softsplat_vfi" / "weights" / "fast.safetensors"
 
 
 def parse_size(text: str) -> tuple:

@@ -21,12 +21,12 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import torch
 
 from bench.bench_network import MATCH_PSNR, moving_pair
-from engine.interpolator import resolve_device
-from engine.options import add_flags, device_for, weights_for
-from model import Network, load_weights
-from model.correlation import correlation
-from model.synthesis import splat_pyramid
-from model.warp import still_weight
+from softsplat_vfi.engine.interpolator import resolve_device
+from softsplat_vfi.engine.options import add_flags, device_for, weights_for
+from softsplat_vfi.model import Network, load_weights
+from softsplat_vfi.model.correlation import correlation
+from softsplat_vfi.model.synthesis import splat_pyramid
+from softsplat_vfi.model.warp import still_weight
 
 
 def psnr(ref: torch.Tensor, out: torch.Tensor) -> float:

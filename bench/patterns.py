@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from engine.options import cli_message
+from softsplat_vfi.engine.options import cli_message
 from evaluation.methods import HOLD_STILL, add_engine_flags, hold_still_label, methods_of
 from evaluation.patterns import CAMERAS, PATTERNS, guard_effect, scenes, score, summarise
 from evaluation.peers import PEERS

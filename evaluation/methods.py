@@ -28,13 +28,13 @@ from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Proto
 
 import numpy as np
 
-from engine.options import ROOT, add_flags, device_for, options_from_args
+from softsplat_vfi.engine.options import ROOT, add_flags, device_for, options_from_args
 
 if TYPE_CHECKING:
     from torch import nn
 
-    from engine.interpolator import Interpolator
-    from engine.options import InterpolatorOptions
+    from softsplat_vfi.engine.interpolator import Interpolator
+    from softsplat_vfi.engine.options import InterpolatorOptions
 
 
 class Method(Protocol):
@@ -141,11 +141,11 @@ def ours(options: "InterpolatorOptions", label: Optional[str] = None, hold_still
     """Ours as a method: an ``engine.Interpolator`` with ``options`` (on ``network`` where given, e.g. a network in
     training). ``hold_still`` False (a diagnostic) switches the still guard off: on ``network``, or else on a
     network loaded for this method alone (the engine's cached one stays as it is)."""
-    from engine.interpolator import Interpolator, resolve_device
+    from softsplat_vfi.engine.interpolator import Interpolator, resolve_device
 
     if not hold_still:
         if network is None:
-            from model.weights import load_any
+            from softsplat_vfi.model.weights import load_any
 
             network = load_any(Path(options.weights), resolve_device(options.device))
         if hasattr(network, "hold_still"):  # (the published network has no guard)
@@ -168,7 +168,7 @@ def methods_of(args: argparse.Namespace, benchmark: Benchmark, weights: Sequence
 
 def peer(name: str, device: str) -> Method:
     """The peer ``name`` (evaluation/peers.py) on ``device`` (auto, cpu, cuda or cuda:N)."""
-    from engine.interpolator import resolve_device
+    from softsplat_vfi.engine.interpolator import resolve_device
     from evaluation.peers import load_peer
 
     return load_peer(name, resolve_device(device))

@@ -28,7 +28,7 @@ def find_sequences(data: Path) -> List[Path]:
 def evaluate(method: Method, data: Path, progress: bool = True) -> Dict:
     """Per-sequence and mean PSNR, SSIM and detail kept of ``method`` on a Middlebury-style folder."""
     from evaluation.metrics import to_integer, uint8_scores
-    from media.images import read_image
+    from softsplat_vfi.media.images import read_image
 
     rows = []
     for seq in find_sequences(data):

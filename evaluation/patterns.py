@@ -216,7 +216,7 @@ def scenes(quick: bool = False, camera: bool = True) -> List[Scene]:
 def _h264(scene: Scene) -> Tuple[np.ndarray, ...]:
     """The frames at ``FILMED_TIMES`` through one libx264 round trip at ``scene.crf`` (8-bit yuv420p, one thread:
     the same bits on every run)."""
-    from media.video import ffmpeg_exe
+    from softsplat_vfi.media.video import ffmpeg_exe
 
     h, w = scene.size
     if h % 2 or w % 2:

@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from evaluation.metrics import to_float, to_integer
-from model.network import check_times
+from softsplat_vfi.model.network import check_times
 
 # name -> (wheel package, pip requirement)
 PEERS: Dict[str, Tuple[str, str]] = {

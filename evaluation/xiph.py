@@ -45,8 +45,8 @@ def find_clips(data: Path, names: Optional[Sequence[str]] = None) -> List[Path]:
 
 def frames_of(source: Path, limit: int) -> Iterator[np.ndarray]:
     """The first ``limit`` frames of a clip, H x W x 3 float RGB in [0, 1]."""
-    from media.images import read_image
-    from media.y4m import read_y4m
+    from softsplat_vfi.media.images import read_image
+    from softsplat_vfi.media.y4m import read_y4m
 
     if source.suffix == ".y4m":
         yield from read_y4m(source, limit)

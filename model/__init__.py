@@ -1,11 +1,15 @@
-"""The interpolation network: flow estimation, softmax splatting and synthesis.
-
-Conventions (everywhere in this package): images are N x 3 x H x W float tensors,
-RGB, values in [0, 1]; flow is N x 2 x H x W in pixels, x then y; t in (0, 1) is
-the time of the synthesised frame between ``one`` (t = 0) and ``two`` (t = 1).
+"""The network's import name from before the package (``import model``, ``from model.network import Network``),
+kept for code written against it: the network is ``softsplat_vfi.model``. Each submodule is the package's own
+module under this name too, so that classes and their checks are the same whichever name imported them.
 """
 
-from .network import Network, NetworkConfig
-from .weights import load_weights, save_weights
+import importlib
+import sys
+
+from softsplat_vfi.model import Network, NetworkConfig, load_weights, save_weights
 
 __all__ = ["Network", "NetworkConfig", "load_weights", "save_weights"]
+
+for _name in ("correlation", "ensemble", "flow", "inference", "interface", "layers", "motion", "network", "published",
+              "runtime", "synthesis", "warp", "weights"):
+    globals()[_name] = sys.modules[f"{__name__}.{_name}"] = importlib.import_module(f"softsplat_vfi.model.{_name}")

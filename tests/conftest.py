@@ -22,8 +22,8 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def cpu_network():
     """The committed weights on the CPU (loaded once for the session; read-only use)."""
-    from engine.interpolator import load_network
-    from engine.options import DEFAULT_WEIGHTS
+    from softsplat_vfi.engine.interpolator import load_network
+    from softsplat_vfi.engine.options import DEFAULT_WEIGHTS
 
     return load_network(DEFAULT_WEIGHTS, torch.device("cpu"))
 
@@ -31,7 +31,7 @@ def cpu_network():
 @pytest.fixture(scope="session")
 def cpu_interpolator(cpu_network):
     """``engine.Interpolator`` with the committed weights on the CPU, whole frames, default options otherwise."""
-    from engine import Interpolator, InterpolatorOptions
+    from softsplat_vfi.engine import Interpolator, InterpolatorOptions
 
     return Interpolator(InterpolatorOptions(device="cpu", tile=0), network=cpu_network)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.about import CODE_LICENCE, LICENCE_KEY, WEIGHTS_TERMS, __version__
+from softsplat_vfi.engine.about import CODE_LICENCE, LICENCE_KEY, WEIGHTS_TERMS, __version__
 
 ROOT = Path(__file__).resolve().parent.parent
 # sha256 (first 16 digits) of each shipped file's tensor bytes (everything after the header), taken before the terms
@@ -19,14 +19,14 @@ TENSOR_DIGESTS = {"network": "13e8061f78c7e84d", "fast": "427c1b5c6d54d344"}
 
 @pytest.mark.parametrize("name", sorted(TENSOR_DIGESTS))
 def test_the_shipped_weights_carry_the_terms_in_their_metadata(name):
-    from model.weights import read_metadata
+    from softsplat_vfi.model.weights import read_metadata
 
-    assert read_metadata(ROOT / "weights" / f"{name}.safetensors")[LICENCE_KEY] == WEIGHTS_TERMS
+    assert read_metadata(ROOT / "softsplat_vfi" / "weights" / f"{name}.safetensors")[LICENCE_KEY] == WEIGHTS_TERMS
 
 
 @pytest.mark.parametrize("name", sorted(TENSOR_DIGESTS))
 def test_the_terms_left_the_tensors_bitwise_as_they_were(name):
-    raw = (ROOT / "weights" / f"{name}.safetensors").read_bytes()
+    raw = (ROOT / "softsplat_vfi" / "weights" / f"{name}.safetensors").read_bytes()
     header = struct.unpack("<Q", raw[:8])[0]
     assert hashlib.sha256(raw[8 + header:]).hexdigest()[:16] == TENSOR_DIGESTS[name]
 
@@ -34,7 +34,7 @@ def test_the_terms_left_the_tensors_bitwise_as_they_were(name):
 def test_the_terms_say_non_commercial_and_name_the_sources():
     assert "non-commercial research use only" in WEIGHTS_TERMS
     assert "weights/README.md" in WEIGHTS_TERMS
-    readme = (ROOT / "weights" / "README.md").read_text()
+    readme = (ROOT / "softsplat_vfi" / "weights" / "README.md").read_text()
     assert "non-commercial research use only" in readme
     assert "MIT" in CODE_LICENCE and (ROOT / "LICENSE").read_text().startswith("MIT License")
 

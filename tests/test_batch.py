@@ -17,8 +17,8 @@ from typing import Dict, List
 import pytest
 
 import run
-from media.video import ffmpeg_exe
-from pipeline import batch
+from softsplat_vfi.media.video import ffmpeg_exe
+from softsplat_vfi.pipeline import batch
 
 ROOT = Path(__file__).resolve().parent.parent
 # 24 output frames/s (12 in, --factor 2): segments of 6 frames, 2 segments a task; the long clip's 36 frames make

@@ -8,10 +8,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import model.network
-from model import load_weights
-from model.network import AUTO, Network
-from model.warp import InputPadder, still_weight
+import softsplat_vfi.model.network
+from softsplat_vfi.model import load_weights
+from softsplat_vfi.model.network import AUTO, Network
+from softsplat_vfi.model.warp import InputPadder, still_weight
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIFTS = (0, 3, 12)  # px of motion between the frames of each pair
@@ -19,7 +19,7 @@ SHIFTS = (0, 3, 12)  # px of motion between the frames of each pair
 
 @pytest.fixture(scope="module")
 def net() -> Network:
-    return load_weights(ROOT / "weights" / "fast.safetensors", torch.device("cpu"))
+    return load_weights(ROOT / "softsplat_vfi" / "weights" / "fast.safetensors", torch.device("cpu"))
 
 
 @pytest.fixture(scope="module")
@@ -64,9 +64,10 @@ def test_a_batch_of_pairs_gives_each_pair_its_own_frames(net, pairs, flow_scale,
         with torch.no_grad():
             flow_fwd = net.first_flows(*padder.pad(one, two), 1.0)[2]
         p95 = _p95(flow_fwd).sort().values
-        monkeypatch.setattr(model.network, "AUTO_MOTION_PX", float(p95[0] + p95[1]) / 2)
+        monkeypatch.setattr(softsplat_vfi.model.network, "AUTO_MOTION_PX", float(p95[0] + p95[1]) / 2)
         assert 0 < int(Network.auto_candidates(flow_fwd).sum()) < len(SHIFTS)  # a mixed batch
-        monkeypatch.setattr(model.network, "warp_error", lambda a, b, fwd, bwd: fwd.float()[:, 0].mean(dim=(1, 2)))
+        monkeypatch.setattr(softsplat_vfi.model.network, "warp_error",
+                            lambda a, b, fwd, bwd: fwd.float()[:, 0].mean(dim=(1, 2)))
     with torch.no_grad():
         state = net.estimate_flow(*padder.pad(one, two), flow_scale)
     if flow_scale == AUTO:  # some pairs keep the half-scale flows, some the full-scale ones (after the still guard)
@@ -107,17 +108,18 @@ def test_profile_ranges_name_every_part_and_change_nothing(net, pairs):
     same, the wrapped functions are restored, and nested ranges count a kernel in the inner one."""
     from torch.profiler import ProfilerActivity, profile
 
-    import model.flow
+    import softsplat_vfi.model.flow
     from bench.bench_network import OTHER, PARTS, part_ranges, part_totals, profiled
 
     one, two = pairs[0][:1], pairs[1][:1]
-    functions = (model.flow.correlation, model.network.still_weight, model.network.splat_pyramid)
+    flow, network = softsplat_vfi.model.flow, softsplat_vfi.model.network
+    functions = (flow.correlation, network.still_weight, network.splat_pyramid)
     with torch.no_grad():
         plain = net(one, two)[0]
         with part_ranges(net, lambda: None), profile(activities=[ProfilerActivity.CPU]) as prof:
             ranged = net(one, two)[0]
     assert torch.equal(plain, ranged)
-    assert (model.flow.correlation, model.network.still_weight, model.network.splat_pyramid) == functions
+    assert (flow.correlation, network.still_weight, network.splat_pyramid) == functions
     assert not any(m._forward_hooks or m._forward_pre_hooks for m in net.modules())
     ranges, kernels = profiled(prof.events())
     assert {name for name, _, _ in ranges} == set(PARTS) and kernels == []  # (no GPU: no kernels)

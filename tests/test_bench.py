@@ -12,10 +12,11 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
+WEIGHTS = ROOT / "softsplat_vfi" / "weights"
 
 GPU_BENCHES = [
     ("bench.bench_network", ["--sizes", "1080p"]),
-    ("bench.bench_network", ["--weights", str(ROOT / "weights" / "network.safetensors"), "--batch", "1", "2", "4",
+    ("bench.bench_network", ["--weights", str(WEIGHTS / "network.safetensors"), "--batch", "1", "2", "4",
                              "--profile"]),
     ("bench.compile_check", ["--weights", "unused"]),
     ("bench.bench_softsplat", []),
@@ -36,7 +37,7 @@ def test_gpu_bench_refuses_without_cuda(module: str, argv: List[str], capsys: py
 def test_cpu_bench_times_a_frame(capsys: pytest.CaptureFixture) -> None:
     from bench import bench_cpu
 
-    weights = str(ROOT / "weights" / "fast.safetensors")
+    weights = str(WEIGHTS / "fast.safetensors")
     assert bench_cpu.main(["--weights", weights, "--sizes", "540p", "--repeats", "1"]) == 0
     line = capsys.readouterr().out.strip()
     match = re.fullmatch(r".*fast\.safetensors 540p: median (\d+\.\d\d) s, fastest (\d+\.\d\d) s "

@@ -14,10 +14,10 @@ import pytest
 import torch
 
 from bench import bench_video
-from media.video import ffmpeg_exe
+from softsplat_vfi.media.video import ffmpeg_exe
 
 ROOT = Path(__file__).resolve().parent.parent
-FAST = ROOT / "weights" / "fast.safetensors"
+FAST = ROOT / "softsplat_vfi" / "weights" / "fast.safetensors"
 
 # every stage the table has with one network and the two presets (the graphs' row is CUDA's alone)
 STAGES = ["decode", "decode + rgb24", "read_frames", "read_frames + thumbnails", "rgb24 pipe alone",

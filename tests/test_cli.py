@@ -50,15 +50,16 @@ def test_a_users_file_at_a_pairs_out_is_kept_unless_overwrite(tmp_path, capsys, 
     """Pair mode replaced an unrelated file at --out without a word, and refused --overwrite. Now as for videos:
     the file is kept and the job refused in one line naming --overwrite (-y), before the network loads; -y
     replaces it; a rerun replaces the program's own output, until anyone changes it."""
-    import engine.interpolator
-    from engine.files import interpolate_files
-    from media.files import OutputError
+    import softsplat_vfi.engine.interpolator
+    from softsplat_vfi.engine.files import interpolate_files
+    from softsplat_vfi.media.files import OutputError
 
     one, two = _pair(tmp_path)
     out = tmp_path / "mid.png"
     out.write_bytes(b"the user's")
     with monkeypatch.context() as patched:
-        patched.setattr(engine.interpolator, "Interpolator", lambda *a, **k: pytest.fail("the network was loaded"))
+        patched.setattr(softsplat_vfi.engine.interpolator, "Interpolator",
+                        lambda *a, **k: pytest.fail("the network was loaded"))
         code, _, err = _run(["--one", one, "--two", two, "--out", out], capsys)
     assert code == 2 and err.count("\n") == 1, err
     assert err == f"error: {out} exists, and this program did not write it: it is kept -- choose another --out " \
@@ -96,22 +97,24 @@ def test_a_pair_too_large_for_memory_is_refused_before_any_allocation(tmp_path, 
     """A valid 20000 x 20000 PNG pair (1.2 MB each) ended in numpy's 17-line _ArrayMemoryError after 58 s on a
     24 GB machine. Its header says its size: the pair is refused in one line before it is decoded, where what it
     takes (engine.files.pair_memory: whole frames are held, so tiles cannot help) exceeds the memory free."""
-    import engine.files
-    import engine.interpolator
-    import media.images
+    import softsplat_vfi.engine.files
+    import softsplat_vfi.engine.interpolator
+    import softsplat_vfi.media.images
 
     small = cv2.imread(str(_black_png(tmp_path / "small.png", 48, 300)), cv2.IMREAD_UNCHANGED)
     assert small.shape == (300, 48, 3) and not small.any()  # the helper's PNGs decode
     one, two = (_black_png(tmp_path / name, 20000, 20000) for name in ("one.png", "two.png"))
-    assert one.stat().st_size < 2 * 10**6 and media.images.image_size(one) == (20000, 20000)
-    assert engine.files.pair_memory(20000, 20000) > 24 * 10**9  # more than that machine had
+    assert one.stat().st_size < 2 * 10**6 and softsplat_vfi.media.images.image_size(one) == (20000, 20000)
+    assert softsplat_vfi.engine.files.pair_memory(20000, 20000) > 24 * 10**9  # more than that machine had
     # 60 bytes a pixel: what the pair path took, measured (61 a pixel between 1200 x 1200 and 2400 x 2400)
-    assert engine.files.pair_memory(2400, 2400) - engine.files.pair_memory(1200, 1200) == 60 * (2400**2 - 1200**2)
-    assert engine.files.pair_memory(100, 100, outputs=3, alpha=True) > engine.files.pair_memory(100, 100)
+    pair_memory = softsplat_vfi.engine.files.pair_memory
+    assert pair_memory(2400, 2400) - pair_memory(1200, 1200) == 60 * (2400**2 - 1200**2)
+    assert pair_memory(100, 100, outputs=3, alpha=True) > pair_memory(100, 100)
     with monkeypatch.context() as patched:
-        patched.setattr(engine.files, "memory_available", lambda: 16 * 2**30)
-        patched.setattr(media.images, "read_image", lambda path: pytest.fail("decoded"))
-        patched.setattr(engine.interpolator, "Interpolator", lambda *a, **k: pytest.fail("the network was loaded"))
+        patched.setattr(softsplat_vfi.engine.files, "memory_available", lambda: 16 * 2**30)
+        patched.setattr(softsplat_vfi.media.images, "read_image", lambda path: pytest.fail("decoded"))
+        patched.setattr(softsplat_vfi.engine.interpolator, "Interpolator",
+                        lambda *a, **k: pytest.fail("the network was loaded"))
         code, _, err = _run(["--one", one, "--two", two, "--out", tmp_path / "mid.png"], capsys)
     assert code == 2 and err.count("\n") == 1, err
     assert err.startswith(f"error: {one} is 20000x20000: interpolating a pair that size takes at least 22.9 GiB of "
@@ -119,8 +122,9 @@ def test_a_pair_too_large_for_memory_is_refused_before_any_allocation(tmp_path, 
                           f"-- scale the frames down first"), err
     # a format whose header is not read (WebP) is sized once decoded, before the network loads
     webp = _pair(tmp_path, suffix=".webp")
-    monkeypatch.setattr(engine.files, "memory_available", lambda: 0)
-    monkeypatch.setattr(engine.interpolator, "Interpolator", lambda *a, **k: pytest.fail("the network was loaded"))
+    monkeypatch.setattr(softsplat_vfi.engine.files, "memory_available", lambda: 0)
+    monkeypatch.setattr(softsplat_vfi.engine.interpolator, "Interpolator",
+                        lambda *a, **k: pytest.fail("the network was loaded"))
     code, _, err = _run(["--one", webp[0], "--two", webp[1], "--out", tmp_path / "mid.png"], capsys)
     assert code == 2 and err.startswith(f"error: {webp[0]} is 53x37: ") and err.count("\n") == 1, err
     assert not (tmp_path / "mid.png").exists()
@@ -291,7 +295,7 @@ def test_user_errors_exit_cleanly(tmp_path, capsys, case):
 def test_weights_and_device_mistakes_are_said_before_the_network_loads(tmp_path, capsys, monkeypatch):
     """A garbage --weights file and --device cuda on a machine without a GPU were found once torch and the network
     had loaded (7-60 s): the file's first bytes and the GPU drivers' device files say so at once."""
-    import engine.options
+    import softsplat_vfi.engine.options
     from safetensors.numpy import save_file
 
     one, two = _pair(tmp_path)
@@ -306,7 +310,7 @@ def test_weights_and_device_mistakes_are_said_before_the_network_loads(tmp_path,
         assert code == 2 and err.count("\n") == 1 and "loading" not in err, err
         assert err.startswith(f"error: --weights {tmp_path / name}: {words}"), err
         assert " -- pass a file written by train.py (weights/network.safetensors, " in err, err
-    monkeypatch.setattr(engine.options, "GPU_DEVICE_FILES", (str(tmp_path / "no-driver"),))
+    monkeypatch.setattr(softsplat_vfi.engine.options, "GPU_DEVICE_FILES", (str(tmp_path / "no-driver"),))
     for device in ("cuda", "cuda:1"):
         code = run.main(["--one", str(one), "--two", str(two), "--out", str(out), "--device", device])
         err = capsys.readouterr().err
@@ -321,17 +325,17 @@ def test_weights_and_device_mistakes_are_said_before_the_network_loads(tmp_path,
 ])
 def test_running_out_of_memory_is_one_line(tmp_path, capsys, monkeypatch, allocate, words):
     """A valid 20000 x 20000 PNG pair on a 24 GB machine ended in numpy's 17-line _ArrayMemoryError traceback."""
-    import engine.files
+    import softsplat_vfi.engine.files
 
     def interpolate_files(*args, **kwargs):
         allocate()
 
-    monkeypatch.setattr(engine.files, "interpolate_files", interpolate_files)
+    monkeypatch.setattr(softsplat_vfi.engine.files, "interpolate_files", interpolate_files)
     one, two = _pair(tmp_path)
     code, _, err = _run(["--one", one, "--two", two, "--out", tmp_path / "mid.png"], capsys)
     assert code == 1 and err.count("\n") == 1 and err.startswith("error: not enough memory (") and words in err, err
     assert err.rstrip().endswith("scale them down first, try a smaller --tile (e.g. --tile 512), or free some memory")
-    monkeypatch.setattr(engine.files, "interpolate_files", lambda *a, **k: torch.zeros(2).view(3))
+    monkeypatch.setattr(softsplat_vfi.engine.files, "interpolate_files", lambda *a, **k: torch.zeros(2).view(3))
     with pytest.raises(RuntimeError, match="invalid for input of size"):  # other errors are not taken for it
         _run(["--one", one, "--two", two, "--out", tmp_path / "mid.png"], capsys)
 
@@ -442,12 +446,12 @@ def test_middlebury_benchmark_on_two_sequences(tmp_path):
 def test_benchmarks_say_a_wrong_data_folder_before_the_network_loads(tmp_path, capsys, monkeypatch):
     """Middlebury's missing data was said once the network had loaded (7-63 s); Xiph's once torch had."""
     import benchmark_xiph
-    import engine.interpolator
+    import softsplat_vfi.engine.interpolator
 
     def loading(*args, **kwargs):
         raise AssertionError("the network was loaded")
 
-    monkeypatch.setattr(engine.interpolator, "Interpolator", loading)
+    monkeypatch.setattr(softsplat_vfi.engine.interpolator, "Interpolator", loading)
     assert benchmark_middlebury.main(["--data", str(tmp_path), "--device", "cpu"]) == 2
     assert "no <Sequence>/frame10i11.png" in capsys.readouterr().err
     assert benchmark_middlebury.main(["--data", str(tmp_path / "missing"), "--device", "cpu"]) == 2
@@ -472,7 +476,7 @@ def test_middlebury_benchmark_compile_flag_reaches_the_engine(tmp_path, capsys):
 
 def test_tiled_interpolation_has_no_seams(cpu_network):
     """Tiles cross-fade: the tiled frame is close to the whole-frame one and has no step at tile borders."""
-    from model.inference import RunSettings, interpolate, tile_layout
+    from softsplat_vfi.model.inference import RunSettings, interpolate, tile_layout
     from scripts.diagnose.patterns import patterns
 
     net = cpu_network
@@ -497,7 +501,7 @@ def test_tiled_interpolation_has_no_seams(cpu_network):
 
 
 def test_fit_tile_whole_frames_when_they_fit_else_largest_tiles():
-    from model.inference import fit_tile
+    from softsplat_vfi.model.inference import fit_tile
 
     cpu, gpu, gib = torch.device("cpu"), torch.device("cuda"), 2**30
     assert fit_tile(2160, 3840, gpu, available=139 * gib) == 0  # 4K and 8K whole on an H200
@@ -511,8 +515,8 @@ def test_fit_tile_whole_frames_when_they_fit_else_largest_tiles():
 def test_wider_networks_are_given_more_memory_per_pixel():
     """The default network (width 2) took 2.23x the fast one's memory per pixel (CPU, 1080p): a 4K pair on a 24 GB
     machine fitted whole with the fast network's figure but needs tiles with its own."""
-    from model.inference import fit_tile, memory_factor
-    from model.network import Network, NetworkConfig
+    from softsplat_vfi.model.inference import fit_tile, memory_factor
+    from softsplat_vfi.model.network import Network, NetworkConfig
 
     cpu, gib = torch.device("cpu"), 2**30
     assert memory_factor(Network(NetworkConfig())) == 1.0
@@ -526,8 +530,8 @@ def test_wider_networks_are_given_more_memory_per_pixel():
 def test_state_memory_is_what_a_flow_state_holds():
     """``state_memory`` (what quadratic motion's ``PairStates`` keeps per pair) equals the bytes of a real
     ``FlowState`` of padded frames, for the fast and the default network's configs."""
-    from model.inference import state_memory
-    from model.network import Network, NetworkConfig
+    from softsplat_vfi.model.inference import state_memory
+    from softsplat_vfi.model.network import Network, NetworkConfig
 
     for config in (NetworkConfig(), NetworkConfig().widened(2)):
         net = Network(config).eval()
@@ -540,7 +544,7 @@ def test_state_memory_is_what_a_flow_state_holds():
 
 
 def test_auto_tile_engages_when_memory_is_short(tmp_path, monkeypatch, capsys):
-    import model.inference as inference
+    import softsplat_vfi.model.inference as inference
 
     monkeypatch.setattr(inference, "TILE_SIZES", (256, 128))
     monkeypatch.setattr(inference, "available_memory", lambda device: int(128 * 128 * 1100 * 1.5))
@@ -556,7 +560,7 @@ def test_auto_tile_engages_when_memory_is_short(tmp_path, monkeypatch, capsys):
 def test_any_tile_size_works_without_naming_an_overlap(tmp_path, capsys):
     """--tile N alone: the overlap defaults to 128 px, or a quarter of a tile under 512 px (128 px tiles failed with
     "needs an overlap between 1 and 63 pixels" before); a named overlap still wins and is still checked."""
-    from engine import InterpolatorOptions
+    from softsplat_vfi.engine import InterpolatorOptions
 
     assert [InterpolatorOptions().overlap_for(n) for n in (64, 128, 511, 512, 2048)] == [16, 32, 127, 128, 128]
     assert InterpolatorOptions(tile_overlap=40).overlap_for(128) == 40
@@ -570,12 +574,12 @@ def test_any_tile_size_works_without_naming_an_overlap(tmp_path, capsys):
 
 
 def test_compile_needs_cuda(cpu_network):
-    from engine import Interpolator, InterpolatorOptions
-    from model.runtime import compile_network
+    from softsplat_vfi.engine import Interpolator, InterpolatorOptions
+    from softsplat_vfi.model.runtime import compile_network
 
     with pytest.raises(ValueError, match="^torch.compile needs the network on a CUDA device, and it is on cpu"):
         compile_network(cpu_network)
-    # the engine names its field: compile (run.py says --compile: engine.options.cli_message)
+    # the engine names its field: compile (run.py says --compile: softsplat_vfi.engine.options.cli_message)
     with pytest.raises(ValueError, match="^compile=True: torch.compile needs the network on a CUDA device") as caught:
         Interpolator(InterpolatorOptions(compile=True), network=cpu_network)
     assert caught.value.field == "compile"
@@ -586,11 +590,11 @@ def test_compile_says_it_compiles(cpu_network, monkeypatch, caplog):
     stderr; the compile itself needs a GPU: here a stand-in)."""
     import logging
 
-    import model.runtime
-    from engine import Interpolator, InterpolatorOptions
+    import softsplat_vfi.model.runtime
+    from softsplat_vfi.engine import Interpolator, InterpolatorOptions
 
-    monkeypatch.setattr(model.runtime, "compile_network", lambda net: net)
-    with caplog.at_level(logging.INFO, logger="engine"):
+    monkeypatch.setattr(softsplat_vfi.model.runtime, "compile_network", lambda net: net)
+    with caplog.at_level(logging.INFO, logger="softsplat_vfi"):
         Interpolator(InterpolatorOptions(compile=True), network=cpu_network)
     assert "compile: the network compiles on the first pair" in caplog.text
 
@@ -600,7 +604,7 @@ def test_compile_needs_triton(monkeypatch):
     instead of failing inside Inductor on the first pair."""
     import importlib.util
 
-    from model.runtime import check_compilable
+    from softsplat_vfi.model.runtime import check_compilable
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "triton" else real(name, *a))
@@ -612,8 +616,8 @@ def test_model_names_the_two_shipped_networks():
     """--model picks a file in weights/: the default network is the wider one with two flow passes below the
     coarsest level, `fast` the original size."""
     import run
-    from model.network import NetworkConfig
-    from model.weights import read_config
+    from softsplat_vfi.model.network import NetworkConfig
+    from softsplat_vfi.model.weights import read_config
 
     parser = run.build_parser()
     default = run.interpolator_options(parser.parse_args(["--one", "a.png", "--two", "b.png", "--out", "m.png"]))
@@ -635,7 +639,7 @@ def test_flow_scale_defaults_to_the_weights_files_own():
     held-out rules for two frames and along quadratic paths), by --model or by path, 1 for the fast one; a number
     or auto given is kept for all."""
     import run
-    from engine.interpolator import with_weights_defaults
+    from softsplat_vfi.engine.interpolator import with_weights_defaults
 
     parser = run.build_parser()
     pair = ["--one", "a.png", "--two", "b.png", "--out", "m.png"]

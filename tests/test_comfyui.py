@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import torch
 
-from engine.about import WEIGHTS_TERMS
-from integrations.comfyui import NODE_CLASS_MAPPINGS, NODE_DISPLAY_NAME_MAPPINGS
-from integrations.comfyui.nodes import (MODEL_TYPE, SoftsplatInterpolate, SoftsplatModel, SoftsplatModelLoader,
-                                        load_model, output_count, quantize, use_repository_packages)
+from softsplat_vfi.engine.about import WEIGHTS_TERMS
+from softsplat_vfi.integrations.comfyui import NODE_CLASS_MAPPINGS, NODE_DISPLAY_NAME_MAPPINGS
+from softsplat_vfi.integrations.comfyui.nodes import (MODEL_TYPE, SoftsplatInterpolate, SoftsplatModel,
+                                                      SoftsplatModelLoader, load_model, output_count, quantize)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -284,36 +284,52 @@ def test_a_missing_weights_file_is_named():
         load_model("default", "cpu", "auto", "nope.safetensors")
 
 
-def test_a_package_of_the_same_name_from_elsewhere_is_named(monkeypatch, tmp_path):
-    other = ModuleType("model")
-    other.__file__ = str(tmp_path / "model.py")
-    monkeypatch.setitem(sys.modules, "model", other)
-    with pytest.raises(ImportError, match=r"'model' from .*model.py is loaded already"):
-        use_repository_packages()
+# a stand-in for another node pack that puts its own folder on the import path and has top-level ``model`` and
+# ``engine`` modules, as many packs do
+_OTHER_PACK = {
+    "__init__.py": "import os, sys\nsys.path.insert(0, os.path.dirname(__file__))\nimport engine, model\n"
+                   "NODE_CLASS_MAPPINGS = {'OtherNode': engine.OtherNode}\n",
+    "engine.py": "import model\n\nclass OtherNode:\n    def run(self):\n        return model.answer()\n",
+    "model.py": "def answer():\n    return 42\n",
+}
 
 
-def test_comfyui_loads_the_pack_from_a_clone_of_the_repository(tmp_path):
-    """As ComfyUI's load_custom_node does: the clone's __init__.py by file location, under a module name made from
-    its path, in a process whose import path does not hold the repository; then the nodes run (fast model)."""
+@pytest.mark.parametrize("ours_first", [True, False], ids=["ours first", "theirs first"])
+def test_the_pack_works_beside_a_pack_with_top_level_model_and_engine(tmp_path, ours_first):
+    """As ComfyUI's load_custom_node does: each pack's __init__.py by file location, under its folder's name, in a
+    process whose import path does not hold the repository; in either order both packs' nodes then run (ours with
+    the fast model). Every import inside softsplat_vfi is relative, so ours loads as ``<folder>.softsplat_vfi``
+    and takes no top-level name: the other pack's ``engine`` and ``model`` stay its own."""
+    other = tmp_path / "custom_nodes" / "other_pack"
+    other.mkdir(parents=True)
+    for name, text in _OTHER_PACK.items():
+        (other / name).write_text(text)
+    packs = [str(ROOT), str(other)] if ours_first else [str(other), str(ROOT)]
     script = textwrap.dedent(f"""
-        import importlib.util, sys
+        import importlib.util, os, sys
         import torch
-        path = {str(ROOT)!r}
-        spec = importlib.util.spec_from_file_location(path.replace(".", "_x_"), path + "/__init__.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
-        assert "engine" not in sys.modules and importlib.util.find_spec("engine") is None  # importing did nothing
-        loader = module.NODE_CLASS_MAPPINGS["SoftsplatModelLoader"]()
+        loaded = {{}}
+        for path in {packs!r}:
+            name = os.path.basename(path)
+            spec = importlib.util.spec_from_file_location(name, os.path.join(path, "__init__.py"))
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+            loaded[path] = module
+        ours, theirs = loaded[{str(ROOT)!r}], loaded[{str(other)!r}]
+        assert "softsplat_vfi" not in sys.modules  # ours took no top-level name
+        loader = ours.NODE_CLASS_MAPPINGS["SoftsplatModelLoader"]()
         model, = getattr(loader, loader.FUNCTION)("fast", "cpu", "auto")
-        node = module.NODE_CLASS_MAPPINGS["SoftsplatInterpolate"]()
+        node = ours.NODE_CLASS_MAPPINGS["SoftsplatInterpolate"]()
         images = torch.rand(1, 32, 48, 3).repeat(3, 1, 1, 1)
         out, fps, mask = getattr(node, node.FUNCTION)(model, images, 2, 24.0, 0.0, 0.12, 0.0, False, "quadratic")
-        assert importlib.util.find_spec("training") is None  # only the library's packages are found
-        print(tuple(out.shape), fps, sys.modules["engine"].__file__)
+        assert theirs.NODE_CLASS_MAPPINGS["OtherNode"]().run() == 42
+        engine = sys.modules[ours.__name__ + ".softsplat_vfi.engine"]
+        print(tuple(out.shape), fps, engine.__file__, sys.modules["engine"].__file__)
     """)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path,
                           env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["(5,", "32,", "48,", "3)", "48.0", str(ROOT / "engine" / "__init__.py")]
+    assert proc.stdout.split() == ["(5,", "32,", "48,", "3)", "48.0", str(ROOT / "softsplat_vfi" / "engine" /
+                                                                         "__init__.py"), str(other / "engine.py")]
     assert WEIGHTS_TERMS in proc.stderr  # the loaded file's terms, said on loading it

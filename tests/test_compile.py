@@ -19,12 +19,12 @@ import pytest
 from bench.bench_network import MATCH_PSNR  # the rule for a compiled network that makes the eager frames
 
 ROOT = Path(__file__).resolve().parent.parent
-WEIGHTS = ROOT / "weights" / "network.safetensors"
+WEIGHTS = ROOT / "softsplat_vfi" / "weights" / "network.safetensors"
 
 CHILD = r"""
 import json, math, sys
 import torch
-from model import load_weights
+from softsplat_vfi.model import load_weights
 
 torch.set_num_threads(2)  # the bad code runs only on several threads
 net = load_weights(sys.argv[1], "cpu")
@@ -44,7 +44,7 @@ def test_cpu_splat_under_compile_accumulates_outside_the_graph(monkeypatch: pyte
     compile itself is the opt-in test below.)"""
     import torch
 
-    import softsplat
+    from softsplat_vfi import softsplat
 
     calls = []
     original = softsplat._index_add_eager

@@ -13,7 +13,7 @@ def test_oracle_probe_bounds_constant_velocity_motion():
     import numpy as np
 
     from scripts.diagnose.validation import _oracle_rows
-    from model import load_weights
+    from softsplat_vfi.model import load_weights
 
     rng = np.random.default_rng(0)
     texture = cv2.GaussianBlur(rng.random((96, 120, 3)).astype(np.float32), (0, 0), 2.0)
@@ -21,7 +21,7 @@ def test_oracle_probe_bounds_constant_velocity_motion():
     frames = [torch.from_numpy(np.ascontiguousarray(texture[16:80, 16 + 3 * k:80 + 3 * k])).permute(2, 0, 1)
               for k in range(3)]  # 3 px per frame to the left
     batch = {"one": frames[0][None], "mid": frames[1][None], "two": frames[2][None], "t": torch.tensor([0.5])}
-    weights = Path(__file__).resolve().parent.parent / "weights" / "network.safetensors"
+    weights = Path(__file__).resolve().parent.parent / "softsplat_vfi" / "weights" / "network.safetensors"
     with torch.no_grad():
         rows = {k: float(v) for k, v in _oracle_rows(load_weights(weights, torch.device("cpu")).eval(), batch).items()}
     assert rows["middle-frame flow"] > rows["frame blend"] + 8
@@ -61,7 +61,7 @@ def test_diagnose_flow_scale_scores_the_network_with_its_flow_at_other_sizes(mon
     network estimating its flow at that scale of the frames (full-resolution flow back), and the option is
     refused without --boundaries or outside (0, 4]."""
     import scripts.diagnose.validation as diagnose
-    from model import Network
+    from softsplat_vfi.model import Network
 
     torch.manual_seed(0)
     net = Network().eval()
@@ -116,7 +116,7 @@ def test_patterns_have_exact_middle_frames_and_score_the_fast_weights(capsys):
     one, mid, two = cases["blinds"]  # 1 px down per half step
     np.testing.assert_allclose(mid[1:, :, :2], one[:-1, :, :2], atol=1e-6)
     np.testing.assert_allclose(two[1:, :, :2], mid[:-1, :, :2], atol=1e-6)
-    fast = str(Path(__file__).resolve().parent.parent / "weights" / "fast.safetensors")
+    fast = str(Path(__file__).resolve().parent.parent / "softsplat_vfi" / "weights" / "fast.safetensors")
     assert main(["--weights", fast, "--classical"]) == 0
     network, baseline = [row.split("|") for row in capsys.readouterr().out.splitlines()[-2:]]
     sine = network[2].split("/")

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from engine import Interpolator, InterpolatorOptions
-from engine.files import interpolate_files, output_paths
+from softsplat_vfi.engine import Interpolator, InterpolatorOptions
+from softsplat_vfi.engine.files import interpolate_files, output_paths
 
 
 def _frames(h=24, w=40, channels=3, dtype=np.uint8, seed=0):
@@ -44,8 +44,8 @@ def test_options_are_frozen():
 def test_auto_precision_is_float32_on_the_cpu_and_for_the_published_network(cpu_network):
     """"auto" (the default) runs bfloat16 only for this project's networks on GPUs with bfloat16 tensor cores; on
     the CPU it is float32, and a named precision is taken as named."""
-    from engine.interpolator import autocast_dtype
-    from model.published import PublishedNetwork
+    from softsplat_vfi.engine.interpolator import autocast_dtype
+    from softsplat_vfi.model.published import PublishedNetwork
 
     cpu = torch.device("cpu")
     assert InterpolatorOptions().precision == "auto"
@@ -61,8 +61,8 @@ def test_auto_precision_is_float32_on_the_cpu_and_for_the_published_network(cpu_
 def test_auto_precision_on_a_gpu(cpu_network):
     """On a GPU of compute capability 8.0 or more "auto" is bfloat16 for this project's network, float32 for the
     published one; below 8.0 float32 for both."""
-    from engine.interpolator import autocast_dtype
-    from model.published import PublishedNetwork
+    from softsplat_vfi.engine.interpolator import autocast_dtype
+    from softsplat_vfi.model.published import PublishedNetwork
 
     gpu = torch.device("cuda")
     expected = torch.bfloat16 if torch.cuda.get_device_capability(gpu) >= (8, 0) else None
@@ -90,7 +90,7 @@ def test_job_id_is_what_resumed_video_jobs_are_keyed_by(cpu_network, tmp_path):
 
 def test_integer_frames_are_the_networks_own(cpu_network, cpu_interpolator):
     """The engine adds policy, not arithmetic: its frames are model.inference's, bit for bit."""
-    from model.inference import interpolate, interpolate_integer
+    from softsplat_vfi.model.inference import interpolate, interpolate_integer
 
     one, two = _frames()
     ours = cpu_interpolator.interpolate_integer(one, two, [0.25, 0.5])
@@ -113,7 +113,7 @@ def test_times_are_checked(cpu_interpolator):
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
 def test_alpha_moves_with_the_flow_or_is_mixed_linearly(cpu_network, dtype):
-    from model.inference import interpolate_integer_alpha
+    from softsplat_vfi.model.inference import interpolate_integer_alpha
 
     one, two = _frames(channels=4, dtype=dtype)
     flow = Interpolator(InterpolatorOptions(tile=0), network=cpu_network)
@@ -135,7 +135,7 @@ def test_alpha_moves_with_the_flow_or_is_mixed_linearly(cpu_network, dtype):
 
 def test_auto_tiles_are_decided_once_per_size(cpu_network, monkeypatch, caplog):
     caplog.set_level(logging.INFO, logger="engine")  # (the engine's notes: logging records)
-    import model.inference as inference
+    import softsplat_vfi.model.inference as inference
 
     monkeypatch.setattr(inference, "fit_tile",
                         lambda h, w, device, factor=1.0, whole_extra=0: 16 if max(h, w) > 30 else 0)
@@ -156,7 +156,7 @@ def test_cuda_graphs_only_apply_on_cuda(cpu_interpolator):
 def test_pipeline_hands_the_engine_frames_with_alpha(tmp_path, blend_interpolator, cpu_interpolator):
     """The pipeline's FrameInterpolator interface: an object with ``interpolate_integer`` gets RGBA frames as they
     are (the engine decides how alpha moves); the engine itself runs a frame folder end to end."""
-    from pipeline.video import FrameInterpolator, VideoOptions, interpolate_frames
+    from softsplat_vfi.pipeline.video import FrameInterpolator, VideoOptions, interpolate_frames
 
     assert isinstance(cpu_interpolator, FrameInterpolator) and isinstance(blend_interpolator, FrameInterpolator)
     frames = tmp_path / "frames"
@@ -187,12 +187,12 @@ def test_output_paths():
 
 
 def test_pair_files_are_checked_before_the_weights_load(tmp_path, monkeypatch):
-    import engine.interpolator
+    import softsplat_vfi.engine.interpolator
 
     def no_loading(*args):
         raise AssertionError("the weights were loaded before the inputs were checked")
 
-    monkeypatch.setattr(engine.interpolator, "load_network", no_loading)
+    monkeypatch.setattr(softsplat_vfi.engine.interpolator, "load_network", no_loading)
     one, two = tmp_path / "one.png", tmp_path / "two.png"
     for path, frame in zip((one, two), _frames()):
         cv2.imwrite(str(path), frame)
@@ -229,7 +229,7 @@ def test_quadratic_motion_counts_the_flow_states_it_keeps(cpu_network, monkeypat
     one pair fits in free memory but not beside them, the pair moves at constant velocity on whole frames (said once)
     rather than running out of memory mid-video."""
     caplog.set_level(logging.INFO, logger="engine")  # (the engine's notes: logging records)
-    import model.inference as inference
+    import softsplat_vfi.model.inference as inference
 
     frames = _moving_frames(4, seed=2)
     height, width = frames[0].shape[:2]
@@ -295,7 +295,7 @@ def test_quadratic_ensemble_stream_estimates_each_pair_once_per_pass(cpu_network
     neighbours' flows are its neighbouring pairs'), any one pair gives the frames a fresh interpolator gives, and
     they are the ensemble's four-frame frames (``EnsembleNetwork.forward_four``, as the held-out margin scores
     them) to the rounding of uint8."""
-    from model.ensemble import with_ensemble
+    from softsplat_vfi.model.ensemble import with_ensemble
 
     frames = _moving_frames(5, seed=2)
     counted = []
@@ -336,7 +336,7 @@ def _stream(interpolator, frames, start):
 def test_a_stream_uploads_each_frame_once_and_started_frames_are_the_waited_ones(cpu_network, monkeypatch):
     """Along quadratic paths each frame crosses to the device once (``PairStates.upload``), not once per pair it is
     in, and frames started and waited for later are those waited for at once, byte for byte."""
-    import model.inference as inference
+    import softsplat_vfi.model.inference as inference
 
     frames = _moving_frames(5, seed=4)
     uploaded = []
@@ -357,8 +357,8 @@ def test_a_stream_uploads_each_frame_once_and_started_frames_are_the_waited_ones
 def test_cuda_started_frames_are_the_waited_ones(graphs):
     """On a GPU the frames go up and come back through page-locked memory, copied without waiting; all of a stream's
     pairs queued before any is waited for give the frames of each pair waited for at once (CUDA graphs and eager)."""
-    from engine.interpolator import load_network
-    from engine.options import DEFAULT_WEIGHTS
+    from softsplat_vfi.engine.interpolator import load_network
+    from softsplat_vfi.engine.options import DEFAULT_WEIGHTS
 
     net = load_network(DEFAULT_WEIGHTS, torch.device("cuda"))
     frames = _moving_frames(6, seed=5)
@@ -376,8 +376,8 @@ def test_cuda_started_frames_are_the_waited_ones(graphs):
 @pytest.mark.cuda
 def test_quadratic_cuda_graphs_match_the_eager_network():
     """GraphedPairs(neighbours=True) replays the quadratic synthesis: the same frames as eager (bf16 rounding)."""
-    from engine.interpolator import load_network
-    from engine.options import DEFAULT_WEIGHTS
+    from softsplat_vfi.engine.interpolator import load_network
+    from softsplat_vfi.engine.options import DEFAULT_WEIGHTS
 
     net = load_network(DEFAULT_WEIGHTS, torch.device("cuda"))
     frames = _moving_frames(4)
@@ -416,11 +416,11 @@ def test_the_video_tools_quadratic_frames_are_those_the_held_out_margin_scores(c
 def test_flow_scale_auto_runs_every_path_and_matches_scale_one_where_no_pair_is_checked(cpu_network, monkeypatch):
     """--flow-scale auto goes through pairs, ensembles and the video tool's quadratic path; where no pair moves over
     the threshold it gives scale 1's frames exactly, and where every pair is checked it estimates half-scale flow."""
-    import model.network
+    import softsplat_vfi.model.network
 
     frames = [_frames(seed=s)[0] for s in range(4)]
     neighbours = ((frames[0], 1.0), (frames[3], 1.0))
-    monkeypatch.setattr(model.network, "AUTO_MOTION_PX", 1e9)
+    monkeypatch.setattr(softsplat_vfi.model.network, "AUTO_MOTION_PX", 1e9)
     outs = {}
     for scale in (1.0, "auto"):
         for passes in (1, 2):
@@ -433,9 +433,9 @@ def test_flow_scale_auto_runs_every_path_and_matches_scale_one_where_no_pair_is_
         for a, b in zip(outs[1.0, passes], outs["auto", passes]):
             assert np.array_equal(a, b)
     asked = []
-    flows_at = model.network.Network._flows_at
-    monkeypatch.setattr(model.network, "AUTO_MOTION_PX", -1.0)
-    monkeypatch.setattr(model.network.Network, "_flows_at",
+    flows_at = softsplat_vfi.model.network.Network._flows_at
+    monkeypatch.setattr(softsplat_vfi.model.network, "AUTO_MOTION_PX", -1.0)
+    monkeypatch.setattr(softsplat_vfi.model.network.Network, "_flows_at",
                         lambda self, *args: asked.append(args[-1]) or flows_at(self, *args))
     engine = Interpolator(InterpolatorOptions(device="cpu", flow_scale="auto"), network=cpu_network)
     assert engine.interpolate_integer(frames[1], frames[2], [0.5])[0].shape == frames[1].shape
@@ -445,9 +445,9 @@ def test_flow_scale_auto_runs_every_path_and_matches_scale_one_where_no_pair_is_
 def test_every_network_implements_the_one_interface(cpu_network):
     """The network, its ensembles and the published architecture are ``model.interface.InterpolationNetwork``s,
     and their capability flags are what the engine decides by (no class checks)."""
-    from model.ensemble import with_ensemble
-    from model.interface import InterpolationNetwork
-    from model.published import PublishedNetwork
+    from softsplat_vfi.model.ensemble import with_ensemble
+    from softsplat_vfi.model.interface import InterpolationNetwork
+    from softsplat_vfi.model.published import PublishedNetwork
 
     with torch.random.fork_rng():  # leave later tests' random numbers as they were
         published = PublishedNetwork()
@@ -469,7 +469,7 @@ def test_published_ensemble_moves_at_constant_velocity_in_a_stream(caplog):
     once), as the published network alone does. (Before the interface, the engine sent any ensemble down the
     quadratic path, where the published network has no flow states: AttributeError.)"""
     caplog.set_level(logging.INFO, logger="engine")  # (the engine's notes: logging records)
-    from model.published import PublishedNetwork
+    from softsplat_vfi.model.published import PublishedNetwork
 
     with torch.random.fork_rng():  # seeded weights, without changing the random numbers of later tests
         torch.manual_seed(0)

@@ -15,10 +15,10 @@ import benchmark_middlebury
 import benchmark_xiph
 import evaluation.methods
 from bench import patterns as patterns_cli
-from engine.interpolator import with_weights_defaults
+from softsplat_vfi.engine.interpolator import with_weights_defaults
 from evaluation import holdout, middlebury, patterns, xiph
 from evaluation.methods import Benchmark, add_engine_flags, engine_options
-from media.y4m import write_y4m
+from softsplat_vfi.media.y4m import write_y4m
 from training.holdout import Triplet
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -108,10 +108,10 @@ def test_the_scoring_tools_score_the_method_the_common_call_builds(tmp_path, mon
     assert benchmark_middlebury.main(["--data", str(_middlebury(tmp_path / "mb")), "--json", str(out)]) == 0
     assert json.loads(out.read_text())["precision"] == "fp32"  # the method's own settings, reported
     assert benchmark_xiph.main(["--data", str(_xiph(tmp_path / "xiph")), "--size", "24x16"]) == 0
-    assert patterns_cli.main(["--weights", str(ROOT / "weights" / "fast.safetensors"), "--quick",
+    assert patterns_cli.main(["--weights", str(ROOT / "softsplat_vfi" / "weights" / "fast.safetensors"), "--quick",
                               "--no-camera"]) == 0
     printed = capsys.readouterr().out
-    ours = ROOT / "weights" / "network.safetensors"
+    ours = ROOT / "softsplat_vfi" / "weights" / "network.safetensors"
     assert f"Middlebury (tile 0; uint8 output, t = 0.5): {ours}: device cpu, precision fp32" in printed
     assert "Xiph (tile 0" in printed and "patterns (tile 0" in printed
     # ours at the user's defaults (run.py's options of the same flags), whole frames as the protocols score them
@@ -124,11 +124,12 @@ def test_ours_runs_at_the_users_defaults_and_a_protocol_names_its_own():
     add_engine_flags(parser)
     protocol = Benchmark("probe", engine=(("tile", 0), ("precision", "fp32")), note="a published table's settings")
     options = engine_options(parser.parse_args([]), protocol)
-    assert options.weights == ROOT / "weights" / "network.safetensors"
+    assert options.weights == ROOT / "softsplat_vfi" / "weights" / "network.safetensors"
     assert (options.flow_scale, options.cuda_graphs, options.tile, options.precision) == (None, True, 0, "fp32")
     assert with_weights_defaults(options).flow_scale == "auto"  # the file's own default, as run.py runs it
     # a weights file runs at the flow scale it states; another flag as run.py takes it
-    fast = engine_options(parser.parse_args(["--eager"]), Benchmark("plain"), ROOT / "weights" / "fast.safetensors")
+    fast = engine_options(parser.parse_args(["--eager"]), Benchmark("plain"),
+                          ROOT / "softsplat_vfi" / "weights" / "fast.safetensors")
     assert (fast.flow_scale, fast.cuda_graphs, fast.precision, fast.tile) == (None, False, "auto", "auto")
     assert with_weights_defaults(fast).flow_scale == 1.0
     assert engine_options(parser.parse_args(["--flow-scale", "0.5"]), Benchmark("plain")).flow_scale == 0.5

@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 import run
-from media import files
-from media.files import OutputError, atomic_write, check_folder, check_not_input, errno_in, ffmpeg_os_error
-from media.images import ImageError, check_image_outputs, read_image, write_image
+from softsplat_vfi.media import files
+from softsplat_vfi.media.files import (OutputError, atomic_write, check_folder, check_not_input, errno_in,
+                                       ffmpeg_os_error)
+from softsplat_vfi.media.images import ImageError, check_image_outputs, read_image, write_image
 
 
 def _fail_in(monkeypatch, folder: Path, code: int, call: str = "open"):
@@ -200,8 +201,8 @@ def test_pair_mode_refuses_a_read_only_folder_before_any_work(tmp_path, monkeypa
     """The output folder is checked before the weights load (engine.interpolator.load_network, which the CLI's
     Interpolator calls): here the loader records its call and stops the run, so a writable folder shows the patch
     is the loader actually used."""
-    import engine.interpolator
-    from model.weights import WeightsError
+    import softsplat_vfi.engine.interpolator
+    from softsplat_vfi.model.weights import WeightsError
 
     loaded = []
 
@@ -209,7 +210,7 @@ def test_pair_mode_refuses_a_read_only_folder_before_any_work(tmp_path, monkeypa
         loaded.append(args)
         raise WeightsError("the stand-in loader stopped the run")
 
-    monkeypatch.setattr(engine.interpolator, "load_network", loader)
+    monkeypatch.setattr(softsplat_vfi.engine.interpolator, "load_network", loader)
     images = Path(__file__).resolve().parent.parent / "images"
     pair = ["--one", str(images / "one.png"), "--two", str(images / "two.png"), "--device", "cpu"]
     code = run.main(pair + ["--out", str(tmp_path / "mid.png")])  # a writable folder: the weights are asked for
@@ -243,7 +244,7 @@ def test_pair_mode_refuses_an_output_that_is_an_input(tmp_path, capsys):
 
 def test_the_join_is_not_retried_without_streams_when_the_disk_is_full(tmp_path, monkeypatch):
     """Leaving subtitles out helps a muxer that refuses them, never a full disk: one remux, not three."""
-    import media.video as mv
+    import softsplat_vfi.media.video as mv
 
     tries, cause = [], []
 
@@ -272,7 +273,7 @@ def test_the_join_is_not_retried_without_streams_when_the_disk_is_full(tmp_path,
 def test_an_integer_frame_is_written_as_its_float_values_would_be(tmp_path, suffix, dtype, channels, keep_alpha):
     """write_frame (the video tool's image outputs) skips the float round trip, and writes the bytes write_image
     writes for the frame on [0, 1] at its depth: 8-bit formats round 16-bit frames the same way."""
-    from media.images import write_frame
+    from softsplat_vfi.media.images import write_frame
 
     top = np.iinfo(dtype).max
     frame = np.random.default_rng(channels).integers(0, top + 1, (20, 24, channels)).astype(dtype)

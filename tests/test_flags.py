@@ -14,7 +14,7 @@ from typing import Dict, List
 
 import pytest
 
-from engine.options import InterpolatorOptions, add_flags, flow_scale_value
+from softsplat_vfi.engine.options import InterpolatorOptions, add_flags, flow_scale_value
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,7 +37,7 @@ def _declared_outside_the_helper() -> Dict[str, List[str]]:
     for path in sorted(ROOT.rglob("*.py")):
         rel = path.relative_to(ROOT)
         if rel.parts[0] in (".venv", "tests", "shared") or rel.parts[0].startswith(".") or \
-                rel == Path("engine/options.py"):
+                rel == Path("softsplat_vfi/engine/options.py"):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "add_argument":
@@ -144,7 +144,7 @@ def test_run_py_video_flags_reach_every_video_option(tmp_path):
     """run.py's video flags are mapped to ``VideoOptions`` in one place (``pipeline.video.video_options_from_args``),
     each flag to its field: every field a flag sets, set here away from its default, arrives."""
     import run
-    from pipeline.video import VideoOptions, video_options_from_args
+    from softsplat_vfi.pipeline.video import VideoOptions, video_options_from_args
 
     args = run.build_parser().parse_args([
         "--video", "in.mp4", "--out", str(tmp_path / "out.webm"), "--factor", "3", "--fps", "60000/1001", "--slowmo",

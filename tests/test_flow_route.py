@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 import torch
 
-import model.network
-from model import Network
-from model.runtime import FlowChain
-from model.warp import InputPadder, still_weight
+import softsplat_vfi.model.network
+from softsplat_vfi.model import Network
+from softsplat_vfi.model.runtime import FlowChain
+from softsplat_vfi.model.warp import InputPadder, still_weight
 
 SIZE = (96, 128)
 
@@ -105,8 +105,9 @@ def test_the_auto_choice_runs_before_the_still_guard_in_every_route(monkeypatch)
     with torch.no_grad():
         FlowChain(net, "auto", lambda: (one, two))()
     assert asked == [1.0]  # random flows of under a pixel: no candidate, no half-scale estimate
-    monkeypatch.setattr(model.network, "AUTO_MOTION_PX", -1.0)
-    monkeypatch.setattr(model.network, "warp_error", lambda a, b, fwd, bwd: -fwd.float().mean(dim=(1, 2, 3)))
+    monkeypatch.setattr(softsplat_vfi.model.network, "AUTO_MOTION_PX", -1.0)
+    monkeypatch.setattr(softsplat_vfi.model.network, "warp_error",
+                        lambda a, b, fwd, bwd: -fwd.float().mean(dim=(1, 2, 3)))
     asked.clear()
     found = routes(net, one, two, "auto")
     assert asked.count(0.5) == 4  # eager, the graph steps and the reversed pair, and outer_flows' batch
@@ -124,7 +125,7 @@ def test_cuda_graphed_eager_and_compiled_engines_hold_a_still_grid_under_a_movin
     an H200): the CUDA graphs' frames are the eager engine's (the bound of the graph tests), the compiled engine's
     too (fp32: its compile is the slow part), and the graphs' flows are zero on the still grid, as the eager
     network's. Before issue 79 the graphs' flows wandered there."""
-    from engine import Interpolator, InterpolatorOptions
+    from softsplat_vfi.engine import Interpolator, InterpolatorOptions
 
     net = random_network().cuda()
     options = InterpolatorOptions(device="cuda", tile=0, precision=precision, flow_scale="auto")

@@ -94,7 +94,7 @@ def _frames(size=(48, 64), count=6, alpha=False) -> List[np.ndarray]:
 
 def _write_clip(path: Path) -> Path:
     """The frames of ``_frames`` as a lossless (FFV1) 12 frames/s clip: decoding gives them back exactly."""
-    from media.video import ffmpeg_exe
+    from softsplat_vfi.media.video import ffmpeg_exe
 
     frames = _frames()
     h, w = frames[0].shape[:2]
@@ -131,7 +131,7 @@ def cli_video(tmp: Path) -> List[np.ndarray]:
 
 
 def _engine(**options):
-    from engine import Interpolator, InterpolatorOptions
+    from softsplat_vfi.engine import Interpolator, InterpolatorOptions
 
     options.setdefault("device", "cpu")
     return Interpolator(InterpolatorOptions(**options))
@@ -149,7 +149,7 @@ def _stream(interp, frames, times=(0.25, 0.5, 0.75)) -> List[np.ndarray]:
 
 def _published_network():
     """The published architecture with seeded random weights (its trained weights are not in the repository)."""
-    from model.published import PublishedNetwork
+    from softsplat_vfi.model.published import PublishedNetwork
 
     with torch.random.fork_rng():  # without changing the random numbers of later tests
         torch.manual_seed(0)
@@ -157,9 +157,9 @@ def _published_network():
 
 
 def engine_cases() -> Dict[str, Callable[[], List[np.ndarray]]]:
-    from engine import Interpolator, InterpolatorOptions
+    from softsplat_vfi.engine import Interpolator, InterpolatorOptions
 
-    fast = ROOT / "weights" / "fast.safetensors"
+    fast = ROOT / "softsplat_vfi" / "weights" / "fast.safetensors"
     rgb, rgba = _frames(), _frames(alpha=True)
     floats = [f.astype(np.float32) / 255 for f in rgb[:2]]
     return {
@@ -186,9 +186,9 @@ def engine_cases() -> Dict[str, Callable[[], List[np.ndarray]]]:
 def still_guard(on: bool) -> Iterator[None]:
     """The shipped networks as the engine caches them (and ``run.py`` uses them), with model.warp.still_weight's
     guard ``on`` or off for the duration; on again afterwards, as shipped."""
-    from engine.interpolator import load_network
+    from softsplat_vfi.engine.interpolator import load_network
 
-    nets = [load_network(ROOT / "weights" / name, torch.device("cpu"))
+    nets = [load_network(ROOT / "softsplat_vfi" / "weights" / name, torch.device("cpu"))
             for name in ("network.safetensors", "fast.safetensors")]
     for net in nets:
         net.hold_still = on

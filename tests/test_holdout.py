@@ -8,8 +8,8 @@ import pytest
 import torch
 
 import train
-from media.video import ffmpeg_exe
-from model.network import Network, NetworkConfig, count_parameters
+from softsplat_vfi.media.video import ffmpeg_exe
+from softsplat_vfi.model.network import Network, NetworkConfig, count_parameters
 from training.data import Clip, clean_span, load_clips
 from training.holdout import (TRIPLET_SETS, baseline_scores, classical_interpolation, holdout_triplets, is_holdout,
                               summary)
@@ -17,7 +17,7 @@ from training.listing import clip_entries
 from training.stage import check, pack, select_clips, unpack
 from training.stage import main as stage_main
 
-FAST = Path(__file__).resolve().parent.parent / "weights" / "fast.safetensors"
+FAST = Path(__file__).resolve().parent.parent / "softsplat_vfi" / "weights" / "fast.safetensors"
 
 
 def _clip(folder, name, source, frames=12, size="96x80"):

@@ -1,4 +1,5 @@
-"""``pip install .`` gives a working ``softsplat-vfi`` command, equal to ``python run.py``.
+"""``pip install .`` gives one top-level package, the two published shims and a working ``softsplat-vfi`` command,
+equal to ``python run.py``.
 
 A fresh virtual environment that sees this interpreter's packages (torch is not installed again), the package built
 from a copy of what it ships (so that the build leaves nothing in the checkout), installed without dependencies;
@@ -15,8 +16,8 @@ from pathlib import Path
 import cv2
 
 ROOT = Path(__file__).resolve().parent.parent
-# what pyproject.toml ships: the command, the operator, the library and the weights
-SHIPPED = ["pyproject.toml", "README.md", "run.py", "softsplat.py", "engine", "media", "model", "pipeline", "weights"]
+# what pyproject.toml ships: the package (the operator, the library, the command, the weights) and the two shims
+SHIPPED = ["pyproject.toml", "README.md", "run.py", "softsplat.py", "softsplat_vfi"]
 
 
 def test_pip_install_gives_the_command(tmp_path):
@@ -43,11 +44,17 @@ def test_pip_install_gives_the_command(tmp_path):
     assert command.is_file()
     work = tmp_path / "elsewhere"  # not the checkout: the weights must come from the installed package
     work.mkdir()
-    where = subprocess.run([str(python), "-c", "import run, engine.options as o; print(run.__file__); "
-                            "print(o.DEFAULT_WEIGHTS)"], capture_output=True, text=True, env=env, cwd=work, check=True)
-    run_file, weights = where.stdout.split()
+    where = subprocess.run([str(python), "-c", "import run, softsplat, softsplat_vfi.engine.options as o; "
+                            "print(run.__file__); print(o.DEFAULT_WEIGHTS); print(softsplat.softsplat.__module__)"],
+                           capture_output=True, text=True, env=env, cwd=work, check=True)
+    run_file, weights, operator = where.stdout.split()
     assert Path(run_file).is_relative_to(env_dir) and Path(weights).is_relative_to(env_dir), where.stdout
-    assert Path(weights).is_file()
+    assert Path(weights).is_file() and operator == "softsplat_vfi.softsplat"
+    # one top-level package and the two shims: none of the common names (model, engine, media, pipeline, weights)
+    installed = Path(inner)
+    tops = {p.name.removesuffix(".py") for p in installed.iterdir()
+            if p.suffix == ".py" or (p / "__init__.py").is_file()}
+    assert tops == {"softsplat_vfi", "run", "softsplat"}, sorted(tops)
 
     out = work / "mid.png"
     done = subprocess.run([str(command), "--one", str(ROOT / "images" / "one.png"), "--two",

@@ -19,12 +19,12 @@ import cv2
 import numpy as np
 import pytest
 
-from engine import Interpolator, InterpolatorOptions
-from media.files import OutputError
-from media.progress import Progress, Spinner
-from media.video import ffmpeg_exe, probe, read_frames
-from pipeline.video import (IMAGE_THREADS, WRITE_DEPTH, VideoOptions, device_type, interpolate_frames,
-                            interpolate_video, lock_output, segment_frames)
+from softsplat_vfi.engine import Interpolator, InterpolatorOptions
+from softsplat_vfi.media.files import OutputError
+from softsplat_vfi.media.progress import Progress, Spinner
+from softsplat_vfi.media.video import ffmpeg_exe, probe, read_frames
+from softsplat_vfi.pipeline.video import (IMAGE_THREADS, WRITE_DEPTH, VideoOptions, device_type, interpolate_frames,
+                                          interpolate_video, lock_output, segment_frames)
 from tests.video_fixtures import Blend
 from tests.video_fixtures import make_clip as _clip
 
@@ -62,7 +62,7 @@ def _checksums(path):
 WORKER = """
 import sys
 sys.path[:0] = [sys.argv[4], sys.argv[5]]
-from pipeline.video import VideoOptions, interpolate_video
+from softsplat_vfi.pipeline.video import VideoOptions, interpolate_video
 from tests.video_fixtures import Blend
 try:
     interpolate_video(sys.argv[1], sys.argv[2], Blend(wait=float(sys.argv[3])), VideoOptions(segment_seconds=0.5),
@@ -265,9 +265,10 @@ def test_every_mistake_is_reported_before_torch_or_the_network_loads(mistakes_fo
     imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "import time:" in line}
     said = [line for line in proc.stderr.splitlines() if "import time:" not in line]
     assert proc.returncode == 2 and len(said) == 1 and said[0].startswith("error: ") and words in said[0], said
-    network = sorted(m for m in imported if m.split(".")[0] in ("torch", "model", "softsplat")
-                     or m == "engine.interpolator")
-    assert "engine.options" in imported and not network, network  # (the import log is read: it names the CLI's)
+    network = sorted(m for m in imported if m.split(".")[0] == "torch" or m.startswith(("softsplat_vfi.model",
+                     "softsplat_vfi.softsplat")) or m == "softsplat_vfi.engine.interpolator")
+    # (the import log is read: it names the CLI's)
+    assert "softsplat_vfi.engine.options" in imported and not network, network
     assert sorted(p.name for p in mistakes_folder.iterdir() if p.name.endswith(".work")) == []
 
 
@@ -292,7 +293,7 @@ def test_the_same_command_gives_the_same_bytes_on_a_fast_machine_and_a_slow_one(
     """The same command run twice gave frames 40.4-46.4 dB apart: segments closed after a minute of work, so
     where x264 started afresh followed the machine's speed. Two runs of one command, the second where every frame
     seems to take a minute: the same file, byte for byte."""
-    import pipeline.video as pv
+    import softsplat_vfi.pipeline.video as pv
     import run
 
     clip = _clip(tmp_path / "in.mp4", seconds=1)
@@ -307,7 +308,7 @@ def test_the_same_command_gives_the_same_bytes_on_a_fast_machine_and_a_slow_one(
 def test_the_segments_are_a_function_of_frame_counts_only(tmp_path, monkeypatch):
     """segment_frames: --segment-seconds of video, fewer where the device type and frame size say that takes more
     than a minute; an interrupted run on a slow clock keeps exactly those segments."""
-    import pipeline.video as pv
+    import softsplat_vfi.pipeline.video as pv
 
     on_a_gpu = SimpleNamespace(device=SimpleNamespace(type="cuda"))  # as engine.Interpolator's torch.device
     assert device_type(on_a_gpu) == "cuda" and device_type(Blend()) == "cpu"
@@ -343,7 +344,7 @@ def test_a_frame_that_takes_longer_than_a_segment_is_kept_once_written(tmp_path,
 def test_an_interrupt_says_what_was_kept_and_never_offers_a_resume_of_nothing(tmp_path, monkeypatch, capsys):
     """An interrupt during start-up said "run the same command again to resume" when nothing had started."""
     import run
-    from engine import interpolator
+    from softsplat_vfi.engine import interpolator
 
     clip = _clip(tmp_path / "in.mp4", seconds=1)
 
@@ -442,7 +443,7 @@ def test_image_outputs_are_measured_too(tmp_path, monkeypatch):
 
 def test_pair_outputs_need_room_for_what_the_inputs_take(tmp_path, monkeypatch):
     """A 40 KB PNG was refused with 127 KB free: the guess was 194 KB."""
-    from media.images import check_image_outputs
+    from softsplat_vfi.media.images import check_image_outputs
 
     ramp = np.tile(np.linspace(0, 255, 360).astype(np.uint8), (360, 1))
     one = tmp_path / "one.png"
@@ -495,7 +496,7 @@ def test_progress_in_a_log_is_lines_and_in_a_terminal_a_bar_without_invented_rat
 
 def test_a_long_pair_says_it_is_working(tmp_path, cpu_interpolator, capsys):
     """Pair mode printed nothing between the start and 'wrote': 46 s for a 720p pair on the CPU."""
-    from engine.files import interpolate_files
+    from softsplat_vfi.engine.files import interpolate_files
 
     one, two = tmp_path / "one.png", tmp_path / "two.png"
     cv2.imwrite(str(one), np.zeros((24, 32, 3), np.uint8))

@@ -1,11 +1,14 @@
 """The layering of the code, read from its import statements (nothing is imported or run).
 
-softsplat <- model <- engine <- run.py (CLI) / pipeline / evaluation (scoring) <- benchmarks, training <- train.py /
-bench / scripts: each component imports only those below it, and every component of the repository is named here;
-media (image and video I/O) never imports the model or the engine; no module imports run.py, or uses a private name
-(``_x``) of another module of ours, imported or as an attribute (``module._x``); no module imports itself back
-through others (no import circle); nothing edits ``sys.path`` (only the ComfyUI pack adds a finder for the library's
-packages); no function of the product code runs past about 120 lines.
+The product is one package, ``softsplat_vfi``: softsplat <- model <- engine <- cli (the command line) / pipeline /
+integrations (ComfyUI); outside it, evaluation (scoring) <- benchmarks, training <- train.py / bench / scripts, and
+the published shims (run.py, softsplat.py, model/, the root __init__.py for ComfyUI) import only what they stand
+for. Each component imports only those below it, and every component of the repository is named here; media (image
+and video I/O) never imports the model or the engine; the package imports nothing from outside it, and inside it
+only relatively (so that a ComfyUI clone loads it under its folder's name); nothing imports the command line or uses
+a private name (``_x``) of another module of ours, imported or as an attribute (``module._x``); no module imports
+itself back through others (no import circle); nothing edits ``sys.path`` or adds an import finder; no function of
+the product code runs past about 120 lines.
 """
 
 import ast
@@ -18,18 +21,20 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = "softsplat_vfi"
 SKIP_DIRS = {".venv", ".git", "tests", "__pycache__"}
-# the components of the repository, by the first part of their module name
-OURS = {"softsplat", "model", "engine", "media", "pipeline", "evaluation", "training", "train", "run",
-        "benchmark_middlebury", "benchmark_xiph", "bench", "scripts", "images", "integrations", "__init__"}
-# what each layer may import of ours (besides itself); components not named here are checked by the general rules
+# the published shims at the top, by module name, and the component each is
+SHIMS = {"run": "run shim", "softsplat": "softsplat shim", "model": "model shim", "__init__": "__init__"}
+# what each component may import of ours (besides itself); the package's components are its subpackages and modules
 ALLOWED = {
     "softsplat": set(),
     "model": {"softsplat"},
     "media": set(),
     "engine": {"softsplat", "model", "media"},
     "pipeline": {"media", "model"},
-    "run": {"engine", "media", "model", "pipeline"},
+    "cli": {"engine", "media", "model", "pipeline"},
+    "integrations": {"engine", "media", "model", "pipeline"},
+    "package": {"engine"},  # softsplat_vfi/__init__.py: the library's names, loaded when first used
     # scoring sits above the engine, beside the command lines: it scores the engine (and peers) as users run it
     "evaluation": {"softsplat", "model", "media", "engine"},
     # the benchmarks sit on top: thin command lines over evaluation/
@@ -40,9 +45,13 @@ ALLOWED = {
     "bench": {"softsplat", "model", "media", "engine", "pipeline", "evaluation", "training"},
     "scripts": {"softsplat", "model", "media", "engine", "evaluation", "training"},
     "images": set(),
-    "integrations": {"engine", "media", "model", "pipeline"},
+    "run shim": {"cli"},
+    "softsplat shim": {"softsplat"},
+    "model shim": {"model"},
     "__init__": {"integrations"},  # ComfyUI's entry point when the repository is cloned into custom_nodes
 }
+INSIDE = {"softsplat", "model", "media", "engine", "pipeline", "cli", "integrations", "package"}
+OUTSIDE = {"evaluation", "benchmark_middlebury", "benchmark_xiph", "training", "train", "bench", "scripts", "images"}
 MAX_FUNCTION_LINES = 120
 
 
@@ -63,8 +72,17 @@ def _product_files() -> List[Path]:
     return sorted(p for p in _project_files() if not SKIP_DIRS & set(p.relative_to(ROOT).parts))
 
 
+def _component_of(parts: List[str]) -> str:
+    """The component of a module, given its dotted name's parts."""
+    if parts[0] == PACKAGE:
+        return "package" if len(parts) == 1 or parts[1] == "__init__" else parts[1]
+    if len(parts) == 1 and parts[0] in SHIMS or parts[0] == "model":
+        return SHIMS[parts[0]]
+    return parts[0]
+
+
 def _component(path: Path) -> str:
-    return path.relative_to(ROOT).parts[0].removesuffix(".py")
+    return _component_of(list(path.relative_to(ROOT).with_suffix("").parts))
 
 
 def _imports(path: Path) -> Iterator[Tuple[int, str, List[str]]]:
@@ -84,16 +102,49 @@ def _imports(path: Path) -> Iterator[Tuple[int, str, List[str]]]:
 
 
 def _ours(module: str) -> str:
-    top = module.split(".")[0]
-    return top if top in OURS else ""
+    """The component of ours that ``module`` is in, or "" for another project's."""
+    if not module:
+        return ""
+    component = _component_of(module.split("."))
+    return component if component in ALLOWED and component != "__init__" else ""
+
+
+def _imported(module: str, names: List[str]) -> List[str]:
+    """The modules an import takes: ``from softsplat_vfi import softsplat`` (or ``from .. import softsplat``) takes
+    the module ``softsplat_vfi.softsplat``, not the package's ``__init__``."""
+    found = []
+    for name in names:
+        candidate = ROOT.joinpath(*module.split("."), name)
+        if candidate.with_suffix(".py").is_file() or (candidate / "__init__.py").is_file():
+            found.append(f"{module}.{name}")
+    return found or [module]
 
 
 def test_the_walk_finds_the_layers():
     """The checks below see the files they are about (a wrong root would pass them vacuously), and every component
     of the repository has its allowed imports named: a new folder or top-level module must be placed in a layer."""
     seen = {_component(p) for p in _product_files()}
-    assert {"softsplat", "model", "engine", "media", "pipeline", "run", "bench", "training", "scripts"} <= seen
-    assert seen == set(ALLOWED) == OURS, f"place these in ALLOWED and OURS: {sorted(seen ^ set(ALLOWED))}"
+    assert {"softsplat", "model", "engine", "media", "pipeline", "cli", "bench", "training", "scripts"} <= seen
+    assert seen == set(ALLOWED) == INSIDE | OUTSIDE | set(SHIMS.values()), \
+        f"place these in ALLOWED: {sorted(seen ^ set(ALLOWED))}"
+
+
+def test_the_package_imports_only_itself_and_only_relatively():
+    """Inside ``softsplat_vfi`` every import of ours is relative: a clone in ComfyUI/custom_nodes/ loads the package
+    as ``<folder>.softsplat_vfi``, beside other node packs' top-level ``model`` or ``engine``, and an absolute import
+    would take theirs (or a second copy of ours). Outside it, code imports the package by its name."""
+    wrong = []
+    for path in _product_files():
+        inside = path.relative_to(ROOT).parts[0] == PACKAGE
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            absolute = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                        [node.module] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            for module in absolute:
+                if inside and _ours(module):
+                    wrong.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {module} absolutely")
+            if not inside and isinstance(node, ast.ImportFrom) and node.level and _component(path) in OUTSIDE:
+                wrong.append(f"{path.relative_to(ROOT)}:{node.lineno} reaches the package relatively")
+    assert not wrong, "\n".join(wrong)
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -115,10 +166,11 @@ def test_each_layer_imports_only_the_layers_below_it(component):
     for path in _product_files():
         if _component(path) != component:
             continue
-        for line, module, _ in _imports(path):
-            target = _ours(module)
-            if target and target != component and target not in ALLOWED[component]:
-                wrong.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
+        for line, module, names in _imports(path):
+            for taken in _imported(module, names):
+                target = _ours(taken)
+                if target and target != component and target not in ALLOWED[component]:
+                    wrong.append(f"{path.relative_to(ROOT)}:{line} imports {taken}")
     assert not wrong, "\n".join(wrong)
 
 
@@ -127,8 +179,8 @@ def test_nothing_imports_the_cli_or_private_names_of_other_modules():
     for path in _product_files():
         this = ".".join(path.relative_to(ROOT).with_suffix("").parts)
         for line, module, names in _imports(path):
-            if _ours(module) == "run" and this != "run":
-                wrong.append(f"{path.relative_to(ROOT)}:{line} imports run.py (the CLI): use the engine")
+            if _ours(module) in ("cli", "run shim") and _component(path) != "run shim":
+                wrong.append(f"{path.relative_to(ROOT)}:{line} imports {module} (the CLI): use the engine")
             private = [n for n in names if n.startswith("_") and not n.startswith("__")]
             if _ours(module) and private and module != this:
                 wrong.append(f"{path.relative_to(ROOT)}:{line} imports {', '.join(private)} from {module}")
@@ -176,7 +228,8 @@ def _private_attributes(path: Path, root: Path = ROOT) -> List[str]:
 
 
 def test_no_module_uses_private_attributes_of_another():
-    """``softsplat._launch`` from model/correlation.py was such a use: what another module needs gets a public name."""
+    """``softsplat._launch`` from model/correlation.py was such a use: what another module needs gets a public
+    name."""
     wrong = [line for path in _product_files() for line in _private_attributes(path)]
     assert not wrong, "\n".join(wrong)
 
@@ -223,9 +276,10 @@ def _find_circle(graph: Dict[str, Set[str]]) -> Optional[List[str]]:
 
 
 def test_there_is_no_import_circle():
-    """model/published.py <-> model/weights.py and training/config.py <-> training/holdout.py were circles."""
+    """model/published.py <-> model/weights.py (in softsplat_vfi/) and training/config.py <-> training/holdout.py
+    were circles."""
     graph = _import_graph(_product_files())
-    assert graph["model.weights"] and graph["training.holdout"]  # the walk sees the imports
+    assert graph[f"{PACKAGE}.model.weights"] and graph["training.holdout"]  # the walk sees the imports
     circle = _find_circle(graph)
     assert circle is None, " -> ".join(circle)
 
@@ -258,11 +312,11 @@ def test_no_file_edits_sys_path():
     assert not offenders, offenders
 
 
-def test_only_the_comfyui_pack_adds_an_import_finder():
-    """ComfyUI imports custom nodes by file location and puts no folder of theirs on the import path: the node pack
-    adds a finder for the library's own packages (and no other name) when a node first runs; nothing else may."""
+def test_nothing_adds_an_import_finder():
+    """The ComfyUI pack had a finder for the library's top-level packages, and a guard against other packs' modules of
+    the same names; with one package, imported relatively inside, neither is needed."""
     users = [str(p.relative_to(ROOT)) for p in _product_files() if "meta_path" in p.read_text()]
-    assert users == ["integrations/comfyui/nodes.py"]
+    assert users == []
 
 
 def _function_lengths() -> Dict[Tuple[str, str], int]:
@@ -277,7 +331,7 @@ def _function_lengths() -> Dict[Tuple[str, str], int]:
 
 def test_no_function_runs_past_120_lines():
     lengths = _function_lengths()
-    assert ("run.py", "main") in lengths
+    assert (f"{PACKAGE}/cli.py", "main") in lengths
     long = {key: n for key, n in lengths.items() if n > MAX_FUNCTION_LINES}
     assert not long, long
 
@@ -290,5 +344,7 @@ def test_the_layer_checks_catch_a_violation(tmp_path):
     (module, names), = [(m, n) for _, m, n in _imports(bad) if _ours(m)]
     assert module == "model.inference" and names == ["_run"]
     assert "model" not in ALLOWED["media"]
-    used: Set[str] = {_ours(m) for _, m, _ in _imports(ROOT / "run.py")} - {""}
-    assert "engine" in used and used <= ALLOWED["run"]
+    used: Set[str] = {_ours(m) for _, m, _ in _imports(ROOT / PACKAGE / "cli.py")} - {""}
+    assert "engine" in used and used <= ALLOWED["cli"]
+    assert _ours("softsplat_vfi.engine.options") == "engine" and _ours("model.network") == "model shim"
+    assert _ours("torch") == "" and _component(ROOT / "softsplat.py") == "softsplat shim"

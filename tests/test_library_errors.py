@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import run
-from engine.options import FLAGS, InterpolatorOptions, check_times, cli_message, flag_for, show_notes
-from media.errors import FieldError, Said
+from softsplat_vfi.engine.options import FLAGS, InterpolatorOptions, check_times, cli_message, flag_for, show_notes
+from softsplat_vfi.media.errors import FieldError, Said
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,7 +42,7 @@ def test_too_many_times_name_the_field_in_the_library_and_the_flag_on_the_comman
 
 def test_media_errors_name_fields_and_keep_values_braces_as_they_are(tmp_path):
     """A path's own braces (an image pattern's ``{i}``) are a value, never a placeholder."""
-    from media.files import check_replaceable
+    from softsplat_vfi.media.files import check_replaceable
 
     out = tmp_path / "o-{i}.png"
     out.write_bytes(b"a user's file")
@@ -79,13 +79,13 @@ def test_the_flag_table_comes_from_the_declarations_and_names_real_flags():
 def test_a_note_is_a_log_record_and_the_cli_shows_it_on_stderr(cpu_network, monkeypatch, caplog, capsys):
     """The engine's notes are logging records (INFO), naming fields; after show_notes (what a command line does at
     its start) they are "note: ..." lines on stderr, naming flags."""
-    import model.runtime
-    from engine import Interpolator
+    import softsplat_vfi.model.runtime
+    from softsplat_vfi.engine import Interpolator
 
-    monkeypatch.setattr(model.runtime, "compile_network", lambda net: net)
-    with caplog.at_level(logging.INFO, logger="engine"):
+    monkeypatch.setattr(softsplat_vfi.model.runtime, "compile_network", lambda net: net)
+    with caplog.at_level(logging.INFO, logger="softsplat_vfi"):
         Interpolator(InterpolatorOptions(compile=True), network=cpu_network)
-    record, = [r for r in caplog.records if r.name == "engine.interpolator"]
+    record, = [r for r in caplog.records if r.name == "softsplat_vfi.engine.interpolator"]
     assert record.levelno == logging.INFO and record.getMessage().startswith("compile: the network compiles")
     show_notes()
     show_notes()  # (once, however often)
@@ -98,7 +98,7 @@ def test_a_note_is_a_log_record_and_the_cli_shows_it_on_stderr(cpu_network, monk
 def test_the_cli_shows_the_tile_note_with_its_flag(tmp_path, monkeypatch, capsys):
     import cv2
 
-    import model.inference as inference
+    import softsplat_vfi.model.inference as inference
 
     monkeypatch.setattr(inference, "TILE_SIZES", (64,))
     monkeypatch.setattr(inference, "available_memory", lambda device: int(64 * 64 * 1100 * 1.5))
@@ -114,8 +114,9 @@ def test_the_cli_shows_the_tile_note_with_its_flag(tmp_path, monkeypatch, capsys
 
 
 def test_importing_the_library_sets_up_no_logging():
-    code = ("import logging, engine.options, engine.interpolator, model.runtime, media.video; "
-            "print([logging.getLogger(n).handlers for n in ('engine', 'model', 'media')], "
-            "logging.getLogger('engine').level)")
+    code = ("import logging, softsplat_vfi.engine.options, softsplat_vfi.engine.interpolator, "
+            "softsplat_vfi.model.runtime, softsplat_vfi.media.video; "
+            "print([logging.getLogger(n).handlers for n in ('softsplat_vfi', 'softsplat_vfi.engine', "
+            "'softsplat_vfi.model')], logging.getLogger('softsplat_vfi').level)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert done.stdout.split("]")[-1].strip() == "0" and done.stdout.startswith("[[], [], []]"), done.stdout

@@ -10,11 +10,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from model import Network, NetworkConfig, load_weights, save_weights
-from model.correlation import correlation, correlation_torch
-from model.inference import interpolate, interpolate_integer
-from model.warp import InputPadder, backwarp, resize_flow, warp_error
-from model.weights import WeightsError, read_metadata
+from softsplat_vfi.model import Network, NetworkConfig, load_weights, save_weights
+from softsplat_vfi.model.correlation import correlation, correlation_torch
+from softsplat_vfi.model.inference import interpolate, interpolate_integer
+from softsplat_vfi.model.warp import InputPadder, backwarp, resize_flow, warp_error
+from softsplat_vfi.model.weights import WeightsError, read_metadata
 
 
 def _naive_correlation(one, two, radius):
@@ -337,7 +337,7 @@ def test_compiled_regions_pad_every_convolution_and_keep_the_frames():
     network's."""
     import copy
 
-    from model.runtime import PaddedConv, compiled_regions
+    from softsplat_vfi.model.runtime import PaddedConv, compiled_regions
 
     torch.manual_seed(0)
     net = load_weights("weights/network.safetensors").eval()
@@ -412,7 +412,7 @@ def test_weights_missing_and_corrupt(tmp_path):
     with pytest.raises(WeightsError, match="not a safetensors weights file .*weights/fast.safetensors"):
         load_weights(image)
     # reading only the metadata or the config says the same, as do tools that start there (training.export)
-    from model.weights import read_config, read_metadata
+    from softsplat_vfi.model.weights import read_config, read_metadata
     from training.export import export_weights
 
     for read in (read_metadata, read_config, lambda p: export_weights(p, tmp_path / "out.safetensors", [1])):
@@ -490,9 +490,10 @@ def test_cuda_network_matches_cpu():
 def test_published_architecture_matches_committed_keys():
     from pathlib import Path
 
-    from model.published import PublishedNetwork
+    from softsplat_vfi.model.published import PublishedNetwork
 
-    committed = json.loads((Path(__file__).resolve().parent.parent / "model" / "published_keys.json").read_text())
+    keys = Path(__file__).resolve().parent.parent / "softsplat_vfi" / "model" / "published_keys.json"
+    committed = json.loads(keys.read_text())
     state = PublishedNetwork().state_dict()
     assert sorted(state) == sorted(committed)
     for key, shape in committed.items():
@@ -503,8 +504,8 @@ def test_published_architecture_matches_committed_keys():
 
 
 def test_published_checkpoint_loads_with_module_prefix(tmp_path):
-    from model.published import PublishedNetwork
-    from model.weights import load_any
+    from softsplat_vfi.model.published import PublishedNetwork
+    from softsplat_vfi.model.weights import load_any
 
     torch.manual_seed(0)
     net = PublishedNetwork().eval()
@@ -523,7 +524,7 @@ def test_published_checkpoint_loads_with_module_prefix(tmp_path):
 
 
 def test_published_checkpoint_that_does_not_fit(tmp_path):
-    from model.weights import load_any
+    from softsplat_vfi.model.weights import load_any
 
     path = tmp_path / "network-x.pytorch"
     torch.save({"moduleFlow.bogus": torch.zeros(1)}, path)
@@ -533,8 +534,8 @@ def test_published_checkpoint_that_does_not_fit(tmp_path):
 
 @pytest.mark.cuda
 def test_cuda_published_network_and_graph_runtime():
-    from model.published import PublishedNetwork
-    from model.runtime import GraphedNetwork
+    from softsplat_vfi.model.published import PublishedNetwork
+    from softsplat_vfi.model.runtime import GraphedNetwork
 
     torch.manual_seed(0)
     one, two = torch.rand(1, 3, 64, 96), torch.rand(1, 3, 64, 96)
@@ -557,8 +558,8 @@ def test_cuda_graphed_pairs_match_the_eager_network(autocast):
     """GraphedPairs (run.py's default for videos on CUDA): for a size that needs padding, any times, and a second
     pair after the first (the replay reads the new inputs), the frames of the eager network; and through
     interpolate_integer the same uint8 frames to within one level."""
-    from model.inference import RunSettings, interpolate_integer
-    from model.runtime import GraphedPairs, graphed_pairs
+    from softsplat_vfi.model.inference import RunSettings, interpolate_integer
+    from softsplat_vfi.model.runtime import GraphedPairs, graphed_pairs
 
     torch.manual_seed(0)
     net = Network().cuda().eval()
@@ -598,8 +599,8 @@ def test_cuda_graphed_pairs_with_auto_flow_scale_match_the_eager_network(neighbo
     gives the eager network's flows and frames, whichever scale each pair keeps. Every pair is a candidate here,
     and the warp error is replaced by the flows' mean, lower or higher wins by ``sign``: over both signs every pair
     keeps its half-scale flows once and its full-scale ones once."""
-    import model.network
-    from model.runtime import GraphedPairs
+    import softsplat_vfi.model.network
+    from softsplat_vfi.model.runtime import GraphedPairs
 
     torch.manual_seed(0)
     net = Network().cuda().eval()
@@ -607,10 +608,10 @@ def test_cuda_graphed_pairs_with_auto_flow_scale_match_the_eager_network(neighbo
     padder = InputPadder(shape, 32)
     smooth = torch.rand(8, 3, 9, 12, generator=torch.Generator().manual_seed(1))
     frames = F.interpolate(smooth, size=shape[2:], mode="bilinear").cuda().split(1)
-    monkeypatch.setattr(model.network, "AUTO_MOTION_PX", -1.0)
+    monkeypatch.setattr(softsplat_vfi.model.network, "AUTO_MOTION_PX", -1.0)
     kept_half = []
     for sign in (1.0, -1.0):
-        monkeypatch.setattr(model.network, "warp_error",
+        monkeypatch.setattr(softsplat_vfi.model.network, "warp_error",
                             lambda one, two, fwd, bwd, s=sign: s * fwd.float().mean(dim=(1, 2, 3)))
         graphed = GraphedPairs(net, shape, neighbours=neighbours, flow_scale="auto")
         for one, two in zip(frames[0::2], frames[1::2]):
@@ -629,7 +630,7 @@ def test_cuda_graphed_pairs_with_auto_flow_scale_match_the_eager_network(neighbo
 def test_interpolate_with_alpha_shapes_and_integer_frames():
     """interpolate_with_alpha checks alpha's shape; its integer form takes and returns H x W x 4 uint8 or uint16,
     static frames staying themselves (alpha included) to within a level or two."""
-    from model.inference import interpolate_integer_alpha, interpolate_with_alpha
+    from softsplat_vfi.model.inference import interpolate_integer_alpha, interpolate_with_alpha
 
     net = load_weights("weights/network.safetensors").eval()  # trained: no motion between equal frames
     one = torch.rand(1, 3, 40, 56)
@@ -652,7 +653,7 @@ def test_cuda_compiled_network_keeps_quadratic_paths_and_cuda_graphs(capsys):
     """--compile compiles the regions of a copy of the network: it stays a Network, so the engine runs it
     along quadratic paths as CUDA graphs (no note about constant velocity), with frames within float rounding of
     the plain network's."""
-    from engine import Interpolator, InterpolatorOptions
+    from softsplat_vfi.engine import Interpolator, InterpolatorOptions
 
     options = InterpolatorOptions(device="cuda", tile=0, precision="fp32", weights=Path("weights/fast.safetensors"))
     plain = Interpolator(options)
@@ -671,7 +672,7 @@ def test_cuda_compiled_network_keeps_quadratic_paths_and_cuda_graphs(capsys):
 @pytest.mark.cuda
 def test_cuda_alpha_matches_cpu():
     """interpolate_with_alpha on the GPU (CUDA softsplat) gives the CPU's colour and alpha."""
-    from model.inference import interpolate_with_alpha
+    from softsplat_vfi.model.inference import interpolate_with_alpha
 
     torch.manual_seed(0)
     net = load_weights("weights/network.safetensors").eval()
@@ -693,7 +694,7 @@ def test_cuda_alpha_matches_cpu():
 def test_cuda_graphed_pairs_on_a_second_gpu():
     """torchrun's second process runs its network on cuda:1 while cuda:0 is the current device: the graphs are
     captured and replayed on the network's GPU and give its eager frames (needs two GPUs)."""
-    from model.runtime import GraphedNetwork, GraphedPairs
+    from softsplat_vfi.model.runtime import GraphedNetwork, GraphedPairs
 
     if torch.cuda.device_count() < 2:
         pytest.skip("needs two GPUs")
@@ -717,7 +718,7 @@ def test_cuda_graphed_pairs_on_a_second_gpu():
 
 
 def test_graphed_pairs_need_cuda():
-    from model.runtime import GraphedPairs
+    from softsplat_vfi.model.runtime import GraphedPairs
 
     with pytest.raises(ValueError, match="CUDA device"):
         GraphedPairs(Network().eval(), (1, 3, 64, 64))
@@ -878,7 +879,7 @@ def test_interpolate_integer_rejects_float_frames():
 
 
 def test_ensemble_averages_mirrored_and_reversed_passes():
-    from model.ensemble import EnsembleNetwork, with_ensemble
+    from softsplat_vfi.model.ensemble import EnsembleNetwork, with_ensemble
 
     torch.manual_seed(0)
     net = Network(NetworkConfig(full_width=8)).eval()
@@ -902,7 +903,7 @@ def test_ensemble_averages_mirrored_and_reversed_passes():
 
 
 def test_ensemble_along_quadratic_paths_mirrors_all_four_frames_and_reverses_the_pair_with_its_neighbours():
-    from model.ensemble import with_ensemble
+    from softsplat_vfi.model.ensemble import with_ensemble
 
     torch.manual_seed(1)
     net = Network(NetworkConfig(full_width=8)).eval()

@@ -4,8 +4,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from model import Network, NetworkConfig
-from model.motion import linear_flows, quadratic_flows, straight_neighbour
+from softsplat_vfi.model import Network, NetworkConfig
+from softsplat_vfi.model.motion import linear_flows, quadratic_flows, straight_neighbour
 
 
 def _fields(seed, n=2, h=5, w=7):
@@ -133,9 +133,10 @@ def test_a_side_without_a_neighbour_moves_at_constant_velocity():
 def test_outer_flows_are_the_neighbouring_pairs_own_flows(flow_scale, monkeypatch):
     """``Network.outer_flows`` batches one -> before and two -> after, each the flow a video stream has for it: the
     pair (before, one)'s backward flow and the pair (two, after)'s forward flow, with "auto" as each pair decides."""
-    import model.network
+    import softsplat_vfi.model.network
 
-    monkeypatch.setattr(model.network, "AUTO_MOTION_PX", -1.0)  # every pair checked (random weights move little)
+    # every pair checked (random weights move little)
+    monkeypatch.setattr(softsplat_vfi.model.network, "AUTO_MOTION_PX", -1.0)
     torch.manual_seed(0)
     net = Network(NetworkConfig()).eval()
     smooth = torch.rand(8, 3, 8, 8, generator=torch.Generator().manual_seed(0))

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import pipeline.video as pv
-from media.files import OutputError
-from media.video import FrameWriter, VideoError, probe, read_frames
-from pipeline.video import VideoOptions, interpolate_video
+import softsplat_vfi.pipeline.video as pv
+from softsplat_vfi.media.files import OutputError
+from softsplat_vfi.media.video import FrameWriter, VideoError, probe, read_frames
+from softsplat_vfi.pipeline.video import VideoOptions, interpolate_video
 from tests.video_fixtures import InlineWriter
 
 

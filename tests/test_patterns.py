@@ -11,7 +11,7 @@ import torch
 from bench import patterns as patterns_cli
 from evaluation import patterns
 from evaluation.patterns import Scene, far_mask, render, scenes
-from model.warp import still_weight
+from softsplat_vfi.model.warp import still_weight
 
 
 def test_a_static_pattern_without_occluder_motion_renders_the_same_frame_at_every_time():
@@ -124,7 +124,7 @@ def _far_psnr(interpolator, frames, far):
 
 
 def test_the_default_network_neither_bends_nor_doubles_a_static_grid(static_grid, cpu_network):
-    from engine import Interpolator, InterpolatorOptions
+    from softsplat_vfi.engine import Interpolator, InterpolatorOptions
 
     frames, far = static_grid
     interp = Interpolator(InterpolatorOptions(device="cpu", tile=0), network=cpu_network)
@@ -134,9 +134,9 @@ def test_the_default_network_neither_bends_nor_doubles_a_static_grid(static_grid
 
 def test_without_the_guard_the_default_network_bends_the_static_grid(static_grid):
     """The test above can fail: the shipped weights without still_weight lock the grid's flow onto whole periods."""
-    from engine import Interpolator, InterpolatorOptions
-    from engine.options import DEFAULT_WEIGHTS
-    from model.weights import load_weights
+    from softsplat_vfi.engine import Interpolator, InterpolatorOptions
+    from softsplat_vfi.engine.options import DEFAULT_WEIGHTS
+    from softsplat_vfi.model.weights import load_weights
 
     net = load_weights(DEFAULT_WEIGHTS, torch.device("cpu")).eval()
     net.hold_still = False
@@ -170,7 +170,7 @@ def test_the_middlebury_benchmark_reports_a_missing_peer_in_one_line(monkeypatch
 def test_the_pattern_scorer_takes_run_py_compile_flag(capsys):
     """``bench.patterns --compile`` builds the engine compiled (run.py's flag): on the CPU it is refused in run.py's
     one line, before any scene is scored."""
-    ours = Path(__file__).resolve().parent.parent / "weights" / "network.safetensors"
+    ours = Path(__file__).resolve().parent.parent / "softsplat_vfi" / "weights" / "network.safetensors"
     assert patterns_cli.main(["--weights", str(ours), "--device", "cpu", "--quick", "--compile"]) == 2
     out, err = capsys.readouterr()
     assert err.strip() == ("error: --compile: torch.compile needs the network on a CUDA device, and it is on cpu: use "

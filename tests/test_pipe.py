@@ -13,10 +13,10 @@ from typing import List, Tuple
 import numpy as np
 import pytest
 
-from media.video import ffmpeg_exe
-from media.y4m import Y4MError, parse_header
-from pipeline.pipe import interpolate_pipe
-from pipeline.video import VideoOptions
+from softsplat_vfi.media.video import ffmpeg_exe
+from softsplat_vfi.media.y4m import Y4MError, parse_header
+from softsplat_vfi.pipeline.pipe import interpolate_pipe
+from softsplat_vfi.pipeline.video import VideoOptions
 from tests.video_fixtures import InlineWriter
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -249,7 +249,7 @@ def test_the_original_bytes_are_found_while_the_prefetch_thread_decodes():
     """The input frames are decoded in the prefetch thread, which appends to the reader's recent originals while
     the writing side looks a frame up there: iterating the deque itself raised "deque mutated during iteration"
     (seen 1466 times in 200000 lookups with thread switches forced every microsecond)."""
-    from pipeline.pipe import _Reader
+    from softsplat_vfi.pipeline.pipe import _Reader
 
     reader = _Reader(io.BytesIO(), None)
     frames = [np.zeros(1) for _ in range(64)]
@@ -281,7 +281,7 @@ def test_saturated_colours_convert_to_the_samples_the_formulas_give(depth, full_
     """Pure colours at both ends of the range, through rgb16_to_yuv and back: each plane within one step of what
     the BT.709 formulas give, rounded and clipped (in full range pure blue's Cb and pure red's Cr land half a step
     above the depth's top and must stay at the top, not wrap to 0), and back within one step of the depth."""
-    from media.y4m import frame_planes, rgb16_to_yuv, yuv_to_rgb16
+    from softsplat_vfi.media.y4m import frame_planes, rgb16_to_yuv, yuv_to_rgb16
 
     colour = "420jpeg" if depth == 8 else f"420p{depth}"
     line = f"YUV4MPEG2 W1280 H720 F25:1 Ip C{colour}{' XCOLORRANGE=FULL' if full_range else ''}\n".encode()
@@ -342,8 +342,8 @@ def test_frames_are_converted_and_written_behind_the_interpolator(blend_interpol
     sink = _GatedSink(second_call, patience=20.0)
     interpolate_pipe(io.BytesIO(stream), sink, Counting(), VideoOptions(factor=2), progress=False)
     assert sink.overlapped is True and len(calls) == 5
-    import pipeline.pipe
+    import softsplat_vfi.pipeline.pipe
 
-    monkeypatch.setattr(pipeline.pipe, "WriteBehind", InlineWriter)
+    monkeypatch.setattr(softsplat_vfi.pipeline.pipe, "WriteBehind", InlineWriter)
     _, serial = _run_pipe(stream, blend_interpolator, factor=2)
     assert sink.getvalue() == serial and sink.frames == len(_split(serial)[1]) == 12

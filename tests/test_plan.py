@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-import engine.interpolator
-from engine import Interpolator, InterpolatorOptions
-from engine.interpolator import FramePlan, plan_frames
+import softsplat_vfi.engine.interpolator
+from softsplat_vfi.engine import Interpolator, InterpolatorOptions
+from softsplat_vfi.engine.interpolator import FramePlan, plan_frames
 
 
 def _pair(h, w, channels=3, seed=0):
@@ -26,7 +26,7 @@ def counted(monkeypatch):
         calls.append((height, width))
         return plan_frames(height, width, *args, **kwargs)
 
-    monkeypatch.setattr(engine.interpolator, "plan_frames", counting)
+    monkeypatch.setattr(softsplat_vfi.engine.interpolator, "plan_frames", counting)
     return calls
 
 
@@ -58,7 +58,7 @@ def test_a_plan_is_made_once_per_frame_size_whatever_the_call(cpu_network, count
 
 def test_plans_are_bounded_and_a_dropped_size_is_planned_again(cpu_network, counted):
     interpolator = Interpolator(InterpolatorOptions(tile=0), network=cpu_network)
-    sizes = [(8, 8 + i) for i in range(engine.interpolator._MAX_PLANS + 1)]
+    sizes = [(8, 8 + i) for i in range(softsplat_vfi.engine.interpolator._MAX_PLANS + 1)]
     for size in sizes + sizes[1:]:
         interpolator.plan(*size)
     assert counted == sizes
@@ -68,8 +68,8 @@ def test_plans_are_bounded_and_a_dropped_size_is_planned_again(cpu_network, coun
 
 def test_the_plan_holds_each_decision(cpu_network):
     """Tiles, overlap, alpha, quadratic paths and graphs, as the engine decided them per pair before the plan."""
-    from model.ensemble import with_ensemble
-    from model.published import PublishedNetwork
+    from softsplat_vfi.model.ensemble import with_ensemble
+    from softsplat_vfi.model.published import PublishedNetwork
 
     cpu, cuda = torch.device("cpu"), torch.device("cuda")  # (planning on "cuda" touches no GPU with named tiles)
 
@@ -103,7 +103,7 @@ def test_the_plan_holds_each_decision(cpu_network):
 def test_auto_tiles_beside_quadratic_motions_flow_states(cpu_network, monkeypatch):
     """"auto": whole frames that fit alone but not beside the flow states quadratic motion keeps run at constant
     velocity, still on whole frames (one plan, both fits)."""
-    import model.inference as inference
+    import softsplat_vfi.model.inference as inference
 
     fits = []
     monkeypatch.setattr(inference, "fit_tile", lambda h, w, device, factor=1.0, whole_extra=0:
@@ -127,7 +127,7 @@ def test_the_overlap_rule_is_checked_once_where_tiles_run(cpu_network):
 def test_one_tile_is_the_whole_frame(cpu_network):
     """``model.inference`` tiles wherever ``settings.tile`` says (the plan's decision, no size check of its own): a
     frame no larger than the tile runs as one tile, which is the whole frame's output exactly."""
-    from model.inference import RunSettings, interpolate
+    from softsplat_vfi.model.inference import RunSettings, interpolate
 
     one, two = (x.astype(np.float32) / 255 for x in _pair(24, 40))
     whole = interpolate(cpu_network, one, two, [0.5])[0]
@@ -137,10 +137,10 @@ def test_one_tile_is_the_whole_frame(cpu_network):
 
 def test_the_published_estimate_plans_each_size_once_across_calls(counted):
     """``run.estimate`` (published code calls it once per pair) keeps its engine, so its plans too."""
-    import engine.published
+    import softsplat_vfi.engine.published
     import run
 
-    engine.published._interpolator.cache_clear()
+    softsplat_vfi.engine.published._interpolator.cache_clear()
     one = torch.rand(3, 24, 40, generator=torch.Generator().manual_seed(0))
     first = run.estimate(one, one.roll(2, dims=2), [0.5])[0]
     again = run.estimate(one, one.roll(2, dims=2), [0.5])[0]

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from pipeline.prefetch import prefetch
+from softsplat_vfi.pipeline.prefetch import prefetch
 
 
 def test_prefetch_keeps_order_and_bounds_lookahead():
@@ -61,7 +61,7 @@ def test_prefetch_rejects_zero_depth():
 
 
 def test_write_behind_keeps_order_and_runs_in_another_thread():
-    from pipeline.prefetch import WriteBehind
+    from softsplat_vfi.pipeline.prefetch import WriteBehind
 
     seen, threads = [], set()
 
@@ -79,7 +79,7 @@ def test_write_behind_keeps_order_and_runs_in_another_thread():
 
 
 def test_write_behind_raises_the_consumers_error_in_the_caller():
-    from pipeline.prefetch import WriteBehind
+    from softsplat_vfi.pipeline.prefetch import WriteBehind
 
     def consume(i):
         if i == 3:
@@ -101,7 +101,7 @@ def test_write_behind_raises_the_consumers_error_in_the_caller():
 
 
 def test_write_behind_stop_writes_what_was_given_unless_interrupted_again(monkeypatch):
-    from pipeline.prefetch import WriteBehind
+    from softsplat_vfi.pipeline.prefetch import WriteBehind
 
     seen = []
     behind = WriteBehind(lambda i: (time.sleep(0.01), seen.append(i)), depth=4)
@@ -135,7 +135,7 @@ def test_write_behind_stop_writes_what_was_given_unless_interrupted_again(monkey
 
 
 def test_write_behind_drain_waits_for_what_was_given():
-    from pipeline.prefetch import WriteBehind
+    from softsplat_vfi.pipeline.prefetch import WriteBehind
 
     seen = []
     behind = WriteBehind(lambda i: (time.sleep(0.01), seen.append(i)), depth=4)
@@ -159,7 +159,7 @@ def test_write_behind_drain_waits_for_what_was_given():
 def test_write_behind_with_several_threads_consumes_everything_and_reports_a_failure():
     """``threads`` > 1: every item is consumed once, by several threads at a time; a consumer's failure reaches the
     caller and the threads take no more items; ``stop`` waits for what was given."""
-    from pipeline.prefetch import WriteBehind
+    from softsplat_vfi.pipeline.prefetch import WriteBehind
 
     seen, names, lock = [], set(), threading.Lock()
     running, most = [0], [0]

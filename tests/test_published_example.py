@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import run
-import softsplat
+from softsplat_vfi import softsplat
 
 H, W = 40, 56
 SHIFT = (3.0, 2.0)  # x, y in pixels: the content of frame two is frame one moved by this
@@ -128,7 +128,7 @@ def test_read_flo_refuses_what_is_not_a_flo_file(tmp_path):
 
 def test_no_cupy_on_cuda_is_said_once(monkeypatch):
     """Simulated on the CPU: a CUDA device, and CuPy missing."""
-    from engine.interpolator import warn_without_fast_kernels
+    from softsplat_vfi.engine.interpolator import warn_without_fast_kernels
 
     monkeypatch.setattr(softsplat, "cuda_available", lambda: False)
     with warnings.catch_warnings(record=True) as caught:
@@ -147,7 +147,7 @@ def test_no_cupy_on_cuda_is_said_once(monkeypatch):
 
 
 def test_the_engine_checks_for_cupy_on_its_device(monkeypatch, cpu_network):
-    import engine.interpolator as interpolator
+    import softsplat_vfi.engine.interpolator as interpolator
 
     seen = []
     monkeypatch.setattr(interpolator, "warn_without_fast_kernels", seen.append)

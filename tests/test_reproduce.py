@@ -16,8 +16,8 @@ import train
 import training.average
 import training.export
 import training.stage
-from model.network import Network
-from model.weights import read_metadata
+from softsplat_vfi.model.network import Network
+from softsplat_vfi.model.weights import read_metadata
 from training.config import RECIPES, TrainConfig
 from training.options import parse
 from training.reproduce import CHAINS, Average, Export, Select, Train, main, reached_steps, start_step
@@ -147,7 +147,7 @@ def test_the_default_chain_is_the_thirteen_stages_with_one_flow_export_and_three
         (("q9.safetensors", "qa.safetensors"), (5, 3), "quality-psnr", 69919),
         (("q10.safetensors", "qb.safetensors"), (1, 1), "quality-psnr", 69919)]
     # the chain ends where the shipped file does: its recipe at its step
-    metadata = read_metadata(ROOT / "weights" / "network.safetensors")
+    metadata = read_metadata(ROOT / "softsplat_vfi" / "weights" / "network.safetensors")
     assert TrainConfig.from_dict(json.loads(metadata["train_config"])) == RECIPES[stages[-1].recipe]
     assert reached_steps(chain)[chain[-1].out] == int(metadata["step"]) == 84919
 

@@ -17,12 +17,12 @@ import cv2
 import numpy as np
 import pytest
 
-import pipeline.video as pv
+import softsplat_vfi.pipeline.video as pv
 import run
-from media.files import OutputError
-from media.video import FrameWriter, VideoError, probe, read_frames
-from pipeline.schedule import is_cut
-from pipeline.video import IMAGE_THREADS, WRITE_DEPTH, VideoOptions, interpolate_frames, interpolate_video
+from softsplat_vfi.media.files import OutputError
+from softsplat_vfi.media.video import FrameWriter, VideoError, probe, read_frames
+from softsplat_vfi.pipeline.schedule import is_cut
+from softsplat_vfi.pipeline.video import IMAGE_THREADS, WRITE_DEPTH, VideoOptions, interpolate_frames, interpolate_video
 from tests.video_fixtures import Blend
 from tests.video_fixtures import make_clip as _clip
 
@@ -373,7 +373,7 @@ def test_the_encoder_stops_when_its_folder_fills_between_ffmpegs_writes(tmp_path
 @pytest.mark.skipif(not Path("/sys/kernel").is_dir(), reason="needs Linux's /sys, where even root may not create files")
 def test_a_folder_refusing_files_is_named_not_the_audio(tmp_path):
     """The audio check's scratch file failed in such a folder with "the source's audio does not fit .mp4"."""
-    from media.video import check_audio_fits
+    from softsplat_vfi.media.video import check_audio_fits
 
     clip = _clip(tmp_path / "in.mp4", seconds=1, audio=True)
     with pytest.raises(OutputError, match="^cannot write into /sys: permission denied -- choose out in a folder "

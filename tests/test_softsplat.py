@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-import softsplat
+from softsplat_vfi import softsplat
 
 MODES = ["sum", "avg", "linear", "soft"]
 

@@ -17,8 +17,8 @@ from training.options import RunOptions, build_parser, parse
 from training.trainer import start_point
 
 ROOT = Path(__file__).resolve().parent.parent
-FAST = ROOT / "weights" / "fast.safetensors"
-DEFAULT = ROOT / "weights" / "network.safetensors"
+FAST = ROOT / "softsplat_vfi" / "weights" / "fast.safetensors"
+DEFAULT = ROOT / "softsplat_vfi" / "weights" / "network.safetensors"
 # what scripts/remote/env.sh exports: NVLink multicast off in NCCL, PyTorch's symmetric memory and NVSHMEM
 MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
@@ -33,7 +33,7 @@ def test_the_fast_weights_record_the_fast_psnr_recipe_from_their_third_stage():
     """weights/fast.safetensors: recipe "fast-psnr" in its second run (the fourth stage), which started from the
     third stage's kept step 36000 and kept step 40000; "fast-psnr" is "fast" on the PSNR loss at 3e-5 without
     the filter, validated on the held-out source repositories."""
-    from model.weights import read_metadata
+    from softsplat_vfi.model.weights import read_metadata
 
     metadata = read_metadata(FAST)
     recorded = json.loads(metadata["train_config"])
@@ -59,8 +59,8 @@ def test_the_default_weights_are_the_last_stage_on_mixed_paths_at_width_2():
     ("quality-psnr-quadratic": "quality-psnr-stripes" along quadratic paths) again with half the footage triplets at
     constant velocity, from stage 12's end (docs/training.md). Stages 8-10 are "quality-psnr" again from step 69919
     with 20% synthetic samples, stage 10 with a tenth of the synthetic layers striped."""
-    from model.network import NetworkConfig
-    from model.weights import read_config, read_metadata
+    from softsplat_vfi.model.network import NetworkConfig
+    from softsplat_vfi.model.weights import read_config, read_metadata
 
     stage = RECIPES["quality-psnr-syn20"]
     assert stage == dataclasses.replace(RECIPES["quality-psnr"], schedule_start=69919, synthetic_share=0.2)
@@ -644,7 +644,7 @@ def test_scripts_and_docs_start_weights_at_their_own_step():
     they moved to 55000, where train.py stops at once or schedules backwards."""
     import re
 
-    from model.weights import read_metadata
+    from softsplat_vfi.model.weights import read_metadata
 
     found = []
     for path in [*sorted((ROOT / "scripts" / "remote").glob("*.sh")), *sorted((ROOT / "docs").glob("*.md")),
@@ -1008,7 +1008,7 @@ def test_cuda_graph_step_matches_the_eager_step(quadratic):
     the outer flows and quad flags are inputs of the graph too. The gradients are compared as one vector: the
     splatting's atomic adds leave single tensors with tiny gradients differing by up to twice their own size, while
     the whole differed by at most 0.27% over 32 pairs of steps (bf16 and fp32, H200, session 41)."""
-    from model import Network
+    from softsplat_vfi.model import Network
     from training.step import StepLoss, TrainStep
 
     torch.manual_seed(0)
@@ -1139,8 +1139,8 @@ def test_compiled_regions_train_as_the_plain_step_and_switch_off_outside_it():
     """train.py --compile's step (training.compiled, traced here by the eager backend on the CPU) gives the plain
     step's losses and gradients, and leaves the network plain outside the step, so validation and saving run it
     uncompiled at any size, with the same parameter names."""
-    from model import Network
-    from model.network import NetworkConfig
+    from softsplat_vfi.model import Network
+    from softsplat_vfi.model.network import NetworkConfig
     from training.compiled import CompiledRegions
     from training.step import StepLoss, TrainStep
 

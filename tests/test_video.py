@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 import run
-from media.video import (NO_COLOR_TAGS, VideoError, audio_args, default_codec, ffmpeg_exe, probe, read_frames,
-                         rescale_timecode, snap_to_grid)
-from pipeline.schedule import make_plan, parse_rate, planned_sources
-from pipeline.video import VideoOptions, interpolate_frames, interpolate_video
+from softsplat_vfi.media.video import (NO_COLOR_TAGS, VideoError, audio_args, default_codec, ffmpeg_exe, probe,
+                                       read_frames, rescale_timecode, snap_to_grid)
+from softsplat_vfi.pipeline.schedule import make_plan, parse_rate, planned_sources
+from softsplat_vfi.pipeline.video import VideoOptions, interpolate_frames, interpolate_video
 from tests.training_fixtures import free_port
 
 
@@ -253,7 +253,7 @@ def test_a_runaway_factor_or_rate_is_refused_at_once(tmp_path, source, flags, wo
 
 def test_a_plan_beyond_one_jobs_frames_is_refused():
     """The frames of a whole job are bounded too: a video job keeps a byte per output frame, an image job a path."""
-    from pipeline.schedule import MAX_IMAGES, MAX_VIDEO_FRAMES
+    from softsplat_vfi.pipeline.schedule import MAX_IMAGES, MAX_VIDEO_FRAMES
 
     day = Fraction(24 * 3600)
     assert make_plan(day, Fraction(50), factor=2, most=MAX_VIDEO_FRAMES).count == 8_640_000
@@ -266,7 +266,7 @@ def test_a_plan_beyond_one_jobs_frames_is_refused():
 
 
 def test_mp4_cut_short_reads_the_top_level_boxes(tmp_path):
-    from media.video import _mp4_cut_short
+    from softsplat_vfi.media.video import _mp4_cut_short
 
     clip = _make_clip(tmp_path / "in.mp4", seconds=1, audio=False)
     whole = clip.read_bytes()
@@ -556,7 +556,7 @@ def test_container_rules_are_said_before_the_network_loads(tmp_path, capsys, out
 
 
 def test_frame_writer_reports_an_encoder_that_stops(tmp_path):
-    from media.video import FrameWriter
+    from softsplat_vfi.media.video import FrameWriter
 
     with pytest.raises(VideoError, match="no encoder 'no-such-encoder'"):  # named before ffmpeg starts
         FrameWriter(tmp_path / "x.mp4", 64, 48, Fraction(25), codec="no-such-encoder")
@@ -586,7 +586,7 @@ def test_truncated_mkv_uses_the_readable_part_and_warns(tmp_path, capsys):
 
 def test_moving_square_lands_halfway_in_interpolated_frames(tmp_path, cpu_interpolator):
     """Known motion: a square moving 6 px per frame must sit halfway between in every new frame (the network's)."""
-    from media.video import FrameWriter
+    from softsplat_vfi.media.video import FrameWriter
 
     clip = tmp_path / "square.mp4"
     rng = np.random.default_rng(0)
@@ -712,7 +712,8 @@ def test_colour_tags_and_matrix_follow_the_source(tmp_path, blend_interpolator):
                          np.ones((7, 7), np.uint8)) > 0
         assert flat.sum() > 2000 and np.abs(result - source)[flat].max() <= 2.5, name
     assert probe(_make_clip(tmp_path / "plain.mp4", seconds=0.5)).color == NO_COLOR_TAGS
-    from media.video import _color_tags  # banner lines as ffmpeg prints them (HLG from phones, full-range SD)
+    # banner lines as ffmpeg prints them (HLG from phones, full-range SD)
+    from softsplat_vfi.media.video import _color_tags
 
     assert _color_tags("hevc, yuv420p10le(tv, bt2020nc/bt2020/arib-std-b67), 1920x1080") == (
         "bt2020nc", "bt2020", "arib-std-b67")
@@ -949,7 +950,7 @@ def test_crf_and_preset_reach_every_constant_quality_encoder(tmp_path):
     """--crf and --preset used to reach x264/x265 only: VP8, VP9 and AV1 encoders ran at their default bitrate or
     quality (3-7 dB below x264 at --crf 18 on footage). Each now gets its own constant-quality options, and a lower
     --crf gives a better picture."""
-    from media.video import FrameWriter, encoder_quality_args
+    from softsplat_vfi.media.video import FrameWriter, encoder_quality_args
 
     # a fine grey texture moving 1-2 px per frame: hard enough that the quality setting shows
     texture = cv2.GaussianBlur(np.random.default_rng(0).uniform(0, 255, (108, 140)).astype(np.float32), (0, 0), 1.2)
@@ -979,7 +980,7 @@ def test_crf_and_preset_reach_every_constant_quality_encoder(tmp_path):
 def test_out_of_range_crf_and_segment_length_are_refused_before_any_work(tmp_path, capsys):
     """--crf 99 and --segment-seconds 0 used to be accepted: ffmpeg failed after the first segment, or every frame
     became a segment. Both are now one-line errors (exit status 2) naming the option and its range."""
-    from media.video import encoder_quality_args
+    from softsplat_vfi.media.video import encoder_quality_args
 
     assert encoder_quality_args("libx264", 51, "medium")[:2] == ["-crf", "51"]
     assert encoder_quality_args("libvpx-vp9", 63, "medium")[:2] == ["-crf", "63"]
@@ -1010,7 +1011,7 @@ def test_prores_goes_to_mov_and_is_refused_for_mp4_before_any_work(tmp_path, cap
     mid-word: the job's segments were always mp4 and the pixel format always 4:2:0. Now the encoder's pixel format
     is chosen from what it takes, segments go into a container that holds the codec, and output the container
     cannot hold is refused before any frame is interpolated."""
-    from media.video import output_pix_fmt
+    from softsplat_vfi.media.video import output_pix_fmt
 
     assert output_pix_fmt("prores_ks", None, 96, 64, False) == "yuv422p10le"
     assert output_pix_fmt("qtrle", None, 96, 64, False) == "rgb24"  # RGB-only encoders get RGB
@@ -1135,7 +1136,7 @@ def test_data_streams_are_named_not_lost_silently(tmp_path, blend_interpolator):
 def test_ffmpeg_failures_name_the_cause_not_its_effects(tmp_path):
     # ffmpeg prints the cause first ("Unknown encoder ...") and its effects after it ("Error opening output
     # file ..."); the error a user sees leads with the cause
-    from media.video import _run
+    from softsplat_vfi.media.video import _run
 
     with pytest.raises(VideoError, match=r"encoding a test failed: .*Unknown encoder 'nosuchcodec'"):
         _run(["-y", "-loglevel", "error", "-f", "lavfi", "-i", "color=gray:s=64x64", "-frames:v", "1",
@@ -1159,8 +1160,8 @@ class NeighbourRecorder:
 
 
 def _stream(values, stamps):
-    from pipeline.schedule import thumbnail
-    from pipeline.video import _Anchor
+    from softsplat_vfi.pipeline.schedule import thumbnail
+    from softsplat_vfi.pipeline.video import _Anchor
 
     frames = [np.full((16, 24, 3), v, np.uint8) for v in values]
     return [_Anchor(Fraction(s), f, thumbnail(f)) for f, s in zip(frames, stamps)]
@@ -1169,8 +1170,8 @@ def _stream(values, stamps):
 def test_quadratic_motion_gives_each_pair_the_anchors_beside_it_within_the_shot(blend_interpolator):
     """Each pair gets the anchor before and after it with their distances in units of its own interval (uneven
     where a frame is missing), none across a cut or past the ends; a resumed job asks for the same."""
-    from pipeline.schedule import make_plan
-    from pipeline.video import _intervals, _output_frames
+    from softsplat_vfi.pipeline.schedule import make_plan
+    from softsplat_vfi.pipeline.video import _intervals, _output_frames
 
     # frame values name the anchors; time 3 is missing (a dropped frame); a cut lies between 103 (t 5) and 200 (t 6)
     anchors = _stream([100, 101, 102, 103, 104, 200, 201, 202], [0, 1, 2, 4, 5, 6, 7, 8])
@@ -1204,7 +1205,7 @@ def test_quadratic_motion_gives_each_pair_the_anchors_beside_it_within_the_shot(
 
 
 def test_motion_option_is_checked():
-    from pipeline.video import VideoOptions
+    from softsplat_vfi.pipeline.video import VideoOptions
 
     assert VideoOptions().motion == "quadratic"
     with pytest.raises(ValueError, match="--motion 'cubic': use quadratic or linear"):

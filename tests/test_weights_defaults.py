@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from model.network import Network, NetworkConfig
-from model.weights import (AUTO_SCALE_CONFIG, FALLBACK_DEFAULTS, INFERENCE_KEY, WeightsError, defaults_for,
-                           inference_defaults, read_config, read_metadata, save_weights)
+from softsplat_vfi.model.network import Network, NetworkConfig
+from softsplat_vfi.model.weights import (AUTO_SCALE_CONFIG, FALLBACK_DEFAULTS, INFERENCE_KEY, WeightsError,
+                                         defaults_for, inference_defaults, read_config, read_metadata, save_weights)
 
 ROOT = Path(__file__).resolve().parent.parent
-WEIGHTS = ROOT / "weights"
+WEIGHTS = ROOT / "softsplat_vfi" / "weights"
 # each shipped file's SHA-256 of its data section (every byte after the header) and of its tensor table (the header
 # without its metadata, as sorted JSON: names, dtypes, shapes, offsets), taken at 974e694, before the inference
 # defaults went into the headers
@@ -77,7 +77,7 @@ def test_a_field_it_cannot_read_is_named(tmp_path, text, words):
 
 
 def test_a_default_the_engine_refuses_is_named_with_the_file(tmp_path):
-    from engine import Interpolator, InterpolatorOptions
+    from softsplat_vfi.engine import Interpolator, InterpolatorOptions
 
     path = tmp_path / "w.safetensors"
     net = Network(NetworkConfig(full_width=8))
@@ -151,9 +151,9 @@ def test_the_readme_block_run_py_and_the_comfyui_node_make_the_same_frames(tmp_p
     import torch
 
     import run
-    from engine import Interpolator, InterpolatorOptions
-    from integrations.comfyui.nodes import SoftsplatInterpolate, SoftsplatModelLoader
-    from media.images import read_image
+    from softsplat_vfi.engine import Interpolator, InterpolatorOptions
+    from softsplat_vfi.integrations.comfyui.nodes import SoftsplatInterpolate, SoftsplatModelLoader
+    from softsplat_vfi.media.images import read_image
 
     _large_motion_pair(tmp_path)
     monkeypatch.chdir(tmp_path)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import benchmark_xiph
-from media.y4m import Y4MError, read_y4m, write_y4m
+from softsplat_vfi.media.y4m import Y4MError, read_y4m, write_y4m
 
 
 def _clip(n=7, h=64, w=96):

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 
-from media.video import ffmpeg_exe
+from softsplat_vfi.media.video import ffmpeg_exe
 
 ROOT = Path(__file__).resolve().parent.parent
 

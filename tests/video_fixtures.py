@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from media.video import ffmpeg_exe
+from softsplat_vfi.media.video import ffmpeg_exe
 
 
 def make_clip(path: Path, seconds=2, rate=12, size="96x64", audio=False) -> Path:

@@ -22,8 +22,8 @@ from typing import Dict, List, Optional, Sequence, Union
 
 import torch
 
-from model.network import Network
-from model.weights import WeightsError, config_from_metadata, load_weights, read_metadata, save_weights
+from softsplat_vfi.model.network import Network
+from softsplat_vfi.model.weights import WeightsError, config_from_metadata, load_weights, read_metadata, save_weights
 from training.config import RECIPES
 
 

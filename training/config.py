@@ -36,7 +36,7 @@ VALIDATION_CLIPS: Tuple[str, ...] = (
 # Validation crops are this size whatever the training crop (smaller only where the training crop is: tests), so
 # runs with different --crop compare on the same triplets.
 VALIDATION_CROP = 256
-# the paths to t that --motion names (model/motion.py)
+# the paths to t that --motion names (softsplat_vfi/model/motion.py)
 MOTIONS = ("linear", "quadratic")
 
 

@@ -31,10 +31,10 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Union
 
-from engine.options import InterpolatorOptions, add_flags
-from model.interface import FlowScale
-from model.network import Network, NetworkConfig
-from model.weights import INFERENCE_KEY, config_from_metadata, load_weights, read_metadata, save_weights
+from softsplat_vfi.engine.options import InterpolatorOptions, add_flags
+from softsplat_vfi.model.interface import FlowScale
+from softsplat_vfi.model.network import Network, NetworkConfig
+from softsplat_vfi.model.weights import INFERENCE_KEY, config_from_metadata, load_weights, read_metadata, save_weights
 from training.state import AVERAGE, LOG, MODEL, NETWORK_CONFIG, RECIPE, progress_step
 
 _FIGURES = ("val_", "holdout_")  # metadata keys of figures that scored one network config

@@ -34,12 +34,12 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from engine.options import cli_message, device_for
+from softsplat_vfi.engine.options import cli_message, device_for
 from evaluation.holdout import HOLDOUT, triplet_scores
 from evaluation.methods import HOLD_STILL, Ours, add_engine_flags, methods_of
 from evaluation.metrics import nchw, psnr, to_float, to_integer
 from evaluation.peers import PEERS
-from model.network import FlowScale
+from softsplat_vfi.model.network import FlowScale
 from training.config import MOTIONS, VALIDATION_CROP
 from training.data import Clip, clean_span, dis_flows
 from training.listing import HOLDOUT_SOURCES
@@ -142,8 +142,8 @@ def classical_interpolation(one: torch.Tensor, two: torch.Tensor, t: float, flow
     Super SloMo's approximation taken of the quadratic paths (model/motion.py), the flow from t back to one
     (1 - t) x -(one -> t) + t x (two -> one - two -> t), and to two likewise; it equals the two-frame baseline
     under constant velocity."""
-    from model.motion import linear_flows, quadratic_flows
-    from model.warp import backwarp
+    from softsplat_vfi.model.motion import linear_flows, quadratic_flows
+    from softsplat_vfi.model.warp import backwarp
 
     if neighbour_flows is None:  # constant velocity: one -> t = t x flow_fwd, two -> t = (1 - t) x flow_bwd
         one_to_t, two_to_t = linear_flows(flow_fwd, flow_bwd, t)
@@ -211,7 +211,7 @@ def network_scores(net: torch.nn.Module, triplets: Sequence[Triplet], device: to
     ``flow_scale`` on whole frames (callers set eval mode; ``device`` is the network's own). ``cuda_graphs`` is off
     for a network in training (the trainer): graphs would be captured anew at every validation, and give the eager
     frames up to float rounding; ``details`` collects the detail kept."""
-    from engine import Interpolator, InterpolatorOptions
+    from softsplat_vfi.engine import Interpolator, InterpolatorOptions
 
     precision = {None: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}[autocast_dtype]
     options = InterpolatorOptions(precision=precision, flow_scale=flow_scale, cuda_graphs=cuda_graphs,
@@ -312,7 +312,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not args.data:
         p.error("--data is required (the footage folders)")
     if args.compile:  # said before any footage is read
-        from engine.interpolator import check_compile, resolve_device
+        from softsplat_vfi.engine.interpolator import check_compile, resolve_device
 
         try:
             check_compile(resolve_device(device_for(args)))

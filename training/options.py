@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
-from engine.options import flow_scale_value
-from model.network import FlowScale
+from softsplat_vfi.engine.options import flow_scale_value
+from softsplat_vfi.model.network import FlowScale
 from training.config import RECIPES, ConfigError, TrainConfig, check_fields, flag
 
 

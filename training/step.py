@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 
-from model.motion import straight_neighbour
-from model.warp import resize_flow
+from softsplat_vfi.model.motion import straight_neighbour
+from softsplat_vfi.model.warp import resize_flow
 from training.losses import RECONSTRUCTION_LOSSES, census_loss, frequency_loss
 
 if TYPE_CHECKING:

@@ -23,8 +23,8 @@ from typing import ContextManager, Dict, Iterator, Optional, Tuple
 import torch
 
 from evaluation.metrics import psnr
-from model import Network, NetworkConfig
-from model.weights import WeightsError, config_from_metadata, load_weights, read_metadata, save_weights
+from softsplat_vfi.model import Network, NetworkConfig
+from softsplat_vfi.model.weights import WeightsError, config_from_metadata, load_weights, read_metadata, save_weights
 from training.config import RECIPES, VALIDATION_CROP, TrainConfig, TrainingError
 from training.data import (BOUNDARY_SETS, FootageSampler, boundary_masks, frame_blend, gap_limits, load_clips,
                            missing_clips, paste_layers, shard, shard_ranks, synthetic_batch, synthetic_set,
@@ -388,7 +388,7 @@ class Trainer:
         self.n_syn, self.n_real = n_syn, config.batch - n_syn
         regions = None
         if options.compile:
-            from model.runtime import check_compilable
+            from softsplat_vfi.model.runtime import check_compilable
             from training.compiled import CompiledRegions
 
             try:

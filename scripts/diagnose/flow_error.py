@@ -29,11 +29,11 @@ from typing import Dict, List, Optional, Sequence
 import torch
 import torch.nn.functional as F
 
-from engine.interpolator import resolve_device
-from engine.options import add_flags, device_for, weights_for
-from model import Network, load_weights
-from model.network import FlowState
-from model.warp import resize_flow
+from softsplat_vfi.engine.interpolator import resolve_device
+from softsplat_vfi.engine.options import add_flags, device_for, weights_for
+from softsplat_vfi.model import Network, load_weights
+from softsplat_vfi.model.network import FlowState
+from softsplat_vfi.model.warp import resize_flow
 from training.config import VALIDATION_CLIPS
 from training.data import load_clips, synthetic_set
 from scripts.diagnose.validation import interpolate_with_flow

@@ -62,12 +62,12 @@ from typing import Dict, List, Optional, Sequence
 
 import torch
 
-from engine.interpolator import resolve_device
-from engine.options import add_flags, device_for, weights_for
-from model import Network, load_weights
-from model.ensemble import EnsembleNetwork
-from model.network import FlowState
-from model.warp import backwarp
+from softsplat_vfi.engine.interpolator import resolve_device
+from softsplat_vfi.engine.options import add_flags, device_for, weights_for
+from softsplat_vfi.model import Network, load_weights
+from softsplat_vfi.model.ensemble import EnsembleNetwork
+from softsplat_vfi.model.network import FlowState
+from softsplat_vfi.model.warp import backwarp
 from training.config import VALIDATION_CLIPS
 from training.data import (BOUNDARY_SETS, Clip, FootageSampler, boundary_masks, dis_flow, forward_differences,
                            frame_blend, load_clips, synthetic_set, validation_sets)

@@ -21,7 +21,7 @@ middlebury=${MIDDLEBURY:-$HOME/vfi/middlebury}
 export PYTHONPATH=${PEERS:-/tmp/peers}${PYTHONPATH:+:$PYTHONPATH}
 mkdir -p "$out"
 export OMP_NUM_THREADS=$(( $(nproc) / 3 > 0 ? $(nproc) / 3 : 1 ))
-ours=(weights/network.safetensors weights/fast.safetensors)
+ours=(softsplat_vfi/weights/network.safetensors softsplat_vfi/weights/fast.safetensors)
 holdout=(python3 -m training.holdout --data "$hold/footage" "$hold/footage2")
 
 measure() {  # NAME COMMAND...: the command's output in OUTPUT/NAME.txt

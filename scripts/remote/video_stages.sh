@@ -46,7 +46,7 @@ clip=$(mktemp -d)/clip.mp4
 ffmpeg -hide_banner -loglevel error -f lavfi -i testsrc2=size=1920x1080:rate=24 -f lavfi -i sine=f=440:r=48000 \
     -t 20 -c:v libx264 -preset fast -crf 18 -pix_fmt yuv420p -c:a aac -shortest "$clip"
 for precision in "" --bf16; do
-    python3 -m bench.bench_video --video "$clip" --weights weights/fast.safetensors --preset veryfast $precision \
+    python3 -m bench.bench_video --video "$clip" --weights softsplat_vfi/weights/fast.safetensors --preset veryfast $precision \
         2>&1 | tee -a "$out/issue.log" || echo "error: the issue's rows failed (exit $?)"
 done
 # a probe of the first hypothesis: GraphedPairs.synthesize copies the quadratic paths' two gaps from a new CPU tensor,

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-import softsplat
+from .. import softsplat
 
 from .correlation import correlation
 from .network import AUTO, FlowScale

@@ -446,7 +446,7 @@ def _download_integer(out: torch.Tensor, dtype: np.dtype, scale: float) -> np.nd
 def _splat_alpha(alpha: torch.Tensor, flow: torch.Tensor, metric: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
     """Alpha forward-warped by ``flow`` with softmax weights ``metric``, and the coverage in [0, 1] (about 0 where
     nothing lands)."""
-    import softsplat
+    from .. import softsplat
 
     out = softsplat.splat(torch.cat([alpha, torch.ones_like(alpha)], 1), flow.float(), metric.float(), "soft")
     return out[:, :1], out[:, 1:].clamp(0.0, 1.0)

@@ -29,72 +29,30 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib.abc
-import importlib.machinery
-import importlib.util
 import math
 import sys
 from collections import OrderedDict
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+from ...engine.about import CODE_LICENCE, WEIGHTS_TERMS  # (it imports nothing: the descriptions need no torch)
 
 if TYPE_CHECKING:
     import numpy as np
     import torch
 
-ROOT = Path(__file__).resolve().parents[2]
+# the package's folder (softsplat_vfi/), whose weights/ the model names load
+PACKAGE = Path(__file__).resolve().parents[2]
 MODEL_TYPE = "SOFTSPLAT_MODEL"
 MODELS = {"default": "network", "fast": "fast"}  # the names shown, and their files in weights/
-# the repository's library packages, which the nodes import; ComfyUI imports custom nodes by file location and puts
-# no custom-node folder on the import path, so these are found by ``_RepositoryPackages``
-LIBRARY = ("softsplat", "model", "engine", "media", "pipeline")
 # input frames kept by identity so that a copied frame is returned as the input tensor's values: more than the
 # schedule holds at once (prefetch depth, the pair, its neighbours, the one ahead)
 _KEPT = 32
 
 
-def _load_about() -> ModuleType:
-    """engine/about.py, read by its path (it imports nothing): the terms are in the nodes' descriptions before any
-    import path is set up."""
-    spec = importlib.util.spec_from_file_location("softsplat_vfi_about", ROOT / "engine" / "about.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_ABOUT = _load_about()
-TERMS = f"{_ABOUT.WEIGHTS_TERMS} {_ABOUT.CODE_LICENCE}"
-
-
-class _RepositoryPackages(importlib.abc.MetaPathFinder):
-    """Finds this repository's library packages, and no other name, in the repository."""
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Optional[importlib.machinery.ModuleSpec]:
-        if name not in LIBRARY:
-            return None
-        return importlib.machinery.PathFinder.find_spec(name, [str(ROOT)])
-
-
-def _inside(origin: Optional[str]) -> bool:
-    return origin is not None and Path(origin).resolve().is_relative_to(ROOT)
-
-
-def use_repository_packages() -> None:
-    """Make the library packages importable from the repository (called when a node runs, never on import).
-    ImportError naming the package where another one of the same name was loaded first (by another custom node)."""
-    for name in LIBRARY:
-        module = sys.modules.get(name)
-        if module is not None and not _inside(getattr(module, "__file__", None)):
-            raise ImportError(f"a module named {name!r} from {getattr(module, '__file__', '?')} is loaded already and "
-                              f"hides softsplat-vfi's own '{name}' package ({ROOT / name}): disable the custom node "
-                              f"that loads it, or run softsplat-vfi from the command line")
-    spec = importlib.util.find_spec("engine")
-    if (spec is None or not _inside(spec.origin)) and not any(isinstance(f, _RepositoryPackages)
-                                                               for f in sys.meta_path):
-        sys.meta_path.insert(0, _RepositoryPackages())
+TERMS = f"{WEIGHTS_TERMS} {CODE_LICENCE}"
 
 
 @dataclass
@@ -111,10 +69,9 @@ class SoftsplatModel:
 def load_model(model_name: str = "default", device: str = "auto", precision: str = "auto",
                weights_path: str = "") -> SoftsplatModel:
     """The network of weights/<model_name> (or ``weights_path``) on ``device`` with ``precision``."""
-    use_repository_packages()
-    from engine import Interpolator, InterpolatorOptions
-    from engine.about import LICENCE_KEY
-    from model.weights import read_metadata
+    from ...engine import Interpolator, InterpolatorOptions
+    from ...engine.about import LICENCE_KEY
+    from ...model.weights import read_metadata
 
     if weights_path.strip():
         weights = Path(weights_path.strip()).expanduser()
@@ -122,7 +79,7 @@ def load_model(model_name: str = "default", device: str = "auto", precision: str
             raise ValueError(f"weights_path {weights}: no such file: give a .safetensors file, or leave it empty for "
                              f"model_name")
     elif model_name in MODELS:
-        weights = ROOT / "weights" / f"{MODELS[model_name]}.safetensors"
+        weights = PACKAGE / "weights" / f"{MODELS[model_name]}.safetensors"
     else:
         raise ValueError(f"model_name {model_name!r}: use {' or '.join(MODELS)}, or a weights_path")
     # (the flow scale: the weights file's own default, as every way in runs it)
@@ -152,7 +109,7 @@ def output_count(frames: int, rate_in: Fraction, rate_out: Fraction, loop: bool)
 
 def rates(fps: float, multiplier: int, target_fps: float) -> Tuple[Fraction, Fraction]:
     """(source rate, output rate) as exact fractions (23.976 is 24000/1001); ValueError naming the input to fix."""
-    from media.video import parse_rate
+    from ...media.video import parse_rate
 
     if not fps > 0:
         raise ValueError(f"fps {fps}: give the source frame rate, above 0")
@@ -173,9 +130,8 @@ def interpolate_batch(model: SoftsplatModel, images: "torch.Tensor", multiplier:
     import numpy as np
     import torch
 
-    use_repository_packages()
-    from pipeline.schedule import Plan
-    from pipeline.video import VideoOptions, frame_made, stream_frames
+    from ...pipeline.schedule import Plan
+    from ...pipeline.video import VideoOptions, frame_made, stream_frames
 
     if images.ndim != 4 or images.shape[-1] != 3:
         raise ValueError(f"images of shape {tuple(images.shape)}: give a B x H x W x 3 IMAGE batch (RGBA: split the "

@@ -18,8 +18,8 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from media.errors import FieldError, Said
-from media.files import atomic_write, check_folder, check_not_input
+from .errors import FieldError, Said
+from .files import atomic_write, check_folder, check_not_input
 
 READ_EXTENSIONS = {".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp"}
 WRITE_EXTENSIONS = {".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp"}

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Callable, Optional
 
-from media.files import OutputError, os_error
+from ..media.files import OutputError, os_error
 
 try:
     import fcntl

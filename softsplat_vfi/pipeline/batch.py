@@ -30,14 +30,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from media.files import OutputError
-from media.progress import Progress
-from media.video import VideoError
+from ..media.files import OutputError
+from ..media.progress import Progress
+from ..media.video import VideoError
 
 from .jobs import Interrupted
 from .video import (Interpolator, VideoJob, VideoOptions, device_type, encode_segments, finish_video_job,
-                    finished_frames, finished_segments, lock_output, made_by_a_video_job, plan_video_job,
-                    prepare_work, segment_frames)
+                    finished_frames, finished_segments, lock_output, made_by_a_video_job, plan_video_job, prepare_work,
+                    segment_frames)
 
 try:
     import fcntl

@@ -15,7 +15,7 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from media.video import parse_rate  # noqa: F401  (re-exported: the CLI parses --fps here)
+from ..media.video import parse_rate  # noqa: F401  (re-exported: the CLI parses --fps here)
 
 
 @dataclass(frozen=True)

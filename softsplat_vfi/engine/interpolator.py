@@ -14,7 +14,7 @@ Conventions
   uint16 arrays; the results have the same shape and dtype.
 - t in (0, 1): the time of an output frame between ``one`` (t = 0) and ``two`` (t = 1).
 
-    from engine import Interpolator, InterpolatorOptions
+    from . import Interpolator, InterpolatorOptions
 
     interpolator = Interpolator(InterpolatorOptions(device="cpu", ensemble=2))
     middle, = interpolator(one, two, [0.5])
@@ -34,16 +34,16 @@ import numpy as np
 import torch
 from torch import nn
 
-from softsplat import warn_without_fast_kernels
+from ..softsplat import warn_without_fast_kernels
 
 # the options and checks that need no torch live in engine/options.py
-from engine.options import InterpolatorOptions, check_times, frames_key
-from media.errors import FieldError, Said
+from .options import InterpolatorOptions, check_times, frames_key
+from ..media.errors import FieldError, Said
 
 if TYPE_CHECKING:
-    from model.inference import RunSettings, StartedFrame
-    from model.interface import InterpolationNetwork
-    from model.runtime import GraphedPairs
+    from ..model.inference import RunSettings, StartedFrame
+    from ..model.interface import InterpolationNetwork
+    from ..model.runtime import GraphedPairs
 
 Image = Union[np.ndarray, torch.Tensor]
 # the engine's notes (what it decided for the caller): INFO records, whose Said messages name fields; a command
@@ -100,7 +100,7 @@ def with_weights_defaults(options: InterpolatorOptions) -> InterpolatorOptions:
     """``options`` with each field left None (``flow_scale``) set to the weights file's own default
     (``model.weights.inference_defaults``); every way in resolves its defaults here, through ``Interpolator``.
     WeightsError naming the file where the default it states is no valid value."""
-    from model.weights import FALLBACK_DEFAULTS, WeightsError, inference_defaults
+    from ..model.weights import FALLBACK_DEFAULTS, WeightsError, inference_defaults
 
     open_fields = [name for name in FALLBACK_DEFAULTS if getattr(options, name) is None]
     if not open_fields:
@@ -120,7 +120,7 @@ def compile_error(exc: ValueError) -> FieldError:
 def check_compile(device: torch.device) -> None:
     """What ``compile=True`` needs on ``device``, checked before any work (``compile_error``): for a tool that stops
     before reading its data, where the engine checks it as it compiles."""
-    from model.runtime import check_compilable
+    from ..model.runtime import check_compilable
 
     try:
         check_compilable(device)
@@ -131,7 +131,7 @@ def check_compile(device: torch.device) -> None:
 @functools.lru_cache(maxsize=4)
 def load_network(weights: Path, device: torch.device) -> nn.Module:
     """The network for ``weights`` on ``device`` (cached: one load per file and device)."""
-    from model.weights import load_any
+    from ..model.weights import load_any
 
     return load_any(weights, device)
 
@@ -177,7 +177,7 @@ def plan_frames(height: int, width: int, options: InterpolatorOptions, runner: "
     INFO); where whole frames fit, but not beside the flow states quadratic motion keeps, the pairs move at constant
     velocity (said by the caller, with the reason, where a pair has neighbours). ValueError where the tiles'
     overlap does not fit them (``model.inference.RunSettings``)."""
-    from model.inference import RunSettings, available_memory, fit_tile, memory_factor, needed_memory, state_memory
+    from ..model.inference import RunSettings, available_memory, fit_tile, memory_factor, needed_memory, state_memory
 
     net, kept = runner.base, _STATES_PER_PASS * runner.passes
     if not runner.tiles:
@@ -234,11 +234,12 @@ class Interpolator:
     ``plan(height, width)``: the ``FramePlan`` that pairs of that size run from (made once per size).
     """
 
-    def __init__(self, options: InterpolatorOptions = InterpolatorOptions(),
+    def __init__(self, options: Optional[InterpolatorOptions] = None,
                  network: Optional[nn.Module] = None, lazy_frames: bool = False) -> None:
-        from model.ensemble import with_ensemble
-        from model.runtime import compile_network
+        from ..model.ensemble import with_ensemble
+        from ..model.runtime import compile_network
 
+        options = options if options is not None else InterpolatorOptions()  # (None: every option's default)
         self.lazy_frames = lazy_frames
         self.network = network if network is not None else load_network(Path(options.weights),
                                                                          resolve_device(options.device))
@@ -297,7 +298,7 @@ class Interpolator:
 
     def __call__(self, one: Image, two: Image, times: Sequence[float] = (0.5,)) -> List[Image]:
         """Float frames at each t of ``times`` between ``one`` and ``two``, in the input's form."""
-        from model.inference import RunSettings, interpolate
+        from ..model.inference import RunSettings, interpolate
 
         times = check_times(times)
         shape = getattr(one, "shape", ())
@@ -313,7 +314,7 @@ class Interpolator:
                                alpha_two: np.ndarray,
                                times: Sequence[float] = (0.5,)) -> Tuple[List[np.ndarray], List[np.ndarray]]:
         """(colours, alphas) at each t for H x W x 3 float frames with H x W float alpha in [0, 1]."""
-        from model.inference import interpolate_with_alpha
+        from ..model.inference import interpolate_with_alpha
 
         times = check_times(times)
         plan = self.plan(one.shape[0], one.shape[1])
@@ -332,8 +333,8 @@ class Interpolator:
     def interpolate_integer(self, one: np.ndarray, two: np.ndarray,
                             times: Sequence[float] = (0.5,)) -> List[np.ndarray]:
         """Integer frames (video) at each t: H x W x 3, or x 4 with alpha, uint8 or uint16, as the input."""
-        from media.images import mix_alpha_linearly
-        from model.inference import interpolate_integer, interpolate_integer_alpha
+        from ..media.images import mix_alpha_linearly
+        from ..model.inference import interpolate_integer, interpolate_integer_alpha
 
         times = check_times(times)
         height, width = one.shape[:2]
@@ -366,7 +367,7 @@ class Interpolator:
         With ``lazy_frames`` each frame along quadratic paths is made by its ``result()`` (``Later``: one t per
         call, the pair's flows estimated by the first and cached for the rest); call them in order, before the next
         pair is started."""
-        from model.inference import PairStates, Ready, start_integer_quadratic
+        from ..model.inference import PairStates, Ready, start_integer_quadratic
 
         times = check_times(times)
         height, width = one.shape[:2]
@@ -398,7 +399,7 @@ class Interpolator:
             return None
         key = (height, width, neighbours)
         if key not in self._graphs:
-            from model.runtime import graphed_pairs
+            from ..model.runtime import graphed_pairs
 
             self._graphs[key] = graphed_pairs(self._runner, (1, 3, height, width), plan.settings.autocast_dtype,
                                               plan.settings.flow_scale, neighbours)

@@ -43,18 +43,17 @@ from typing import (Any, Callable, Deque, Iterable, Iterator, List, NamedTuple, 
 
 import numpy as np
 
-from media.files import (OutputError, atomic_write, check_folder, check_not_input, check_replaceable, human_size,
-                         made_here, mark_made, os_error, same_file)
-from media.images import as_dtype, mix_alpha_linearly
-from media.progress import Progress
-from media.video import (FrameWriter, VideoError, VideoInfo, at_field_rate, audio_args, check_audio_fits,
-                         check_codec_fits, concat_and_mux, default_codec, output_pix_fmt, parse_rate, probe,
-                         read_frames, reorder_delay, rescale_timecode, segment_suffix)
+from ..media.files import (OutputError, atomic_write, check_folder, check_not_input, check_replaceable, human_size,
+                           made_here, mark_made, os_error, same_file)
+from ..media.images import as_dtype, mix_alpha_linearly
+from ..media.progress import Progress
+from ..media.video import (FrameWriter, VideoError, VideoInfo, at_field_rate, audio_args, check_audio_fits,
+                           check_codec_fits, concat_and_mux, default_codec, output_pix_fmt, parse_rate, probe,
+                           read_frames, reorder_delay, rescale_timecode, segment_suffix)
 
 from .jobs import LOCK_NAME, Interrupted, OutputLock, work_folder
 from .prefetch import WriteBehind, prefetch
-from .schedule import (MAX_IMAGES, MAX_VIDEO_FRAMES, Plan, is_cut, make_plan, source_between, thumb_change,
-                       thumbnail)
+from .schedule import (MAX_IMAGES, MAX_VIDEO_FRAMES, Plan, is_cut, make_plan, source_between, thumb_change, thumbnail)
 
 
 MOTIONS = ("quadratic", "linear")
@@ -950,7 +949,7 @@ def _image_paths(out_pattern: str, count: int) -> List[Path]:
 def _check_image_outputs(out_pattern: str, outs: Sequence[Path], inputs: Sequence[Path], overwrite: bool) -> None:
     """Before the network loads: the images ``outs`` can be written (their format, their folder), none is one of
     ``inputs``, and no file is in their way (``_check_strays``)."""
-    from media.images import check_writable
+    from ..media.images import check_writable
 
     check_writable(outs[0])
     check_not_input(outs, inputs)
@@ -1003,7 +1002,7 @@ def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_
     holds it. Before any work: no output is one of ``inputs``, the folder takes files and has room for those
     still to write (``size``: width, height, bit depth), and existing images are this job's (``key``:
     ``_prepare_image_job``)."""
-    from media.images import check_image_outputs, check_writable
+    from ..media.images import check_image_outputs, check_writable
 
     outs = _image_paths(out_pattern, plan.count)
     check_writable(outs[0])
@@ -1035,7 +1034,7 @@ def _image_loop(intervals: Iterator[_Interval], plan: Plan, interpolate: Interpo
                 outs: Sequence[Path], keep_alpha: bool, stats: dict, progress: bool) -> None:
     """Make and write every image not yet written (``_write_images``): the thread that calls the interpolator only
     does that; IMAGE_THREADS threads behind it wait for each frame, encode it and write it."""
-    from media.images import write_frame
+    from ..media.images import write_frame
 
     lock = threading.Lock()
     has_alpha = False
@@ -1140,7 +1139,7 @@ def interpolate_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction, in
 def plan_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction,
                 options: VideoOptions) -> Tuple[List[Path], Plan]:
     """``plan_video`` for a folder of images: its image files in order and the output's frames."""
-    from media.images import READ_EXTENSIONS
+    from ..media.images import READ_EXTENSIONS
 
     frames_dir = Path(frames_dir)
     check_frames_paths(frames_dir, out_pattern)
@@ -1154,7 +1153,7 @@ def plan_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction,
 
 def _interpolate_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction, interpolate: Interpolator,
                         options: VideoOptions, progress: bool, weights_id: str) -> dict:
-    from media.images import read_image
+    from ..media.images import read_image
 
     files, plan = plan_frames(frames_dir, out_pattern, rate_in, options)
     # transparency (rendered or keyed footage) follows the first image: with alpha there, every frame carries it

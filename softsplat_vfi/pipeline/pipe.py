@@ -24,9 +24,9 @@ from typing import BinaryIO, Deque, Iterator, Optional, Tuple
 
 import numpy as np
 
-from media.progress import Progress
-from media.video import VideoError
-from media.y4m import Y4MError, Y4MHeader, parse_header, rgb16_to_yuv, yuv_to_rgb16
+from ..media.progress import Progress
+from ..media.video import VideoError
+from ..media.y4m import Y4MError, Y4MHeader, parse_header, rgb16_to_yuv, yuv_to_rgb16
 
 from .prefetch import WriteBehind
 from .schedule import make_plan

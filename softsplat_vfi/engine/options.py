@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from media.errors import FieldError, Said
+from ..media.errors import FieldError, Said
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_WEIGHTS = ROOT / "weights" / "network.safetensors"
@@ -432,15 +432,15 @@ class _Notes(logging.Handler):
             self.handleError(record)
 
 
-# the loggers of the library's layers; their notes are INFO (what was decided) or WARNING (what went wrong)
-NOTE_LOGGERS = ("engine", "model", "media")
+# the package's logger, above every module's (``softsplat_vfi``, or ``<folder>.softsplat_vfi`` in a ComfyUI clone);
+# its notes are INFO (what was decided) or WARNING (what went wrong)
+NOTE_LOGGER = __name__.rsplit(".", 2)[0]
 
 
 def show_notes() -> None:
-    """Show the library's notes (``NOTE_LOGGERS`` from INFO up) on stderr, once however often it is called: what
+    """Show the library's notes (``NOTE_LOGGER`` from INFO up) on stderr, once however often it is called: what
     a command line does at its start. A library user chooses for themselves (``logging.basicConfig``)."""
-    for name in NOTE_LOGGERS:
-        logger = logging.getLogger(name)
-        logger.setLevel(logging.INFO)
-        if not any(isinstance(handler, _Notes) for handler in logger.handlers):
-            logger.addHandler(_Notes())
+    logger = logging.getLogger(NOTE_LOGGER)
+    logger.setLevel(logging.INFO)
+    if not any(isinstance(handler, _Notes) for handler in logger.handlers):
+        logger.addHandler(_Notes())

@@ -44,7 +44,7 @@ def read_flo(strFile: Union[str, Path]) -> np.ndarray:  # the published argument
 def backwarp(tenIn: torch.Tensor, tenFlow: torch.Tensor) -> torch.Tensor:
     """``tenIn`` (N x C x H x W) warped backward by ``tenFlow`` (N x 2 x H x W, pixels, x then y): the output at p
     is ``tenIn`` sampled bilinearly at p + flow(p), zeros outside the frame (the published grid_sample call)."""
-    from model.warp import backwarp as warp
+    from ..model.warp import backwarp as warp
 
     return warp(tenIn, tenFlow)
 

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-import softsplat
+from .. import softsplat
 
 from .layers import conv
 from .warp import backwarp

@@ -27,8 +27,8 @@ from typing import Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from media.errors import FieldError, Said
-from media.files import errno_in, ffmpeg_os_error, os_error, remove_quietly
+from .errors import FieldError, Said
+from .files import errno_in, ffmpeg_os_error, os_error, remove_quietly
 
 
 class VideoError(FieldError):

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, List, Optional, Sequence, Union
 
 import numpy as np
 
-from media.errors import FieldError, Said
-from media.files import check_not_input, check_replaceable, mark_made
-from media.progress import Spinner
+from ..media.errors import FieldError, Said
+from ..media.files import check_not_input, check_replaceable, mark_made
+from ..media.progress import Spinner
 
 from .options import InterpolatorOptions, check_times, loading_line
 
@@ -92,7 +92,7 @@ def interpolate_files(one: Path, two: Path, out: Path, times: Sequence[float] = 
     An existing file at an output's name is replaced where this function wrote it and nobody changed it since;
     any other is kept and the call refused before any work (OutputError), unless ``overwrite``.
     """
-    from media.images import check_image_outputs, check_writable, image_size, read_image_channels, write_image
+    from ..media.images import check_image_outputs, check_writable, image_size, read_image_channels, write_image
 
     times = check_times(times)
     paths = output_paths(Path(out), times)

@@ -19,7 +19,7 @@ from typing import Any, Tuple
 import torch
 import torch.nn.functional as F
 
-import softsplat
+from .. import softsplat
 
 
 def correlation_torch(one: torch.Tensor, two: torch.Tensor, radius: int = 3) -> torch.Tensor:
