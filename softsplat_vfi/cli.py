@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from .engine.options import InterpolatorOptions
     from .pipeline.video import VideoOptions
 
-ROOT = Path(__file__).resolve().parent
 # the options of --video and --frames, which a pair refuses (build_parser declares them in this group)
 SEQUENCE_GROUP = "video and frame sequences"
 
@@ -142,7 +141,7 @@ def interpolator_options(args: argparse.Namespace) -> "InterpolatorOptions":
     """The engine's options from the command line (engine.options declares them)."""
     from .engine.options import options_from_args
 
-    return options_from_args(args, ROOT)
+    return options_from_args(args)
 
 
 def video_options(args: argparse.Namespace) -> "VideoOptions":

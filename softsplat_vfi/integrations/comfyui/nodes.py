@@ -43,8 +43,6 @@ if TYPE_CHECKING:
     import numpy as np
     import torch
 
-# the package's folder (softsplat_vfi/), whose weights/ the model names load
-PACKAGE = Path(__file__).resolve().parents[2]
 MODEL_TYPE = "SOFTSPLAT_MODEL"
 MODELS = {"default": "network", "fast": "fast"}  # the names shown, and their files in weights/
 # input frames kept by identity so that a copied frame is returned as the input tensor's values: more than the
@@ -71,6 +69,7 @@ def load_model(model_name: str = "default", device: str = "auto", precision: str
     """The network of weights/<model_name> (or ``weights_path``) on ``device`` with ``precision``."""
     from ...engine import Interpolator, InterpolatorOptions
     from ...engine.about import LICENCE_KEY
+    from ...engine.options import ROOT
     from ...model.weights import read_metadata
 
     if weights_path.strip():
@@ -79,7 +78,7 @@ def load_model(model_name: str = "default", device: str = "auto", precision: str
             raise ValueError(f"weights_path {weights}: no such file: give a .safetensors file, or leave it empty for "
                              f"model_name")
     elif model_name in MODELS:
-        weights = PACKAGE / "weights" / f"{MODELS[model_name]}.safetensors"
+        weights = ROOT / "weights" / f"{MODELS[model_name]}.safetensors"  # the package's, as the CLI's --model
     else:
         raise ValueError(f"model_name {model_name!r}: use {' or '.join(MODELS)}, or a weights_path")
     # (the flow scale: the weights file's own default, as every way in runs it)
