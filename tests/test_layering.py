@@ -76,7 +76,7 @@ def _component_of(parts: List[str]) -> str:
     """The component of a module, given its dotted name's parts."""
     if parts[0] == PACKAGE:
         return "package" if len(parts) == 1 or parts[1] == "__init__" else parts[1]
-    if len(parts) == 1 and parts[0] in SHIMS or parts[0] == "model":
+    if (len(parts) == 1 and parts[0] in SHIMS) or parts[0] == "model":
         return SHIMS[parts[0]]
     return parts[0]
 
@@ -109,15 +109,16 @@ def _ours(module: str) -> str:
     return component if component in ALLOWED and component != "__init__" else ""
 
 
+def _is_module(dotted: str, root: Path = ROOT) -> bool:
+    """Whether ``dotted`` names a module file or package of ours under ``root``."""
+    candidate = root.joinpath(*dotted.split("."))
+    return candidate.with_suffix(".py").is_file() or (candidate / "__init__.py").is_file()
+
+
 def _imported(module: str, names: List[str]) -> List[str]:
     """The modules an import takes: ``from softsplat_vfi import softsplat`` (or ``from .. import softsplat``) takes
     the module ``softsplat_vfi.softsplat``, not the package's ``__init__``."""
-    found = []
-    for name in names:
-        candidate = ROOT.joinpath(*module.split("."), name)
-        if candidate.with_suffix(".py").is_file() or (candidate / "__init__.py").is_file():
-            found.append(f"{module}.{name}")
-    return found or [module]
+    return [f"{module}.{name}" for name in names if _is_module(f"{module}.{name}")] or [module]
 
 
 def test_the_walk_finds_the_layers():
@@ -209,8 +210,7 @@ def _module_bindings(path: Path, tree: ast.AST, root: Path = ROOT) -> Dict[str, 
             if not _ours(module):
                 continue
             for alias in node.names:
-                candidate = root.joinpath(*module.split("."), alias.name)
-                if candidate.with_suffix(".py").is_file() or (candidate / "__init__.py").is_file():
+                if _is_module(f"{module}.{alias.name}", root):
                     bound[alias.asname or alias.name] = f"{module}.{alias.name}"
     return bound
 
