@@ -18,16 +18,16 @@ from typing import List, Optional
 
 import numpy as np
 
-
+from softsplat_vfi.engine.options import add_flags
 from softsplat_vfi.media.video import FrameWriter, VideoError, probe, read_frames
+from softsplat_vfi.pipeline.video import VideoOptions
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--video", type=Path, required=True)
     p.add_argument("--frames", type=int, default=24)
-    p.add_argument("--crf", type=int, default=18)
-    p.add_argument("--preset", default="medium")
+    add_flags(p, options=VideoOptions, only=("crf", "preset"))  # run.py's, from their one declaration
     p.add_argument("--codecs", nargs="+", default=["libx264", "libx265", "libvpx-vp9", "libvpx", "libsvtav1"])
     p.add_argument("--out", type=Path, default=Path("/tmp"), help="folder for the encoded files")
     args = p.parse_args(argv)

@@ -81,7 +81,7 @@ from softsplat_vfi.model.network import FlowScale
 from softsplat_vfi.pipeline.prefetch import WriteBehind
 from softsplat_vfi.pipeline.schedule import make_plan, thumb_change, thumbnail
 from softsplat_vfi.pipeline.video import Interpolator as PipelineInterpolator
-from softsplat_vfi.pipeline.video import (MOTIONS, WRITE_DEPTH, VideoOptions, drain_after_slow_pairs, frame_made,
+from softsplat_vfi.pipeline.video import (WRITE_DEPTH, VideoOptions, drain_after_slow_pairs, frame_made,
                                           interpolate_video, plan_video, stream_frames, video_options_from_args)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -500,22 +500,22 @@ def format_table(rows: Sequence[dict], clips: Sequence[Clip]) -> str:
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=(
         "This protocol's defaults: --weights the default and the fast network (the rows without --clips take the "
-        "first); for the rows without --clips --flow-scale 1, --tile 0 and float32 unless --fp16 or --bf16 (their "
-        "--flow-scale, --tile, --ensemble and --eager are theirs alone: --clips runs each network at run.py's "
-        "defaults, the weights file's flow scale)."))
+        "first); --factor 2; --preset medium for the rows without --clips (they take the first given), veryfast "
+        "and medium for --clips (each given); for the rows without --clips --flow-scale 1, --tile 0 and float32 "
+        "unless --fp16 or --bf16 (their --flow-scale, --tile, --ensemble and --eager are theirs alone: --clips runs "
+        "each network at run.py's defaults, the weights file's flow scale)."))
     p.add_argument("--video", type=Path, help="input clip for the pipeline and model timings")
-    p.add_argument("--factor", type=int, default=2)
-    # run.py's engine flags from their one declaration, at this protocol's defaults (the epilog says them)
+    # run.py's engine and video flags from their one declaration, at this protocol's defaults (the epilog says them)
+    add_flags(p, options=VideoOptions, only=("factor",), defaults={"factor": 2})
     add_flags(p, only=("weights", "device", "precision", "flow_scale", "tile", "ensemble", "cuda_graphs"),
               several=("weights", "flow_scale", "ensemble"),
               defaults={"weights": [DEFAULT_WEIGHTS, FAST_WEIGHTS], "flow_scale": [1.0], "tile": 0})
     p.add_argument("--no-network", action="store_true",
                    help="--clips: no network rows, the pipeline with the copying stand-in only")
     p.add_argument("--memory", nargs="*", default=[], help="sizes WxH: peak GPU memory of one pair each")
-    p.add_argument("--preset", nargs="+", default=None, help="x264/x265 presets of the pipeline's encoder; the "
-                   "rows without --clips take the first (default medium), --clips each (default veryfast medium)")
-    p.add_argument("--motion", nargs="+", default=["quadratic"], choices=MOTIONS,
-                   help="the pipeline's paths between frames (run.py --motion); several: one row each, in order")
+    # several presets and motions: a row each, in order (no --preset: the epilog's defaults)
+    add_flags(p, options=VideoOptions, only=("preset", "motion"), several=("preset", "motion"),
+              defaults={"preset": None})
     p.add_argument("--stages", action="store_true", help="also time decoding alone and the pipeline without "
                    "the network")
     p.add_argument("--clips", nargs="+", default=[], metavar="CLIP",

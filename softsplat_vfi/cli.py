@@ -16,7 +16,8 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, List, NoReturn, Optional, Sequence, Union
+from dataclasses import fields
+from typing import TYPE_CHECKING, Dict, List, NoReturn, Optional, Sequence, Union
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,6 +29,19 @@ if TYPE_CHECKING:
 
 # the options of --video and --frames, which a pair refuses (build_parser declares them in this group)
 SEQUENCE_GROUP = "video and frame sequences"
+# the video options that a pair takes too (pipeline.video.VideoOptions fields; engine.files.interpolate_files)
+BOTH_MODES = ("overwrite", "space_check")
+
+
+def flag_table() -> Dict[str, str]:
+    """The command line's one table from fields to flags: the engine's (``engine.options.FLAGS``: its options, the
+    pair's times and overwrite) and the video options' declared flags (``field_rate``: ``--fields``); a library
+    error or note naming a field is said with it (``cli_message``, ``show_notes``)."""
+    from .engine.options import FLAGS
+    from .media.declare import declared_flags
+    from .pipeline.video import VideoOptions
+
+    return {**FLAGS, **declared_flags(VideoOptions)}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -67,9 +81,8 @@ class _Version(argparse.Action):
 def build_parser() -> argparse.ArgumentParser:
     from .engine.about import CODE_LICENCE, WEIGHTS_TERMS
     from .engine.options import add_flags
-    from .media.video import PRESETS
     from .pipeline.batch import add_batch_flags
-    from .pipeline.video import MOTIONS
+    from .pipeline.video import VideoOptions
 
     p = _Parser(description="Video frame interpolation with softmax splatting.", formatter_class=_Defaults,
                 epilog=f"Licence: {CODE_LICENCE} {WEIGHTS_TERMS}")
@@ -88,51 +101,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "work folder or resume (docs/integrations.md)")
     v.add_argument("--frames", type=Path, help="input folder of frames (sorted by name); --out DIR/%%06d.png")
     v.add_argument("--input-fps", default="25", help="frame rate of --frames input")
-    v.add_argument("--factor", type=int, default=None, help="output frames per input frame (default 2)")
-    v.add_argument("--fps", default=None, help="output frame rate instead of --factor, e.g. 59.94 or 60000/1001")
-    v.add_argument("--slowmo", action="store_true",
-                   help="keep the frame rate, play --factor times slower (drops the audio unless --audio-codec "
-                        "names an encoder: then the audio is slowed with the picture, its pitch kept)")
-    v.add_argument("--scene-threshold", type=float, default=0.12,
-                   help="cut detection: mean grey difference (0-1) above which frames are not interpolated; 0 = off")
-    v.add_argument("--dedup", type=float, default=0.0, nargs="?", const=0.002,
-                   help="drop (near-)repeated input frames and interpolate across them; optional threshold")
-    v.add_argument("--motion", default="quadratic", choices=MOTIONS,
-                   help="paths between two frames: quadratic (through the frames on either side of the pair, where "
-                        "the shot has them: accelerating and turning motion lands where it was; held-out footage "
-                        "+0.77 dB, docs/performance.md) or linear (constant velocity from the pair alone)")
-    v.add_argument("--fields", action="store_true",
-                   help="interlaced --video (DV, broadcast): deinterlace to one frame per field, twice the frame rate "
-                        "(25i gives 50 frames/s, every moment the camera took), before --factor / --fps apply "
-                        "(--factor 1: no interpolation); default: one frame per frame")
-    v.add_argument("--crf", type=int, default=18,
-                   help="constant quality, lower is better, on the encoder's own scale: CRF 0-51 for x264/x265, "
-                        "-cq 1-51 for NVENC, CRF 0-63 for VP8/VP9/AV1 (libvpx, libvpx-vp9, libsvtav1, libaom-av1)")
-    v.add_argument("--codec", default="auto",
-                   help="ffmpeg video encoder, e.g. libx264, libx265, libvpx-vp9, libsvtav1, h264_nvenc (NVIDIA "
-                        "GPUs with a hardware encoder), prores_ks (.mov); auto: libx264, or libvpx-vp9 for .webm")
-    v.add_argument("--preset", default="medium", choices=PRESETS,
-                   help="encoder speed, in x264's names (mapped to SVT-AV1's presets, libvpx/libaom's cpu-used "
-                        "and NVENC's p1-p7): the encoder often limits the pipeline; veryfast encodes about 2x "
-                        "faster than medium at the same --crf, into larger files")
-    v.add_argument("--pix-fmt", default=None,
-                   help="output pixel format (default yuv420p, yuv420p10le for 10-bit input, yuv444p for odd "
-                        "sizes, or the nearest the encoder takes: ProRes yuv422p10le)")
-    v.add_argument("--audio-codec", default="copy",
-                   help="the source's audio: copy (unchanged, the default) or an ffmpeg audio encoder to re-encode it "
-                        "with, for a container the original does not fit (AAC into .webm: libopus) or to keep it in "
-                        "--slowmo; e.g. aac, libopus, flac")
-    v.add_argument("--audio-bitrate", default="",
-                   help="bitrate of re-encoded audio (--audio-codec), e.g. 192k; default: the encoder's own "
-                        "(aac: 128k)")
-    v.add_argument("--segment-seconds", type=float, default=10.0, help="resume granularity of video output")
-    p.add_argument("--overwrite", "-y", action="store_true",
-                   help="replace an existing --out image or video, or files named like an image pattern's frames, "
-                        "that this program did not write (without it they are kept and the job refused; its own "
-                        "outputs are replaced by a rerun either way)")
-    p.add_argument("--no-space-check", action="store_true",
-                   help="write until the disk is full instead of stopping when the output's first frames, measured, "
-                        "say the rest will not fit (pairs: room for outputs the size of the inputs)")
+    # the video options: flags, help and defaults from their one declaration (pipeline/video.py); the two that
+    # apply to a pair as well sit beside the engine's, outside the group a pair refuses
+    add_flags(v, options=VideoOptions, only=[f.name for f in fields(VideoOptions) if f.name not in BOTH_MODES])
+    add_flags(p, options=VideoOptions, only=BOTH_MODES)
     add_batch_flags(p)
     return p
 
@@ -257,7 +229,7 @@ def run_pair(args: argparse.Namespace) -> int:
     # one pair: compiling would cost more than it saves
     for path in interpolate_files(args.one, args.two, args.out, args.time,
                                   replace(interpolator_options(args), compile=False),
-                                  space_check=not args.no_space_check, progress=True, overwrite=args.overwrite):
+                                  space_check=args.space_check, progress=True, overwrite=args.overwrite):
         print(f"wrote {path}")
     return 0
 
@@ -340,14 +312,17 @@ def run_batch(args: argparse.Namespace) -> int:
 
     engine_options = interpolator_options(args)
     return run(args, lambda out: video_options(argparse.Namespace(**{**vars(args), "out": out})),
-               partial(make_interpolator, engine_options), loading_line(engine_options), say=cli_message)
+               partial(make_interpolator, engine_options), loading_line(engine_options),
+               say=partial(cli_message, flags=flag_table()))
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    from .engine.options import cli_message
     from .pipeline.batch import batch_mistake
 
     parser = build_parser()
     args = parser.parse_args(argv)
+    flags = flag_table()
     mistake = batch_mistake(args)
     if mistake:
         parser.error(mistake)
@@ -357,7 +332,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.error("use --video IN or --frames DIR, with --out")
     if not sequence and (args.one is None or args.two is None or args.out is None):
         parser.error("--one, --two and --out are required (or --video/--frames with --out)")
-    if args.fields and args.video is None and single:
+    if args.field_rate and args.video is None and single:
         parser.error("--fields reads interlaced video one frame per field: use it with --video")
     unused = _not_for_this_mode(parser, args, sequence)
     if unused:
@@ -367,9 +342,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             return run_batch(args)
         return run_sequence(args) if sequence else run_pair(args)
     except ValueError as exc:  # the user's mistakes: VideoError, ImageError, OutputError and WeightsError are ones
-        from .engine.options import cli_message
-
-        print(f"error: {cli_message(exc)}", file=sys.stderr)
+        print(f"error: {cli_message(exc, flags)}", file=sys.stderr)
         return 2
     except (MemoryError, RuntimeError) as exc:  # (a 20000 x 20000 pair was numpy's 17-line traceback)
         wanted = _memory_wanted(exc)

@@ -3,22 +3,26 @@ command that stops at a mistake in its options, times or files says so at once (
 
 It is also where the command line meets the library's words: the library names options by their field names
 (``flow_scale``), in errors (``media.errors.FieldError``) and in notes (``logging``, under the ``engine``, ``model``
-and ``media`` loggers); ``FLAGS`` says each field as run.py's flag, ``cli_message`` an error with them and
-``show_notes`` puts the notes on stderr, as "note: ..." lines.
+and ``media`` loggers); ``FLAGS`` says each field as a command line's flag, ``cli_message`` an error with them and
+``show_notes`` (called by a command line when it runs) puts the notes on stderr, as "note: ..." lines. Every
+option is declared once (``media.declare.option``), and ``add_flags`` is the one place a tool takes its flags from.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import os
 import re
 import sys
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
+from ..media.declare import add_flags as declare_flags
+from ..media.declare import declared_flags, frames_fields, option
 from ..media.errors import FieldError, Said
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,25 +69,11 @@ def _valid_scale(value: Any) -> bool:
                                and 0.0 < value <= 1.0)
 
 
-def _option(default: Any, help: str, check: Optional[Callable[[Any], bool]] = None, rule: str = "",
-            frames: bool = True, flags: Sequence[Tuple[Tuple[str, ...], Dict[str, Any]]] = (),
-            exclusive: bool = False) -> Any:
-    """One inference option's whole declaration.
-
-    ``help``: what it does (also the flag's help where ``flags`` gives none); ``check`` / ``rule``: the test its
-    value passes and the fix said when it does not (``InterpolatorOptions`` raises ValueError naming the field,
-    the command line's flag types name the flag); ``frames``: whether the option changes the frames, so that a
-    resumed job made with another value starts over (``frames_key``); ``flags``: the command-line flags, as
-    (names, argparse keywords), ``exclusive`` where only one of them may be given."""
-    return field(default=default, metadata={"help": help, "check": check, "rule": rule, "frames": frames,
-                                            "flags": tuple(flags), "exclusive": exclusive})
-
-
 @dataclass(frozen=True)
 class InterpolatorOptions:
-    """How to run the network. Every field is declared once below, with its check, its command-line flags
-    (``add_flags``) and whether it changes the frames (``frames_key``); a bad value is a ValueError naming the
-    field when the options are made.
+    """How to run the network. Every field is declared once below (``media.declare.option``), with its default,
+    its check, its command-line flags (``add_flags``) and whether it changes the frames (``frames_key``); a bad value
+    is a ValueError naming the field when the options are made.
 
     ``weights``: the weights file (``--model NAME`` names one in weights/, ``--weights PATH`` any).
     ``device``: auto (CUDA when there is a GPU, else the CPU), cpu, cuda or cuda:N.
@@ -111,7 +101,7 @@ class InterpolatorOptions:
     without an ensemble; the frames differ from an eager run by float rounding only.
     """
 
-    weights: Path = _option(
+    weights: Path = option(
         DEFAULT_WEIGHTS, "the weights file", lambda v: isinstance(v, (str, Path)) and str(v) != "",
         "give the path of a weights file",
         flags=[(("--model",), dict(default="network", help="name of a weights file in weights/ (without "
@@ -122,11 +112,11 @@ class InterpolatorOptions:
                                      "published network-lf.pytorch)"))])
     # the device decides the frames through the precision and the kernels: frames_key takes the device the
     # interpolator resolved, not the name
-    device: str = _option(
+    device: str = option(
         "auto", "where to run", lambda v: isinstance(v, str) and re.fullmatch(r"auto|cpu|cuda(:\d+)?", v) is not None,
         "use auto, cpu, cuda or cuda:N",
-        frames=False, flags=[(("--device",), dict(default="auto", help="auto, cpu, cuda or cuda:N"))])
-    precision: str = _option(
+        frames=False, flags=[(("--device",), dict(help="auto, cpu, cuda or cuda:N"))])
+    precision: str = option(
         "auto", "autocast", lambda v: v in PRECISION_NAMES, f"use one of {', '.join(PRECISION_NAMES)}",
         exclusive=True,
         flags=[(("--fp32",), dict(action="store_const", const="fp32", dest="precision", help=(
@@ -137,46 +127,46 @@ class InterpolatorOptions:
                (("--bf16",), dict(action="store_const", const="bf16", dest="precision", help=(
                    "bfloat16 autocast (the default for this project's networks on GPUs of compute capability 8.0 "
                    "and up)")))])
-    flow_scale: Optional[Union[float, str]] = _option(
+    flow_scale: Optional[Union[float, str]] = option(
         None, "flow resolution", lambda v: v is None or _valid_scale(v),
         "use auto or a value in (0, 1] (None: the weights file's default)",
         flags=[(("--flow-scale", "--scale"), dict(
-            type=flow_scale_value, default=None,
+            type=flow_scale_value,
             help="estimate flow at this fraction of the resolution (e.g. 0.5 for 4K), or auto: full resolution, "
                  "and half for a pair whose motion exceeds 32 px where warping by that flow matches the frames "
                  "better. Default: the weights file's own (its metadata: auto for the default network, 1 for the "
                  "fast one and for files that state none)"))])
-    tile: Union[int, str] = _option(
+    tile: Union[int, str] = option(
         "auto", "tiling", lambda v: v == "auto" or (_is_int(v) and v >= 0),
         "use auto, 0 (whole frames) or a tile size in pixels",
-        flags=[(("--tile",), dict(type=tile_value, default="auto", help=(
+        flags=[(("--tile",), dict(type=tile_value, help=(
             "process frames larger than TILE x TILE in overlapping tiles (bounded memory); 0 = whole frames; auto "
             "= whole frames when they fit in the device's free memory, else the largest tiles that do")))])
-    tile_overlap: Optional[int] = _option(
+    tile_overlap: Optional[int] = option(
         None, "tile overlap", lambda v: v is None or (_is_int(v) and v >= 1), "use at least 1 pixel, or None",
-        flags=[(("--tile-overlap",), dict(type=int, default=None, help=(
+        flags=[(("--tile-overlap",), dict(type=int, help=(
             "overlap of neighbouring tiles in pixels, cross-faded (default: 128, or a quarter of a tile under "
             "512 px)")))])
-    ensemble: int = _option(
+    ensemble: int = option(
         1, "passes averaged", lambda v: v in (1, 2, 4) and not isinstance(v, bool), "use 1, 2 or 4 passes",
-        flags=[(("--ensemble",), dict(type=int, default=1, choices=[1, 2, 4], help=(
+        flags=[(("--ensemble",), dict(type=int, choices=[1, 2, 4], help=(
             "average 2 passes (the frames and their mirror image) or 4 (also time-reversed): 2x or 4x the time "
             "(Middlebury: 35.32 / 35.33 dB against 35.26 one pass; videos along quadratic paths in every pass; "
             "docs/performance.md)")))])
-    alpha: str = _option(
+    alpha: str = option(
         "flow", "transparency", lambda v: v in ALPHA_MODES, "use flow or linear",
-        flags=[(("--alpha",), dict(default="flow", choices=list(ALPHA_MODES), help=(
+        flags=[(("--alpha",), dict(choices=list(ALPHA_MODES), help=(
             "transparency of interpolated frames: moved with the flow (objects with their own alpha), or the two "
             "frames' alpha mixed linearly in time (a still matte over moving content)")))])
     # compiled and graphed runs differ from eager ones by float rounding: part of the key, so a resumed job's
     # frames are exactly those of one run
-    compile: bool = _option(
+    compile: bool = option(
         False, "torch.compile", lambda v: isinstance(v, bool), "use True or False",
         flags=[(("--compile",), dict(action="store_true", help=(
             "torch.compile the regions between the network's custom kernels (CUDA): the first pair of each frame "
             "size compiles (about a minute at 1080p, seconds once torch's cache holds it), then the default network "
             "takes about 40%% less time; a video gains only where the encoder is not the limit (docs/video.md)")))])
-    cuda_graphs: bool = _option(
+    cuda_graphs: bool = option(
         True, "CUDA graphs", lambda v: isinstance(v, bool), "use True or False",
         flags=[(("--eager",), dict(action="store_false", dest="cuda_graphs", help=(
             "run the network op by op on CUDA instead of replaying it as CUDA graphs (the default for whole "
@@ -198,10 +188,12 @@ class InterpolatorOptions:
 
 
 def add_flags(parser: argparse.ArgumentParser, only: Sequence[str] = (), defaults: Optional[Mapping[str, Any]] = None,
-              several: Sequence[str] = (), required: Sequence[str] = ()) -> None:
+              several: Sequence[str] = (), required: Sequence[str] = (), options: type = InterpolatorOptions) -> None:
     """The command-line flags of every option (or of the options named in ``only``, for a tool that sets the rest
-    itself), from its declaration: the one place a tool declares an engine flag (names, help and check as run.py
-    has them); ``options_from_args`` reads them all back.
+    itself), from its declaration (``media.declare.option``): the one place a tool declares a flag of the engine's
+    options, or with ``options=VideoOptions`` of the video options (``pipeline.video``), with the names, help,
+    defaults and checks that run.py has; ``options_from_args`` and ``pipeline.video.video_options_from_args`` read
+    them back.
 
     ``defaults``: a protocol's own defaults, by field (``{"precision": "fp32"}``, ``{"device": "cpu"}``), checked
     by the field's declared check and shown in ``--help``; the flags still change them. ``several``: fields that
@@ -210,58 +202,10 @@ def add_flags(parser: argparse.ArgumentParser, only: Sequence[str] = (), default
     flags is a command line: the library's notes are shown on its stderr from here on (``show_notes``)."""
     show_notes()
     defaults = dict(defaults or {})
-    names = {f.name for f in fields(InterpolatorOptions)}
-    for name in (*defaults, *several, *required):
-        if name not in names:
-            raise ValueError(f"add_flags: {name!r} is no field of InterpolatorOptions")
-    for name, value in defaults.items():
-        check = _field(name).metadata
-        values = list(value) if name in several else [value]
-        if name == "weights":
-            values = [Path(v) for v in values]
-            defaults[name] = values if name in several else values[0]
-        if not all(check["check"](v) for v in values):
-            raise ValueError(f"add_flags: the default {name}={value!r}: {check['rule']}")
-    for f in fields(InterpolatorOptions):
-        if only and f.name not in only:
-            continue
-        group: Any = parser.add_mutually_exclusive_group() if f.metadata["exclusive"] else parser
-        for flag_names, kwargs in f.metadata["flags"]:
-            kwargs = dict(kwargs)
-            dest = kwargs.get("dest", flag_names[0][2:].replace("-", "_"))
-            if f.name in several and dest != f.name:
-                continue  # (--model names one file: several are --weights)
-            if "type" in kwargs and kwargs["type"] in (int, float):
-                kwargs["type"] = _checked(f.name, flag_names[0], kwargs["type"])
-            if dest == f.name and "default" in kwargs:
-                kwargs["default"] = defaults.get(f.name, kwargs["default"])
-            if f.name in several:
-                kwargs["nargs"] = "+"
-                kwargs["help"] += "; one or more, each in turn"
-                if f.name not in defaults:
-                    kwargs["default"] = [] if f.name == "weights" else [f.default]
-            if f.name in required:
-                kwargs["required"] = True
-            group.add_argument(*flag_names, **kwargs)
-    for f in fields(InterpolatorOptions):  # the fields whose flags store a constant (--fp32, --eager)
-        if (not only or f.name in only) and not any("default" in kw for _, kw in f.metadata["flags"]):
-            parser.set_defaults(**{f.name: defaults.get(f.name, f.default)})
-
-
-def _checked(name: str, flag: str, parse: Callable[[str], Any]) -> Callable[[str], Any]:
-    """``parse`` then the declared check of option ``name``: a bad value is argparse's one line naming ``flag``."""
-    check = _field(name).metadata
-
-    def value(text: str) -> Any:
-        try:
-            parsed = parse(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if not check["check"](parsed):
-            raise argparse.ArgumentTypeError(f"{text}: {check['rule']}")
-        return parsed
-    value.__name__ = parse.__name__
-    return value
+    if options is InterpolatorOptions and "weights" in defaults:
+        value = defaults["weights"]
+        defaults["weights"] = [Path(v) for v in value] if "weights" in several else Path(value)
+    declare_flags(parser, options, only=only, defaults=defaults, several=several, required=required)
 
 
 def _field(name: str) -> Any:
@@ -357,7 +301,7 @@ def frames_key(options: InterpolatorOptions, **resolved: str) -> Dict[str, str]:
     """Every option that changes the frames, by its declaration, as text: a resumed job whose key differs starts
     over. ``resolved``: what the interpolator decided that the options leave open (device, autocast, the weights
     file's content)."""
-    key = {f.name: str(getattr(options, f.name)) for f in fields(options) if f.metadata["frames"]}
+    key = {name: str(getattr(options, name)) for name in frames_fields(options)}
     key.update(resolved)
     return key
 
@@ -391,42 +335,38 @@ def check_times(times: Sequence[float]) -> List[float]:
     return times
 
 
-def _declared_flag(option: Any) -> str:
-    """The flag an option's declaration gives it: the one argparse stores in the field (``--weights``, not
-    ``--model``), else all of them (``--fp32, --fp16 or --bf16``)."""
-    names = [names[0] for names, _ in option.metadata["flags"]]
-    own = [name for name in names if name[2:].replace("-", "_") == option.name]
-    if own or len(names) == 1:
-        return (own or names)[0]
-    return ", ".join(names[:-1]) + f" or {names[-1]}"
-
-
-# field -> how run.py's command line says it: the engine's options from their declarations; every other field
-# by the rule run.py declares its own flags with (audio_codec: --audio-codec), except where it differs here
-FLAGS: Dict[str, str] = {**{f.name: _declared_flag(f) for f in fields(InterpolatorOptions)},
+# field -> how a command line says it: the engine's options from their declarations, and the pair's times and
+# overwrite; every other field by the rule the declarations follow (audio_codec: --audio-codec). What a tool that
+# takes the engine's flags says; run.py's table adds its video options' declared flags (cli.FLAGS)
+FLAGS: Dict[str, str] = {**declared_flags(InterpolatorOptions),
                          "times": "--time", "overwrite": "--overwrite (-y)"}
 
 
-def flag_for(name: str) -> str:
-    """The command-line flag that sets the field ``name`` (``FLAGS``)."""
-    return FLAGS.get(name, "--" + name.replace("_", "-"))
+def flag_for(name: str, flags: Mapping[str, str] = FLAGS) -> str:
+    """The command-line flag that sets the field ``name``, in the table ``flags`` (``FLAGS`` by default)."""
+    return flags.get(name, "--" + name.replace("_", "-"))
 
 
-def cli_message(exc: BaseException) -> str:
+def cli_message(exc: BaseException, flags: Mapping[str, str] = FLAGS) -> str:
     """An error's one line as the command line says it: the fields it names (``media.errors.FieldError``) as
-    flags; any other error as it is."""
+    the flags of the table ``flags``; any other error as it is."""
     said_as = getattr(exc, "said_as", None)
-    return said_as(flag_for) if callable(said_as) else str(exc)
+    return said_as(functools.partial(flag_for, flags=flags)) if callable(said_as) else str(exc)
 
 
 class _Notes(logging.Handler):
     """The library's notes as the command line shows them: "note: ..." on stderr (the stream of the moment, so
-    that a redirected stderr gets them), fields said as flags."""
+    that a redirected stderr gets them), fields said as the flags of its table."""
+
+    def __init__(self, flags: Mapping[str, str]) -> None:
+        super().__init__()
+        self.flags = flags
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
             said_as = getattr(record.msg, "said_as", None)
-            said = said_as(flag_for) if callable(said_as) else record.getMessage()
+            said = said_as(functools.partial(flag_for, flags=self.flags)) if callable(said_as) else \
+                record.getMessage()
             print(f"note: {said}", file=sys.stderr, flush=True)
         except Exception:  # (logging's rule: a failing handler never stops the program)
             self.handleError(record)
@@ -437,10 +377,14 @@ class _Notes(logging.Handler):
 NOTE_LOGGER = __name__.rsplit(".", 2)[0]
 
 
-def show_notes() -> None:
-    """Show the library's notes (``NOTE_LOGGER`` from INFO up) on stderr, once however often it is called: what
-    a command line does at its start. A library user chooses for themselves (``logging.basicConfig``)."""
+def show_notes(flags: Mapping[str, str] = FLAGS) -> None:
+    """Show the library's notes (``NOTE_LOGGER`` from INFO up) on stderr, fields said as the flags of ``flags``,
+    once however often it is called: what a command line does when it runs, at the start of its ``main`` (never
+    on import, nor when its flags are declared). A library user chooses for themselves (``logging.basicConfig``)."""
     logger = logging.getLogger(NOTE_LOGGER)
     logger.setLevel(logging.INFO)
-    if not any(isinstance(handler, _Notes) for handler in logger.handlers):
-        logger.addHandler(_Notes())
+    shown = [handler for handler in logger.handlers if isinstance(handler, _Notes)]
+    if shown:
+        shown[0].flags = flags
+    else:
+        logger.addHandler(_Notes(flags))

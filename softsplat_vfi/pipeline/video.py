@@ -35,7 +35,7 @@ import re
 import shutil
 import threading
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from fractions import Fraction
 from pathlib import Path
 from typing import (Any, Callable, Deque, Iterable, Iterator, List, NamedTuple, Optional, Protocol, Sequence, Tuple,
@@ -43,13 +43,14 @@ from typing import (Any, Callable, Deque, Iterable, Iterator, List, NamedTuple, 
 
 import numpy as np
 
+from ..media.declare import frames_fields, option
 from ..media.files import (OutputError, atomic_write, check_folder, check_not_input, check_replaceable, human_size,
                            made_here, mark_made, os_error, same_file)
 from ..media.images import as_dtype, mix_alpha_linearly
 from ..media.progress import Progress
-from ..media.video import (FrameWriter, VideoError, VideoInfo, at_field_rate, audio_args, check_audio_fits,
-                           check_codec_fits, concat_and_mux, default_codec, output_pix_fmt, parse_rate, probe,
-                           read_frames, reorder_delay, rescale_timecode, segment_suffix)
+from ..media.video import (PRESETS, FrameWriter, VideoError, VideoInfo, at_field_rate, audio_args,
+                           check_audio_fits, check_codec_fits, concat_and_mux, default_codec, output_pix_fmt,
+                           parse_rate, probe, read_frames, reorder_delay, rescale_timecode, segment_suffix)
 
 from .jobs import LOCK_NAME, Interrupted, OutputLock, work_folder
 from .prefetch import WriteBehind, prefetch
@@ -61,37 +62,93 @@ MOTIONS = ("quadratic", "linear")
 
 @dataclass(frozen=True)
 class VideoOptions:
-    factor: Optional[int] = None
-    fps: Optional[Fraction] = None
-    slowmo: bool = False
+    """How a video or frame-sequence job runs. Every field is declared once below (``media.declare.option``), with
+    its default, its help and its command-line flags (``engine.options.add_flags(parser, options=VideoOptions)``,
+    read back by ``video_options_from_args``), and whether it changes the frames (a resumed job whose frame options
+    differ starts over: ``_frame_options``)."""
+
+    factor: Optional[int] = option(None, "output frames per input frame (default 2)",
+                                   flags=[(("--factor",), dict(type=int))])
+    # (the flag's text is a rate for parse_rate: video_options_from_args)
+    fps: Optional[Fraction] = option(None, "output frame rate instead of --factor, e.g. 59.94 or 60000/1001",
+                                     flags=[(("--fps",), {})])
+    slowmo: bool = option(
+        False, "keep the frame rate, play --factor times slower (drops the audio unless --audio-codec names an "
+               "encoder: then the audio is slowed with the picture, its pitch kept)",
+        flags=[(("--slowmo",), dict(action="store_true"))])
     # mean |difference| of grey thumbnails in [0, 1] above which frames are a cut (or a third of it, where it is
     # 3x the change around: schedule.is_cut); <= 0 disables
-    scene_threshold: float = 0.12
-    dedup_threshold: float = 0.0  # > 0: frames closer than this to the previous one are dropped
-    crf: int = 18
-    codec: str = "libx264"
-    preset: str = "medium"  # encoder speed in x264's names (media.video.PRESETS), mapped to each encoder's own
-    pix_fmt: Optional[str] = None
-    segment_seconds: float = 10.0  # the most video one segment holds (a GPU's resume granularity)
-    # the most work one segment holds, in seconds, as estimated from the device type and the frame size
-    # (segment_frames; never measured): a resume after an interrupt redoes about this at most (on a CPU, 10 s of
-    # video can take a quarter of an hour)
-    segment_work_seconds: float = 60.0
-    # stop the job when the frames written so far, measured, say the rest will not fit (False: write until the
-    # disk is full; the finished segments are kept either way)
-    space_check: bool = True
-    # interlaced input read one frame per field (twice its frame rate) instead of one per frame
-    field_rate: bool = False
-    # the source's audio: "copy" (unchanged; dropped in slow motion), or an ffmpeg encoder to re-encode it with
-    # (for a container the original does not fit; in slow motion slowed with it, pitch kept)
-    audio_codec: str = "copy"
-    audio_bitrate: str = ""  # for a re-encode, e.g. "192k"; "" leaves the encoder's default
+    scene_threshold: float = option(
+        0.12, "cut detection: mean grey difference (0-1) above which frames are not interpolated; 0 = off",
+        flags=[(("--scene-threshold",), dict(type=float))])
+    # > 0: frames closer than this to the previous one are dropped
+    dedup_threshold: float = option(
+        0.0, "drop (near-)repeated input frames and interpolate across them; optional threshold",
+        flags=[(("--dedup",), dict(type=float, nargs="?", const=0.002, dest="dedup_threshold", metavar="DEDUP"))])
     # paths between two frames: "quadratic" through the frames on either side where the shot has them (an
     # interpolator with interpolate_integer_with_neighbours: NeighbourInterpolator), "linear" from the pair alone
-    motion: str = "quadratic"
+    motion: str = option(
+        "quadratic", "paths between two frames: quadratic (through the frames on either side of the pair, where "
+                     "the shot has them: accelerating and turning motion lands where it was; held-out footage "
+                     "+0.77 dB, docs/performance.md) or linear (constant velocity from the pair alone)",
+        flags=[(("--motion",), dict(choices=MOTIONS))])
+    # interlaced input read one frame per field (twice its frame rate) instead of one per frame
+    field_rate: bool = option(
+        False, "interlaced --video (DV, broadcast): deinterlace to one frame per field, twice the frame rate (25i "
+               "gives 50 frames/s, every moment the camera took), before --factor / --fps apply (--factor 1: no "
+               "interpolation); default: one frame per frame",
+        flags=[(("--fields",), dict(action="store_true", dest="field_rate"))])
+    crf: int = option(
+        18, "constant quality, lower is better, on the encoder's own scale: CRF 0-51 for x264/x265, -cq 1-51 for "
+            "NVENC, CRF 0-63 for VP8/VP9/AV1 (libvpx, libvpx-vp9, libsvtav1, libaom-av1)",
+        flags=[(("--crf",), dict(type=int))])
+    # (the flag's auto: the output's default codec, libvpx-vp9 for .webm: video_options_from_args)
+    codec: str = option(
+        "libx264", "ffmpeg video encoder, e.g. libx264, libx265, libvpx-vp9, libsvtav1, h264_nvenc (NVIDIA GPUs "
+                   "with a hardware encoder), prores_ks (.mov); auto: libx264, or libvpx-vp9 for .webm",
+        flags=[(("--codec",), dict(default="auto"))])
+    # encoder speed in x264's names (media.video.PRESETS), mapped to each encoder's own
+    preset: str = option(
+        "medium", "encoder speed, in x264's names (mapped to SVT-AV1's presets, libvpx/libaom's cpu-used and NVENC's "
+                  "p1-p7): the encoder often limits the pipeline; veryfast encodes about 2x faster than medium at "
+                  "the same --crf, into larger files",
+        flags=[(("--preset",), dict(choices=PRESETS))])
+    pix_fmt: Optional[str] = option(
+        None, "output pixel format (default yuv420p, yuv420p10le for 10-bit input, yuv444p for odd sizes, or the "
+              "nearest the encoder takes: ProRes yuv422p10le)",
+        flags=[(("--pix-fmt",), {})])
+    # the source's audio: "copy" (unchanged; dropped in slow motion), or an ffmpeg encoder to re-encode it with
+    # (for a container the original does not fit; in slow motion slowed with it, pitch kept)
+    audio_codec: str = option(
+        "copy", "the source's audio: copy (unchanged, the default) or an ffmpeg audio encoder to re-encode it with, "
+                "for a container the original does not fit (AAC into .webm: libopus) or to keep it in --slowmo; "
+                "e.g. aac, libopus, flac",
+        frames=False, flags=[(("--audio-codec",), {})])
+    audio_bitrate: str = option(
+        "", "bitrate of re-encoded audio (--audio-codec), e.g. 192k; default: the encoder's own (aac: 128k)",
+        frames=False, flags=[(("--audio-bitrate",), {})])
+    # the most video one segment holds (a GPU's resume granularity); segments name the frames they hold, so
+    # sizing them differently resumes the same job
+    segment_seconds: float = option(10.0, "resume granularity of video output", frames=False,
+                                    flags=[(("--segment-seconds",), dict(type=float))])
+    # the most work one segment holds, in seconds, as estimated from the device type and the frame size
+    # (segment_frames; never measured): a resume after an interrupt redoes about this at most (on a CPU, 10 s of
+    # video can take a quarter of an hour); no flag: a protocol's own (bench_video's one-segment row)
+    segment_work_seconds: float = option(60.0, "the most work one segment holds, in estimated seconds",
+                                         frames=False)
     # replace an existing output that this program did not make (a video file, or files named like an image
     # pattern's frames); without it such an output is kept and the job refused before any work
-    overwrite: bool = False
+    overwrite: bool = option(
+        False, "replace an existing --out image or video, or files named like an image pattern's frames, that this "
+               "program did not write (without it they are kept and the job refused; its own outputs are replaced "
+               "by a rerun either way)",
+        frames=False, flags=[(("--overwrite", "-y"), dict(action="store_true"))])
+    # stop the job when the frames written so far, measured, say the rest will not fit (False: write until the
+    # disk is full; the finished segments are kept either way)
+    space_check: bool = option(
+        True, "write until the disk is full instead of stopping when the output's first frames, measured, say the "
+              "rest will not fit (pairs: room for outputs the size of the inputs)",
+        frames=False, flags=[(("--no-space-check",), dict(action="store_false", dest="space_check"))])
 
     def __post_init__(self) -> None:
         if self.motion not in MOTIONS:
@@ -107,30 +164,21 @@ class VideoOptions:
                                  f"{getattr(VideoOptions, name)})")
 
 
-# VideoOptions field -> the command-line argument that sets it, where their names differ (run.py's --dedup, --fields
-# and --no-space-check); every other field's argument has the field's name (--scene-threshold: scene_threshold)
-ARGUMENT_OF = {"dedup_threshold": "dedup", "field_rate": "fields", "space_check": "no_space_check"}
-
-
 def video_options_from_args(args: Any, leave: Sequence[str] = (), **given: Any) -> VideoOptions:
-    """The ``VideoOptions`` that a command line's parsed flags give (an ``argparse.Namespace``): the one mapping of
-    flags to fields. Each field comes from the argument of its name (``ARGUMENT_OF``) where ``args`` has one, as the
-    flag says it (--fps a rate, --no-space-check the opposite of ``space_check``, --codec auto the default codec of
-    ``args.out``); a field without one keeps its default (a tool that declares only --factor, --preset and
-    --motion gets the rest as the pipeline's defaults). ``leave``: fields kept at their defaults whatever ``args``
-    says (a pipe's file options); ``given``: fields set by the caller instead."""
+    """The ``VideoOptions`` that a command line's parsed flags give (an ``argparse.Namespace`` of the flags
+    ``engine.options.add_flags(parser, options=VideoOptions)`` declares, each stored under its field's name): the
+    one mapping of flags to fields. Each field comes from the argument of its name where ``args`` has one, as the
+    flag says it (--fps a rate, --codec auto the default codec of ``args.out``); a field without one keeps its
+    default (a tool that declares only --factor, --preset and --motion gets the rest as the pipeline's defaults).
+    ``leave``: fields kept at their defaults whatever ``args`` says (a pipe's file options); ``given``: fields set
+    by the caller instead."""
     values = dict(given)
     for f in fields(VideoOptions):
-        name = ARGUMENT_OF.get(f.name, f.name)
-        if f.name in leave or f.name in given or not hasattr(args, name):
+        if f.name in leave or f.name in given or not hasattr(args, f.name):
             continue
-        value = getattr(args, name)
+        value = getattr(args, f.name)
         if f.name == "fps":
             value = parse_rate(value) if value else None
-        elif f.name == "dedup_threshold":
-            value = value or 0.0
-        elif f.name == "space_check":
-            value = not value
         elif f.name == "codec" and value == "auto":
             value = default_codec(Path(args.out))
         values[f.name] = value
@@ -338,11 +386,10 @@ def _finished(frame: PendingFrame, dtype: np.dtype) -> np.ndarray:
 
 
 def _frame_options(options: VideoOptions) -> dict:
-    """The options that change the frames, as text (the audio is muxed at the end: its codec and bitrate leave the
-    segments as they are; segments name the frames they hold, so sizing them differently resumes the same job)."""
-    return {k: str(v) for k, v in asdict(options).items()
-            if k not in ("audio_codec", "audio_bitrate", "segment_seconds", "segment_work_seconds", "space_check",
-                         "overwrite")}
+    """The options declared to change the frames, as text (the audio is muxed at the end: its codec and bitrate
+    leave the segments as they are; segments name the frames they hold, so sizing them differently resumes the same
+    job)."""
+    return {name: str(getattr(options, name)) for name in frames_fields(options)}
 
 
 def _job_key(info: VideoInfo, options: VideoOptions, weights: str) -> str:
