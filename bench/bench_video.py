@@ -73,7 +73,7 @@ import torch
 from bench.timing import cuda_time_ms, require_cuda
 from softsplat_vfi.engine import Interpolator, InterpolatorOptions
 from softsplat_vfi.engine.interpolator import resolve_device
-from softsplat_vfi.engine.options import add_flags, device_for
+from softsplat_vfi.engine.options import add_flags, device_for, show_notes
 from softsplat_vfi.media.video import (FrameWriter, VideoInfo, concat_and_mux, ffmpeg_exe, output_pix_fmt, probe,
                                        read_frames)
 from softsplat_vfi.model import Network, load_weights
@@ -525,6 +525,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--frames", type=int, default=480, help="--clips: input frames per clip")
     p.add_argument("--json", type=Path, default=None)
     args = p.parse_args(argv)
+    show_notes()
     if args.clips:
         if args.frames < 3:
             p.error("--frames must be at least 3 (the route's warm-up takes three)")

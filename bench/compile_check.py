@@ -22,7 +22,7 @@ import torch
 
 from bench.bench_network import MATCH_PSNR, moving_pair
 from softsplat_vfi.engine.interpolator import resolve_device
-from softsplat_vfi.engine.options import add_flags, device_for, weights_for
+from softsplat_vfi.engine.options import add_flags, device_for, show_notes, weights_for
 from softsplat_vfi.model import Network, load_weights
 from softsplat_vfi.model.correlation import correlation
 from softsplat_vfi.model.synthesis import splat_pyramid
@@ -86,6 +86,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--inputs", choices=["smooth", "rand"], default="smooth")
     p.add_argument("--parts", nargs="+", default=None, help="a subset of the parts (default: all)")
     args = p.parse_args(argv)
+    show_notes()  # the library's notes on stderr while this tool runs
     if args.device != "cpu" and not torch.cuda.is_available():
         print("error: this check needs a CUDA GPU (or --device cpu, on small frames)", file=sys.stderr)
         return 2

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from softsplat_vfi.engine.options import cli_message
+from softsplat_vfi.engine.options import cli_message, show_notes
 from evaluation.methods import HOLD_STILL, add_engine_flags, hold_still_label, methods_of
 from evaluation.patterns import CAMERAS, PATTERNS, guard_effect, scenes, score, summarise
 from evaluation.peers import PEERS
@@ -48,6 +48,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                         "(a diagnostic), or both, with the guard's effect on each kind of scene")
     p.add_argument("--json", type=Path, default=None, help="write per-scene rows here")
     args = p.parse_args(argv)
+    show_notes()  # the library's notes on stderr while this tool runs
     chosen = scenes(args.quick, camera=not args.no_camera)
     methods = methods_of(args, PATTERNS, args.weights, args.peer, args.hold_still)
     if not methods:

@@ -317,12 +317,13 @@ def run_batch(args: argparse.Namespace) -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    from .engine.options import cli_message
+    from .engine.options import cli_message, show_notes
     from .pipeline.batch import batch_mistake
 
     parser = build_parser()
     args = parser.parse_args(argv)
     flags = flag_table()
+    show_notes(flags)  # the library's notes on stderr from here on, as "note: ..." lines with this table's flags
     mistake = batch_mistake(args)
     if mistake:
         parser.error(mistake)

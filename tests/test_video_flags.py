@@ -1,12 +1,15 @@
 """The video flags are declared once, from the ``VideoOptions`` fields (``pipeline.video``), through the helper the
 engine's flags use (``engine.options.add_flags(parser, options=VideoOptions)``): no tool declares a video flag of its
-own, and every tool that takes one has run.py's help, type and default. Issue 83, part 3."""
+own, every tool that takes one has run.py's help, type and default, and declaring flags has no side effect (the
+library's notes are shown by a command line when it runs: ``engine.options.show_notes``). Issue 83, part 3."""
 
 from __future__ import annotations
 
 import argparse
 import ast
 import importlib
+import subprocess
+import sys
 from dataclasses import fields
 from pathlib import Path
 from typing import Dict, List
@@ -142,3 +145,22 @@ def test_the_frame_options_are_those_declared_to_change_the_frames():
     space check and overwrite leave the frames as they are."""
     assert set(frames_fields(VideoOptions)) == {"factor", "fps", "slowmo", "scene_threshold", "dedup_threshold",
                                                 "motion", "field_rate", "crf", "codec", "preset", "pix_fmt"}
+
+
+def test_declaring_the_flags_sets_up_no_logging():
+    """add_flags showed the library's notes as a side effect; a command line now does at the start of its main."""
+    code = ("import argparse, logging, run; from softsplat_vfi.engine.options import add_flags; "
+            "from softsplat_vfi.pipeline.video import VideoOptions; run.build_parser(); "
+            "add_flags(argparse.ArgumentParser()); add_flags(argparse.ArgumentParser(), options=VideoOptions); "
+            "print(logging.getLogger('softsplat_vfi').handlers, logging.getLogger('softsplat_vfi').level)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert done.stdout.split() == ["[]", "0"], done.stdout + done.stderr
+
+
+def test_a_tool_shows_the_notes_when_it_runs():
+    """run.py's main shows them from its start (here a pair whose files are missing: exit 2, after the parse)."""
+    code = ("import logging, run; from softsplat_vfi.engine.options import NOTE_LOGGER; "
+            "code = run.main(['--one', 'missing.png', '--two', 'missing.png', '--out', 'm.png']); "
+            "print(code, [type(h).__name__ for h in logging.getLogger(NOTE_LOGGER).handlers])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert done.stdout.split() == ["2", "['_Notes']"], done.stdout + done.stderr

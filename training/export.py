@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Union
 
-from softsplat_vfi.engine.options import InterpolatorOptions, add_flags
+from softsplat_vfi.engine.options import add_flags, InterpolatorOptions, show_notes
 from softsplat_vfi.model.interface import FlowScale
 from softsplat_vfi.model.network import Network, NetworkConfig
 from softsplat_vfi.model.weights import INFERENCE_KEY, config_from_metadata, load_weights, read_metadata, save_weights
@@ -142,6 +142,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     # auto for the default network's architecture and 1 for any other (model.weights.defaults_for)
     add_flags(p, only=("flow_scale",))
     args = p.parse_args(argv)
+    show_notes()  # the library's notes on stderr while this tool runs
     try:
         if args.state.is_file():
             if args.flow_iterations is None or args.raw:

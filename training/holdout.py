@@ -34,7 +34,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from softsplat_vfi.engine.options import cli_message, device_for
+from softsplat_vfi.engine.options import cli_message, device_for, show_notes
 from evaluation.holdout import HOLDOUT, triplet_scores
 from evaluation.methods import HOLD_STILL, Ours, add_engine_flags, methods_of
 from evaluation.metrics import nchw, psnr, to_float, to_integer
@@ -306,6 +306,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--json", type=Path, default=None, help="write the figures (and per-triplet scores) here")
     p.add_argument("--middlebury", type=Path, default=None, help="instead: the baseline's Middlebury PSNR")
     args = p.parse_args(argv)
+    show_notes()  # the library's notes on stderr while this tool runs
     if args.middlebury is not None:
         print(f"classical baseline on Middlebury: {middlebury_baseline(args.middlebury):.2f} dB")
         return 0

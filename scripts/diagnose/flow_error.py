@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from softsplat_vfi.engine.interpolator import resolve_device
-from softsplat_vfi.engine.options import add_flags, device_for, weights_for
+from softsplat_vfi.engine.options import add_flags, device_for, show_notes, weights_for
 from softsplat_vfi.model import Network, load_weights
 from softsplat_vfi.model.network import FlowState
 from softsplat_vfi.model.warp import resize_flow
@@ -56,6 +56,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--crop", type=int, default=256,
                    help="size of the scenes (training's crop: 256); only clips at least this large lend textures")
     args = p.parse_args(argv)
+    show_notes()  # the library's notes on stderr while this tool runs
     if args.batches < 1:
         p.error("--batches must be at least 1")
     try:

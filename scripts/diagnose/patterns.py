@@ -27,6 +27,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from evaluation.methods import Benchmark, add_engine_flags, methods_of
+from softsplat_vfi.engine.options import show_notes
 
 Triple = Tuple[np.ndarray, np.ndarray, np.ndarray]
 
@@ -101,6 +102,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     add_engine_flags(p, several=True, required=True)
     p.add_argument("--classical", action="store_true", help="a row for the classical baseline (DIS flow + warping)")
     args = p.parse_args(argv)
+    show_notes()  # the library's notes on stderr while this tool runs
     from training.holdout import Classical
 
     methods = [build() for _, build in methods_of(args, DIAGNOSE_PATTERNS, args.weights, ())]

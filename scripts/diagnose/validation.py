@@ -63,7 +63,7 @@ from typing import Dict, List, Optional, Sequence
 import torch
 
 from softsplat_vfi.engine.interpolator import resolve_device
-from softsplat_vfi.engine.options import add_flags, device_for, weights_for
+from softsplat_vfi.engine.options import add_flags, device_for, show_notes, weights_for
 from softsplat_vfi.model import Network, load_weights
 from softsplat_vfi.model.ensemble import EnsembleNetwork
 from softsplat_vfi.model.network import FlowState
@@ -358,6 +358,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="with --boundaries or --oracle: draw the sets from N training clips instead of the held-out "
                         "ones")
     args = p.parse_args(argv)
+    show_notes()  # the library's notes on stderr while this tool runs
     if args.val_batches < 1:
         p.error(f"--val-batches {args.val_batches}: use 1 or more")
     if not 0 <= args.skip_batches < args.val_batches:

@@ -198,9 +198,8 @@ def add_flags(parser: argparse.ArgumentParser, only: Sequence[str] = (), default
     ``defaults``: a protocol's own defaults, by field (``{"precision": "fp32"}``, ``{"device": "cpu"}``), checked
     by the field's declared check and shown in ``--help``; the flags still change them. ``several``: fields that
     take one or more values, a list (``weights``: ``--weights A B``, without ``--model``, each file in turn;
-    ``flow_scale``: a run per scale). ``required``: fields whose flag must be given. A command that takes the
-    flags is a command line: the library's notes are shown on its stderr from here on (``show_notes``)."""
-    show_notes()
+    ``flow_scale``: a run per scale). ``required``: fields whose flag must be given. Declaring flags does nothing
+    else: a command line shows the library's notes when it runs (``show_notes``, at the start of its ``main``)."""
     defaults = dict(defaults or {})
     if options is InterpolatorOptions and "weights" in defaults:
         value = defaults["weights"]
