@@ -27,15 +27,15 @@ def _clip(folder, name, source, frames=12, size="96x80"):
 
 
 def _held_out_folder(tmp_path, monkeypatch, frames=8):
-    """A 'footage' folder of one 128 x 128 clip from a held-out source repository (whole-frame held-out scoring),
-    with the held-out clips' least size (VALIDATION_CROP, 256) lowered to 128 for the test: a quarter of the
+    """A 'footage' folder of one 64 x 64 clip from a held-out source repository (whole-frame held-out scoring),
+    with the held-out clips' least size (VALIDATION_CROP, 256) lowered to 64 for the test: a sixteenth of the
     pixels of the 256 x 256 clip it took, the same code."""
     import training.holdout
 
-    monkeypatch.setattr(training.holdout, "VALIDATION_CROP", 128)
+    monkeypatch.setattr(training.holdout, "VALIDATION_CROP", 64)
     folder = tmp_path / "footage"
-    _clip(folder, "held.mp4", "testsrc2", frames=frames, size="128x128")
-    row = {"file": "held.mp4", "frames": frames, "width": 128, "height": 128, "frame_step": 1, "orig_size": "128x128",
+    _clip(folder, "held.mp4", "testsrc2", frames=frames, size="64x64")
+    row = {"file": "held.mp4", "frames": frames, "width": 64, "height": 64, "frame_step": 1, "orig_size": "64x64",
            "flow_mean_px_per_orig_frame": 2.0, "cuts_before_frame": [], "source": "STVIR/pysot @ 1"}
     (folder / "clips.jsonl").write_text(json.dumps(row) + "\n")
     return folder
