@@ -666,9 +666,9 @@ def test_next_inputs_mix_footage_and_synthetic_samples_with_their_flow(footage, 
     trainer.load_data()
     trainer.build()
     one, two, t, mid, gt = trainer.next_inputs()
-    assert one.shape == two.shape == mid.shape == (4, 3, 64, 64) and t.shape == (4,)
-    assert gt.shape == (4, 2, 64, 64)  # 2 synthetic samples, both directions
-    assert trainer.n_real == 2 and trainer.val_crop == 64
+    assert one.shape == two.shape == mid.shape == (4, 3, 32, 32) and t.shape == (4,)
+    assert gt.shape == (4, 2, 32, 32)  # 2 synthetic samples, both directions
+    assert trainer.n_real == 2 and trainer.val_crop == 32
     assert [c.name for c in trainer.val_clips] == ["val.mp4"]
     assert sorted(c.name for c in trainer.train_clips) == ["a.mp4", "b.mp4"]
     # --synthetic-stripe-share reaches the synthetic samples (training.data._gratings), not the pasted layers
@@ -702,7 +702,7 @@ def test_next_inputs_of_a_quadratic_recipe_carry_the_outer_flows(footage, tmp_pa
     trainer.load_validation()
     trainer.build()
     one, two, t, mid, gt, to_before, to_after, quad = trainer.next_inputs()
-    assert to_before.shape == to_after.shape == gt.shape == (4, 2, 64, 64)
+    assert to_before.shape == to_after.shape == gt.shape == (4, 2, 32, 32)
     assert quad.shape == (4,) and quad[2:].sum() == 0
     assert trainer.step_loss.quadratic and trainer.step_loss.synthetic
     assert any(tr.has_neighbours for tr in trainer.holdout)
@@ -792,7 +792,7 @@ def test_a_run_saves_its_state_logs_and_kept_weights(trained):
     moments = torch.load(trained / "state_optim.pt", weights_only=True)["state"][0]
     assert moments["exp_avg"].dtype == torch.bfloat16 and moments["exp_avg_sq"].dtype == torch.bfloat16
     config = TrainConfig.from_dict(json.loads((trained / "train_config.json").read_text()))
-    assert config == dataclasses.replace(RECIPES["study"], batch=4, crop=64, validation_clips=("val.mp4",),
+    assert config == dataclasses.replace(RECIPES["study"], batch=4, crop=32, validation_clips=("val.mp4",),
                                          ema_decay=0.5, native_share=0.5)
     rows = [json.loads(line) for line in (trained / "log.jsonl").read_text().splitlines()]
     checks = [r for r in rows if "score" in r]
