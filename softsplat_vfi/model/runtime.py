@@ -196,7 +196,8 @@ class GraphedPairs:
             _copy_into(self.state, state)
             self.flow_before.copy_(neighbour_flows[0])
             self.flow_after.copy_(neighbour_flows[1])
-            self.gaps.copy_(torch.tensor([float(g) for g in neighbour_times]))
+            for slot, gap in zip(self.gaps, neighbour_times):  # fills: a copy from the host waits for the GPU
+                slot.fill_(float(gap))
             for t in times:
                 self.t.fill_(float(t))
                 self.quadratic_graph.replay()
