@@ -1,7 +1,14 @@
 """Shared fixtures. The repository root is on sys.path through pytest.ini's ``pythonpath = .``."""
 
+import os
 from pathlib import Path
 from typing import List, Sequence
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # one thread per worker and per process a test starts, set before torch starts its thread pool: the workers
+    # already fill the cores (docs/performance.md, Test suite)
+    for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_name, "1")
 
 import numpy as np
 import pytest
