@@ -12,7 +12,7 @@ import threading
 import _thread
 import time
 from pathlib import Path
-from typing import Dict, List
+from typing import Callable, Dict, List, Tuple
 
 import pytest
 
@@ -132,38 +132,44 @@ def _running_tasks() -> List[int]:
     return pids
 
 
-def _wait_for(condition, batch_ended: threading.Event) -> bool:
-    """Whether ``condition`` came true before the batch returned. No deadline of its own: on a loaded machine the
-    workers' start (each imports torch and loads the network) took longer than one, and a watcher that gave up
-    left the batch to run to its end uninterrupted (exit 0 where the test waited for 130)."""
-    while not condition():
-        if batch_ended.is_set():
-            return False
-        time.sleep(0.02)
-    return True
+def _batch_acting_when(condition: Callable[[], bool], action: Callable[[], None], args: list,
+                       capsys) -> Tuple[int, str, str]:
+    """``_main(args)``, with a thread beside it that runs ``action`` once ``condition`` comes true, unless the batch
+    returned first. No deadline of its own: on a loaded machine the workers' start (each imports torch and loads
+    the network) took longer than one, and a watcher that gave up left the batch to run to its end uninterrupted
+    (exit 0 where the test waited for 130)."""
+    ended = threading.Event()
+
+    def watch() -> None:
+        while not condition():
+            if ended.is_set():
+                return
+            time.sleep(0.02)
+        action()
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        return _main(args, capsys)
+    finally:
+        ended.set()
+        watcher.join(timeout=10)
 
 
 def test_a_worker_killed_mid_task_is_retried_and_the_output_is_unchanged(tmp_path, clips, cluster, capsys):
     inputs, made, references = clips
     work = tmp_path / "long.mp4.work"
     killed: List[int] = []
-    ended = threading.Event()
 
-    def kill_when_writing() -> None:
-        # a segment being written (a .part file) while tasks run: the workers running them are killed mid-task
-        if _wait_for(lambda: any(p.name.startswith("seg_") and ".part" in p.name for p in work.glob("*"))
-                     and _running_tasks(), ended):
-            for pid in _running_tasks():
-                os.kill(pid, signal.SIGKILL)
-                killed.append(pid)
+    def kill_running_tasks() -> None:
+        for pid in _running_tasks():
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
 
-    killer = threading.Thread(target=kill_when_writing, daemon=True)
-    killer.start()
-    try:
-        code, out, err = _main(["--batch", made["long"], "--out-dir", tmp_path, *COMMON, *RAY], capsys)
-    finally:
-        ended.set()
-    killer.join(timeout=10)
+    # a segment being written (a .part file) while tasks run: the workers running them are killed mid-task
+    code, out, err = _batch_acting_when(
+        lambda: any(p.name.startswith("seg_") and ".part" in p.name for p in work.glob("*")) and _running_tasks(),
+        kill_running_tasks, ["--batch", made["long"], "--out-dir", tmp_path, *COMMON, *RAY], capsys)
     assert killed, "no task was running to kill"
     assert code == 0, err
     _check_outputs(tmp_path, {"long": made["long"]}, references)
@@ -172,20 +178,8 @@ def test_a_worker_killed_mid_task_is_retried_and_the_output_is_unchanged(tmp_pat
 def test_a_rerun_after_an_interrupt_redoes_only_the_unfinished_segments(tmp_path, clips, cluster, capsys):
     inputs, made, references = clips
     work = tmp_path / "long.mp4.work"
-
-    ended = threading.Event()
-
-    def interrupt_after_a_segment() -> None:
-        if _wait_for(lambda: any(work.glob("seg_*-*.mp4")), ended):
-            _thread.interrupt_main()  # Ctrl-C
-
-    watcher = threading.Thread(target=interrupt_after_a_segment, daemon=True)
-    watcher.start()
-    try:
-        code, out, err = _main(["--batch", made["long"], "--out-dir", tmp_path, *COMMON, *RAY], capsys)
-    finally:
-        ended.set()
-    watcher.join(timeout=10)
+    code, out, err = _batch_acting_when(lambda: any(work.glob("seg_*-*.mp4")), _thread.interrupt_main,  # Ctrl-C
+                                        ["--batch", made["long"], "--out-dir", tmp_path, *COMMON, *RAY], capsys)
     assert code == 130 and "interrupted" in out and "run the same batch again to resume" in err
     assert not (tmp_path / "long.mp4").exists()
     finished_at_interrupt = sorted(p.name for p in work.glob("seg_*-*.mp4"))
