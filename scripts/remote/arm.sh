@@ -26,10 +26,9 @@ for dir in "$work"/chunk*; do
 done
 next=$((last + 1))
 rm -rf "$work/chunk$next"
-if [ "$last" -gt 0 ]; then
-    RESUME="$work/chunk$last" bash "$here/campaign.sh" "$work/chunk$next" "$minutes"
-elif [ -n "${RESUME:-}" ]; then
-    RESUME="$RESUME" bash "$here/campaign.sh" "$work/chunk$next" "$minutes"
+if [ "$last" -gt 0 ]; then export RESUME="$work/chunk$last"; fi
+if [ -n "${RESUME:-}" ]; then
+    bash "$here/campaign.sh" "$work/chunk$next" "$minutes"  # RESUME names the state; it keeps its own recipe
 else
     bash "$here/campaign.sh" "$work/chunk$next" "$minutes" "$@"
 fi
