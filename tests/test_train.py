@@ -833,10 +833,13 @@ def test_a_resumed_run_continues_its_state(footage, trained, tmp_path, capsys):
     from safetensors.torch import load_file
 
     out = tmp_path / "resumed"
-    assert train.main(run_args(footage, out, "--max-steps", "1", "--resume", str(trained))) == 0
+    assert train.main(run_args(footage, out, "--max-steps", "3", "--resume", str(trained))) == 0
     progress = json.loads((out / "progress.json").read_text())
-    assert progress["step"] == 5 and progress["val_batches"] == 1  # the resumed run's, not the default 4
-    assert int(load_file(str(out / "state_ema.safetensors"))["_updates"][0]) == 5
+    # the resumed run's, not the defaults (4 batches, every 1000 steps)
+    assert progress["step"] == 7 and progress["val_batches"] == 1 and progress["val_every"] == 2
+    checks = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines()]
+    assert [c["step"] for c in checks if "score" in c] == [6, 7]
+    assert int(load_file(str(out / "state_ema.safetensors"))["_updates"][0]) == 7
     saved = (out / "train_config.json", trained / "train_config.json")
     assert json.loads(saved[0].read_text()) == json.loads(saved[1].read_text())
     assert train.main(run_args(footage, tmp_path / "x", "--resume", str(trained), "--recipe", "study")) == 2

@@ -33,11 +33,13 @@ def make_footage(folder: Path, clips=(("a.mp4", "testsrc2"), ("b.mp4", "mandelbr
 def run_args(footage, out, *extra):
     """A tiny run of the study recipe (from scratch) on the CPU: batch 4, 32-px crops, val.mp4 held out, validated
     on one batch per set (the default 4 took most of a run's time here). A run that resumes or starts from weights
-    continues their recipe instead, and a resumed one its number of validation batches, unless ``extra`` says."""
+    continues their recipe instead, and a resumed one its number of validation batches and how often it validates,
+    unless ``extra`` says."""
     recipe = [] if "--resume" in extra or "--init-weights" in extra else ["--recipe", "study"]
     batches = [] if "--resume" in extra or "--val-batches" in extra else ["--val-batches", "1"]
+    every = [] if "--resume" in extra or "--val-every" in extra else ["--val-every", "2"]
     return ["--data", str(footage), "--out", str(out), *recipe, "--batch", "4", "--crop", "32", "--device", "cpu",
-            "--validation-clips", "val.mp4", "--val-every", "2", *batches, *extra]
+            "--validation-clips", "val.mp4", *every, *batches, *extra]
 
 
 def free_port() -> int:

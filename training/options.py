@@ -50,7 +50,8 @@ class RunOptions:
                                     type=float, metavar="MINUTES")
     max_steps: Optional[int] = _run(None, "stop after this many steps in this chunk", lambda v: v >= 0,
                                     "must be 0 or positive", type=int)
-    val_every: int = _run(1000, "validate every N steps", lambda v: v >= 1, "must be at least 1", type=int)
+    val_every: Optional[int] = _run(None, "validate every N steps (default 1000, or the resumed run's)",
+                                    lambda v: v >= 1, "must be at least 1", type=int)
     val_batches: Optional[int] = _run(None, "batches of 16 triplets per validation set (default 4, or the resumed "
                                             "run's); the first 4 are always the same triplets",
                                       lambda v: v >= 1, "must be at least 1", type=int)

@@ -211,6 +211,9 @@ class Trainer:
         # session 14 do not say: they used the default, 4)
         self.resumed_val_batches = start.progress.get("val_batches", 4)
         self.val_batches = options.val_batches or self.resumed_val_batches
+        # an execution option like --cuda-graph, kept on a resume: each validation costs the GPU about 17 s
+        # (states saved before session 70 do not say: 1000)
+        self.val_every = options.val_every or start.progress.get("val_every", 1000)
         # likewise the flow scale the held-out margin was scored at (states saved before session 44: 1)
         self.resumed_flow_scale = start.progress.get("holdout_flow_scale", 1.0)
         self.holdout_flow_scale = (options.holdout_flow_scale if options.holdout_flow_scale is not None
@@ -489,6 +492,7 @@ class Trainer:
         state.write_progress(out, {"step": self.step, "best_score": self.best, "kept_score": self.kept_score,
                                    "kept_boundary": self.kept_boundary, "val_batches": self.val_batches,
                                    "holdout_flow_scale": self.holdout_flow_scale, "cuda_graph": self.cuda_graph,
+                                   "val_every": self.val_every,
                                    "processes": self.process.world})
 
     def save_kept(self, val: float, native: float, boundary: Optional[float], margins: Optional[dict]) -> None:
@@ -619,7 +623,7 @@ class Trainer:
                 running, count = {}, 0
             stop = self.done(chunk_start)  # every process, so that they agree
             # (not at the chunk's last step: the final check below validates that one)
-            if self.step % options.val_every == 0 and self.main and not stop:
+            if self.step % self.val_every == 0 and self.main and not stop:
                 self.check()
         bar.close()
         if self.main:
