@@ -33,7 +33,9 @@ Entry points: ``splat(x, flow, metric=None, mode="soft")`` and the published
 from __future__ import annotations
 
 import functools
+import importlib.util
 import struct
+import sys
 import threading
 import warnings
 from types import ModuleType
@@ -158,12 +160,13 @@ def _normalise(acc: torch.Tensor, eps_mode: str) -> torch.Tensor:
     return num / den
 
 
-@torch.compiler.disable
 def _index_add_eager(acc: torch.Tensor, targets: torch.Tensor, values: torch.Tensor) -> None:
     """``acc.index_add_(0, targets, values)`` outside any compiled graph. Inductor's CPU code for this scatter of
     transposed rows, run on several threads, adds the inner loop's offset twice and writes out of bounds (heap
     corruption, or wrong sums: pytorch/pytorch#191837, a fix proposed in #191861 after torch 2.13); compiled,
-    the whole network aborted on the CPU. Costs a graph break per corner, on the CPU only."""
+    the whole network aborted on the CPU. Costs a graph break per corner, on the CPU only. The name is this
+    function wrapped in ``torch.compiler.disable`` from the moment torch._dynamo is imported (``_mark_for_compiler``,
+    at the end of this file)."""
     acc.index_add_(0, targets, values)
 
 
@@ -997,8 +1000,8 @@ def warn_without_fast_kernels(device: torch.device) -> None:
         warnings.warn(NO_CUPY, RuntimeWarning, stacklevel=1)
 
 
-@torch.compiler.assume_constant_result
 def _kernels_usable() -> bool:
+    """Whether the CuPy kernels run here; torch.compile takes the answer as a constant (``_mark_for_compiler``)."""
     return cupy_module() is not None
 
 
@@ -1006,3 +1009,51 @@ def softsplat(tenIn: torch.Tensor, tenFlow: torch.Tensor, tenMetric: Optional[to
               strMode: str) -> torch.Tensor:
     """The published call style: ``softsplat(tenIn=..., tenFlow=..., tenMetric=..., strMode=...)``."""
     return splat(tenIn, tenFlow, tenMetric, strMode)
+
+
+# ----------------------------------------------------------------------------
+# torch.compile's marks, set when torch._dynamo is imported
+# ----------------------------------------------------------------------------
+
+_INDEX_ADD = _index_add_eager  # the plain function, which the compiler's mark wraps
+
+
+def _mark_for_compiler() -> None:
+    """``_index_add_eager`` never compiled (``torch.compiler.disable``) and ``_kernels_usable`` a constant
+    (``torch.compiler.assume_constant_result``). Both decorators import torch._dynamo, about 2 s of every
+    process's start, where most processes never compile: so they are applied once torch._dynamo is imported
+    (``_AfterDynamoImport``), which torch.compile does before it traces anything, and at once where it already is.
+    Dynamo reads both marks when it traces a call, so they are in place for every trace."""
+    global _index_add_eager
+    _index_add_eager = torch.compiler.disable(_INDEX_ADD)
+    torch.compiler.assume_constant_result(_kernels_usable)
+
+
+class _AfterDynamoImport:
+    """A ``sys.meta_path`` finder that finds nothing itself: when torch._dynamo is first imported, it takes the
+    module's spec from the finders after it and runs ``_mark_for_compiler`` just after the module's own code, then
+    leaves ``sys.meta_path``."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "torch._dynamo":
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        loader = spec.loader if spec is not None else None
+        if loader is None or isinstance(loader, type):  # (a class: a built-in or frozen module's shared loader)
+            return spec
+        run_module = loader.exec_module
+
+        def exec_module(module: ModuleType) -> None:
+            run_module(module)
+            _mark_for_compiler()
+
+        loader.exec_module = exec_module  # this spec's own loader object
+        return spec
+
+
+if "torch._dynamo" in sys.modules:
+    _mark_for_compiler()
+else:
+    sys.meta_path.insert(0, _AfterDynamoImport())
