@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
-from typing import Iterator, List, Optional, Sequence, Tuple, Union
+from typing import IO, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -69,6 +69,44 @@ def _first_lines(stderr: str, count: int) -> List[str]:
     """ffmpeg's first ``count`` non-empty error lines: they name the cause, the ones after it ("Nothing was
     written ...") its effects."""
     return [line.strip() for line in stderr.splitlines() if line.strip()][:count]
+
+
+class _ErrorLines:
+    """ffmpeg's stderr (``-loglevel error``: its error lines), read on a thread as it comes. A pipe that nobody reads
+    fills at 64 KiB, and ffmpeg, blocked writing its next line, stops: a damaged input logs a line or more per bad
+    packet. The first ``KEPT`` lines are kept, the rest only counted (``count``; "Last message repeated N times"
+    counts N), so memory stays bounded; ``os_error``: whether a line names an operating-system cause (``errno_in``:
+    a full disk)."""
+
+    KEPT = 20
+
+    def __init__(self, stream: IO[bytes], name: str) -> None:
+        self.lines: List[str] = []
+        self.count = 0
+        self.os_error = False
+        self._thread = threading.Thread(target=self._read, args=(stream,), name=name, daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: IO[bytes]) -> None:
+        for raw in iter(functools.partial(stream.readline, 4096), b""):
+            line = raw.decode("utf-8", "replace").strip()
+            repeated = re.fullmatch(r"Last message repeated (\d+) times?", line)
+            if repeated:
+                self.count += int(repeated.group(1))
+            elif line:
+                self.count += 1
+                if len(self.lines) < self.KEPT:
+                    self.lines.append(line)
+                if errno_in(line) is not None:
+                    self.os_error = True
+
+    def join(self) -> None:
+        """Wait until ffmpeg's stderr is closed (it has exited, or been killed) and every line of it read."""
+        self._thread.join()
+
+    def first(self, count: int = 3) -> str:
+        """The first ``count`` lines, joined: they name the cause, the ones after it its effects."""
+        return " / ".join(self.lines[:count])[:600]
 
 
 def _run(args: Sequence[str], what: str) -> subprocess.CompletedProcess:
@@ -603,11 +641,8 @@ class FrameWriter:
         self._feeder.start()
         # another reads ffmpeg's errors as they come: a failed write to the file (disk full, say) stops the job at
         # the next frame, where ffmpeg itself would go on reading frames it can no longer write
-        self._errors: List[str] = []
-        self._os_error = False
         self._next_space_check = 0.0
-        self._reader = threading.Thread(target=self._read_errors, name="frame-writer-errors", daemon=True)
-        self._reader.start()
+        self._errors = _ErrorLines(self.proc.stderr, "frame-writer-errors")
 
     # ffmpeg writes its file in 32 KB blocks, and holds up to a segment of small frames before the first: a disk
     # that filled meanwhile shows only when it writes. A folder with less than this free stops the job at once.
@@ -622,14 +657,6 @@ class FrameWriter:
         if free < self.MIN_FREE:
             self.abort()
             raise os_error(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)), self.path)
-
-    def _read_errors(self) -> None:
-        for raw in iter(self.proc.stderr.readline, b""):
-            line = raw.decode("utf-8", "replace").strip()
-            if line:
-                self._errors.append(line)
-                if errno_in(line) is not None:
-                    self._os_error = True
 
     def _feed(self) -> None:
         while True:
@@ -647,7 +674,7 @@ class FrameWriter:
         """Queue ``frame`` (H x W x 3) for the encoder. It is written later, by the feeder thread: ``copy`` False
         skips the copy that lets the caller change the frame after (a caller whose frames are never changed: the
         bytes are the same, without a copy of each frame on the caller's thread)."""
-        if self._broken or self._os_error:
+        if self._broken or self._errors.os_error:
             raise self._stopped()
         if time.monotonic() >= self._next_space_check:
             self._check_space()
@@ -665,18 +692,18 @@ class FrameWriter:
     def _stderr(self) -> str:
         self.proc.kill()
         self.proc.wait()
-        self._reader.join()
-        return " / ".join(self._errors[:3])[:600]
+        self._errors.join()
+        return self._errors.first()
 
     def close(self) -> None:
         self._queue.put(None)
         self._feeder.join()
-        if self._broken or self._os_error:
+        if self._broken or self._errors.os_error:
             raise self._stopped()
         self.proc.stdin.close()
         code = self.proc.wait()
-        self._reader.join()  # every error line ffmpeg wrote is read before the outcome is judged
-        if code != 0 or self._os_error:
+        self._errors.join()  # every error line ffmpeg wrote is read before the outcome is judged
+        if code != 0 or self._errors.os_error:
             raise self._failure("ffmpeg could not encode")
 
     def abort(self) -> None:
@@ -685,7 +712,7 @@ class FrameWriter:
         self._queue.put(None)
         self._feeder.join()
         self.proc.wait()
-        self._reader.join()
+        self._errors.join()
         remove_quietly(self.path)
 
 
