@@ -452,6 +452,9 @@ def read_frames(info: VideoInfo, alpha: bool = False) -> Iterator[np.ndarray]:
     proc = subprocess.Popen([ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", *decoder,
                              "-i", str(info.path), "-map", f"0:{info.stream}", *deinterlace, "-fps_mode", "passthrough",
                              "-f", "rawvideo", "-pix_fmt", pix, "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # its errors read as they come: a damaged input logs a line or more per bad packet, and at 64 KiB unread ffmpeg
+    # would stop, waiting to write the next, and this read with it
+    errors = _ErrorLines(proc.stderr, "frame-reader-errors")
     try:
         while True:
             data = proc.stdout.read(frame_bytes)
@@ -463,6 +466,8 @@ def read_frames(info: VideoInfo, alpha: bool = False) -> Iterator[np.ndarray]:
         proc.stdout.close()
         proc.kill()
         proc.wait()
+        errors.join()
+        proc.stderr.close()
 
 
 # x264's preset names (run.py --preset) as each encoder's own speed setting, fastest first: SVT-AV1's --preset,
