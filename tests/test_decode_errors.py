@@ -1,12 +1,19 @@
-"""Decoding a damaged video (finding F70): ffmpeg's error lines are read as they come, so many of them cannot stop
-the decode (small generated clips; each test well under a second or two)."""
+"""Decoding a damaged video says what happened (finding F70): ffmpeg's error lines are read as they come, so many of
+them cannot stop the decode, a decode that fails raises, one that got past errors or lost frames warns, and a caller
+that stops reading early hears nothing (small generated clips; each test well under a second or two)."""
 
+import logging
 import random
 import subprocess
 import threading
 from pathlib import Path
 
-from softsplat_vfi.media.video import ffmpeg_exe, probe, read_frames
+import pytest
+
+import softsplat_vfi.media.video as video
+from softsplat_vfi.media.video import VideoError, ffmpeg_exe, probe, read_frames
+from softsplat_vfi.pipeline.video import VideoOptions, interpolate_video
+from tests.video_fixtures import Blend
 from tests.video_fixtures import make_clip as _clip
 
 PIPE_SIZE = 64 * 1024  # Linux's pipe: an unread stderr holds this much, then ffmpeg blocks writing
@@ -24,10 +31,27 @@ def _damaged(clip: Path, out: Path, start: int, step: int, width: int = 8) -> Pa
     return out
 
 
-def test_a_decode_with_more_errors_than_the_pipe_holds_finishes(tmp_path):
+def _warnings(caplog):
+    return [r.getMessage() for r in caplog.records if r.name == video.__name__ and r.levelno >= logging.WARNING]
+
+
+def _popens(monkeypatch):
+    """The ffmpeg processes read_frames starts, as it starts them."""
+    started = []
+    real = subprocess.Popen
+
+    def recording(*args, **kwargs):
+        started.append(real(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(video.subprocess, "Popen", recording)
+    return started
+
+
+def test_a_decode_with_more_errors_than_the_pipe_holds_finishes(tmp_path, caplog):
     """ffmpeg logs a line or more per damaged packet, even at -loglevel error; read_frames left its stderr unread,
     so at 64 KiB of them ffmpeg blocked writing the next and the decode hung for ever (this 720-frame clip after
-    226 frames: F70). Now the lines are read as they come."""
+    226 frames: F70). Now the lines are read as they come, and the frames lost are said."""
     bad = _damaged(_clip(tmp_path / "long.mp4", seconds=60, size="64x48"), tmp_path / "bad.mp4", 2000, 40)
     whole = subprocess.run([ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-i", str(bad),
                             "-f", "null", "-"], capture_output=True)
@@ -39,3 +63,61 @@ def test_a_decode_with_more_errors_than_the_pipe_holds_finishes(tmp_path):
     reader.join(timeout=30)  # (a hang fails here instead of stopping the suite)
     assert not reader.is_alive(), f"the decode hung after {len(got)} of {info.frames} frames"
     assert 0 < len(got) < info.frames == 720
+    said = _warnings(caplog)
+    assert len(said) == 1 and str(bad) in said[0], said
+    assert f"decoded {len(got)} of the 720 frames its packets hold, {720 - len(got)} frames lost" in said[0]
+    assert "errors; the first: " in said[0] and "@ 0x" not in said[0]
+
+
+def test_errors_that_ffmpeg_conceals_keep_every_frame_and_are_said(tmp_path, caplog):
+    bad = tmp_path / "bad.mp4"
+    data = bytearray(_clip(tmp_path / "clip.mp4", size="64x48").read_bytes())
+    start = data.find(b"mdat") + 4 + 2100  # (past the frames that probe decodes, which would say it)
+    data[start:start + 4] = b"\xff\x13\x77\x00"
+    bad.write_bytes(data)
+    assert len(list(read_frames(probe(bad)))) == 24
+    said = _warnings(caplog)
+    assert len(said) == 1 and str(bad) in said[0] and "ffmpeg got past " in said[0], said
+    caplog.clear()
+    assert len(list(read_frames(probe(tmp_path / "clip.mp4")))) == 24 and _warnings(caplog) == []
+
+
+def test_a_decoder_that_gives_up_raises_instead_of_ending_the_video_early(tmp_path, caplog):
+    """ffmpeg stopped (exit status 69: more than 2/3 of the frames failed) after 3 of 24 frames: the reader just
+    ended, and the video job held the last frame to the end, a still picture for the rest of the video, without a
+    word. It raises now, naming the file and ffmpeg's first errors, and no output is written."""
+    bad = _damaged(_clip(tmp_path / "clip.mp4", size="64x48"), tmp_path / "bad.mp4", 1200, 16)
+    info = probe(bad)
+    frames = read_frames(info)
+    got = []
+    with pytest.raises(VideoError, match=r"cannot decode .*bad\.mp4: ffmpeg stopped after \d+ of its 24 frames "
+                                         r"\(exit status 69: too many of its frames failed to decode\): \w"):
+        got.extend(frames)
+    assert len(got) < 24
+    out = tmp_path / "out.mp4"
+    with pytest.raises(VideoError, match="cannot decode"):
+        interpolate_video(bad, out, Blend(), VideoOptions(), progress=False)
+    assert not out.exists()
+
+
+def test_a_killed_decoder_raises(tmp_path, monkeypatch):
+    info = probe(_clip(tmp_path / "clip.mp4", size="64x48"))
+    started = _popens(monkeypatch)
+    frames = read_frames(info)
+    next(frames)
+    started[0].kill()  # (the out-of-memory killer, say)
+    with pytest.raises(VideoError, match=r"ffmpeg stopped after \d+ of its 24 frames \(killed by signal 9\)$"):
+        list(frames)
+
+
+def test_a_caller_that_stops_reading_early_hears_nothing(tmp_path, monkeypatch, caplog):
+    """Its stop kills ffmpeg (a job's part that ends before the video does): neither an error nor a warning, also
+    where the frames read so far had errors."""
+    started = _popens(monkeypatch)
+    damaged = _damaged(_clip(tmp_path / "clip.mp4", size="64x48"), tmp_path / "bad.mp4", 100, 40)
+    for path in (tmp_path / "clip.mp4", damaged):
+        frames = read_frames(probe(path))
+        next(frames)
+        frames.close()
+        assert started[-1].returncode is not None  # (ended: not left running)
+    assert _warnings(caplog) == []

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import logging
 import math
 import os
 import queue
@@ -29,6 +30,8 @@ import numpy as np
 
 from .errors import FieldError, Said
 from .files import errno_in, ffmpeg_os_error, os_error, remove_quietly
+
+log = logging.getLogger(__name__)
 
 
 class VideoError(FieldError):
@@ -71,6 +74,12 @@ def _first_lines(stderr: str, count: int) -> List[str]:
     return [line.strip() for line in stderr.splitlines() if line.strip()][:count]
 
 
+def _without_prefix(line: str) -> str:
+    """An ffmpeg error line without what it starts with: "[h264 @ 0x...]", "[in#0/matroska,webm @ 0x...]", or
+    "[vist#0:0/h264 @ 0x...] [dec:h264 @ 0x...]"."""
+    return re.sub(r"^(?:\[[^]]*\]\s*)+", "", line).strip()
+
+
 class _ErrorLines:
     """ffmpeg's stderr (``-loglevel error``: its error lines), read on a thread as it comes. A pipe that nobody reads
     fills at 64 KiB, and ffmpeg, blocked writing its next line, stops: a damaged input logs a line or more per bad
@@ -104,9 +113,10 @@ class _ErrorLines:
         """Wait until ffmpeg's stderr is closed (it has exited, or been killed) and every line of it read."""
         self._thread.join()
 
-    def first(self, count: int = 3) -> str:
-        """The first ``count`` lines, joined: they name the cause, the ones after it its effects."""
-        return " / ".join(self.lines[:count])[:600]
+    def first(self, count: int = 3, bare: bool = False) -> str:
+        """The first ``count`` lines, joined (``bare``: without their "[h264 @ 0x...]"): they name the cause, the
+        ones after it its effects."""
+        return " / ".join(_without_prefix(line) if bare else line for line in self.lines[:count])[:600]
 
 
 def _run(args: Sequence[str], what: str) -> subprocess.CompletedProcess:
@@ -345,7 +355,7 @@ def probe(path: Path) -> VideoInfo:
         rate = nominal or Fraction(25)
     stamps = snap_to_grid(stamps, rate, min(time_base, 1 / (4 * rate)))
     # errors ffmpeg got past (a truncated file, a damaged packet): the readable part is used, and said so
-    problem = " ".join(re.sub(r"^\[[^]]*\]\s*", "", line).strip()
+    problem = " ".join(_without_prefix(line)
                        for line in proc.stderr.decode("utf-8", "replace").strip().splitlines()[-2:])
     cover_list = tuple((int(m.group(1)), _codec(m.group(2))) for m in covers)
     timecode = re.search(r"(?i)\btimecode\s*:\s*(\d{2}:\d{2}:\d{2}[:;.]\d{2,3})", text)
@@ -439,7 +449,9 @@ def rescale_timecode(timecode: str, rate: Fraction, rate_out: Fraction) -> str:
 
 def read_frames(info: VideoInfo, alpha: bool = False) -> Iterator[np.ndarray]:
     """Decode every frame in presentation order as H x W x 3 uint8 (or uint16) RGB, one at a time; with ``alpha``
-    and a source that has it (``info.alpha``), H x W x 4 RGBA."""
+    and a source that has it (``info.alpha``), H x W x 4 RGBA. After the last one ffmpeg's outcome is judged
+    (``_judge_decoding``): a VideoError where it failed, a logged warning where it got past errors or lost frames.
+    A caller that stops reading early stops ffmpeg, and hears nothing."""
     deep = info.bit_depth > 8
     channels = 4 if alpha and info.alpha else 3
     pix = {3: "rgb48le" if deep else "rgb24", 4: "rgba64le" if deep else "rgba"}[channels]
@@ -455,19 +467,53 @@ def read_frames(info: VideoInfo, alpha: bool = False) -> Iterator[np.ndarray]:
     # its errors read as they come: a damaged input logs a line or more per bad packet, and at 64 KiB unread ffmpeg
     # would stop, waiting to write the next, and this read with it
     errors = _ErrorLines(proc.stderr, "frame-reader-errors")
+    decoded = 0
     try:
         while True:
             data = proc.stdout.read(frame_bytes)
             if len(data) < frame_bytes:
                 break
+            decoded += 1
             frame = np.frombuffer(data, dtype="<u2" if deep else np.uint8)
             yield frame.reshape(info.height, info.width, channels)
+        # (not reached where the caller stops reading early: the kill below is then ours, and says nothing)
+        code = proc.wait()
+        errors.join()
+        _judge_decoding(info, code, errors, decoded)
     finally:
         proc.stdout.close()
         proc.kill()
         proc.wait()
         errors.join()
         proc.stderr.close()
+
+
+def _judge_decoding(info: VideoInfo, code: int, errors: _ErrorLines, decoded: int) -> None:
+    """After ``read_frames``' last frame: a VideoError where ffmpeg failed (its frames so far are not the video,
+    and a caller that holds the last one would fill the rest with it); a warning, logged (the command line's
+    ``note:``), where it went on past errors (damaged packets, their pictures concealed) or decoded fewer frames
+    than the file's packets (``info.frames``): the frames are kept. Errors that ``probe`` met already
+    (``info.problem``: a truncated file's "File ended prematurely"), with every frame there, are said there and not
+    again."""
+    said = errors.first(bare=True)
+    if code != 0:
+        # (69: ffmpeg's -max_error_rate, by default 2/3 of the frames, was passed)
+        status = f"killed by signal {-code}" if code < 0 else \
+            "exit status 69: too many of its frames failed to decode" if code == 69 else f"exit status {code}"
+        raise VideoError(f"cannot decode {info.path}: ffmpeg stopped after {decoded} of its {info.frames} frames "
+                         f"({status})" + (f": {said}" if said else ""))
+    short = info.frames - decoded
+    known = errors.count == len(errors.lines) and all(_without_prefix(line) in info.problem for line in errors.lines)
+    if short <= 0 and (errors.count == 0 or known):
+        return
+    count = f"{errors.count} error{'s' * (errors.count != 1)}"
+    if short > 0:
+        log.warning("%s: ffmpeg decoded %d of the %d frames its packets hold, %d frame%s lost%s", info.path, decoded,
+                    info.frames, short, "s" * (short != 1), f" (it logged {count}; the first: {said})" if errors.count
+                    else "")
+    else:
+        log.warning("%s: ffmpeg got past %s decoding it (damaged data: the frames there may show blocks or smears, "
+                    "as a player shows them); the first: %s", info.path, count, said)
 
 
 # x264's preset names (run.py --preset) as each encoder's own speed setting, fastest first: SVT-AV1's --preset,
