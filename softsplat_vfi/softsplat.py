@@ -33,9 +33,7 @@ Entry points: ``splat(x, flow, metric=None, mode="soft")`` and the published
 from __future__ import annotations
 
 import functools
-import importlib.util
 import struct
-import sys
 import threading
 import warnings
 from types import ModuleType
@@ -164,9 +162,8 @@ def _index_add_eager(acc: torch.Tensor, targets: torch.Tensor, values: torch.Ten
     """``acc.index_add_(0, targets, values)`` outside any compiled graph. Inductor's CPU code for this scatter of
     transposed rows, run on several threads, adds the inner loop's offset twice and writes out of bounds (heap
     corruption, or wrong sums: pytorch/pytorch#191837, a fix proposed in #191861 after torch 2.13); compiled,
-    the whole network aborted on the CPU. Costs a graph break per corner, on the CPU only. The name is this
-    function wrapped in ``torch.compiler.disable`` from the moment torch._dynamo is imported (``_mark_for_compiler``,
-    at the end of this file)."""
+    the whole network aborted on the CPU. Costs a graph break per corner, on the CPU only. Traced, it is called
+    through ``_COMPILER.index_add`` (``torch.compiler.disable``; at the end of this file)."""
     acc.index_add_(0, targets, values)
 
 
@@ -201,7 +198,7 @@ def _splat_torch(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Ten
         if acc.device.type == "cpu":
             # on the CPU index_add_ is always deterministic, and 1.3-5x faster than index_put_
             if torch.compiler.is_compiling():
-                _index_add_eager(acc, targets, values)
+                _COMPILER.index_add(acc, targets, values)
             else:
                 acc.index_add_(0, targets, values)
         else:
@@ -975,15 +972,17 @@ def splat(x: torch.Tensor, flow: torch.Tensor, metric: Optional[torch.Tensor] = 
     _validate(x, flow, metric, kind)
     if x.numel() == 0:
         return x.new_zeros(x.shape)
-    if x.is_cuda and not torch.are_deterministic_algorithms_enabled() and _kernels_usable():
-        if torch.compiler.is_compiling():
+    compiling = torch.compiler.is_compiling()
+    if (x.is_cuda and not torch.are_deterministic_algorithms_enabled()
+            and (_COMPILER.kernels_usable() if compiling else _kernels_usable())):
+        if compiling:
             return torch.ops.softsplat.splat_cuda(x, flow, metric, kind, eps_mode)[0]
         if not torch.is_grad_enabled() or not (x.requires_grad or flow.requires_grad
                                                or (metric is not None and metric.requires_grad)):
             # nothing to differentiate: the kernels directly (autograd.Function.apply costs ~20 us of host time)
             return _cuda_forward_impl(x, flow, metric, kind, eps_mode, keep=False)[0]
         return _SplatFunction.apply(x, flow, metric, kind, eps_mode)
-    if x.is_cuda and not torch.compiler.is_compiling():
+    if x.is_cuda and not compiling:
         warn_without_fast_kernels(x.device)  # the first CUDA call without CuPy says how to get the kernels
     return _splat_torch(x, flow, metric, kind, eps_mode)
 
@@ -1001,7 +1000,7 @@ def warn_without_fast_kernels(device: torch.device) -> None:
 
 
 def _kernels_usable() -> bool:
-    """Whether the CuPy kernels run here; torch.compile takes the answer as a constant (``_mark_for_compiler``)."""
+    """Whether the CuPy kernels run here; traced, a constant (``_COMPILER.kernels_usable``)."""
     return cupy_module() is not None
 
 
@@ -1011,49 +1010,31 @@ def softsplat(tenIn: torch.Tensor, tenFlow: torch.Tensor, tenMetric: Optional[to
     return splat(tenIn, tenFlow, tenMetric, strMode)
 
 
+
 # ----------------------------------------------------------------------------
-# torch.compile's marks, set when torch._dynamo is imported
+# torch.compile's marks, made when a trace first asks for them
 # ----------------------------------------------------------------------------
 
-_INDEX_ADD = _index_add_eager  # the plain function, which the compiler's mark wraps
+
+def _index_add_outside_graphs(acc: torch.Tensor, targets: torch.Tensor, values: torch.Tensor) -> None:
+    _index_add_eager(acc, targets, values)  # (the name looked up at each call)
 
 
-def _mark_for_compiler() -> None:
-    """``_index_add_eager`` never compiled (``torch.compiler.disable``) and ``_kernels_usable`` a constant
-    (``torch.compiler.assume_constant_result``). Both decorators import torch._dynamo, about 2 s of every
-    process's start, where most processes never compile: so they are applied once torch._dynamo is imported
-    (``_AfterDynamoImport``), which torch.compile does before it traces anything, and at once where it already is.
-    Dynamo reads both marks when it traces a call, so they are in place for every trace."""
-    global _index_add_eager
-    _index_add_eager = torch.compiler.disable(_INDEX_ADD)
-    torch.compiler.assume_constant_result(_kernels_usable)
+def _compiler_mark(name: str) -> Any:
+    """The attributes of ``_COMPILER``: ``index_add``, ``_index_add_eager`` never compiled
+    (``torch.compiler.disable``), and ``kernels_usable``, ``_kernels_usable`` taken as a constant
+    (``torch.compiler.assume_constant_result``). Both decorators import torch._dynamo, about 2 s of every process's
+    start where almost none compiles; so they run when Dynamo first looks one of these names up, tracing a call
+    (it reads a module's missing attribute with ``getattr``, which runs this, as Python does), and are kept."""
+    if name == "index_add":
+        value = torch.compiler.disable(_index_add_outside_graphs)
+    elif name == "kernels_usable":
+        value = torch.compiler.assume_constant_result(_kernels_usable)
+    else:
+        raise AttributeError(f"{__name__}._COMPILER has no attribute {name!r}")
+    setattr(_COMPILER, name, value)
+    return value
 
 
-class _AfterDynamoImport:
-    """A ``sys.meta_path`` finder that finds nothing itself: when torch._dynamo is first imported, it takes the
-    module's spec from the finders after it and runs ``_mark_for_compiler`` just after the module's own code, then
-    leaves ``sys.meta_path``."""
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != "torch._dynamo":
-            return None
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
-        loader = spec.loader if spec is not None else None
-        if loader is None or isinstance(loader, type):  # (a class: a built-in or frozen module's shared loader)
-            return spec
-        run_module = loader.exec_module
-
-        def exec_module(module: ModuleType) -> None:
-            run_module(module)
-            _mark_for_compiler()
-
-        loader.exec_module = exec_module  # this spec's own loader object
-        return spec
-
-
-if "torch._dynamo" in sys.modules:
-    _mark_for_compiler()
-else:
-    sys.meta_path.insert(0, _AfterDynamoImport())
+_COMPILER = ModuleType(f"{__name__}._COMPILER")  # not imported anywhere: its __getattr__ (PEP 562) makes the marks
+_COMPILER.__getattr__ = _compiler_mark  # type: ignore[attr-defined]

@@ -66,7 +66,7 @@ def test_cpu_splat_under_compile_accumulates_outside_the_graph(monkeypatch: pyte
 
 
 MARKS_CHILD = r"""
-import importlib, json, sys
+import json, sys
 import torch
 import run  # the command's imports: the engine's, the network's, the operator's
 from softsplat_vfi import softsplat
@@ -76,56 +76,43 @@ x, flow, metric = (torch.rand(1, 3, 8, 12, generator=g), torch.randn(1, 2, 8, 12
                    torch.rand(1, 1, 8, 12, generator=g))
 eager = softsplat.splat(x, flow, metric, "soft")
 report = {"dynamo_after_eager_splat": "torch._dynamo" in sys.modules,
-          "plain_before_dynamo": softsplat._index_add_eager is softsplat._INDEX_ADD}
+          "marks_before_compiling": sorted(k for k in vars(softsplat._COMPILER) if not k.startswith("__"))}
+graphs = {"splat": [], "kernels": []}
 
 
-def traced(name):
-    graphs = {"splat": [], "kernels": []}
-
-    def backend(into):
-        def record(gm, inputs):  # each graph's calls; the graph runs as traced
-            graphs[into].append([str(node.target) for node in gm.graph.nodes if node.op.startswith("call")])
-            return gm
-        return record
-
-    torch._dynamo.reset()
-    splat = torch.compile(lambda a, b, c: softsplat.splat(a, b, c, "soft"), backend=backend("splat"))(x, flow,
-                                                                                                     metric)
-    # without the constant mark, Dynamo traces into cupy_module and fails at its import (fullgraph: an error)
-    kernels = torch.compile(lambda a: a + 1 if softsplat._kernels_usable() else a - 1, backend=backend("kernels"),
-                            fullgraph=True)(x)
-    report[name] = {"splat_graphs": len(graphs["splat"]),
-                    "index_add": sum("index_add" in call for graph in graphs["splat"] for call in graph),
-                    "equal": torch.equal(splat, eager), "kernel_graphs": graphs["kernels"],
-                    "kernels": torch.equal(kernels, x - 1)}
+def backend(into):
+    def record(gm, inputs):  # each graph's calls; the graph runs as traced
+        graphs[into].append([str(node.target) for node in gm.graph.nodes if node.op.startswith("call")])
+        return gm
+    return record
 
 
-import torch._dynamo  # as torch.compile does: the operator's marks go on now
-
-traced("imported_before_dynamo")
-importlib.reload(softsplat)  # the operator imported where torch._dynamo already is: marked at once
-traced("imported_after_dynamo")
+splat = torch.compile(lambda a, b, c: softsplat.splat(a, b, c, "soft"), backend=backend("splat"))(x, flow, metric)
+# without the constant mark, Dynamo traces into cupy_module and fails at its import (fullgraph: an error)
+kernels = torch.compile(lambda a: a + 1 if softsplat._COMPILER.kernels_usable() else a - 1,
+                        backend=backend("kernels"), fullgraph=True)(x)
+report.update(splat_graphs=len(graphs["splat"]),
+              index_add=sum("index_add" in call for graph in graphs["splat"] for call in graph),
+              equal=torch.equal(splat, eager), kernel_graphs=graphs["kernels"], kernels=torch.equal(kernels, x - 1))
 print(json.dumps(report))
 """
 
 
-def test_compiler_marks_wait_for_torch_dynamo_and_hold_when_compiling() -> None:
+def test_compiler_marks_wait_for_a_trace_and_hold_in_it() -> None:
     """``torch.compiler.disable`` and ``assume_constant_result`` import torch._dynamo (2 s of every process's start):
-    softsplat sets its two marks when torch._dynamo is imported, so that the command and a plain splat never load
-    it, and every trace still runs the CPU accumulation outside the graph (pytorch/pytorch#191837) and takes
-    ``_kernels_usable`` as a constant. Checked in a fresh process both ways round: the operator imported before
-    torch._dynamo, and after (the eager backend's graphs, without Inductor)."""
+    softsplat makes its two marks when a trace first looks them up (``softsplat._COMPILER``), so that the command
+    and a plain splat never load it, and a trace still runs the CPU accumulation outside the graph
+    (pytorch/pytorch#191837) and takes ``_kernels_usable`` as a constant. A fresh process, so that nothing else
+    loaded torch._dynamo first; the eager backend's graphs, without Inductor."""
     done = subprocess.run([sys.executable, "-c", MARKS_CHILD], cwd=ROOT, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
-    assert report["dynamo_after_eager_splat"] is False and report["plain_before_dynamo"] is True
-    for name in ("imported_before_dynamo", "imported_after_dynamo"):
-        marks = report[name]
-        # the accumulation breaks the graph and is in none of them; the same frames as eager
-        assert marks["splat_graphs"] >= 2 and marks["index_add"] == 0 and marks["equal"] is True, (name, marks)
-        # _kernels_usable() a constant: one graph of one call, the branch that answer takes (no CuPy here)
-        assert marks["kernel_graphs"] == [["<built-in function sub>"]] and marks["kernels"] is True, (name, marks)
+    assert report["dynamo_after_eager_splat"] is False and report["marks_before_compiling"] == []
+    # the accumulation breaks the graph and is in none of them; the same frames as eager
+    assert report["splat_graphs"] >= 2 and report["index_add"] == 0 and report["equal"] is True, report
+    # _kernels_usable() a constant: one graph of one call, the branch its answer takes (no CuPy here)
+    assert report["kernel_graphs"] == [["<built-in function sub>"]] and report["kernels"] is True, report
 
 
 @pytest.mark.slow
