@@ -7,7 +7,7 @@
 # There, the first call: `mkdir -p ~/ffparts && cp .data/ffparts/0/* ~/ffparts/`; the second carries .data/ffparts/1.
 
 # the packed ffmpeg's checksum (n9.0.2, as imageio-ffmpeg 0.8.1 bundles it; xz -T2 -9)
-FFMPEG_XZ_SHA256=38649458ed64e4adec83b7ba51a701c8b5295c754c7a0cf17aa7020818dd5ff4
+FFMPEG_XZ_SHA256=077ecc1218e041f9d46464d03d1d472332bfb49e5c9b81d4519b0f5e0faaf250
 
 use_packed_ffmpeg() {  # puts the packed ffmpeg first on PATH unless one is there; says why when it cannot
     command -v ffmpeg >/dev/null && return 0

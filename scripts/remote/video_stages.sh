@@ -9,8 +9,8 @@
 # .data/footage/ that exists: the footage clip of a highway seen from above, 960x540 at 25/s (halved from 1080p), 168
 # frames, which the bench loops to FRAMES and scales to 1080p with lanczos, as the 1080p clip of the earlier pipeline
 # tables in docs/performance.md was made (no 1080p natural footage is staged). FRAMES: input frames per clip (default
-# 300: the whole call in about 6 minutes; 480 is the issue's clip length). OUTPUT gets stages.json, stages.log,
-# issue.log and probe.log.
+# 300: the whole call in about 6 minutes; 480 is the issue's clip length). OUTPUT gets stages.json, stages.log
+# and issue.log.
 #
 # ffmpeg travels in two halves (ffmpeg.sh says how they are made): call 1 carries .data/ffparts/0 and runs
 # `mkdir -p ~/ffparts && cp .data/ffparts/0/* ~/ffparts/`; call 2, within the 30 s the machine stays warm, carries
@@ -49,63 +49,4 @@ for precision in "" --bf16; do
     python3 -m bench.bench_video --video "$clip" --weights softsplat_vfi/weights/fast.safetensors --preset veryfast $precision \
         2>&1 | tee -a "$out/issue.log" || echo "error: the issue's rows failed (exit $?)"
 done
-# a probe of the first hypothesis: GraphedPairs.synthesize copies the quadratic paths' two gaps from a new CPU tensor,
-# and a copy from pageable memory waits for the stream (cudaMemcpyAsync + cudaStreamSynchronize), so the host cannot
-# queue the next pair while the GPU runs this one. Here the gaps are filled on the device instead (no wait), A/B
-# alternating, in the route (frames from memory) and in the pipeline (fast network, veryfast), on the synthetic clip.
-python3 - 240 <<'PROBE' 2>&1 | tee "$out/probe.log" || echo "error: the probe failed (exit $?)"
-import sys
-import tempfile
-from pathlib import Path
-
-from bench import bench_video as bv
-from media.video import read_frames
-from pipeline.video import VideoOptions, interpolate_video
-
-
-class FilledGaps:
-    """GraphedPairs.gaps as synthesize writes it: each value filled in on the device, without a wait."""
-
-    def __init__(self, gaps):
-        self.gaps = gaps
-
-    def copy_(self, values):
-        for k, value in enumerate(values.tolist()):
-            self.gaps[k].fill_(value)
-
-
-count = int(sys.argv[1])
-with tempfile.TemporaryDirectory() as tmp:
-    clip = bv.make_clip("synthetic", Path(tmp), (1080, 1920), count)
-    frames = list(read_frames(clip.info))
-    stamps, rate = clip.info.pts, clip.info.rate
-    for weights in (bv.FAST_WEIGHTS, bv.DEFAULT_WEIGHTS):
-        engine = bv.table_engine(weights, "cuda")
-        bv.route(engine, frames[:3], stamps[:3], rate, 2)
-        graphs = engine.cuda_graphs_for(clip.info.height, clip.info.width, True)
-        if graphs is None:
-            print(f"{weights.name}: no CUDA graphs here, nothing to probe", flush=True)
-            continue
-        original = graphs.gaps
-        for attempt in range(2):
-            for filled in (False, True):
-                graphs.gaps = FilledGaps(original) if filled else original
-                made = []
-                timing = bv._timed(lambda: made.append(bv.route(engine, frames, stamps, rate, 2)))
-                print(f"{weights.name} route, gaps {'filled' if filled else 'copied'}: "
-                      f"{1000 * timing.seconds / made[0][1]:.2f} ms per frame, {made[0][0] / timing.seconds:.1f} "
-                      f"output frames/s, {timing.cores:.1f} cores", flush=True)
-        if weights == bv.FAST_WEIGHTS:
-            for filled in (False, True, False, True):
-                graphs.gaps = FilledGaps(original) if filled else original
-                out = Path(tmp) / "out.mp4"
-                stats = {}
-                timing = bv._timed(lambda: stats.update(interpolate_video(
-                    clip.path, out, engine, VideoOptions(factor=2, preset="veryfast"), progress=False)))
-                out.unlink()
-                print(f"{weights.name} pipeline veryfast, gaps {'filled' if filled else 'copied'}: "
-                      f"{stats['frames_out'] / timing.seconds:.1f} output frames/s, {timing.cores:.1f} cores",
-                      flush=True)
-        graphs.gaps = original
-PROBE
 echo "in all: $(( $(date +%s) - start )) s"
