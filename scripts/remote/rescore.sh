@@ -4,7 +4,11 @@
 # so that the routes' agreement (each set's mean within 0.05 dB, each clip within 0.2) is read off one job, and the
 # peers beside them once.
 #
-#   HOLD=FOLDER MIDDLEBURY=FOLDER PEERS=FOLDER bash scripts/remote/rescore.sh OUTPUT
+#   HOLD=FOLDER MIDDLEBURY=FOLDER PEERS=FOLDER bash scripts/remote/rescore.sh OUTPUT [PART ...]
+#
+# PARTS (default all three, in turn; each fits one 10-minute call alone): ours (both networks along the three
+# routes), peers (the RIFE releases on the same sets), fresh (the confirmation set, `--set fresh`: ours as run.py
+# runs it and the peers, pairs only).
 #
 # HOLD holds the staged footage and footage2 (the held-out clips at least: `training.stage pack --held-out-only`),
 # MIDDLEBURY the Middlebury "other" set, PEERS the unpacked peers_pack.sh parts (put on PYTHONPATH). The routes run
@@ -15,7 +19,8 @@
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"  # NVLink multicast off in every process started here
-out=${1:?the output folder}
+out=${1:?the output folder, then the parts}
+shift
 hold=${HOLD:-$HOME/vfi/hold}
 middlebury=${MIDDLEBURY:-$HOME/vfi/middlebury}
 export PYTHONPATH=${PEERS:-/tmp/peers}${PYTHONPATH:+:$PYTHONPATH}
@@ -44,16 +49,39 @@ route() {  # ROUTE [FLAGS...]: every measure of ours along one engine route
         --json "$out/patterns_$route.json"
 }
 
-route graphs & a=$!
-route eager --eager & b=$!
-route compile --compile & c=$!
-wait $a $b $c
-measure pairs_peers "${holdout[@]}" --peer rife-4.26 rife-3.1 rife-4.6 --json "$out/pairs_peers.json"
-for peer in rife-4.26 rife-3.1 rife-4.6; do
-    measure "middlebury_$peer" python3 benchmark_middlebury.py --data "$middlebury" --peer "$peer" \
-        --json "$out/middlebury_$peer.json"
+peers=(rife-4.26 rife-3.1 rife-4.6)
+
+part_ours() {
+    route graphs & a=$!
+    route eager --eager & b=$!
+    route compile --compile & c=$!
+    wait $a $b $c
+}
+
+part_peers() {
+    measure pairs_peers "${holdout[@]}" --peer "${peers[@]}" --json "$out/pairs_peers.json"
+    for peer in "${peers[@]}"; do
+        measure "middlebury_$peer" python3 benchmark_middlebury.py --data "$middlebury" --peer "$peer" \
+            --json "$out/middlebury_$peer.json"
+    done
+    measure patterns_peers python3 -m bench.patterns --peer "${peers[@]}" --no-camera \
+        --json "$out/patterns_peers.json"
+}
+
+part_fresh() {  # ours and the peers side by side, each with half the cores
+    OMP_NUM_THREADS=$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 )) measure fresh_ours "${holdout[@]}" --set fresh \
+        --weights "${ours[@]}" --json "$out/fresh_ours.json" & a=$!
+    OMP_NUM_THREADS=$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 )) measure fresh_peers "${holdout[@]}" --set fresh \
+        --peer "${peers[@]}" --json "$out/fresh_peers.json" & b=$!
+    wait $a $b
+}
+
+[ $# -gt 0 ] || set -- ours peers fresh
+for part in "$@"; do
+    case $part in
+        ours | peers | fresh) "part_$part" ;;
+        *) echo "unknown part $part: give ours, peers or fresh" >&2; exit 2 ;;
+    esac
 done
-measure patterns_peers python3 -m bench.patterns --peer rife-4.26 rife-3.1 rife-4.6 --no-camera \
-    --json "$out/patterns_peers.json"
 for f in "$out"/*.txt; do echo "== $(basename "$f" .txt)"; tail -3 "$f"; done
 [ ! -f "$out/failed.txt" ]
