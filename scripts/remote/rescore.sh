@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Issue 79's re-scoring on one lent GPU machine: the quality figures of README's table through evaluation/ at the
 # user's defaults, for both shipped networks along each engine route (CUDA graphs, the default; --eager; --compile),
-# so that the routes' agreement (each set's mean within 0.05 dB, each clip within 0.2) is read off one job, and the
-# peers beside them once.
+# so that the routes' agreement (each set's mean within 0.05 dB, each clip within 0.2) is read off one job's files,
+# and the peers beside them once.
 #
 #   HOLD=FOLDER MIDDLEBURY=FOLDER PEERS=FOLDER bash scripts/remote/rescore.sh OUTPUT [PART ...]
 #
-# PARTS (default all three, in turn; each fits one 10-minute call alone): ours (both networks along the three
-# routes), peers (the RIFE releases on the same sets), fresh (the confirmation set, `--set fresh`: ours as run.py
-# runs it and the peers, pairs only).
+# PARTs (default all three, in turn): ours (both networks along the three routes), peers (the RIFE releases on the
+# same sets), fresh (the confirmation set, `--set fresh`: ours as run.py runs it and the peers, pairs only). In
+# loan 11 fresh took 62 s and ours ran past a call's 600 s, its compiled route compiling for each of the held-out
+# set's frame sizes (F73), so give ours a call of its own.
 #
 # HOLD holds the staged footage and footage2 (the held-out clips at least: `training.stage pack --held-out-only`),
 # MIDDLEBURY the Middlebury "other" set, PEERS the unpacked peers_pack.sh parts (put on PYTHONPATH). The routes run
@@ -69,19 +70,19 @@ part_peers() {
 }
 
 part_fresh() {  # ours and the peers side by side, each with half the cores
-    OMP_NUM_THREADS=$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 )) measure fresh_ours "${holdout[@]}" --set fresh \
-        --weights "${ours[@]}" --json "$out/fresh_ours.json" & a=$!
-    OMP_NUM_THREADS=$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 )) measure fresh_peers "${holdout[@]}" --set fresh \
-        --peer "${peers[@]}" --json "$out/fresh_peers.json" & b=$!
+    local OMP_NUM_THREADS=$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 ))
+    measure fresh_ours "${holdout[@]}" --set fresh --weights "${ours[@]}" --json "$out/fresh_ours.json" & a=$!
+    measure fresh_peers "${holdout[@]}" --set fresh --peer "${peers[@]}" --json "$out/fresh_peers.json" & b=$!
     wait $a $b
 }
 
 [ $# -gt 0 ] || set -- ours peers fresh
-for part in "$@"; do
+for part in "$@"; do  # every part named checked before the first runs
     case $part in
-        ours | peers | fresh) "part_$part" ;;
+        ours | peers | fresh) ;;
         *) echo "unknown part $part: give ours, peers or fresh" >&2; exit 2 ;;
     esac
 done
+for part in "$@"; do "part_$part"; done
 for f in "$out"/*.txt; do echo "== $(basename "$f" .txt)"; tail -3 "$f"; done
 [ ! -f "$out/failed.txt" ]
