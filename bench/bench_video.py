@@ -33,9 +33,11 @@ tells a stage that waits from one that fills the machine):
   ffmpeg; read_frames: the pipeline's reader (``media.video.read_frames``: the conversion and the pipe into Python);
   read_frames + thumbnails: with the scene test's thumbnails, as the pipeline's reading thread makes them.
 - rgb24 pipe: the output's raw frames into ffmpeg's null muxer, without (pipe alone) and with the conversion to
-  4:2:0 (pipe + yuv420p); x264 P: ``media.video.FrameWriter`` as the pipeline opens it (RGB through the pipe, the
-  conversion in ffmpeg, x264 at preset P, CRF 18); x264 P, yuv420p in: x264 fed 4:2:0 frames, the conversion left
-  out. The encoders take the decoded frames forwards then backwards (as many as the output has), at the output rate.
+  4:2:0 (pipe + yuv420p); yuv420p conversion: FrameWriter's own (``media.yuv.rgb_to_yuv``) on one thread; x264 P:
+  ``media.video.FrameWriter`` as the pipeline opens it (the frames converted to 4:2:0 by its threads, then through
+  the pipe; x264 at preset P, CRF 18); x264 P, rgb24 in: x264 fed RGB that ffmpeg converts, as FrameWriter fed it
+  before issue 85; x264 P, yuv420p in: x264 fed the decoded 4:2:0 frames, no conversion at all. The encoders take
+  the decoded frames forwards then backwards (as many as the output has), at the output rate.
 - mux: ``media.video.concat_and_mux`` of the x264 output with the clip's audio copied, as the pipeline's last step.
 - network N, route: the engine as run.py builds it (``engine.Interpolator``, its defaults for the device: precision,
   CUDA graphs, the flow scale the weights file states: auto for the default network, 1 for the fast one) fed the decoded
@@ -74,8 +76,9 @@ from bench.timing import cuda_time_ms, require_cuda
 from softsplat_vfi.engine import Interpolator, InterpolatorOptions
 from softsplat_vfi.engine.interpolator import resolve_device
 from softsplat_vfi.engine.options import add_flags, device_for, show_notes
-from softsplat_vfi.media.video import (FrameWriter, VideoInfo, concat_and_mux, ffmpeg_exe, output_pix_fmt, probe,
-                                       read_frames)
+from softsplat_vfi.media.video import (SCALE_MATRIX, FrameWriter, VideoInfo, concat_and_mux, ffmpeg_exe,
+                                       output_pix_fmt, probe, read_frames)
+from softsplat_vfi.media.yuv import planar_layout, rgb_to_yuv
 from softsplat_vfi.model import Network, load_weights
 from softsplat_vfi.model.network import FlowScale
 from softsplat_vfi.pipeline.prefetch import WriteBehind
@@ -283,6 +286,14 @@ def _raw_into_ffmpeg(frames: Iterator[bytes], pix_fmt: str, size: Tuple[int, int
     return count
 
 
+def _ffmpeg_conversion(info: VideoInfo, pix_fmt: str) -> List[str]:
+    """The output options by which ffmpeg converts RGB to ``pix_fmt`` with the matrix of ``info``'s tag, as
+    FrameWriter does where ``media.yuv`` does not."""
+    matrix = SCALE_MATRIX.get(info.color[0])
+    return ["-vf", f"scale=out_color_matrix={matrix}:out_range=tv,format={pix_fmt}"] if matrix else \
+        ["-pix_fmt", pix_fmt]
+
+
 def encode_stages(clip: Clip, frames: List[np.ndarray], factor: int, presets: Sequence[str],
                   folder: Path) -> Tuple[Dict[str, Measured], Path]:
     """Output frames per second of the output's side (the pipe, the conversion, x264 at each preset) and of the mux
@@ -297,12 +308,16 @@ def encode_stages(clip: Clip, frames: List[np.ndarray], factor: int, presets: Se
         lambda: _raw_into_ffmpeg(as_bytes(), "rgb24", size, rate, ["-f", "null", "-"])))
     rows["rgb24 pipe + yuv420p"] = _rate(count, _timed(
         lambda: _raw_into_ffmpeg(as_bytes(), "rgb24", size, rate, ["-pix_fmt", "yuv420p", "-f", "null", "-"])))
+    pix_fmt = output_pix_fmt("libx264", None, info.width, info.height, info.bit_depth > 8)
+    layout = planar_layout(pix_fmt, info.width, info.height, info.color[0])
+    if layout is not None:  # FrameWriter's conversion, on this thread alone
+        rows[f"{pix_fmt} conversion (one thread)"] = _rate(count, _timed(
+            lambda: [rgb_to_yuv(f, layout) for f in ping_pong(frames, count)]))
     yuv = subprocess.run([ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-i", str(clip.path),
                           "-map", f"0:{info.stream}", "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt",
                           "yuv420p", "-"], capture_output=True, check=True).stdout
     step = len(yuv) // info.frames
     yuv_frames = [np.frombuffer(yuv, np.uint8, step, k * step) for k in range(len(frames))]
-    pix_fmt = output_pix_fmt("libx264", None, info.width, info.height, info.bit_depth > 8)
     first = None
     for preset in presets:
         out = folder / f"{clip.path.stem}-{preset}.mp4"
@@ -315,6 +330,10 @@ def encode_stages(clip: Clip, frames: List[np.ndarray], factor: int, presets: Se
             writer.close()
 
         rows[f"x264 {preset}"] = _rate(count, _timed(encode))
+        # the encoder as FrameWriter fed it before issue 85: RGB through the pipe, converted to 4:2:0 in ffmpeg
+        rows[f"x264 {preset}, rgb24 in"] = _rate(count, _timed(lambda: _raw_into_ffmpeg(
+            as_bytes(), "rgb24", size, rate, [*_ffmpeg_conversion(info, pix_fmt), "-c:v", "libx264", "-crf", "18",
+                                              "-preset", preset, "-f", "mp4", str(folder / "rgb-in.mp4")])))
         rows[f"x264 {preset}, yuv420p in"] = _rate(count, _timed(lambda: _raw_into_ffmpeg(
             (f.data for f in ping_pong(yuv_frames, count)), "yuv420p", size, rate,
             ["-c:v", "libx264", "-crf", "18", "-preset", preset, "-f", "mp4", str(folder / "yuv-in.mp4")])))

@@ -21,8 +21,9 @@ FAST = ROOT / "softsplat_vfi" / "weights" / "fast.safetensors"
 
 # every stage the table has with one network and the two presets (the graphs' row is CUDA's alone)
 STAGES = ["decode", "decode + rgb24", "read_frames", "read_frames + thumbnails", "rgb24 pipe alone",
-          "rgb24 pipe + yuv420p", "x264 veryfast", "x264 veryfast, yuv420p in", "x264 medium",
-          "x264 medium, yuv420p in", "mux, audio copied", "network fast, route", "network fast, route ms per frame",
+          "rgb24 pipe + yuv420p", "yuv420p conversion (one thread)", "x264 veryfast", "x264 veryfast, rgb24 in",
+          "x264 veryfast, yuv420p in", "x264 medium", "x264 medium, rgb24 in", "x264 medium, yuv420p in",
+          "mux, audio copied", "network fast, route", "network fast, route ms per frame",
           "network fast, eager pair ms", "pipeline set-up s", "pipeline fast veryfast", "pipeline copy veryfast",
           "pipeline fast medium", "pipeline copy medium", "pipeline copy veryfast, one segment"]
 

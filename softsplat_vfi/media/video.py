@@ -1,9 +1,11 @@
 """Video files through the ffmpeg program: probing, decoding, encoding and muxing.
 
 ffmpeg comes from the ``imageio-ffmpeg`` package (its bundled binary), or from PATH.
-Every call passes an argument list, never a shell string. Frames cross the pipes as
-raw RGB: uint8 (rgb24) for 8-bit sources, uint16 (rgb48le) for deeper ones, so 10-bit
-video stays 10-bit.
+Every call passes an argument list, never a shell string. Decoded frames cross the pipe
+as raw RGB: uint8 (rgb24) for 8-bit sources, uint16 (rgb48le) for deeper ones, so 10-bit
+video stays 10-bit. Frames to encode cross it in the encoder's own planar Y'CbCr where
+``media.yuv`` makes it (4:2:0, 4:2:2 or 4:4:4, the source's matrix), else as RGB that
+ffmpeg converts.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
@@ -30,6 +33,7 @@ import numpy as np
 
 from .errors import FieldError, Said
 from .files import errno_in, ffmpeg_os_error, os_error, remove_quietly
+from .yuv import planar_layout, rgb_to_yuv, run_opencv_on_callers_threads
 
 log = logging.getLogger(__name__)
 
@@ -202,8 +206,8 @@ class VideoInfo:
 
 
 # the YUV matrices that ffmpeg's scale filter can encode with, by the colorspace tag that names them
-_SCALE_MATRIX = {"bt709": "bt709", "smpte170m": "bt601", "bt470bg": "bt601", "bt2020nc": "bt2020",
-                 "bt2020c": "bt2020", "smpte240m": "smpte240m", "fcc": "fcc"}
+SCALE_MATRIX = {"bt709": "bt709", "smpte170m": "bt601", "bt470bg": "bt601", "bt2020nc": "bt2020",
+               "bt2020c": "bt2020", "smpte240m": "smpte240m", "fcc": "fcc"}
 
 
 def _color_tags(stream: str) -> Tuple[str, str, str]:
@@ -652,8 +656,28 @@ def default_codec(out: Path) -> str:
     return "libvpx-vp9" if out.suffix.lower() == ".webm" else "libx264"
 
 
+# threads that convert the frames to encode into the encoder's Y'CbCr (media.yuv: 5-9 ms of one core of the
+# 2-core CPU machine for a 1080p frame), so that the conversion keeps up with the network beside x264's threads
+CONVERT_THREADS = 2
+# the encoder's pipe, in bytes: Linux's default of 64 KiB took a 1080p frame in about 95 writes, and a 1 MiB pipe
+# carried 40% more frames (F74); at most /proc/sys/fs/pipe-max-size (1 MiB unless raised)
+PIPE_BYTES = 1 << 20
+
+
+def widen_pipe(stream: IO[bytes]) -> None:
+    """Give the pipe behind ``stream`` PIPE_BYTES where the system lets it (Linux); else leave it as it is."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(stream.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except (ImportError, AttributeError, OSError):  # not Linux, or a smaller pipe-max-size: the default pipe
+        pass
+
+
 class FrameWriter:
-    """Encodes RGB frames piped to ffmpeg into a video file (no audio)."""
+    """Encodes RGB frames piped to ffmpeg into a video file (no audio). Where the encoder takes planar Y'CbCr
+    (``media.yuv.planar_layout``), the frames are converted here, by CONVERT_THREADS threads, and cross the pipe
+    at half the bytes of RGB at 4:2:0; else ffmpeg converts the RGB it is sent."""
 
     def __init__(self, path: Path, width: int, height: int, rate: Fraction, bit_depth: int = 8,
                  codec: str = "libx264", crf: int = 18, pix_fmt: Optional[str] = None,
@@ -662,8 +686,11 @@ class FrameWriter:
         deep = bit_depth > 8
         self.dtype = np.dtype("<u2") if deep else np.dtype(np.uint8)
         pix_fmt = output_pix_fmt(codec, pix_fmt, width, height, deep)
+        matrix, primaries, transfer = color if pix_fmt.startswith(("yuv", "nv", "p0", "p2")) else NO_COLOR_TAGS
+        self._layout = planar_layout(pix_fmt, width, height, matrix)
+        sent = pix_fmt if self._layout is not None else "rgb48le" if deep else "rgb24"
         args = [ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-y",
-                "-f", "rawvideo", "-pix_fmt", "rgb48le" if deep else "rgb24", "-s", f"{width}x{height}",
+                "-f", "rawvideo", "-pix_fmt", sent, "-s", f"{width}x{height}",
                 "-r", f"{rate.numerator}/{rate.denominator}", "-i", "-",
                 "-c:v", codec, "-pix_fmt", pix_fmt]
         args += encoder_quality_args(codec, crf, preset) or []
@@ -671,23 +698,30 @@ class FrameWriter:
         if sample_aspect != 1:  # anamorphic input: keep its pixel aspect, or players would show it squeezed
             ratio = f"{sample_aspect.numerator}/{sample_aspect.denominator}"
             filters.append(f"setsar=r={ratio}:max=65535")  # exact (the filter's default max of 100 rounds it)
-        matrix, primaries, transfer = color if pix_fmt.startswith(("yuv", "nv", "p0", "p2")) else NO_COLOR_TAGS
-        if matrix in _SCALE_MATRIX:  # RGB back to YUV with the source's matrix (ffmpeg's default is bt601)
-            filters.append(f"scale=out_color_matrix={_SCALE_MATRIX[matrix]}:out_range=tv,format={pix_fmt}")
+        if self._layout is None and matrix in SCALE_MATRIX:
+            # RGB back to YUV with the source's matrix (ffmpeg's default is bt601)
+            filters.append(f"scale=out_color_matrix={SCALE_MATRIX[matrix]}:out_range=tv,format={pix_fmt}")
         # tagged like the source, so players decode it as they decoded the source (on the frames: the encoder takes
         # the tags from them)
         tags = [f"{name}={tag}" for name, tag in (("colorspace", matrix), ("color_primaries", primaries),
                                                   ("color_trc", transfer)) if tag != "unknown"]
-        if tags:
+        if tags or self._layout is not None:  # (frames sent as Y'CbCr are limited range: said so, as swscale does)
             filters.append("setparams=" + ":".join(tags + ["range=tv"]))
         if filters:
             args += ["-vf", ",".join(filters)]
         args.append(str(path))
         self.path = path
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
-        # a thread feeds the pipe, so the caller goes on while ffmpeg takes a frame (bounded: 4 queued)
+        widen_pipe(self.proc.stdin)
+        if self._layout is not None:
+            run_opencv_on_callers_threads()
+        self._converters = ThreadPoolExecutor(CONVERT_THREADS, thread_name_prefix="frame-writer-convert") \
+            if self._layout is not None else None
+        # a thread feeds the pipe, so the caller goes on while ffmpeg takes a frame (bounded: 4 queued), each frame
+        # as the buffers of a Future (made by the converting threads, or at once)
         self._queue: queue.Queue = queue.Queue(maxsize=4)
         self._broken = False
+        self._failed: Optional[BaseException] = None  # a conversion that raised
         self._feeder = threading.Thread(target=self._feed, name="frame-writer", daemon=True)
         self._feeder.start()
         # another reads ffmpeg's errors as they come: a failed write to the file (disk full, say) stops the job at
@@ -711,28 +745,44 @@ class FrameWriter:
 
     def _feed(self) -> None:
         while True:
-            data = self._queue.get()
-            if data is None:
+            item = self._queue.get()
+            if item is None:
                 return
             if self._broken:
                 continue  # keep draining so that write() never blocks on a dead encoder
             try:
-                self.proc.stdin.write(data)
+                buffers = item.result()
+            except Exception as exc:  # a bug in the conversion: raised on the caller's thread at its next call
+                self._failed, self._broken = exc, True
+                continue
+            try:
+                for data in buffers:
+                    self.proc.stdin.write(data)
             except (BrokenPipeError, ValueError, OSError):
                 self._broken = True
 
     def write(self, frame: np.ndarray, copy: bool = True) -> None:
-        """Queue ``frame`` (H x W x 3) for the encoder. It is written later, by the feeder thread: ``copy`` False
-        skips the copy that lets the caller change the frame after (a caller whose frames are never changed: the
-        bytes are the same, without a copy of each frame on the caller's thread)."""
+        """Queue ``frame`` (H x W x 3) for the encoder. It is converted and written later, by other threads: ``copy``
+        False skips the copy that lets the caller change the frame after (a caller whose frames are never changed:
+        the bytes are the same, without a copy of each frame on the caller's thread)."""
         if self._broken or self._errors.os_error:
             raise self._stopped()
         if time.monotonic() >= self._next_space_check:
             self._check_space()
         data = np.ascontiguousarray(frame, dtype=self.dtype)
-        self._queue.put(data.tobytes() if copy else data.reshape(-1).view(np.uint8))
+        if copy and data is frame:
+            data = data.copy()
+        if self._converters is not None:
+            item = self._converters.submit(rgb_to_yuv, data, self._layout)
+        else:
+            item = Future()
+            item.set_result((data.reshape(-1).view(np.uint8),))
+        self._queue.put(item)
 
-    def _stopped(self) -> VideoError:
+    def _stopped(self) -> BaseException:
+        if self._failed is not None:
+            self.abort()
+            return self._failed
         return self._failure("ffmpeg stopped while writing")
 
     def _failure(self, what: str) -> VideoError:
@@ -749,6 +799,7 @@ class FrameWriter:
     def close(self) -> None:
         self._queue.put(None)
         self._feeder.join()
+        self._shut_converters()
         if self._broken or self._errors.os_error:
             raise self._stopped()
         self.proc.stdin.close()
@@ -762,9 +813,14 @@ class FrameWriter:
         self.proc.kill()
         self._queue.put(None)
         self._feeder.join()
+        self._shut_converters()
         self.proc.wait()
         self._errors.join()
         remove_quietly(self.path)
+
+    def _shut_converters(self) -> None:
+        if self._converters is not None:
+            self._converters.shutdown(wait=True, cancel_futures=True)
 
 
 _KEPT = "rerun the same command to resume: the encoded segments are kept"

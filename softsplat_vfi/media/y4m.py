@@ -18,6 +18,8 @@ from typing import Iterable, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .yuv import MATRICES, YuvLayout, rgb_to_yuv, sample_ranges
+
 
 class Y4MError(ValueError):
     pass
@@ -83,8 +85,8 @@ def _to_rgb(planes: Sequence[np.ndarray], width: int, height: int, depth: int) -
     if u.shape != y.shape:
         u = cv2.resize(u, (width, height), interpolation=cv2.INTER_LINEAR)
         v = cv2.resize(v, (width, height), interpolation=cv2.INTER_LINEAR)
-    kr, kb = _MATRICES["bt601"]
-    matrix = _rgb_matrix(kr, kb, _limited_ranges(depth), float(1 << (depth - 1)), 1.0)
+    kr, kb = MATRICES["bt601"]
+    matrix = _rgb_matrix(kr, kb, sample_ranges(depth, False), float(1 << (depth - 1)), 1.0)
     rgb = cv2.transform(cv2.merge([y, u, v]), matrix)
     return np.clip(rgb, 0.0, 1.0, out=rgb)
 
@@ -111,10 +113,6 @@ def write_y4m(path: Path, frames: Iterable[np.ndarray], fps: int = 60) -> None:
 
 # --- streams (run.py --video - --out -): headers kept, original frames passed through, RGB for interpolation ---
 
-# Kr, Kb of the YUV matrices; y4m names none, so the stream's size picks one as players do (HD: BT.709, SD: BT.601).
-# Reading and writing use the same matrix, so what it changes is only which RGB the network sees.
-_MATRICES = {"bt601": (0.299, 0.114), "bt709": (0.2126, 0.0722)}
-
 
 @dataclass(frozen=True)
 class Y4MHeader:
@@ -131,11 +129,13 @@ class Y4MHeader:
     tags: Tuple[str, ...]
 
     @property
+    def layout(self) -> YuvLayout:
+        return YuvLayout(self.width, self.height, self.sub, self.depth, self.full_range, self.matrix)
+
+    @property
     def chroma_size(self) -> Tuple[int, int]:
         """(width, height) of each chroma plane (odd sizes round up, as ffmpeg's do)."""
-        width = -(-self.width // 2) if self.sub in ("420", "422") else self.width
-        height = -(-self.height // 2) if self.sub == "420" else self.height
-        return width, height
+        return self.layout.chroma_size
 
     @property
     def frame_bytes(self) -> int:
@@ -144,6 +144,8 @@ class Y4MHeader:
 
     @property
     def matrix(self) -> str:
+        """y4m names no matrix, so the stream's size picks one as players do (HD: BT.709, SD: BT.601). Reading and
+        writing use the same matrix, so what it changes is only which RGB the network sees."""
         return "bt709" if self.width >= 1280 or self.height >= 720 else "bt601"
 
     def line(self, rate: Optional[Fraction] = None) -> bytes:
@@ -211,14 +213,7 @@ def frame_planes(data: bytes, header: Y4MHeader) -> Tuple[np.ndarray, np.ndarray
 
 def _ranges(header: Y4MHeader) -> Tuple[float, float, float]:
     """(black, luma span, chroma span) in the stream's sample values."""
-    top = float((1 << header.depth) - 1)
-    return (0.0, top, top) if header.full_range else _limited_ranges(header.depth)
-
-
-def _limited_ranges(depth: int) -> Tuple[float, float, float]:
-    """(black, luma span, chroma span) of limited-range samples of ``depth`` bits: 16, 219 and 224 at 8 bits."""
-    scale = float(1 << (depth - 8))
-    return 16.0 * scale, 219.0 * scale, 224.0 * scale
+    return sample_ranges(header.depth, header.full_range)
 
 
 def _rgb_matrix(kr: float, kb: float, ranges: Tuple[float, float, float], mid: float, top: float) -> np.ndarray:
@@ -241,22 +236,7 @@ def _rgb_from_yuv(header: Y4MHeader) -> np.ndarray:
     """``_rgb_matrix`` for a stream's samples scaled to 16 bits, to RGB in 0..65535."""
     scale = float(1 << (16 - header.depth))
     ranges = tuple(scale * r for r in _ranges(header))
-    return _rgb_matrix(*_MATRICES[header.matrix], ranges, scale * (1 << (header.depth - 1)), 65535.0)
-
-
-@functools.lru_cache(maxsize=16)
-def _yuv_from_rgb(header: Y4MHeader) -> np.ndarray:
-    """The 3 x 4 matrix taking (R, G, B, 1) in 0..65535 to (Y, Cb, Cr) in the stream's sample values, unrounded."""
-    kr, kb = _MATRICES[header.matrix]
-    black, span, cspan = _ranges(header)
-    mid = float(1 << (header.depth - 1))
-    luma = np.array([kr, 1.0 - kr - kb, kb])
-    u = (np.array([0.0, 0.0, 1.0]) - luma) / (2.0 * (1.0 - kb))
-    v = (np.array([1.0, 0.0, 0.0]) - luma) / (2.0 * (1.0 - kr))
-    matrix = np.empty((3, 4))
-    matrix[:, :3] = np.stack([span * luma, cspan * u, cspan * v]) / 65535.0
-    matrix[:, 3] = (black, mid, mid)
-    return matrix.astype(np.float32)
+    return _rgb_matrix(*MATRICES[header.matrix], ranges, scale * (1 << (header.depth - 1)), 65535.0)
 
 
 def yuv_to_rgb16(data: bytes, header: Y4MHeader) -> np.ndarray:
@@ -274,18 +254,6 @@ def yuv_to_rgb16(data: bytes, header: Y4MHeader) -> np.ndarray:
 
 
 def rgb16_to_yuv(frame: np.ndarray, header: Y4MHeader) -> bytes:
-    """An H x W x 3 uint16 RGB frame as one frame's bytes of ``header``'s layout (chroma averaged down). OpenCV
-    does the arithmetic on the 16-bit frame: ``cv2.transform`` rounds and saturates each plane in one pass, and
-    chroma is taken from the RGB averaged down (the same, as both steps are linear)."""
-    import cv2
-
-    rgb = frame[:, :, :3]
-    matrix = _yuv_from_rgb(header)
-    cw, ch = header.chroma_size
-    small = rgb if (cw, ch) == (header.width, header.height) else cv2.resize(rgb, (cw, ch),
-                                                                               interpolation=cv2.INTER_AREA)
-    luma = cv2.transform(rgb, matrix[:1])  # at most the depth's top: white is black + span
-    # full range puts pure blue's Cb half a step above the top (255.5 at 8 bits), which rounds past it
-    chroma = np.minimum(cv2.transform(small, matrix[1:]), (1 << header.depth) - 1)
-    dtype = np.dtype("<u2") if header.depth > 8 else np.dtype(np.uint8)
-    return b"".join(p.astype(dtype).tobytes() for p in (luma, chroma[:, :, 0], chroma[:, :, 1]))
+    """An H x W x 3 uint16 RGB frame as one frame's bytes of ``header``'s layout (``media.yuv.rgb_to_yuv``: chroma
+    averaged down)."""
+    return b"".join(plane.tobytes() for plane in rgb_to_yuv(frame, header.layout))
