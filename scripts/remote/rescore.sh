@@ -6,10 +6,11 @@
 #
 #   HOLD=FOLDER MIDDLEBURY=FOLDER PEERS=FOLDER bash scripts/remote/rescore.sh OUTPUT [PART ...]
 #
-# PARTs (default all three, in turn): ours (both networks along the three routes), peers (the RIFE releases on the
-# same sets), fresh (the confirmation set, `--set fresh`: ours as run.py runs it and the peers, pairs only). In
-# loan 11 fresh took 62 s and ours ran past a call's 600 s, its compiled route compiling for each of the held-out
-# set's frame sizes (F73), so give ours a call of its own.
+# PARTs (default ours, peers, fresh, in turn): ours (both networks along the three routes), peers (the RIFE
+# releases on the same sets), fresh (the confirmation set, `--set fresh`: ours as run.py runs it and the peers, pairs
+# only), compiled (the --compile route on pairs, Middlebury and patterns, each measure in a process of its own, side
+# by side, for the call that re-checks it; not the video path). In loan 11 fresh took 62 s and ours ran past a call's 600 s, its compiled route compiling
+# for each of the held-out set's frame sizes (F73), so give ours, or compiled, a call of its own.
 #
 # HOLD holds the staged footage and footage2 (the held-out clips at least: `training.stage pack --held-out-only`),
 # MIDDLEBURY the Middlebury "other" set, PEERS the unpacked peers_pack.sh parts (put on PYTHONPATH). The routes run
@@ -69,6 +70,19 @@ part_peers() {
         --json "$out/patterns_peers.json"
 }
 
+part_compiled() {  # the compiled route's measures side by side, two threads each (compiling is mostly CPU)
+    local OMP_NUM_THREADS=2 pids=() model
+    for model in network fast; do
+        measure "pairs_compile_$model" "${holdout[@]}" --weights "softsplat_vfi/weights/$model.safetensors" \
+            --compile --json "$out/pairs_compile_$model.json" & pids+=($!)
+        measure "middlebury_compile_$model" python3 benchmark_middlebury.py --data "$middlebury" --model "$model" \
+            --compile --json "$out/middlebury_compile_$model.json" & pids+=($!)
+    done
+    measure patterns_compile python3 -m bench.patterns --weights "${ours[@]}" --no-camera --compile \
+        --json "$out/patterns_compile.json" & pids+=($!)
+    wait "${pids[@]}"
+}
+
 part_fresh() {  # ours and the peers side by side, each with half the cores
     local OMP_NUM_THREADS=$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 ))
     measure fresh_ours "${holdout[@]}" --set fresh --weights "${ours[@]}" --json "$out/fresh_ours.json" & a=$!
@@ -79,8 +93,8 @@ part_fresh() {  # ours and the peers side by side, each with half the cores
 [ $# -gt 0 ] || set -- ours peers fresh
 for part in "$@"; do  # every part named checked before the first runs
     case $part in
-        ours | peers | fresh) ;;
-        *) echo "unknown part $part: give ours, peers or fresh" >&2; exit 2 ;;
+        ours | peers | fresh | compiled) ;;
+        *) echo "unknown part $part: give ours, peers, fresh or compiled" >&2; exit 2 ;;
     esac
 done
 for part in "$@"; do "part_$part"; done
