@@ -565,7 +565,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     device = require_cuda()
     if device is None:
         return 2
-    torch.backends.cudnn.benchmark = True
     net = load_weights(args.weights, device) if args.weights.is_file() else Network().to(device).eval()
     rows = []
     if args.video is not None:
