@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from softsplat_vfi.engine.options import cli_message, device_for, show_notes
+from softsplat_vfi.media.declare import DefaultsFormatter
 from evaluation.methods import add_engine_flags, engine_options, ours, peer
 from evaluation.middlebury import MIDDLEBURY, evaluate, find_sequences
 from evaluation.peers import PEERS
@@ -24,7 +25,7 @@ from evaluation.peers import PEERS
 
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description="Middlebury benchmark (PSNR/SSIM on uint8 output).",
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                formatter_class=DefaultsFormatter)
     p.add_argument("--data", type=Path, default=Path("middlebury"), help="folder of <Sequence>/frame10.png, ...")
     add_engine_flags(p)
     p.add_argument("--peer", default=None, choices=list(PEERS),

@@ -21,13 +21,14 @@ from typing import List, Optional
 import numpy as np
 
 from softsplat_vfi.engine.options import cli_message, show_notes
+from softsplat_vfi.media.declare import DefaultsFormatter
 from evaluation.methods import add_engine_flags, engine_options, ours
 from evaluation.xiph import VARIANTS, XIPH, evaluate_clip, find_clips
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description="Xiph benchmark (resized and cropped 2K).",
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                formatter_class=DefaultsFormatter)
     p.add_argument("--data", type=Path, default=Path("xiph"), help="folder of <clip>.y4m or <clip>/ frame folders")
     p.add_argument("--clips", nargs="+", default=None, help="clip names (default: all found in --data)")
     p.add_argument("--frames", type=int, default=100, help="frames read from each clip")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from softsplat_vfi.engine.options import cli_message, show_notes
+from softsplat_vfi.media.declare import DefaultsFormatter
 from evaluation.methods import HOLD_STILL, add_engine_flags, hold_still_label, methods_of
 from evaluation.patterns import CAMERAS, PATTERNS, guard_effect, scenes, score, summarise
 from evaluation.peers import PEERS
@@ -33,7 +34,7 @@ def _line(label: str, s: Dict[str, float], count: int) -> str:
 
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description="Scores on the repeated-pattern set (exact middle frames).",
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                formatter_class=DefaultsFormatter)
     p.add_argument("--peer", nargs="*", default=[], choices=list(PEERS),
                    help="RIFE releases to score beside them (evaluation/peers.py)")
     add_engine_flags(p, several=True)

@@ -19,6 +19,8 @@ from pathlib import Path
 from dataclasses import fields
 from typing import TYPE_CHECKING, Dict, List, NoReturn, Optional, Sequence, Union
 
+from .media.declare import DefaultsFormatter
+
 if TYPE_CHECKING:
     import numpy as np
     import torch
@@ -52,16 +54,6 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {message} (python run.py --help lists the options)\n")
 
 
-class _Defaults(argparse.ArgumentDefaultsHelpFormatter):
-    """Each option's default, where it has one that its help does not already name ("(default 2) (default: None)"
-    was printed) and it takes a value (switches said "(default: False)")."""
-
-    def _get_help_string(self, action: argparse.Action) -> Optional[str]:
-        if action.default is None or action.nargs == 0 or "default" in (action.help or ""):
-            return action.help
-        return super()._get_help_string(action)
-
-
 class _Version(argparse.Action):
     """--version: the version, the code's licence and the weights' terms, on stdout (argparse's own version action
     would fold them into one paragraph)."""
@@ -84,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .pipeline.batch import add_batch_flags
     from .pipeline.video import VideoOptions
 
-    p = _Parser(description="Video frame interpolation with softmax splatting.", formatter_class=_Defaults,
+    p = _Parser(description="Video frame interpolation with softmax splatting.", formatter_class=DefaultsFormatter,
                 epilog=f"Licence: {CODE_LICENCE} {WEIGHTS_TERMS}")
     p.add_argument("--version", action=_Version, help="print the version and the licence terms, then exit")
     p.add_argument("--one", type=Path, help="first frame (png/jpg/bmp/tif/webp; 8/16-bit; gray, RGB or RGBA)")

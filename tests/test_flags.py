@@ -103,13 +103,17 @@ def test_each_tool_takes_the_declared_flags(module, monkeypatch):
 
 
 def test_defaults_are_checked_by_the_fields_rule_and_shown():
-    parser = argparse.ArgumentParser(formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    from softsplat_vfi.media.declare import DefaultsFormatter
+
+    parser = argparse.ArgumentParser(formatter_class=DefaultsFormatter)
     add_flags(parser, only=("device", "precision", "cuda_graphs"), defaults={"device": "cpu", "precision": "fp32"})
     args = parser.parse_args([])
     assert (args.device, args.precision, args.cuda_graphs) == ("cpu", "fp32", True)
     args = parser.parse_args(["--bf16", "--eager", "--device", "cuda:1"])
     assert (args.device, args.precision, args.cuda_graphs) == ("cuda:1", "bf16", False)
     assert "(default: cpu)" in parser.format_help()
+    # a switch names no default: --eager's field is True, which "(default: True)" would say of --eager itself
+    assert "(default: True)" not in parser.format_help() and "(default: False)" not in parser.format_help()
     with pytest.raises(ValueError, match="the default precision='fp64': use one of auto, fp32"):
         add_flags(argparse.ArgumentParser(), defaults={"precision": "fp64"})
     with pytest.raises(ValueError, match="'flowscale' is no field"):

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from softsplat_vfi.engine.options import cli_message, device_for, show_notes
+from softsplat_vfi.media.declare import DefaultsFormatter
 from evaluation.holdout import HOLDOUT, triplet_scores
 from evaluation.methods import HOLD_STILL, Ours, add_engine_flags, methods_of
 from evaluation.metrics import nchw, psnr, to_float, to_integer
@@ -287,7 +288,7 @@ def _record(section: Dict, label: str, scores: torch.Tensor, details: List[float
 
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description="Margin over the classical baseline on held-out footage.",
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                formatter_class=DefaultsFormatter)
     p.add_argument("--data", type=Path, nargs="+", help="footage folders (footage, footage2)")
     add_engine_flags(p, several=True)
     p.add_argument("--motion", choices=MOTIONS, default="linear",

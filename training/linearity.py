@@ -21,6 +21,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 import torch
 import torch.nn.functional as F
 
+from softsplat_vfi.media.declare import DefaultsFormatter
 from training.data import Clip, dis_flows
 
 NEAR_LINEAR_PX = 1.0  # validation triplets whose crop's non-linearity is at most this are the near-linear subset
@@ -121,7 +122,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     p = argparse.ArgumentParser(description="Measure the footage triplets' non-linearity once, for "
                                             "train.py --max-nonlinearity (which otherwise measures it itself).",
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                                formatter_class=DefaultsFormatter)
     p.add_argument("--data", type=Path, required=True, help="footage folder with clips.jsonl")
     p.add_argument("--out", type=Path, required=True, help="the table file to write (or complete)")
     p.add_argument("--workers", type=int, default=8, help="DIS threads")

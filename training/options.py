@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 from softsplat_vfi.engine.options import flow_scale_value
+from softsplat_vfi.media.declare import DefaultsFormatter
 from softsplat_vfi.model.network import FlowScale
 from training.config import RECIPES, ConfigError, TrainConfig, check_fields, flag
 
@@ -109,7 +110,7 @@ def _recipe_flag(f: dataclasses.Field) -> Dict[str, Any]:
 
 
 def build_parser(description: str = "") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser = argparse.ArgumentParser(description=description, formatter_class=DefaultsFormatter)
     run = parser.add_argument_group("the run")
     for f in dataclasses.fields(RunOptions):
         run.add_argument(flag(f.name), default=f.default, help=f.metadata["help"], **f.metadata["argparse"])

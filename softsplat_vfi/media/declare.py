@@ -15,6 +15,17 @@ from dataclasses import Field, field, fields
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 
+class DefaultsFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Help that names each option's default where it has one that its help does not already name ("(default 2)
+    (default: None)" was printed) and it takes a value (switches said "(default: False)", and ``--eager`` "(default:
+    True)", its field's value): the formatter of every command line here."""
+
+    def _get_help_string(self, action: argparse.Action) -> Optional[str]:
+        if action.default is None or action.nargs == 0 or "default" in (action.help or ""):
+            return action.help
+        return super()._get_help_string(action)
+
+
 def option(default: Any, help: str, check: Optional[Callable[[Any], bool]] = None, rule: str = "",
            frames: bool = True, flags: Sequence[Tuple[Tuple[str, ...], Dict[str, Any]]] = (),
            exclusive: bool = False) -> Any:
