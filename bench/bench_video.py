@@ -78,7 +78,7 @@ from softsplat_vfi.engine.interpolator import resolve_device
 from softsplat_vfi.engine.options import add_flags, device_for, show_notes
 from softsplat_vfi.media.video import (SCALE_MATRIX, FrameWriter, VideoInfo, concat_and_mux, ffmpeg_exe,
                                        output_pix_fmt, probe, read_frames)
-from softsplat_vfi.media.yuv import planar_layout, rgb_to_yuv
+from softsplat_vfi.media.yuv import planar_layout, rgb_to_yuv, run_opencv_on_callers_threads
 from softsplat_vfi.model import Network, load_weights
 from softsplat_vfi.model.network import FlowScale
 from softsplat_vfi.pipeline.prefetch import WriteBehind
@@ -460,6 +460,7 @@ def stage_table(args: argparse.Namespace, weights: Sequence[Path], presets: Sequ
     per clip. Returns the notes and the rows (clip, stage, value, ...)."""
     size = parse_size(args.size)
     rows: List[dict] = []
+    run_opencv_on_callers_threads()  # every stage as the pipeline runs its jobs
     device = resolve_device(args.device)
     engines = {_network_name(w): table_engine(w, str(device), args.precision) for w in weights}
     notes = [f"machine: {os.cpu_count()} CPU cores, {device}"

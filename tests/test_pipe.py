@@ -347,3 +347,17 @@ def test_frames_are_converted_and_written_behind_the_interpolator(blend_interpol
     monkeypatch.setattr(softsplat_vfi.pipeline.pipe, "WriteBehind", InlineWriter)
     _, serial = _run_pipe(stream, blend_interpolator, factor=2)
     assert sink.getvalue() == serial and sink.frames == len(_split(serial)[1]) == 12
+
+
+def test_a_pipe_runs_opencv_on_its_callers_threads(blend_interpolator):
+    """OpenCV's own thread pool is set to one thread when a pipe starts: the pipe's threads convert side by side,
+    and the pool beside them cost a core for nothing (F75)."""
+    import cv2
+
+    cv2.setNumThreads(3)
+    try:
+        frames = [_planes(16 + 20 * i, (8, 12), (4, 6), "u1", 128, 128) for i in range(3)]
+        _run_pipe(_stream(frames), blend_interpolator)
+        assert cv2.getNumThreads() == 1
+    finally:
+        cv2.setNumThreads(1)  # (conftest's setting for every test)

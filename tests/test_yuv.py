@@ -300,3 +300,19 @@ def test_a_copied_frame_may_be_changed_right_after_write(tmp_path, monkeypatch):
         np.testing.assert_array_equal(got, want, err_msg=name)
     for name, got, want in zip("Y Cb Cr".split(), second, real(np.zeros_like(original), layout)):
         np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+def test_a_video_job_runs_opencv_on_its_callers_threads(tmp_path, blend_interpolator):
+    """OpenCV's own thread pool is set to one thread when a video job starts (pipeline.video.encode_segments): the
+    job's threads read, test for cuts and convert side by side, and the pool beside x264 cost a core (F75)."""
+    from softsplat_vfi.pipeline.video import VideoOptions, interpolate_video
+
+    clip = tmp_path / "in.mp4"
+    subprocess.run([video.ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i",
+                    "testsrc2=size=64x48:rate=12", "-frames:v", "4", "-pix_fmt", "yuv420p", str(clip)], check=True)
+    cv2.setNumThreads(3)
+    try:
+        interpolate_video(clip, tmp_path / "out.mp4", blend_interpolator, VideoOptions(factor=2), progress=False)
+        assert cv2.getNumThreads() == 1 and (tmp_path / "out.mp4").is_file()
+    finally:
+        cv2.setNumThreads(1)  # (conftest's setting for every test)

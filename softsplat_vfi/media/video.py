@@ -33,7 +33,7 @@ import numpy as np
 
 from .errors import FieldError, Said
 from .files import errno_in, ffmpeg_os_error, os_error, remove_quietly
-from .yuv import planar_layout, rgb_to_yuv, run_opencv_on_callers_threads
+from .yuv import planar_layout, rgb_to_yuv
 
 log = logging.getLogger(__name__)
 
@@ -713,8 +713,6 @@ class FrameWriter:
         self.path = path
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
         widen_pipe(self.proc.stdin)
-        if self._layout is not None:
-            run_opencv_on_callers_threads()
         self._converters = ThreadPoolExecutor(CONVERT_THREADS, thread_name_prefix="frame-writer-convert") \
             if self._layout is not None else None
         # a thread feeds the pipe, so the caller goes on while ffmpeg takes a frame (bounded: 4 queued), each frame

@@ -27,6 +27,7 @@ import numpy as np
 from ..media.progress import Progress
 from ..media.video import VideoError
 from ..media.y4m import Y4MError, Y4MHeader, parse_header, rgb16_to_yuv, yuv_to_rgb16
+from ..media.yuv import run_opencv_on_callers_threads
 
 from .prefetch import WriteBehind
 from .schedule import make_plan
@@ -126,6 +127,7 @@ def interpolate_pipe(source: BinaryIO, sink: BinaryIO, interpolate: Interpolator
     last whole frame and raises Y4MError afterwards."""
     if header is None:
         header = open_stream(source, options, name)
+    run_opencv_on_callers_threads()  # (reading and writing run in threads of their own)
     plan = make_plan(_OPEN_ENDED / header.rate, header.rate, options.factor, options.fps, options.slowmo)
     reader = _Reader(source, header)
     stamps = (Fraction(i) / header.rate for i in itertools.count())

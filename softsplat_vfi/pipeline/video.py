@@ -48,6 +48,7 @@ from ..media.files import (OutputError, atomic_write, check_folder, check_not_in
                            made_here, mark_made, os_error, same_file)
 from ..media.images import as_dtype, mix_alpha_linearly
 from ..media.progress import Progress
+from ..media.yuv import run_opencv_on_callers_threads
 from ..media.video import (PRESETS, FrameWriter, VideoError, VideoInfo, at_field_rate, audio_args,
                            check_audio_fits, check_codec_fits, concat_and_mux, default_codec, output_pix_fmt,
                            parse_rate, probe, read_frames, reorder_delay, rescale_timecode, segment_suffix)
@@ -865,6 +866,7 @@ def encode_segments(job: VideoJob, interpolate: Interpolator, mine: range, progr
     ``report``: called with the count of ``mine``'s frames done (finished before or written now) after each
     frame."""
     info, plan, work, suffix, pix_fmt, options = job.info, job.plan, job.work, job.suffix, job.pix_fmt, job.options
+    run_opencv_on_callers_threads()  # (the reading, scene test and conversions run in threads of their own)
     # (the joined file copies the source's other streams: room for them is asked for with the segments')
     other = info.path.stat().st_size if joins and (job.keep_audio or info.has_subtitles) else 0
     finished = finished_segments(job)
