@@ -16,8 +16,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from softsplat_vfi.engine.options import cli_message, device_for, show_notes
-from softsplat_vfi.media.declare import DefaultsFormatter
+from softsplat_vfi.engine.options import DefaultsFormatter, cli_message, device_for, show_notes
 from evaluation.methods import add_engine_flags, engine_options, ours, peer
 from evaluation.middlebury import MIDDLEBURY, evaluate, find_sequences
 from evaluation.peers import PEERS

@@ -20,8 +20,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from softsplat_vfi.engine.options import cli_message, show_notes
-from softsplat_vfi.media.declare import DefaultsFormatter
+from softsplat_vfi.engine.options import DefaultsFormatter, cli_message, show_notes
 from evaluation.methods import add_engine_flags, engine_options, ours
 from evaluation.xiph import VARIANTS, XIPH, evaluate_clip, find_clips
 

@@ -18,8 +18,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from softsplat_vfi.engine.options import cli_message, show_notes
-from softsplat_vfi.media.declare import DefaultsFormatter
+from softsplat_vfi.engine.options import DefaultsFormatter, cli_message, show_notes
 from evaluation.methods import HOLD_STILL, add_engine_flags, hold_still_label, methods_of
 from evaluation.patterns import CAMERAS, PATTERNS, guard_effect, scenes, score, summarise
 from evaluation.peers import PEERS

@@ -34,8 +34,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from softsplat_vfi.engine.options import cli_message, device_for, show_notes
-from softsplat_vfi.media.declare import DefaultsFormatter
+from softsplat_vfi.engine.options import DefaultsFormatter, cli_message, device_for, show_notes
 from evaluation.holdout import HOLDOUT, triplet_scores
 from evaluation.methods import HOLD_STILL, Ours, add_engine_flags, methods_of
 from evaluation.metrics import nchw, psnr, to_float, to_integer

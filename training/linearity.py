@@ -21,7 +21,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 import torch
 import torch.nn.functional as F
 
-from softsplat_vfi.media.declare import DefaultsFormatter
+from softsplat_vfi.engine.options import DefaultsFormatter
 from training.data import Clip, dis_flows
 
 NEAR_LINEAR_PX = 1.0  # validation triplets whose crop's non-linearity is at most this are the near-linear subset

@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
-from softsplat_vfi.engine.options import flow_scale_value
-from softsplat_vfi.media.declare import DefaultsFormatter
+from softsplat_vfi.engine.options import DefaultsFormatter, flow_scale_value
 from softsplat_vfi.model.network import FlowScale
 from training.config import RECIPES, ConfigError, TrainConfig, check_fields, flag
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from ..media.declare import add_flags as declare_flags
-from ..media.declare import declared_flags, frames_fields, option
+from ..media.declare import DefaultsFormatter, declared_flags, frames_fields, option  # noqa: F401 (the tools' help)
 from ..media.errors import FieldError, Said
 
 ROOT = Path(__file__).resolve().parent.parent
