@@ -134,7 +134,7 @@ def test_alpha_moves_with_the_flow_or_is_mixed_linearly(cpu_network, dtype):
 
 
 def test_auto_tiles_are_decided_once_per_size(cpu_network, monkeypatch, caplog):
-    caplog.set_level(logging.INFO, logger="engine")  # (the engine's notes: logging records)
+    caplog.set_level(logging.INFO, logger="softsplat_vfi")  # (the engine's notes: logging records)
     import softsplat_vfi.model.inference as inference
 
     monkeypatch.setattr(inference, "fit_tile",
@@ -228,7 +228,7 @@ def test_quadratic_motion_counts_the_flow_states_it_keeps(cpu_network, monkeypat
     """``--tile auto``: whole frames along quadratic paths also hold 3 pairs' flow states (per ensemble pass); where
     one pair fits in free memory but not beside them, the pair moves at constant velocity on whole frames (said once)
     rather than running out of memory mid-video."""
-    caplog.set_level(logging.INFO, logger="engine")  # (the engine's notes: logging records)
+    caplog.set_level(logging.INFO, logger="softsplat_vfi")  # (the engine's notes: logging records)
     import softsplat_vfi.model.inference as inference
 
     frames = _moving_frames(4, seed=2)
@@ -274,7 +274,7 @@ def test_quadratic_stream_estimates_each_pair_once(cpu_network, monkeypatch):
 
 def test_quadratic_motion_falls_back_to_linear_where_it_cannot_run(cpu_network, caplog):
     """Frames with alpha and tiles move at constant velocity, said once (a note: logging, INFO)."""
-    caplog.set_level(logging.INFO, logger="engine")  # (the engine's notes: logging records)
+    caplog.set_level(logging.INFO, logger="softsplat_vfi")  # (the engine's notes: logging records)
     frames = _moving_frames(4)
     with_alpha = [np.dstack([f, np.full(f.shape[:2], 255, np.uint8)]) for f in frames]
     interpolator = Interpolator(InterpolatorOptions(tile=0), network=cpu_network)
@@ -468,7 +468,7 @@ def test_published_ensemble_moves_at_constant_velocity_in_a_stream(caplog):
     """An ensemble of the published network has no quadratic paths: a stream's pairs move at constant velocity (said
     once), as the published network alone does. (Before the interface, the engine sent any ensemble down the
     quadratic path, where the published network has no flow states: AttributeError.)"""
-    caplog.set_level(logging.INFO, logger="engine")  # (the engine's notes: logging records)
+    caplog.set_level(logging.INFO, logger="softsplat_vfi")  # (the engine's notes: logging records)
     from softsplat_vfi.model.published import PublishedNetwork
 
     with torch.random.fork_rng():  # seeded weights, without changing the random numbers of later tests
@@ -479,3 +479,30 @@ def test_published_ensemble_moves_at_constant_velocity_in_a_stream(caplog):
     out = engine.interpolate_integer_with_neighbours(frames[1], frames[2], [0.5], (frames[0], 1.0), None)
     assert len(out) == 1 and out[0].shape == (32, 48, 3) and out[0].dtype == np.uint8
     assert caplog.text.count("(the published network) frames move at constant velocity") == 1
+
+
+def test_a_weights_file_loads_once_by_any_path_and_again_once_rewritten(tmp_path, monkeypatch):
+    """load_network keys its networks by the file's real path, size and modification time: the same file through a
+    relative path, an absolute one or a link is one load, and a file rewritten since (a new export) loads again."""
+    import os
+    import shutil
+
+    from softsplat_vfi.engine import interpolator
+    from softsplat_vfi.engine.options import DEFAULT_WEIGHTS
+
+    loads = []
+    monkeypatch.setattr("softsplat_vfi.model.weights.load_any", lambda path, device: loads.append(path) or object())
+    monkeypatch.setattr(interpolator, "_LOADED", {})
+    weights = tmp_path / "w.safetensors"
+    shutil.copyfile(DEFAULT_WEIGHTS.parent / "fast.safetensors", weights)
+    (tmp_path / "link.safetensors").symlink_to(weights)
+    monkeypatch.chdir(tmp_path)
+    cpu = torch.device("cpu")
+    first = interpolator.load_network(weights, cpu)
+    assert interpolator.load_network(Path("w.safetensors"), cpu) is first
+    assert interpolator.load_network(Path("link.safetensors"), cpu) is first and len(loads) == 1
+    os.utime(weights, ns=(weights.stat().st_atime_ns, weights.stat().st_mtime_ns + 10 ** 9))
+    assert interpolator.load_network(weights, cpu) is not first and len(loads) == 2
+    # a missing file is the loader's to report, under the path as given (and nothing is kept for it)
+    interpolator.load_network(Path("missing.safetensors"), cpu)
+    assert loads[-1] == Path("missing.safetensors") and len(interpolator._LOADED) == 2

@@ -128,12 +128,27 @@ def check_compile(device: torch.device) -> None:
         raise compile_error(exc) from None
 
 
-@functools.lru_cache(maxsize=4)
+# networks loaded, by (real path, size, modification time, device), the oldest dropped past _MAX_LOADED
+_LOADED: Dict[Tuple[str, int, int, str], nn.Module] = {}
+_MAX_LOADED = 4
+
+
 def load_network(weights: Path, device: torch.device) -> nn.Module:
-    """The network for ``weights`` on ``device`` (cached: one load per file and device)."""
+    """The network for ``weights`` on ``device``, loaded once per file and device: the same file by another path
+    (relative, absolute, through a link) is not loaded again, and a file rewritten since (a training run's new
+    export) is."""
     from ..model.weights import load_any
 
-    return load_any(weights, device)
+    try:
+        stat = weights.stat()
+    except OSError:
+        return load_any(weights, device)  # (the loader says what is wrong, naming the path as given)
+    key = (str(weights.resolve()), stat.st_size, stat.st_mtime_ns, str(device))
+    if key not in _LOADED:
+        while len(_LOADED) >= _MAX_LOADED:
+            _LOADED.pop(next(iter(_LOADED)))
+        _LOADED[key] = load_any(weights, device)
+    return _LOADED[key]
 
 
 # quadratic motion keeps the flow states of the pair and of its two neighbouring pairs, per ensemble pass
