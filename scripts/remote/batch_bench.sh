@@ -6,11 +6,11 @@
 #   bash scripts/remote/batch_bench.sh OUTPUT [SECONDS]
 #
 # That machine has neither ffmpeg (ffmpeg.sh: two halves, ~/ffparts and .data/ffparts/1) nor Ray. Ray travels as
-# wheels in 30-MiB parts, made here:
+# wheels in 22-MiB parts (one fits a call beside an ffmpeg half and the tree), made here:
 #     pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 #         --platform manylinux2014_x86_64 -d /tmp/raywhl ray==2.60.0 jsonschema jsonschema-specifications \
 #         referencing rpds-py
-#     tar cf - -C /tmp/raywhl . | split -b 30M - .data/rayparts/ray.part-
+#     tar cf - -C /tmp/raywhl . | split -b 22M - .data/rayparts/ray.part-
 # and copied there one part per call (`mkdir -p ~/rayparts && cp .data/rayparts/ray.part-a? ~/rayparts/`, the
 # parts that call carries), back to back; the other packages Ray needs are on that machine. SECONDS: the clip's
 # length (default 60: 12 segments of 5 s, so 4 tasks of 3). OUTPUT gets bench.log.
