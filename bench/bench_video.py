@@ -76,8 +76,8 @@ from bench.timing import cuda_time_ms, require_cuda
 from softsplat_vfi.engine import Interpolator, InterpolatorOptions
 from softsplat_vfi.engine.interpolator import resolve_device
 from softsplat_vfi.engine.options import add_flags, device_for, show_notes
-from softsplat_vfi.media.video import (SCALE_MATRIX, FrameWriter, VideoInfo, concat_and_mux, ffmpeg_exe,
-                                       output_pix_fmt, probe, read_frames)
+from softsplat_vfi.media.video import (FrameWriter, VideoInfo, concat_and_mux, ffmpeg_exe, output_pix_fmt, probe,
+                                       read_frames, rgb_conversion_filter)
 from softsplat_vfi.media.yuv import planar_layout, rgb_to_yuv, run_opencv_on_callers_threads
 from softsplat_vfi.model import Network, load_weights
 from softsplat_vfi.model.network import FlowScale
@@ -286,14 +286,6 @@ def _raw_into_ffmpeg(frames: Iterator[bytes], pix_fmt: str, size: Tuple[int, int
     return count
 
 
-def _ffmpeg_conversion(info: VideoInfo, pix_fmt: str) -> List[str]:
-    """The output options by which ffmpeg converts RGB to ``pix_fmt`` with the matrix of ``info``'s tag, as
-    FrameWriter does where ``media.yuv`` does not."""
-    matrix = SCALE_MATRIX.get(info.color[0])
-    return ["-vf", f"scale=out_color_matrix={matrix}:out_range=tv,format={pix_fmt}"] if matrix else \
-        ["-pix_fmt", pix_fmt]
-
-
 def encode_stages(clip: Clip, frames: List[np.ndarray], factor: int, presets: Sequence[str],
                   folder: Path) -> Tuple[Dict[str, Measured], Path]:
     """Output frames per second of the output's side (the pipe, the conversion, x264 at each preset) and of the mux
@@ -310,6 +302,9 @@ def encode_stages(clip: Clip, frames: List[np.ndarray], factor: int, presets: Se
         lambda: _raw_into_ffmpeg(as_bytes(), "rgb24", size, rate, ["-pix_fmt", "yuv420p", "-f", "null", "-"])))
     pix_fmt = output_pix_fmt("libx264", None, info.width, info.height, info.bit_depth > 8)
     layout = planar_layout(pix_fmt, info.width, info.height, info.color[0])
+    # ffmpeg's own conversion of the RGB, as FrameWriter leaves it to ffmpeg where media.yuv does not convert
+    scale = rgb_conversion_filter(info.color[0], pix_fmt)
+    conversion = ["-vf", scale] if scale else ["-pix_fmt", pix_fmt]
     if layout is not None:  # FrameWriter's conversion, on this thread alone
         rows[f"{pix_fmt} conversion (one thread)"] = _rate(count, _timed(
             lambda: [rgb_to_yuv(f, layout) for f in ping_pong(frames, count)]))
@@ -332,8 +327,8 @@ def encode_stages(clip: Clip, frames: List[np.ndarray], factor: int, presets: Se
         rows[f"x264 {preset}"] = _rate(count, _timed(encode))
         # the encoder as FrameWriter fed it before issue 85: RGB through the pipe, converted to 4:2:0 in ffmpeg
         rows[f"x264 {preset}, rgb24 in"] = _rate(count, _timed(lambda: _raw_into_ffmpeg(
-            as_bytes(), "rgb24", size, rate, [*_ffmpeg_conversion(info, pix_fmt), "-c:v", "libx264", "-crf", "18",
-                                              "-preset", preset, "-f", "mp4", str(folder / "rgb-in.mp4")])))
+            as_bytes(), "rgb24", size, rate, [*conversion, "-c:v", "libx264", "-crf", "18", "-preset", preset,
+                                              "-f", "mp4", str(folder / "rgb-in.mp4")])))
         rows[f"x264 {preset}, yuv420p in"] = _rate(count, _timed(lambda: _raw_into_ffmpeg(
             (f.data for f in ping_pong(yuv_frames, count)), "yuv420p", size, rate,
             ["-c:v", "libx264", "-crf", "18", "-preset", preset, "-f", "mp4", str(folder / "yuv-in.mp4")])))

@@ -206,8 +206,15 @@ class VideoInfo:
 
 
 # the YUV matrices that ffmpeg's scale filter can encode with, by the colorspace tag that names them
-SCALE_MATRIX = {"bt709": "bt709", "smpte170m": "bt601", "bt470bg": "bt601", "bt2020nc": "bt2020",
-               "bt2020c": "bt2020", "smpte240m": "smpte240m", "fcc": "fcc"}
+_SCALE_MATRIX = {"bt709": "bt709", "smpte170m": "bt601", "bt470bg": "bt601", "bt2020nc": "bt2020",
+                 "bt2020c": "bt2020", "smpte240m": "smpte240m", "fcc": "fcc"}
+
+
+def rgb_conversion_filter(matrix_tag: str, pix_fmt: str) -> Optional[str]:
+    """The scale filter by which ffmpeg converts RGB to ``pix_fmt`` with the matrix a source tagged ``matrix_tag``
+    names, limited range; None where the tag names none ffmpeg's scale filter has (ffmpeg's default then: bt601)."""
+    matrix = _SCALE_MATRIX.get(matrix_tag)
+    return f"scale=out_color_matrix={matrix}:out_range=tv,format={pix_fmt}" if matrix else None
 
 
 def _color_tags(stream: str) -> Tuple[str, str, str]:
@@ -698,9 +705,9 @@ class FrameWriter:
         if sample_aspect != 1:  # anamorphic input: keep its pixel aspect, or players would show it squeezed
             ratio = f"{sample_aspect.numerator}/{sample_aspect.denominator}"
             filters.append(f"setsar=r={ratio}:max=65535")  # exact (the filter's default max of 100 rounds it)
-        if self._layout is None and matrix in SCALE_MATRIX:
-            # RGB back to YUV with the source's matrix (ffmpeg's default is bt601)
-            filters.append(f"scale=out_color_matrix={SCALE_MATRIX[matrix]}:out_range=tv,format={pix_fmt}")
+        conversion = rgb_conversion_filter(matrix, pix_fmt) if self._layout is None else None
+        if conversion:  # RGB back to YUV with the source's matrix (ffmpeg's default is bt601)
+            filters.append(conversion)
         # tagged like the source, so players decode it as they decoded the source (on the frames: the encoder takes
         # the tags from them)
         tags = [f"{name}={tag}" for name, tag in (("colorspace", matrix), ("color_primaries", primaries),

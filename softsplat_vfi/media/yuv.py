@@ -120,14 +120,15 @@ def rgb_to_yuv(frame: np.ndarray, layout: YuvLayout) -> Tuple[np.ndarray, np.nda
     rgb = np.asarray(frame[:, :, :3], np.float32)
     matrix = yuv_from_rgb(layout.matrix, layout.depth, layout.full_range,
                           65535.0 if frame.dtype == np.uint16 else 255.0)
-    luma = _samples(cv2.transform(rgb, matrix[:1]), layout)
     size = layout.chroma_size
-    if size == (layout.width, layout.height):
-        small = rgb
-    else:  # bilinear at exactly half a side samples the middle of each block, its average, at half INTER_AREA's
-        # time; odd sides (chroma rounded up) take INTER_AREA
-        halves = size[0] * 2 in (layout.width, 2 * layout.width) and size[1] * 2 in (layout.height, 2 * layout.height)
-        small = cv2.resize(rgb, size, interpolation=cv2.INTER_LINEAR if halves else cv2.INTER_AREA)
+    if size == (layout.width, layout.height):  # 4:4:4: one transform makes the three planes
+        planes = _samples(cv2.transform(rgb, matrix), layout)
+        return tuple(np.ascontiguousarray(planes[:, :, k]) for k in range(3))
+    luma = _samples(cv2.transform(rgb, matrix[:1]), layout)
+    # bilinear at exactly half a side samples the middle of each block, its average, at half INTER_AREA's time;
+    # odd sides (chroma rounded up) take INTER_AREA
+    halves = all(2 * c in (s, 2 * s) for c, s in zip(size, (layout.width, layout.height)))
+    small = cv2.resize(rgb, size, interpolation=cv2.INTER_LINEAR if halves else cv2.INTER_AREA)
     # all three rows: OpenCV's 3-to-3 transform is several times faster than its 3-to-2 one
     chroma = _samples(cv2.transform(small, matrix), layout)
     return luma, np.ascontiguousarray(chroma[:, :, 1]), np.ascontiguousarray(chroma[:, :, 2])
