@@ -8,8 +8,8 @@
 #
 # PARTs (default ours, peers, fresh, in turn): ours (both networks along the three routes), peers (the RIFE
 # releases on the same sets), fresh (the confirmation set, `--set fresh`: ours as run.py runs it and the peers, pairs
-# only), compiled (the --compile route on pairs, Middlebury and patterns, each measure in a process of its own, side
-# by side, for the call that re-checks it; not the video path). In loan 11 fresh took 62 s and ours ran past a call's 600 s, its compiled route compiling
+# only), compiled (the --compile route beside CUDA graphs on pairs, the video path, Middlebury and patterns: a process per
+# network, and one for the patterns; each measure's two routes one after the other). In loan 11 fresh took 62 s and ours ran past a call's 600 s, its compiled route compiling
 # for each of the held-out set's frame sizes (F73), so give ours, or compiled, a call of its own.
 #
 # HOLD holds the staged footage and footage2 (the held-out clips at least: `training.stage pack --held-out-only`),
@@ -70,16 +70,35 @@ part_peers() {
         --json "$out/patterns_peers.json"
 }
 
-part_compiled() {  # the compiled route's measures side by side, two threads each (compiling is mostly CPU)
+part_compiled() {  # the compiled route beside CUDA graphs: a process per network, each measure compiled right after
+    # its graph-route twin (so that the two are compared clip by clip, scene by scene), and the pattern set in a
+    # third; two threads each (compiling is mostly CPU). Inductor's cache (/tmp) serves the video path the pairs'
+    # kernels, so a network's process compiles each frame size once.
     local OMP_NUM_THREADS=2 pids=() model
     for model in network fast; do
-        measure "pairs_compile_$model" "${holdout[@]}" --weights "softsplat_vfi/weights/$model.safetensors" \
-            --compile --json "$out/pairs_compile_$model.json" & pids+=($!)
-        measure "middlebury_compile_$model" python3 benchmark_middlebury.py --data "$middlebury" --model "$model" \
-            --compile --json "$out/middlebury_compile_$model.json" & pids+=($!)
+        (
+            w=softsplat_vfi/weights/$model.safetensors
+            for route in graphs compile; do
+                measure "pairs_${route}_$model" "${holdout[@]}" --weights "$w" $([ $route = compile ] && echo --compile) \
+                    --json "$out/pairs_${route}_$model.json"
+            done
+            for route in graphs compile; do
+                measure "video_${route}_$model" "${holdout[@]}" --weights "$w" --motion quadratic \
+                    $([ $route = compile ] && echo --compile) --json "$out/video_${route}_$model.json"
+            done
+            for route in graphs compile; do
+                measure "middlebury_${route}_$model" python3 benchmark_middlebury.py --data "$middlebury" \
+                    --model "$model" $([ $route = compile ] && echo --compile) \
+                    --json "$out/middlebury_${route}_$model.json"
+            done
+        ) & pids+=($!)
     done
-    measure patterns_compile python3 -m bench.patterns --weights "${ours[@]}" --no-camera --compile \
-        --json "$out/patterns_compile.json" & pids+=($!)
+    (
+        measure patterns_graphs python3 -m bench.patterns --weights "${ours[@]}" --no-camera \
+            --json "$out/patterns_graphs.json"
+        measure patterns_compile python3 -m bench.patterns --weights "${ours[@]}" --no-camera --compile \
+            --json "$out/patterns_compile.json"
+    ) & pids+=($!)
     wait "${pids[@]}"
 }
 
