@@ -1,6 +1,6 @@
 """Issue 85's probe: where a 1080p pair's time goes in the engine's route, host against GPU, both networks.
 
-    python3 -m scripts.remote.probe_engine OUT_DIR [PAIRS]
+    python3 -m bench.probe_engine OUT_DIR [PAIRS]
 
 For each shipped network as run.py builds it (bench_video.table_engine): the pipeline's route over PAIRS pairs of a
 moving texture (bench_video.route: stream_frames, quadratic paths, a write-behind thread waiting for the frames),

@@ -1,0 +1,156 @@
+"""Issue 85's second probe: which convolutions of the route cost more than their work, and whether padding their
+channels to multiples of 8 (model.runtime.PaddedConv, as --compile pads them) pays in the uncompiled route.
+
+    python3 -m bench.probe_convs OUT_DIR [--device cuda] [--size 1080x1920] [--pairs 6]
+
+F77's profile found a cuDNN direct kernel taking 2.85 of the fast network's 15.2 ms per 1080p pair, twice a pair.
+For each shipped network: every convolution the video route runs (the engine eager along quadratic paths, hooks
+counting calls per pair and recording input shapes), timed alone under bf16 autocast as it is and with its channels
+padded; then the route's CUDA graphs (flow state and synthesis, device tensors, as probe_engine times them) of the
+network as shipped and with pad_channels applied to each part (metric, encoder, synthesis decoder, flow decoders,
+all), their frames' PSNR against the unpadded graphs'. Writes OUT_DIR/probe_convs.json and prints a summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import copy
+import dataclasses
+import functools
+import json
+import math
+import statistics
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+
+import torch
+
+from bench.bench_video import DEFAULT_WEIGHTS, FAST_WEIGHTS, route
+from bench.probe_engine import texture_frames
+from softsplat_vfi.engine import Interpolator, InterpolatorOptions
+from softsplat_vfi.engine.options import add_flags
+from softsplat_vfi.model.runtime import PaddedConv, pad_channels
+
+PARTS = ("metric", "encoder", "decoder", "flow")
+
+
+def time_ms(fn, device: torch.device, repeats: int = 30) -> float:
+    for _ in range(3):
+        fn()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(repeats):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        return statistics.median(times)
+    times = []
+    for _ in range(max(3, repeats // 10)):
+        t0 = time.perf_counter()
+        fn()
+        times.append(1000 * (time.perf_counter() - t0))
+    return statistics.median(times)
+
+
+def conv_census(engine: Interpolator, frames: list, pairs: int) -> dict:
+    """(module name, input shape) -> calls per pair along the eager route, after two pairs of warm-up."""
+    counts: collections.Counter = collections.Counter()
+    modules = {}
+    hooks = []
+    for name, module in engine.network.named_modules():
+        if isinstance(module, torch.nn.Conv2d):
+            modules[name] = module
+            hooks.append(module.register_forward_hook(
+                lambda m, i, o, name=name: counts.update([(name, tuple(i[0].shape))])))
+    rate = Fraction(24)
+    stamps = [Fraction(i) / rate for i in range(len(frames))]
+    route(engine, frames[:3], stamps[:3], rate, 2)
+    counts.clear()
+    route(engine, frames[:pairs + 1], stamps[:pairs + 1], rate, 2)
+    for hook in hooks:
+        hook.remove()
+    return {key: (modules[key[0]], count / pairs) for key, count in counts.items()}
+
+
+def graphs_pair(engine: Interpolator, frames: list, height: int, width: int):
+    """The route's graphs on device tensors: (the pair's callable, the middle frame it makes)."""
+    graphed = engine.cuda_graphs_for(height, width, True)
+    a, b, c = (torch.from_numpy(f).to(engine.device).permute(2, 0, 1)[None].float() / 255 for f in frames[:3])
+    state = graphed.flow_state(b, c)
+
+    def pair():
+        graphed.flow_state(a, b)
+        return graphed.synthesize(state, [0.5], (state.flow_fwd, state.flow_bwd), (1.0, 1.0))[0]
+
+    return pair, pair().clone()
+
+
+def psnr(x: torch.Tensor, y: torch.Tensor) -> float:
+    mse = float(((x - y) ** 2).mean())
+    return 99.0 if mse == 0 else 10 * math.log10(1 / mse)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out", type=Path)
+    add_flags(parser, only=("device",), defaults={"device": "cuda"})
+    parser.add_argument("--size", default="1080x1920")
+    parser.add_argument("--pairs", type=int, default=6)
+    args = parser.parse_args()
+    height, width = (int(v) for v in args.size.split("x"))
+    args.out.mkdir(parents=True, exist_ok=True)
+    device = torch.device(args.device)
+    frames = texture_frames(args.pairs + 2, height, width)
+    result = {}
+    for name, weights in (("default", DEFAULT_WEIGHTS), ("fast", FAST_WEIGHTS)):
+        options = InterpolatorOptions(weights=str(weights), device=args.device)
+        eager = Interpolator(dataclasses.replace(options, cuda_graphs=False))
+        census = conv_census(eager, frames, args.pairs)
+        rows = []
+        with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
+            for (module_name, shape), (module, per_pair) in sorted(census.items()):
+                x = torch.rand(shape, device=device)
+                plain_ms = time_ms(functools.partial(module, x), device)
+                padded_ms = time_ms(functools.partial(PaddedConv(module), x), device)
+                rows.append({"conv": module_name, "input": list(shape), "in": module.in_channels,
+                             "out": module.out_channels, "stride": module.stride[0], "per_pair": per_pair,
+                             "ms": plain_ms, "padded_ms": padded_ms})
+        rows.sort(key=lambda r: -r["ms"] * r["per_pair"])
+        total = sum(r["ms"] * r["per_pair"] for r in rows)
+        print(f"{name}: convolutions {total:.2f} ms per pair alone; the costliest:")
+        for r in rows[:12]:
+            print(f"  {r['conv']:32s} {r['in']:4d}->{r['out']:<4d} s{r['stride']} {str(r['input'][2:]):14s} "
+                  f"x{r['per_pair']:.1f}: {r['ms']:.3f} ms, padded {r['padded_ms']:.3f}")
+        net_result = {"convs": rows, "convs_ms_per_pair": total}
+        if device.type == "cuda":
+            shipped = Interpolator(options, network=eager.network)
+            pair, reference = graphs_pair(shipped, frames, height, width)
+            variants = {"shipped": time_ms(pair, device, 40)}
+            for parts in [[p] for p in PARTS] + [list(PARTS)]:
+                net = copy.deepcopy(eager.network)
+                for part in parts:
+                    pad_channels(getattr(net, part))
+                padded_pair, frame = graphs_pair(Interpolator(options, network=net), frames, height, width)
+                key = "+".join(parts)
+                variants[key] = time_ms(padded_pair, device, 40)
+                variants[key + " psnr"] = psnr(frame, reference)
+                # the shipped graphs again, so that drift between variants shows
+                variants[f"shipped after {key}"] = time_ms(pair, device, 40)
+                del net, padded_pair
+                torch.cuda.empty_cache()
+            net_result["graphs_ms"] = variants
+            print(f"{name}: route graphs per pair", json.dumps(variants, indent=1))
+        result[name] = net_result
+    (args.out / "probe_convs.json").write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
