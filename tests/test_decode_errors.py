@@ -121,3 +121,62 @@ def test_a_caller_that_stops_reading_early_hears_nothing(tmp_path, monkeypatch, 
         frames.close()
         assert started[-1].returncode is not None  # (ended: not left running)
     assert _warnings(caplog) == []
+
+
+def _lose_pictures(clip: Path, out: Path, first: int, last: int) -> Path:
+    """``clip`` with the packets of frames ``first``..``last`` filled with noise (ffmpeg's noise bitstream filter):
+    the packets are all there, and the decoder gives no picture for them ("missing picture in access unit")."""
+    subprocess.run([ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y", "-i", str(clip), "-c", "copy", "-bsf:v",
+                    f"noise=amount=if(between(n\\,{first}\\,{last})\\,1\\,0)", str(out)], check=True)
+    return out
+
+
+def test_frames_a_damaged_input_loses_leave_gaps_at_their_times_and_the_rest_keep_theirs(tmp_path, caplog):
+    """The decoder gave no picture for five packets of 36 (frames 10-14), and read_frames' 31 frames were paired
+    with the first 31 packets' times: every frame after the damage moved five frames earlier, and the video job's
+    output frame 40 (t = 20/12 s at x2) showed input frame 25. Each frame now keeps its own packet's time (ffmpeg's
+    timestamp for it, from showinfo's log), and the job makes the lost frames' times from frames 9 and 15."""
+    # (ffmpeg's game of life: every frame unlike the others; an I-frame every 6 frames, so that the damage reaches
+    # frames 15-17 through their references)
+    clip = tmp_path / "clip.mp4"
+    subprocess.run([ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+                    "life=size=64x48:rate=12:seed=1:ratio=0.3", "-t", "3", "-c:v", "libx264", "-g", "6", "-bf", "0",
+                    "-pix_fmt", "yuv420p", str(clip)], check=True)
+    bad = _lose_pictures(clip, tmp_path / "bad.mp4", 10, 14)
+    info = probe(bad)
+    assert info.frames == 36
+    timed = list(video.read_timed_frames(info))
+    assert [t * 12 for _, t in timed] == [*range(10), *range(15, 36)]
+    said = _warnings(caplog)
+    assert len(said) == 1 and "decoded 31 of the 36 frames its packets hold, 5 frames lost, the first at 0.833 s" \
+        in said[0], said
+    originals = list(read_frames(probe(clip)))
+
+    def nearest(frame):
+        return min(range(36), key=lambda k: abs(frame.astype(float) - originals[k]).mean())
+
+    assert [nearest(frame) for frame, _ in timed] == [t * 12 for _, t in timed]
+    assert all((frame == originals[int(t * 12)]).all() for frame, t in timed if not 15 <= t * 12 < 18)
+    out = tmp_path / "out.mp4"
+    interpolate_video(bad, out, Blend(), VideoOptions(factor=2, crf=0, preset="ultrafast", dedup_threshold=0,
+                                                     scene_threshold=0), progress=False)
+    made = [f.astype(float) for f in read_frames(probe(out))]
+    assert len(made) == 72
+    assert [nearest(made[j]) for j in (18, 30, 40, 60)] == [9, 15, 20, 30]
+    # in the gap, the frames are blends of frames 9 and 15 at their times (t = 10/12 s: a sixth of the way)
+    want = (5 * originals[9].astype(float) + originals[15]) / 6
+    assert abs(made[20] - want).mean() < abs(made[20] - originals[9]).mean()
+
+
+def test_an_undamaged_decode_times_every_frame_by_its_packet(tmp_path):
+    """ffmpeg's timestamps for each frame (showinfo) against probe's packets: the same times, also with B-frames,
+    audio that starts first, and an mkv (timestamps in milliseconds)."""
+    made = tmp_path / "b.mkv"
+    subprocess.run([ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+                    "sine=frequency=440:sample_rate=48000", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=24000/1001",
+                    "-filter_complex", "[1:v]setpts=PTS+0.2/TB[v]", "-map", "[v]", "-map", "0:a", "-t", "2",
+                    "-c:v", "libx264", "-bf", "3", "-c:a", "aac", str(made)], check=True)
+    for path in (_clip(tmp_path / "a.mp4", audio=True), made):
+        info = probe(path)
+        timed = list(video.read_timed_frames(info))
+        assert [t for _, t in timed] == info.pts and len(timed) == info.frames

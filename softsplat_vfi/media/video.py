@@ -10,6 +10,7 @@ ffmpeg converts.
 
 from __future__ import annotations
 
+import bisect
 import errno
 import functools
 import logging
@@ -89,29 +90,65 @@ class _ErrorLines:
     fills at 64 KiB, and ffmpeg, blocked writing its next line, stops: a damaged input logs a line or more per bad
     packet. The first ``KEPT`` lines are kept, the rest only counted (``count``; "Last message repeated N times"
     counts N), so memory stays bounded; ``os_error``: whether a line names an operating-system cause (``errno_in``:
-    a full disk)."""
+    a full disk).
+
+    ``frame_times``: the log of a decode with ``-loglevel level+info`` and a ``showinfo=checksum=0`` filter, whose
+    lines say their level: the error, fatal and panic lines are the errors (their level tag taken out), showinfo's
+    line for each frame gives that frame's presentation time (``next_time``), and the rest is dropped."""
 
     KEPT = 20
+    _END = object()  # in ``_times`` after the last line
 
-    def __init__(self, stream: IO[bytes], name: str) -> None:
+    def __init__(self, stream: IO[bytes], name: str, frame_times: bool = False) -> None:
         self.lines: List[str] = []
         self.count = 0
         self.os_error = False
+        self._frame_times = frame_times
+        self._times: "queue.SimpleQueue[object]" = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._read, args=(stream,), name=name, daemon=True)
         self._thread.start()
 
     def _read(self, stream: IO[bytes]) -> None:
-        for raw in iter(functools.partial(stream.readline, 4096), b""):
-            line = raw.decode("utf-8", "replace").strip()
-            repeated = re.fullmatch(r"Last message repeated (\d+) times?", line)
-            if repeated:
-                self.count += int(repeated.group(1))
-            elif line:
-                self.count += 1
-                if len(self.lines) < self.KEPT:
-                    self.lines.append(line)
-                if errno_in(line) is not None:
-                    self.os_error = True
+        time_base, last_was_error = None, True
+        try:
+            for raw in iter(functools.partial(stream.readline, 4096), b""):
+                line = raw.decode("utf-8", "replace").strip()
+                repeated = re.fullmatch(r"(?:\[\w+\] )?Last message repeated (\d+) times?", line)
+                if repeated:
+                    self.count += int(repeated.group(1)) if last_was_error else 0
+                    continue
+                if self._frame_times:
+                    shown = _SHOWINFO.match(line)
+                    if shown:
+                        last_was_error = False
+                        if shown.group("tb"):
+                            time_base = Fraction(int(shown.group("num")), int(shown.group("den")))
+                        else:
+                            pts = shown.group("pts")
+                            self._times.put(None if time_base is None or pts is None else int(pts) * time_base)
+                        continue
+                    level = _LEVEL.search(line)
+                    last_was_error = level is not None and level.group(1) in ("error", "fatal", "panic")
+                    if not last_was_error:
+                        continue
+                    line = (line[:level.start()] + line[level.end():]).strip()
+                if line:
+                    self.count += 1
+                    if len(self.lines) < self.KEPT:
+                        self.lines.append(line)
+                    if errno_in(line) is not None:
+                        self.os_error = True
+        finally:
+            self._times.put(self._END)
+
+    def next_time(self) -> Optional[Fraction]:
+        """The presentation time (seconds, as ffmpeg counts them: from the file's start) of the next frame that
+        showinfo passed, waiting for its line; None where its line gave none or the log ended before it."""
+        value = self._times.get()
+        if value is self._END:
+            self._times.put(value)  # (every later call ends here too)
+            return None
+        return value
 
     def join(self) -> None:
         """Wait until ffmpeg's stderr is closed (it has exited, or been killed) and every line of it read."""
@@ -121,6 +158,13 @@ class _ErrorLines:
         """The first ``count`` lines, joined (``bare``: without their "[h264 @ 0x...]"): they name the cause, the
         ones after it its effects."""
         return " / ".join(_without_prefix(line) if bare else line for line in self.lines[:count])[:600]
+
+
+# a line of ``-loglevel level+info``'s: its level tag, after the "[h264 @ 0x...]" ones naming where it came from
+_LEVEL = re.compile(r"(?:^|(?<=\] ))\[(trace|debug|verbose|info|warning|error|fatal|panic)\] ?")
+# showinfo's lines: its input's time base (once), then one per frame with the frame's pts in that time base
+_SHOWINFO = re.compile(r"^\[Parsed_showinfo_\d+ @ [^]]*\] \[info\] (?:(?P<tb>config in time_base: (?P<num>\d+)/"
+                       r"(?P<den>\d+))|n:\s*\d+\s+pts:\s*(?:(?P<pts>-?\d+)|NOPTS)\b)")
 
 
 def _run(args: Sequence[str], what: str) -> subprocess.CompletedProcess:
@@ -463,34 +507,60 @@ def read_frames(info: VideoInfo, alpha: bool = False) -> Iterator[np.ndarray]:
     and a source that has it (``info.alpha``), H x W x 4 RGBA. After the last one ffmpeg's outcome is judged
     (``_judge_decoding``): a VideoError where it failed, a logged warning where it got past errors or lost frames.
     A caller that stops reading early stops ffmpeg, and hears nothing."""
+    return (frame for frame, _ in _decoded(info, alpha))
+
+
+def read_timed_frames(info: VideoInfo, alpha: bool = False) -> Iterator[Tuple[np.ndarray, Fraction]]:
+    """``read_frames``' frames, each with its presentation time of ``info.pts`` (seconds from the first frame): the
+    time of the packet it was decoded from, found by ffmpeg's own timestamp of the frame. Where a damaged input
+    loses frames (a decoder gives no picture for a packet), their times are left out, so that the frames after them
+    keep theirs (a video job then makes the frames there from the frames around them, as where a file's packets are
+    missing) instead of each moving as many frames earlier as were lost before it. A frame without a timestamp,
+    or with one at or before the last frame's, takes the next time; frames after the last packet's time are
+    decoded but not given."""
+    for frame, index in _decoded(info, alpha):
+        if index < len(info.pts):
+            yield frame, info.pts[index]
+
+
+def _decoded(info: VideoInfo, alpha: bool) -> Iterator[Tuple[np.ndarray, int]]:
+    """(frame, the index in ``info.pts`` of the packet it came from) for every decoded frame (``read_frames``)."""
     deep = info.bit_depth > 8
     channels = 4 if alpha and info.alpha else 3
     pix = {3: "rgb48le" if deep else "rgb24", 4: "rgba64le" if deep else "rgba"}[channels]
     decoder = ["-c:v", info.alpha_decoder] if channels == 4 and info.alpha_decoder else []
     frame_bytes = info.width * info.height * channels * (2 if deep else 1)
     # interlaced frames: each field filled in from the fields around it (bwdif), one frame per frame, or per field
-    # (every frame then, so that the count is exactly twice the frames')
+    # (every frame then, so that the count is exactly twice the frames'); showinfo logs each frame's timestamp
     mode = "send_field:deint=all" if info.field_rate else "send_frame:deint=interlaced"
-    deinterlace = ["-vf", f"bwdif=mode={mode}"] if info.interlaced else []
-    proc = subprocess.Popen([ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", *decoder,
-                             "-i", str(info.path), "-map", f"0:{info.stream}", *deinterlace, "-fps_mode", "passthrough",
-                             "-f", "rawvideo", "-pix_fmt", pix, "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    # its errors read as they come: a damaged input logs a line or more per bad packet, and at 64 KiB unread ffmpeg
+    filters = ([f"bwdif=mode={mode}"] if info.interlaced else []) + ["showinfo=checksum=0"]
+    proc = subprocess.Popen([ffmpeg_exe(), "-hide_banner", "-nostdin", "-nostats", "-loglevel", "level+info",
+                             *decoder, "-i", str(info.path), "-map", f"0:{info.stream}", "-vf", ",".join(filters),
+                             "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", pix, "-"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # its log read as it comes: a damaged input logs a line or more per bad packet, and at 64 KiB unread ffmpeg
     # would stop, waiting to write the next, and this read with it
-    errors = _ErrorLines(proc.stderr, "frame-reader-errors")
-    decoded = 0
+    errors = _ErrorLines(proc.stderr, "frame-reader-log", frame_times=True)
+    decoded, index, first_lost = 0, -1, None
     try:
         while True:
             data = proc.stdout.read(frame_bytes)
             if len(data) < frame_bytes:
                 break
             decoded += 1
+            # (showinfo logs a frame before ffmpeg writes it, so its line is there or on its way)
+            place = _packet_index(info, errors.next_time(), index)
+            if place > index + 1 and first_lost is None:
+                first_lost = index + 1
+            index = place
             frame = np.frombuffer(data, dtype="<u2" if deep else np.uint8)
-            yield frame.reshape(info.height, info.width, channels)
+            yield frame.reshape(info.height, info.width, channels), index
         # (not reached where the caller stops reading early: the kill below is then ours, and says nothing)
         code = proc.wait()
         errors.join()
-        _judge_decoding(info, code, errors, decoded)
+        if first_lost is None and index + 1 < info.frames:
+            first_lost = index + 1
+        _judge_decoding(info, code, errors, decoded, info.pts[first_lost] if first_lost is not None else None)
     finally:
         proc.stdout.close()
         proc.kill()
@@ -499,13 +569,26 @@ def read_frames(info: VideoInfo, alpha: bool = False) -> Iterator[np.ndarray]:
         proc.stderr.close()
 
 
-def _judge_decoding(info: VideoInfo, code: int, errors: _ErrorLines, decoded: int) -> None:
+def _packet_index(info: VideoInfo, time: Optional[Fraction], last: int) -> int:
+    """The index in ``info.pts`` of the frame that ffmpeg timed at ``time`` (seconds from the file's start, as
+    ``info.start``), the one after ``last`` where it has no time or the nearest is not after ``last``."""
+    if time is None:
+        return last + 1
+    relative = time - info.start
+    after = bisect.bisect_left(info.pts, relative)
+    nearest = min((i for i in (after - 1, after) if 0 <= i < len(info.pts)),
+                  key=lambda i: abs(info.pts[i] - relative), default=last + 1)
+    return nearest if nearest > last else last + 1
+
+
+def _judge_decoding(info: VideoInfo, code: int, errors: _ErrorLines, decoded: int,
+                    first_lost: Optional[Fraction] = None) -> None:
     """After ``read_frames``' last frame: a VideoError where ffmpeg failed (its frames so far are not the video,
     and a caller that holds the last one would fill the rest with it); a warning, logged (the command line's
     ``note:``), where it went on past errors (damaged packets, their pictures concealed) or decoded fewer frames
-    than the file's packets (``info.frames``): the frames are kept. Errors that ``probe`` met already
-    (``info.problem``: a truncated file's "File ended prematurely"), with every frame there, are said there and not
-    again."""
+    than the file's packets (``info.frames``; ``first_lost``: the time of the first frame lost): the frames are
+    kept. Errors that ``probe`` met already (``info.problem``: a truncated file's "File ended prematurely"), with
+    every frame there, are said there and not again."""
     said = errors.first(bare=True)
     if code != 0:
         # (69: ffmpeg's -max_error_rate, by default 2/3 of the frames, was passed)
@@ -519,9 +602,10 @@ def _judge_decoding(info: VideoInfo, code: int, errors: _ErrorLines, decoded: in
         return
     count = f"{errors.count} error{'s' * (errors.count != 1)}"
     if short > 0:
-        log.warning("%s: ffmpeg decoded %d of the %d frames its packets hold, %d frame%s lost%s", info.path, decoded,
-                    info.frames, short, "s" * (short != 1), f" (it logged {count}; the first: {said})" if errors.count
-                    else "")
+        at = f", the first at {float(first_lost):.3f} s" if first_lost is not None else ""
+        log.warning("%s: ffmpeg decoded %d of the %d frames its packets hold, %d frame%s lost%s%s", info.path,
+                    decoded, info.frames, short, "s" * (short != 1), at,
+                    f" (it logged {count}; the first: {said})" if errors.count else "")
     else:
         log.warning("%s: ffmpeg got past %s decoding it (damaged data: the frames there may show blocks or smears, "
                     "as a player shows them); the first: %s", info.path, count, said)

@@ -51,7 +51,7 @@ from ..media.progress import Progress
 from ..media.yuv import run_opencv_on_callers_threads
 from ..media.video import (PRESETS, FrameWriter, VideoError, VideoInfo, at_field_rate, audio_args,
                            check_audio_fits, check_codec_fits, concat_and_mux, default_codec, output_pix_fmt,
-                           parse_rate, probe, read_frames, reorder_delay, rescale_timecode, segment_suffix)
+                           parse_rate, probe, read_timed_frames, reorder_delay, rescale_timecode, segment_suffix)
 
 from .jobs import LOCK_NAME, Interrupted, OutputLock, work_folder
 from .prefetch import WriteBehind, prefetch
@@ -263,9 +263,9 @@ class _Anchor:
     thumb: np.ndarray
 
 
-def _anchors(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], dedup: float) -> Iterator[_Anchor]:
+def _anchors(timed: Iterable[Tuple[np.ndarray, Fraction]], dedup: float) -> Iterator[_Anchor]:
     previous = None
-    for frame, time in zip(frames, stamps):
+    for frame, time in timed:
         thumb = thumbnail(frame)
         if previous is not None and dedup > 0 and thumb_change(thumb, previous.thumb) < dedup:
             continue  # a repeated frame: the interval stretches to the next distinct one
@@ -317,12 +317,10 @@ def _neighbours(previous: Optional[_Interval], interval: _Interval,
     return before, after
 
 
-def _ahead(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], options: VideoOptions,
-           stats: dict) -> Iterator[_Interval]:
-    """The intervals of decoded ``frames`` (de-duplicated, each with its scene test), made in a thread a few ahead
-    of the caller, which then only interpolates (``prefetch``)."""
-    return prefetch(_intervals(_anchors(frames, stamps, options.dedup_threshold), options.scene_threshold, stats),
-                    depth=4)
+def _ahead(timed: Iterable[Tuple[np.ndarray, Fraction]], options: VideoOptions, stats: dict) -> Iterator[_Interval]:
+    """The intervals of decoded frames, each with its time in seconds (``timed``; de-duplicated, each with its scene
+    test), made in a thread a few ahead of the caller, which then only interpolates (``prefetch``)."""
+    return prefetch(_intervals(_anchors(timed, options.dedup_threshold), options.scene_threshold, stats), depth=4)
 
 
 def _output_frames(intervals: Iterator[_Interval], plan: Plan, interpolate: Interpolator,
@@ -924,7 +922,8 @@ def encode_segments(job: VideoJob, interpolate: Interpolator, mine: range, progr
     # decoding and the scene test run ahead in one thread, writing (and closing segments) behind in another, each a
     # few frames at most, so that this thread only interpolates: on a GPU the next pair's work is queued as soon as
     # the last one's is (its frames are waited for behind, later=True), not after they are downloaded and written
-    intervals = _ahead(read_frames(info), info.pts, options, stats)
+    # (each frame at its own packet's time: frames that a damaged input loses are made from the frames around them)
+    intervals = _ahead(read_timed_frames(info), options, stats)
     behind: WriteBehind[Tuple[int, OutputFrame]] = WriteBehind(write, depth=WRITE_DEPTH, name="segment-writer")
     try:
         for made in _output_frames(intervals, plan, interpolate, skip, stats, options.motion,
@@ -1044,12 +1043,12 @@ def _prepare_image_job(out_pattern: str, outs: Sequence[Path], key: str, overwri
         raise os_error(exc, exc.filename or work, "write into") from None
 
 
-def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_pattern: str, plan: Plan,
+def _write_images(timed: Iterable[Tuple[np.ndarray, Fraction]], out_pattern: str, plan: Plan,
                   interpolate: Interpolator, options: VideoOptions, progress: bool, inputs: Sequence[Path],
                   size: Tuple[int, int, int], key: str) -> dict:
-    """Frames (H x W x 3, or x 4 with alpha) in, one image per output frame; alpha is written where the format
-    holds it. Before any work: no output is one of ``inputs``, the folder takes files and has room for those
-    still to write (``size``: width, height, bit depth), and existing images are this job's (``key``:
+    """Frames (H x W x 3, or x 4 with alpha, each with its time in seconds) in, one image per output frame; alpha is
+    written where the format holds it. Before any work: no output is one of ``inputs``, the folder takes files and
+    has room for those still to write (``size``: width, height, bit depth), and existing images are this job's (``key``:
     ``_prepare_image_job``)."""
     from ..media.images import check_image_outputs, check_writable
 
@@ -1063,7 +1062,7 @@ def _write_images(frames: Iterator[np.ndarray], stamps: Sequence[Fraction], out_
     check_image_outputs([path for path in outs if not path.exists()], (), width, height, depth, space_check=False)
     stats = {"cuts": 0, "interpolated": 0}
     keep_alpha = outs[0].suffix.lower() in _ALPHA_FORMATS
-    intervals = _ahead(frames, stamps, options, stats)
+    intervals = _ahead(timed, options, stats)
     try:
         _image_loop(intervals, plan, interpolate, options, outs, keep_alpha, stats, progress)
     except KeyboardInterrupt:
@@ -1148,7 +1147,7 @@ def _input_notes(info: VideoInfo) -> dict:
 
 def _video_to_images(info: VideoInfo, out_pattern: str, plan: Plan, interpolate: Interpolator,
                      options: VideoOptions, progress: bool, key: str) -> dict:
-    stats = _write_images(read_frames(info, alpha=True), info.pts, out_pattern, plan, interpolate, options, progress,
+    stats = _write_images(read_timed_frames(info, alpha=True), out_pattern, plan, interpolate, options, progress,
                           [info.path], (info.width, info.height, 16 if info.bit_depth > 8 else 8), key)
     stats.update(frames_in=info.frames, audio="not written (image output)" if info.has_audio else "none")
     stats.update(_input_notes(info))
@@ -1226,7 +1225,7 @@ def _interpolate_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction, i
     key = json.dumps({"inputs": [(str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns) for p in files],
                       "rate": str(rate_in), "options": _frame_options(options), "weights": weights_id},
                      sort_keys=True)
-    stats = _write_images(frames(), stamps, out_pattern, plan, interpolate, options, progress, files,
+    stats = _write_images(zip(frames(), stamps), out_pattern, plan, interpolate, options, progress, files,
                           (first.shape[1], first.shape[0], first_depth), key)
     stats.update(frames_in=len(files))
     return stats
@@ -1243,7 +1242,7 @@ def stream_frames(frames: Iterator[np.ndarray], stamps: Iterable[Fraction], plan
     ``before_pair`` is called before each call of the interpolator. ``stats`` counts cuts and interpolated frames."""
     stats.setdefault("cuts", 0)
     stats.setdefault("interpolated", 0)
-    intervals = _ahead(frames, stamps, options, stats)
+    intervals = _ahead(zip(frames, stamps), options, stats)
     try:
         for j, frame in _output_frames(intervals, plan, interpolate, lambda k: False, stats, options.motion,
                                        before_pair, later):
