@@ -1210,3 +1210,28 @@ def test_motion_option_is_checked():
     assert VideoOptions().motion == "quadratic"
     with pytest.raises(ValueError, match="--motion 'cubic': use quadratic or linear"):
         VideoOptions(motion="cubic")
+
+
+def test_a_clip_cut_off_a_key_frame_with_c_copy_keeps_its_own_length(tmp_path, blend_interpolator):
+    """``ffmpeg -ss 1.5 -c copy`` of a 4 s mp4 with a key frame every 2 s keeps the 36 packets from the key frame
+    before the cut, which its edit list tells the decoder to decode and not show. probe counted them, so the 60
+    frames shown were stretched over 96 frames' time: the output's video ran 4 s beside 2.5 s of audio, its last
+    frame held 1.5 s. The packets before the file's start are left out now."""
+    whole, cut = tmp_path / "whole.mp4", tmp_path / "cut.mp4"
+    subprocess.run([ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+                    "testsrc2=size=96x64:rate=24", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-t",
+                    "4", "-c:v", "libx264", "-g", "48", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest", str(whole)],
+                   check=True)
+    subprocess.run([ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y", "-ss", "1.5", "-i", str(whole), "-c",
+                    "copy", str(cut)], check=True)
+    assert sum(int(row[2]) < 0 for row in _packets(cut, "0:v")[1]) == 36  # (the edit list's leading packets are there)
+    info = probe(cut)
+    assert (info.frames, info.start, info.duration) == (60, 0, Fraction(5, 2))
+    out = tmp_path / "out.mp4"
+    stats = interpolate_video(cut, out, blend_interpolator, VideoOptions(factor=2), progress=False)
+    assert (stats["frames_out"], stats["audio"]) == (120, "copied")
+    made = probe(out)
+    assert made.frames == 120 and made.duration == Fraction(5, 2)
+    shown = [f.astype(float) for f in read_frames(probe(whole))]
+    first = next(read_frames(made)).astype(float)
+    assert min(range(96), key=lambda k: abs(first - shown[k]).mean()) == 36
