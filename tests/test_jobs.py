@@ -5,6 +5,7 @@ a stand-in (``Blend``) where it is not the point."""
 import dataclasses
 import hashlib
 import io
+import logging
 import re
 import shutil
 import signal
@@ -507,3 +508,28 @@ def test_a_long_pair_says_it_is_working(tmp_path, cpu_interpolator, capsys):
     with Spinner("interpolating", stream=terminal):
         time.sleep(1.2)
     assert re.fullmatch(r"(\rinterpolating [-|/\\] 0:0[01]){2}\rinterpolating: 0:01\n", terminal.getvalue())
+
+
+def test_a_note_said_under_a_bar_or_spinner_gets_a_line_of_its_own(monkeypatch):
+    """A damaged input's note (said while decoding, under the video's bar) landed mid-line, after the bar: the
+    command line's notes now clear the bar or spinner, take a line, and the bar is drawn again below them."""
+    from softsplat_vfi.engine.options import show_notes
+
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    show_notes()
+    bar = Progress(100, "out.mp4", stream=terminal)
+    bar.update(3)
+    logging.getLogger("softsplat_vfi.media.video").warning("in.mp4: 5 frames lost")
+    shown = terminal.getvalue()
+    before, after = shown.split("note: in.mp4: 5 frames lost\n")
+    assert before.endswith("\r") and "3/100" in after, repr(shown)  # (the bar's line cleared, then drawn below)
+    bar.close()
+    spinning = _Terminal()
+    monkeypatch.setattr(sys, "stderr", spinning)
+    with Spinner("interpolating", stream=spinning):
+        time.sleep(0.6)
+        logging.getLogger("softsplat_vfi.media.video").warning("a note")
+        time.sleep(0.6)
+    lines = spinning.getvalue().split("note: a note\n")
+    assert lines[0].endswith("\r") and re.match(r"\rinterpolating [-|/\\] 0:00", lines[1]), repr(spinning.getvalue())

@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 from ..media.declare import add_flags as declare_flags
 from ..media.declare import DefaultsFormatter, declared_flags, frames_fields, option  # noqa: F401 (the tools' help)
 from ..media.errors import FieldError, Said
+from ..media.progress import say_line
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_WEIGHTS = ROOT / "weights" / "network.safetensors"
@@ -366,7 +367,7 @@ class _Notes(logging.Handler):
             said_as = getattr(record.msg, "said_as", None)
             said = said_as(functools.partial(flag_for, flags=self.flags)) if callable(said_as) else \
                 record.getMessage()
-            print(f"note: {said}", file=sys.stderr, flush=True)
+            say_line(f"note: {said}")  # (above a progress bar, which is drawn again below it)
         except Exception:  # (logging's rule: a failing handler never stops the program)
             self.handleError(record)
 

@@ -14,10 +14,33 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import IO, Optional, Tuple
+from typing import IO, Optional, Set, Tuple
 
 # a line in a log at most this often (seconds)
 LOG_EVERY = 30.0
+# the bars (tqdm's) and spinners drawn on a terminal now: a line said meanwhile goes above them (``say_line``)
+_BARS: Set["Progress"] = set()
+_SPINNERS: Set["Spinner"] = set()
+_SPINNING = threading.Lock()  # a spinner's redraw against a line said
+
+
+def say_line(text: str, stream: Optional[IO[str]] = None) -> None:
+    """``text`` on a line of its own on ``stream`` (stderr), above a bar or spinner drawn there, which is drawn
+    again below it: a note said while a bar was drawn (a damaged input's, found while decoding) landed mid-line,
+    after the bar."""
+    stream = stream if stream is not None else sys.stderr
+    if any(bar.stream is stream for bar in list(_BARS)):
+        from tqdm import tqdm
+
+        tqdm.write(text, file=stream)  # (clears tqdm's bars on the stream, writes, draws them again)
+        return
+    with _SPINNING:
+        spinners = [spinner for spinner in _SPINNERS if spinner.stream is stream]
+        for spinner in spinners:
+            stream.write("\r" + " " * spinner.width + "\r")
+        print(text, file=stream, flush=True)
+        for spinner in spinners:
+            spinner.draw()
 
 
 def is_terminal(stream: IO[str]) -> bool:
@@ -52,6 +75,7 @@ class Progress:
             from tqdm import tqdm
 
             self._bar = tqdm(total=total, unit=unit, desc=desc or None, file=self.stream)
+            _BARS.add(self)
 
     def skip(self, count: int = 1) -> None:
         """Steps an earlier run made: counted, not timed."""
@@ -94,6 +118,7 @@ class Progress:
 
     def close(self) -> None:
         if self._bar is not None:
+            _BARS.discard(self)
             self._bar.close()
             self._bar = None
 
@@ -116,6 +141,8 @@ class Spinner:
         self.stream = stream if stream is not None else sys.stderr
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
+        self._turn = 0
+        self.width = 0  # of the spinner's line as last drawn
 
     def __enter__(self) -> "Spinner":
         if self.disable:
@@ -128,15 +155,24 @@ class Spinner:
         self._thread.start()
         return self
 
+    def draw(self) -> None:
+        """The spinner's line, drawn over itself (on a terminal)."""
+        line = f"{self.desc} {self.FRAMES[self._turn % 4]} {_clock(time.monotonic() - self.start)}"
+        self.width = len(line)
+        self.stream.write("\r" + line)
+        self.stream.flush()
+
     def _run(self, terminal: bool) -> None:
-        turn = 0
+        if terminal:
+            with _SPINNING:
+                _SPINNERS.add(self)
         while not self._stop.wait(0.5 if terminal else self.every):
-            elapsed = time.monotonic() - self.start
             if terminal:
-                turn += 1
-                self.stream.write(f"\r{self.desc} {self.FRAMES[turn % 4]} {_clock(elapsed)}")
-                self.stream.flush()
+                with _SPINNING:
+                    self._turn += 1
+                    self.draw()
             else:
+                elapsed = time.monotonic() - self.start
                 print(f"{self.desc}: still working, {_clock(elapsed)} so far", file=self.stream, flush=True)
 
     def __exit__(self, *exc: object) -> None:
@@ -144,6 +180,8 @@ class Spinner:
             return
         self._stop.set()
         self._thread.join()
+        with _SPINNING:
+            _SPINNERS.discard(self)
         if is_terminal(self.stream):
             self.stream.write(f"\r{self.desc}: {_clock(time.monotonic() - self.start)}\n")
             self.stream.flush()
