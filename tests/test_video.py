@@ -1180,7 +1180,7 @@ def test_quadratic_motion_gives_each_pair_the_anchors_beside_it_within_the_shot(
     def calls(skip):
         recorder = NeighbourRecorder()
         stats = {"cuts": 0, "interpolated": 0}
-        list(_output_frames(_intervals(iter(anchors), 0.12, stats), plan, recorder, skip, stats, "quadratic"))
+        list(_output_frames(_intervals(iter(anchors), 0.12), plan, recorder, skip, stats, "quadratic"))
         return recorder.calls, stats
 
     made, stats = calls(lambda k: False)
@@ -1195,12 +1195,12 @@ def test_quadratic_motion_gives_each_pair_the_anchors_beside_it_within_the_shot(
     assert resumed == made[2:]
     # linear motion, or an interpolator without neighbours: pairs alone
     stats = {"cuts": 0, "interpolated": 0}
-    list(_output_frames(_intervals(iter(anchors), 0.12, stats), plan, blend_interpolator, lambda k: False, stats,
+    list(_output_frames(_intervals(iter(anchors), 0.12), plan, blend_interpolator, lambda k: False, stats,
                         "quadratic"))
     assert len(blend_interpolator.calls) == 6
     with pytest.raises(AssertionError, match="asks for interpolate_integer_with_neighbours"):
         stats = {"cuts": 0, "interpolated": 0}
-        list(_output_frames(_intervals(iter(anchors), 0.12, stats), plan, NeighbourRecorder(), lambda k: False,
+        list(_output_frames(_intervals(iter(anchors), 0.12), plan, NeighbourRecorder(), lambda k: False,
                             stats, "linear"))
 
 
@@ -1235,3 +1235,46 @@ def test_a_clip_cut_off_a_key_frame_with_c_copy_keeps_its_own_length(tmp_path, b
     shown = [f.astype(float) for f in read_frames(probe(whole))]
     first = next(read_frames(made)).astype(float)
     assert min(range(96), key=lambda k: abs(first - shown[k]).mean()) == 36
+
+
+def test_parts_of_a_job_decode_from_near_their_first_frame_and_make_one_runs_video(tmp_path, blend_interpolator,
+                                                                                    monkeypatch):
+    """A batch's segment tasks and torchrun's ranks each decoded the input from its start (and torchrun's to its
+    end): the last of 8 parts read 7/8 of the video before its first frame. A part after the start now has ffmpeg
+    seek to SEEK_MARGIN frames before its first pair, decodes up to the anchor after its frames, and counts the cuts
+    before its own frames: the joined parts are one run's video, frame for frame, with one run's cut count."""
+    from softsplat_vfi.pipeline import video as pipeline
+    from softsplat_vfi.pipeline.video import (encode_segments, finish_video_job, first_frame_to_read,
+                                              plan_video_job, prepare_work)
+
+    clip = tmp_path / "in.mp4"  # 4 s at 12 fps, a cut to smptebars after 2.5 s, a tone
+    subprocess.run([ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
+                    "testsrc2=size=96x64:rate=12:duration=2.5", "-f", "lavfi", "-i",
+                    "smptebars=size=96x64:rate=12:duration=1.5", "-f", "lavfi", "-i",
+                    "sine=frequency=440:sample_rate=48000", "-filter_complex", "[0:v][1:v]concat=n=2:v=1[v]", "-map",
+                    "[v]", "-map", "2:a", "-t", "4", "-c:v", "libx264", "-g", "12", "-pix_fmt", "yuv420p", "-c:a",
+                    "aac", "-shortest", str(clip)], check=True)
+    options = VideoOptions(factor=2, segment_seconds=0.5, preset="ultrafast")
+    alone = tmp_path / "alone.mp4"
+    whole = interpolate_video(clip, alone, blend_interpolator, options, progress=False)
+    assert whole["cuts"] == 1
+    seeks = []
+    real = pipeline.read_timed_frames
+    monkeypatch.setattr(pipeline, "read_timed_frames",
+                        lambda info, alpha=False, first=0: seeks.append(first) or real(info, alpha, first))
+    job = plan_video_job(clip, tmp_path / "parts.mp4", options, "")
+    prepare_work(job)
+    count = job.plan.count
+    assert count == 96
+    parts = [range(0, 24), range(24, 60), range(60, 84), range(84, 96)]  # (on the segments' 12-frame boundaries)
+    counts = [encode_segments(job, blend_interpolator, part, progress=False, joins=False) for part in parts]
+    assert seeks == [0, 3, 21, 33] == [first_frame_to_read(job.info, job.plan, part, options) for part in parts]
+    assert sum(c["cuts"] for c in counts) == 1 and sum(c["interpolated"] for c in counts) == whole["interpolated"]
+    finish_video_job(job, {})
+    a, b = probe(alone), probe(tmp_path / "parts.mp4")
+    assert a.frames == b.frames == 96
+    frames = [list(read_frames(x)) for x in (a, b)]
+    assert all((x == y).all() for x, y in zip(*frames))
+    assert _audio_md5(alone) == _audio_md5(tmp_path / "parts.mp4")
+    # with --dedup, whose anchors chain over the whole video, every part reads from the start
+    assert first_frame_to_read(job.info, job.plan, parts[3], dataclasses.replace(options, dedup_threshold=0.002)) == 0

@@ -515,21 +515,23 @@ def read_frames(info: VideoInfo, alpha: bool = False) -> Iterator[np.ndarray]:
     return (frame for frame, _ in _decoded(info, alpha))
 
 
-def read_timed_frames(info: VideoInfo, alpha: bool = False) -> Iterator[Tuple[np.ndarray, Fraction]]:
+def read_timed_frames(info: VideoInfo, alpha: bool = False, first: int = 0) -> Iterator[Tuple[np.ndarray, Fraction]]:
     """``read_frames``' frames, each with its presentation time of ``info.pts`` (seconds from the first frame): the
     time of the packet it was decoded from, found by ffmpeg's own timestamp of the frame. Where a damaged input
     loses frames (a decoder gives no picture for a packet), their times are left out, so that the frames after them
     keep theirs (a video job then makes the frames there from the frames around them, as where a file's packets are
     missing) instead of each moving as many frames earlier as were lost before it. A frame without a timestamp,
     or with one at or before the last frame's, takes the next time; frames after the last packet's time are
-    decoded but not given."""
-    for frame, index in _decoded(info, alpha):
+    decoded but not given. ``first``: the frames from ``info.pts[first]`` on, ffmpeg seeking to just before it
+    (a part of a job: the same frames as decoded from the start)."""
+    for frame, index in _decoded(info, alpha, first):
         if index < len(info.pts):
             yield frame, info.pts[index]
 
 
-def _decoded(info: VideoInfo, alpha: bool) -> Iterator[Tuple[np.ndarray, int]]:
-    """(frame, the index in ``info.pts`` of the packet it came from) for every decoded frame (``read_frames``)."""
+def _decoded(info: VideoInfo, alpha: bool, first: int = 0) -> Iterator[Tuple[np.ndarray, int]]:
+    """(frame, the index in ``info.pts`` of the packet it came from) for every decoded frame from ``first`` on
+    (``read_frames``, ``read_timed_frames``)."""
     deep = info.bit_depth > 8
     channels = 4 if alpha and info.alpha else 3
     pix = {3: "rgb48le" if deep else "rgb24", 4: "rgba64le" if deep else "rgba"}[channels]
@@ -539,14 +541,19 @@ def _decoded(info: VideoInfo, alpha: bool) -> Iterator[Tuple[np.ndarray, int]]:
     # (every frame then, so that the count is exactly twice the frames'); showinfo logs each frame's timestamp
     mode = "send_field:deint=all" if info.field_rate else "send_frame:deint=interlaced"
     filters = ([f"bwdif=mode={mode}"] if info.interlaced else []) + ["showinfo=checksum=0"]
+    # from frame ``first``: ffmpeg seeks to halfway between it and the frame before (counted from the file's start),
+    # decodes from the key frame before and shows the frames from there on, timed from there
+    seek = "" if first <= 0 else f"{float(info.start + (info.pts[first - 1] + info.pts[first]) / 2):.6f}"
     proc = subprocess.Popen([ffmpeg_exe(), "-hide_banner", "-nostdin", "-nostats", "-loglevel", "level+info",
-                             *decoder, "-i", str(info.path), "-map", f"0:{info.stream}", "-vf", ",".join(filters),
-                             "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", pix, "-"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             *decoder, *(["-ss", seek] if seek else []), "-i", str(info.path), "-map",
+                             f"0:{info.stream}", "-vf", ",".join(filters), "-fps_mode", "passthrough", "-f",
+                             "rawvideo", "-pix_fmt", pix, "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     # its log read as it comes: a damaged input logs a line or more per bad packet, and at 64 KiB unread ffmpeg
     # would stop, waiting to write the next, and this read with it
     errors = _ErrorLines(proc.stderr, "frame-reader-log", frame_times=True)
-    decoded, index, first_lost = 0, -1, None
+    offset = Fraction(seek) if seek else Fraction(0)
+    first = max(first, 0)
+    decoded, index, first_lost = 0, None, None
     try:
         while True:
             data = proc.stdout.read(frame_bytes)
@@ -554,18 +561,21 @@ def _decoded(info: VideoInfo, alpha: bool) -> Iterator[Tuple[np.ndarray, int]]:
                 break
             decoded += 1
             # (showinfo logs a frame before ffmpeg writes it, so its line is there or on its way)
-            place = _packet_index(info, errors.next_time(), index)
-            if place > index + 1 and first_lost is None:
-                first_lost = index + 1
+            time = errors.next_time()
+            place = _packet_index(info, None if time is None else time + offset, index, first)
+            if first_lost is None and place > (first if index is None else index + 1):
+                first_lost = first if index is None else index + 1
             index = place
             frame = np.frombuffer(data, dtype="<u2" if deep else np.uint8)
             yield frame.reshape(info.height, info.width, channels), index
         # (not reached where the caller stops reading early: the kill below is then ours, and says nothing)
         code = proc.wait()
         errors.join()
-        if first_lost is None and index + 1 < info.frames:
-            first_lost = index + 1
-        _judge_decoding(info, code, errors, decoded, info.pts[first_lost] if first_lost is not None else None)
+        after = first if index is None else index + 1
+        if first_lost is None and after < info.frames:
+            first_lost = after
+        _judge_decoding(info, code, errors, decoded, info.pts[first_lost] if first_lost is not None else None,
+                        first)
     finally:
         proc.stdout.close()
         proc.kill()
@@ -574,42 +584,47 @@ def _decoded(info: VideoInfo, alpha: bool) -> Iterator[Tuple[np.ndarray, int]]:
         proc.stderr.close()
 
 
-def _packet_index(info: VideoInfo, time: Optional[Fraction], last: int) -> int:
+def _packet_index(info: VideoInfo, time: Optional[Fraction], last: Optional[int], first: int = 0) -> int:
     """The index in ``info.pts`` of the frame that ffmpeg timed at ``time`` (seconds from the file's start, as
-    ``info.start``), the one after ``last`` where it has no time or the nearest is not after ``last``."""
+    ``info.start``): the nearest, or the one after ``last`` (the last frame's; None: ``first``, before any) where
+    it has no time or the nearest is not after ``last``."""
+    following = first if last is None else last + 1
     if time is None:
-        return last + 1
+        return following
     relative = time - info.start
     after = bisect.bisect_left(info.pts, relative)
     nearest = min((i for i in (after - 1, after) if 0 <= i < len(info.pts)),
-                  key=lambda i: abs(info.pts[i] - relative), default=last + 1)
-    return nearest if nearest > last else last + 1
+                  key=lambda i: abs(info.pts[i] - relative), default=following)
+    return nearest if last is None or nearest > last else following
 
 
 def _judge_decoding(info: VideoInfo, code: int, errors: _ErrorLines, decoded: int,
-                    first_lost: Optional[Fraction] = None) -> None:
+                    first_lost: Optional[Fraction] = None, first: int = 0) -> None:
     """After ``read_frames``' last frame: a VideoError where ffmpeg failed (its frames so far are not the video,
     and a caller that holds the last one would fill the rest with it); a warning, logged (the command line's
     ``note:``), where it went on past errors (damaged packets, their pictures concealed) or decoded fewer frames
-    than the file's packets (``info.frames``; ``first_lost``: the time of the first frame lost): the frames are
-    kept. Errors that ``probe`` met already (``info.problem``: a truncated file's "File ended prematurely"), with
-    every frame there, are said there and not again."""
+    than the file's packets (``info.frames``, those from ``first`` on; ``first_lost``: the time of the first frame
+    lost): the frames are kept. Errors that ``probe`` met already (``info.problem``: a truncated file's "File ended
+    prematurely"), with every frame there, are said there and not again."""
     said = errors.first(bare=True)
+    frames = info.frames - first
+    since = f" from {float(info.pts[first]):.3f} s" if first else ""
     if code != 0:
         # (69: ffmpeg's -max_error_rate, by default 2/3 of the frames, was passed)
         status = f"killed by signal {-code}" if code < 0 else \
             "exit status 69: too many of its frames failed to decode" if code == 69 else f"exit status {code}"
-        raise VideoError(f"cannot decode {info.path}: ffmpeg stopped after {decoded} of its {info.frames} frames "
-                         f"({status})" + (f": {said}" if said else ""))
-    short = info.frames - decoded
+        raise VideoError(f"cannot decode {info.path}: ffmpeg stopped after {decoded} of its {frames} frames{since} "
+                         f"({status})"
+                         + (f": {said}" if said else ""))
+    short = frames - decoded
     known = errors.count == len(errors.lines) and all(_without_prefix(line) in info.problem for line in errors.lines)
     if short <= 0 and (errors.count == 0 or known):
         return
     count = f"{errors.count} error{'s' * (errors.count != 1)}"
     if short > 0:
         at = f", the first at {float(first_lost):.3f} s" if first_lost is not None else ""
-        log.warning("%s: ffmpeg decoded %d of the %d frames its packets hold, %d frame%s lost%s%s", info.path,
-                    decoded, info.frames, short, "s" * (short != 1), at,
+        log.warning("%s: ffmpeg decoded %d of the %d frames its packets hold%s, %d frame%s lost%s%s", info.path,
+                    decoded, frames, since, short, "s" * (short != 1), at,
                     f" (it logged {count}; the first: {said})" if errors.count else "")
     else:
         log.warning("%s: ffmpeg got past %s decoding it (damaged data: the frames there may show blocks or smears, "

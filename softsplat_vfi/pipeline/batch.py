@@ -325,8 +325,7 @@ def _segment_task(job: VideoJob, make_interpolator: MakeInterpolator, weights_id
     try:
         if fcntl is not None:
             fcntl.flock(fd, fcntl.LOCK_SH)
-        return encode_segments(job, interpolator, frames, progress=False, most_frames=most_frames,
-                               to_the_end=False, report=report)
+        return encode_segments(job, interpolator, frames, progress=False, most_frames=most_frames, report=report)
     finally:
         os.close(fd)
 
@@ -468,7 +467,7 @@ def _run_on_ray(jobs: List[Job], cluster: _Cluster, per_task: Optional[int], bar
         state = opened.pop(job.number)
         try:
             if not job.result:
-                job.stats = {"cuts": max([s["cuts"] for s in state.stats], default=0),
+                job.stats = {"cuts": sum(s["cuts"] for s in state.stats),  # (each task counts its own part's)
                              "interpolated": sum(s["interpolated"] for s in state.stats),
                              "resumed_segments": state.resumed}
                 _finish(job)

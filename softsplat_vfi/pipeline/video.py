@@ -25,6 +25,7 @@ cause, with the finished segments kept for a resume.
 
 from __future__ import annotations
 
+import bisect
 import collections
 import contextlib
 import functools
@@ -281,7 +282,7 @@ class _Interval(NamedTuple):
     cut: bool
 
 
-def _intervals(anchors: Iterator[_Anchor], threshold: float, stats: dict) -> Iterator[_Interval]:
+def _intervals(anchors: Iterator[_Anchor], threshold: float) -> Iterator[_Interval]:
     """Every pair of consecutive anchors; a lone anchor gives one interval from it to itself."""
     current = next(anchors, None)
     if current is None:
@@ -299,7 +300,6 @@ def _intervals(anchors: Iterator[_Anchor], threshold: float, stats: dict) -> Ite
         after = thumb_change(nxt.thumb, following.thumb) if following is not None else None
         cut = is_cut(changes, change, after, threshold)
         changes.append(change)
-        stats["cuts"] += int(cut)
         yield _Interval(current, nxt, cut)
         current, nxt = nxt, following
 
@@ -317,22 +317,25 @@ def _neighbours(previous: Optional[_Interval], interval: _Interval,
     return before, after
 
 
-def _ahead(timed: Iterable[Tuple[np.ndarray, Fraction]], options: VideoOptions, stats: dict) -> Iterator[_Interval]:
+def _ahead(timed: Iterable[Tuple[np.ndarray, Fraction]], options: VideoOptions) -> Iterator[_Interval]:
     """The intervals of decoded frames, each with its time in seconds (``timed``; de-duplicated, each with its scene
     test), made in a thread a few ahead of the caller, which then only interpolates (``prefetch``)."""
-    return prefetch(_intervals(_anchors(timed, options.dedup_threshold), options.scene_threshold, stats), depth=4)
+    return prefetch(_intervals(_anchors(timed, options.dedup_threshold), options.scene_threshold), depth=4)
 
 
 def _output_frames(intervals: Iterator[_Interval], plan: Plan, interpolate: Interpolator,
                    skip: Callable[[int], bool], stats: dict, motion: str = "linear",
                    before_pair: Callable[[], None] = lambda: None,
-                   later: bool = False) -> Iterator[Tuple[int, OutputFrame]]:
+                   later: bool = False, counted: Optional[range] = None) -> Iterator[Tuple[int, OutputFrame]]:
     """(j, frame) for every output frame in order, from the anchors' intervals (``_intervals``, or ``_ahead``'s);
     frame is None where ``skip(j)`` (already done). With ``motion`` "quadratic" and a NeighbourInterpolator, each pair
     also gets the anchors on either side of it where no cut lies between (``_neighbours``: the choice depends on the
     anchors alone, so a resumed or split job gives each pair the same neighbours). ``before_pair`` is called before
     each call of the interpolator. With ``later`` and a StartingInterpolator, quadratic paths' frames come as calls
-    that wait for them: the caller can hand them to a thread that waits, while this one queues the next pair."""
+    that wait for them: the caller can hand them to a thread that waits, while this one queues the next pair.
+    ``stats["cuts"]`` counts the cuts passed; with ``counted`` (a part of a job's output frames), those whose first
+    output frame at or after the cut's first anchor is one of them (with the end's frames), so that parts decoded
+    over overlapping stretches count each cut once between them."""
     step = with_linear_alpha(interpolate)
     quadratic = motion == "quadratic" and isinstance(interpolate, NeighbourInterpolator)
     starts = quadratic and later and isinstance(interpolate, StartingInterpolator)
@@ -344,6 +347,8 @@ def _output_frames(intervals: Iterator[_Interval], plan: Plan, interpolate: Inte
     last = interval.start
     while interval is not None:
         current, nxt, cut = interval
+        if cut and (counted is None or min(-(-current.time // plan.step), plan.count) in counted):
+            stats["cuts"] += 1
         following = next(intervals, None)  # one interval ahead, for the anchor after the pair
         last = nxt
         if current is nxt:  # a lone anchor: held below
@@ -596,11 +601,15 @@ def _interpolate_video(source: Path, out: Path, interpolate: Interpolator, optio
         stats = encode_segments(job, interpolate, range(rank * count // world, (rank + 1) * count // world),
                                 progress=progress and rank == 0, joins=rank == 0)
         if world > 1:
-            stats.update(rank=rank, frames=f"{rank * count // world}-{(rank + 1) * count // world - 1}")
-            _touch(job.work / f"rank_{rank}.done")
+            # each rank's counts beside its marker: rank 0 reports the whole job's (each counted its own part's cuts)
+            atomic_write(job.work / f"rank_{rank}.done", json.dumps(stats).encode())
+            stats = dict(stats, rank=rank, frames=f"{rank * count // world}-{(rank + 1) * count // world - 1}")
             if rank != 0:
                 return stats
             _wait_for(lambda: all((job.work / f"rank_{r}.done").exists() for r in range(world)))
+            parts = [json.loads((job.work / f"rank_{r}.done").read_text() or "{}") for r in range(world)]
+            stats.update({name: sum(part.get(name, 0) for part in parts)
+                          for name in ("cuts", "interpolated", "resumed_segments")})
     return finish_video_job(job, stats)
 
 
@@ -851,18 +860,35 @@ def segment_frames(rate_out: Fraction, width: int, height: int, options: VideoOp
     return max(1, min(by_video, int(options.segment_work_seconds / per_frame)))
 
 
+# a part of a job decodes from this many input frames before its first output frame's pair: the scene test reads
+# the thumbnail changes of the last four anchors and quadratic paths the anchor before a pair (``_intervals``)
+SEEK_MARGIN = 8
+
+
+def first_frame_to_read(info: VideoInfo, plan: Plan, mine: range, options: VideoOptions) -> int:
+    """The input frame that a job's part making output frames ``mine`` decodes from (``encode_segments``): 0 for the
+    part at the start, and where de-duplication (``--dedup``) chains its anchors over the whole video; else
+    ``SEEK_MARGIN`` frames before the frame at or before the output frame ahead of ``mine``."""
+    if mine.start <= 0 or options.dedup_threshold > 0:
+        return 0
+    at = bisect.bisect_right(info.pts, plan.time(mine.start - 1)) - 1
+    return max(0, at - SEEK_MARGIN)
+
+
 def encode_segments(job: VideoJob, interpolate: Interpolator, mine: range, progress: bool = True,
-                    joins: bool = True, most_frames: Optional[int] = None, to_the_end: bool = True,
+                    joins: bool = True, most_frames: Optional[int] = None,
                     report: Callable[[int], None] = lambda done: None) -> dict:
     """Interpolate and encode the output frames ``mine`` (all: ``range(job.plan.count)``) that no finished segment
     holds, into the job's work folder, in segments of ``most_frames`` output frames (None: ``segment_frames`` for
     the device ``interpolate`` runs on; fewer where the frames before it are done, and at ``mine``'s end). From
     the first ``MEASURED_FRAMES`` frames on, each closed segment checks that the rest fits: the frames still to
     encode and, where this process ``joins``, the joined copy of them all (both exist at the end) at the size
-    measured, plus the source's other streams. The input is decoded from its start (each pair's neighbours and
-    scene test see what one run sees) to its end, or with ``to_the_end`` False to the anchor after ``mine``.
-    ``report``: called with the count of ``mine``'s frames done (finished before or written now) after each
-    frame."""
+    measured, plus the source's other streams. The input is decoded up to the anchor after ``mine`` (to its end
+    where ``mine`` ends the video, and ffmpeg's outcome is judged), from its start or, for a part after the start,
+    from ``SEEK_MARGIN`` input frames before ``mine``'s first (``first_frame_to_read``: each pair's neighbours and
+    scene test see what one run sees). ``report``: called with the count of ``mine``'s frames done (finished
+    before or written now) after each frame; the cuts counted are those before ``mine``'s frames
+    (``_output_frames``' ``counted``), so the parts' counts add up to one run's."""
     info, plan, work, suffix, pix_fmt, options = job.info, job.plan, job.work, job.suffix, job.pix_fmt, job.options
     run_opencv_on_callers_threads()  # (the reading, scene test and conversions run in threads of their own)
     # (the joined file copies the source's other streams: room for them is asked for with the segments')
@@ -923,14 +949,15 @@ def encode_segments(job: VideoJob, interpolate: Interpolator, mine: range, progr
     # few frames at most, so that this thread only interpolates: on a GPU the next pair's work is queued as soon as
     # the last one's is (its frames are waited for behind, later=True), not after they are downloaded and written
     # (each frame at its own packet's time: frames that a damaged input loses are made from the frames around them)
-    intervals = _ahead(read_timed_frames(info), options, stats)
+    intervals = _ahead(read_timed_frames(info, first=first_frame_to_read(info, plan, mine, options)), options)
     behind: WriteBehind[Tuple[int, OutputFrame]] = WriteBehind(write, depth=WRITE_DEPTH, name="segment-writer")
     try:
         for made in _output_frames(intervals, plan, interpolate, skip, stats, options.motion,
-                                   drain_after_slow_pairs(behind), later=True):
+                                   drain_after_slow_pairs(behind), later=True,
+                                   counted=range(mine.start, mine.stop + (mine.stop >= plan.count))):
             behind.put(made)
-            if not to_the_end and made[0] + 1 >= mine.stop:
-                break
+            if made[0] + 1 >= mine.stop < plan.count:  # (a part before the end: the rest is another's; the
+                break  # part at the end reads to the end, where ffmpeg's outcome is judged)
         behind.finish()
         if writer is not None:
             close(mine.stop)
@@ -952,10 +979,6 @@ def encode_segments(job: VideoJob, interpolate: Interpolator, mine: range, progr
         intervals.close()
         bar.close()
     return stats
-
-
-def _touch(path: Path) -> None:
-    atomic_write(path, b"")
 
 
 def _wait_for(condition: Callable[[], bool], poll: float = 0.2) -> None:
@@ -1062,7 +1085,7 @@ def _write_images(timed: Iterable[Tuple[np.ndarray, Fraction]], out_pattern: str
     check_image_outputs([path for path in outs if not path.exists()], (), width, height, depth, space_check=False)
     stats = {"cuts": 0, "interpolated": 0}
     keep_alpha = outs[0].suffix.lower() in _ALPHA_FORMATS
-    intervals = _ahead(timed, options, stats)
+    intervals = _ahead(timed, options)
     try:
         _image_loop(intervals, plan, interpolate, options, outs, keep_alpha, stats, progress)
     except KeyboardInterrupt:
@@ -1242,7 +1265,7 @@ def stream_frames(frames: Iterator[np.ndarray], stamps: Iterable[Fraction], plan
     ``before_pair`` is called before each call of the interpolator. ``stats`` counts cuts and interpolated frames."""
     stats.setdefault("cuts", 0)
     stats.setdefault("interpolated", 0)
-    intervals = _ahead(zip(frames, stamps), options, stats)
+    intervals = _ahead(zip(frames, stamps), options)
     try:
         for j, frame in _output_frames(intervals, plan, interpolate, lambda k: False, stats, options.motion,
                                        before_pair, later):
