@@ -85,7 +85,8 @@ def test_errors_that_ffmpeg_conceals_keep_every_frame_and_are_said(tmp_path, cap
 def test_a_decoder_that_gives_up_raises_instead_of_ending_the_video_early(tmp_path, caplog):
     """ffmpeg stopped (exit status 69: more than 2/3 of the frames failed) after 3 of 24 frames: the reader just
     ended, and the video job held the last frame to the end, a still picture for the rest of the video, without a
-    word. It raises now, naming the file and ffmpeg's first errors, and no output is written."""
+    word. It raises now, naming the file and ffmpeg's first errors, and no output is written, nor a work folder
+    left."""
     bad = _damaged(_clip(tmp_path / "clip.mp4", size="64x48"), tmp_path / "bad.mp4", 1200, 16)
     info = probe(bad)
     frames = read_frames(info)
@@ -98,6 +99,7 @@ def test_a_decoder_that_gives_up_raises_instead_of_ending_the_video_early(tmp_pa
     with pytest.raises(VideoError, match="cannot decode"):
         interpolate_video(bad, out, Blend(), VideoOptions(), progress=False)
     assert not out.exists()
+    assert not (tmp_path / "out.mp4.work").exists()  # (nothing finished in it to resume: it was left behind)
 
 
 def test_a_killed_decoder_raises(tmp_path, monkeypatch):

@@ -598,8 +598,15 @@ def _interpolate_video(source: Path, out: Path, interpolate: Interpolator, optio
     with _resumable(job.work):
         # several processes (torchrun): each encodes one contiguous run of output frames
         count = job.plan.count
-        stats = encode_segments(job, interpolate, range(rank * count // world, (rank + 1) * count // world),
-                                progress=progress and rank == 0, joins=rank == 0)
+        try:
+            stats = encode_segments(job, interpolate, range(rank * count // world, (rank + 1) * count // world),
+                                    progress=progress and rank == 0, joins=rank == 0)
+        except VideoError:
+            # the input cannot be decoded: where nothing was finished, nothing is left to resume (one process: with
+            # torchrun's, the others use the folder)
+            if world == 1 and not finished_segments(job):
+                _remove_work_dir(job.work)
+            raise
         if world > 1:
             # each rank's counts beside its marker: rank 0 reports the whole job's (each counted its own part's cuts)
             atomic_write(job.work / f"rank_{rank}.done", json.dumps(stats).encode())
@@ -784,8 +791,8 @@ def _prepare_work_dir(work: Path, key: str, rank: int) -> None:
 
 
 def _remove_work_dir(work: Path) -> str:
-    """Remove the work folder once the output is complete: the job's files, then the folder if that left it
-    empty. What was left, for the report ("" where nothing was)."""
+    """Remove the work folder once the output is complete (or where nothing in it is left to resume): the job's
+    files, then the folder if that left it empty. What was left, for the report ("" where nothing was)."""
     try:
         _remove_ours(work)
         if any(work.iterdir()):
