@@ -602,8 +602,8 @@ def _interpolate_video(source: Path, out: Path, interpolate: Interpolator, optio
             stats = encode_segments(job, interpolate, range(rank * count // world, (rank + 1) * count // world),
                                     progress=progress and rank == 0, joins=rank == 0)
         except VideoError:
-            # the input cannot be decoded: where nothing was finished, nothing is left to resume (one process: with
-            # torchrun's, the others use the folder)
+            # ffmpeg failed (decoding the input, or encoding): where nothing was finished, nothing is left to resume
+            # (one process: with torchrun's, the others use the folder)
             if world == 1 and not finished_segments(job):
                 _remove_work_dir(job.work)
             raise
