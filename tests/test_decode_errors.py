@@ -170,9 +170,12 @@ def test_frames_a_damaged_input_loses_leave_gaps_at_their_times_and_the_rest_kee
     assert abs(made[20] - want).mean() < abs(made[20] - originals[9]).mean()
 
 
-def test_an_undamaged_decode_times_every_frame_by_its_packet(tmp_path):
+def test_an_undamaged_decode_times_every_frame_by_its_packet(tmp_path, caplog):
     """ffmpeg's timestamps for each frame (showinfo) against probe's packets: the same times, also with B-frames,
-    audio that starts first, and an mkv (timestamps in milliseconds)."""
+    audio that starts first, and an mkv (timestamps in milliseconds); and from a seek (a job's part), the same
+    frames at the same times as from the start. After a seek in the mkv, its millisecond times met on one tick of
+    the raw output's default time base, and each such frame was an error in ffmpeg's log ("non monotonically
+    increasing dts to muxer"), a false note of damage."""
     made = tmp_path / "b.mkv"
     subprocess.run([ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
                     "sine=frequency=440:sample_rate=48000", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=24000/1001",
@@ -182,3 +185,8 @@ def test_an_undamaged_decode_times_every_frame_by_its_packet(tmp_path):
         info = probe(path)
         timed = list(video.read_timed_frames(info))
         assert [t for _, t in timed] == info.pts and len(timed) == info.frames
+        for first in (1, 5, 17):
+            part = list(video.read_timed_frames(info, first=first))
+            assert [t for _, t in part] == info.pts[first:]
+            assert all((a == b).all() for (a, _), (b, _) in zip(part, timed[first:]))
+    assert _warnings(caplog) == []

@@ -5,6 +5,7 @@ Containers, audio, metadata and timing go through the pipeline with the stand-in
 two-process split), and run.py where the command line itself is tested (its errors, notes and warnings)."""
 
 import dataclasses
+import logging
 import subprocess
 import sys
 from fractions import Fraction
@@ -1237,24 +1238,31 @@ def test_a_clip_cut_off_a_key_frame_with_c_copy_keeps_its_own_length(tmp_path, b
     assert min(range(96), key=lambda k: abs(first - shown[k]).mean()) == 36
 
 
+@pytest.mark.parametrize("scan", ["progressive", "interlaced", "fields"])
 def test_parts_of_a_job_decode_from_near_their_first_frame_and_make_one_runs_video(tmp_path, blend_interpolator,
-                                                                                    monkeypatch):
+                                                                                    monkeypatch, caplog, scan):
     """A batch's segment tasks and torchrun's ranks each decoded the input from its start (and torchrun's to its
     end): the last of 8 parts read 7/8 of the video before its first frame. A part after the start now has ffmpeg
     seek to SEEK_MARGIN frames before its first pair, decodes up to the anchor after its frames, and counts the cuts
-    before its own frames: the joined parts are one run's video, frame for frame, with one run's cut count."""
+    before its own frames: the joined parts are one run's video, frame for frame, with one run's cut count. Also
+    where the input is interlaced, whose first frame after a seek is deinterlaced without the one before it (and,
+    read one frame per field, the first two fields)."""
     from softsplat_vfi.pipeline import video as pipeline
     from softsplat_vfi.pipeline.video import (encode_segments, finish_video_job, first_frame_to_read,
                                               plan_video_job, prepare_work)
 
     clip = tmp_path / "in.mp4"  # 4 s at 12 fps, a cut to smptebars after 2.5 s, a tone
+    rate = 24 if scan != "progressive" else 12  # (interlaced: two frames woven into each, 12 a second)
+    interlace = ",interlace=scan=tff" if scan != "progressive" else ""
+    coding = ["-flags", "+ildct+ilme", "-x264opts", "tff=1"] if scan != "progressive" else []
     subprocess.run([ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i",
-                    "testsrc2=size=96x64:rate=12:duration=2.5", "-f", "lavfi", "-i",
-                    "smptebars=size=96x64:rate=12:duration=1.5", "-f", "lavfi", "-i",
-                    "sine=frequency=440:sample_rate=48000", "-filter_complex", "[0:v][1:v]concat=n=2:v=1[v]", "-map",
-                    "[v]", "-map", "2:a", "-t", "4", "-c:v", "libx264", "-g", "12", "-pix_fmt", "yuv420p", "-c:a",
-                    "aac", "-shortest", str(clip)], check=True)
-    options = VideoOptions(factor=2, segment_seconds=0.5, preset="ultrafast")
+                    f"testsrc2=size=96x64:rate={rate}:duration=2.5", "-f", "lavfi", "-i",
+                    f"smptebars=size=96x64:rate={rate}:duration=1.5", "-f", "lavfi", "-i",
+                    "sine=frequency=440:sample_rate=48000", "-filter_complex",
+                    f"[0:v][1:v]concat=n=2:v=1{interlace}[v]", "-map", "[v]", "-map", "2:a", "-t", "4", "-c:v",
+                    "libx264", *coding, "-g", "12", "-pix_fmt", "yuv420p", "-c:a", "aac", "-shortest", str(clip)],
+                   check=True)
+    options = VideoOptions(factor=2, segment_seconds=0.5, preset="ultrafast", field_rate=scan == "fields")
     alone = tmp_path / "alone.mp4"
     whole = interpolate_video(clip, alone, blend_interpolator, options, progress=False)
     assert whole["cuts"] == 1
@@ -1263,16 +1271,20 @@ def test_parts_of_a_job_decode_from_near_their_first_frame_and_make_one_runs_vid
     monkeypatch.setattr(pipeline, "read_timed_frames",
                         lambda info, alpha=False, first=0: seeks.append(first) or real(info, alpha, first))
     job = plan_video_job(clip, tmp_path / "parts.mp4", options, "")
+    assert bool(job.info.interlaced) == (scan != "progressive")
     prepare_work(job)
     count = job.plan.count
-    assert count == 96
-    parts = [range(0, 24), range(24, 60), range(60, 84), range(84, 96)]  # (on the segments' 12-frame boundaries)
+    assert count == (192 if scan == "fields" else 96)
+    step = count // 8  # (on the segments' boundaries)
+    parts = [range(0, 2 * step), range(2 * step, 5 * step), range(5 * step, 7 * step), range(7 * step, count)]
     counts = [encode_segments(job, blend_interpolator, part, progress=False, joins=False) for part in parts]
-    assert seeks == [0, 3, 21, 33] == [first_frame_to_read(job.info, job.plan, part, options) for part in parts]
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]  # (no frame said lost)
+    assert seeks == [first_frame_to_read(job.info, job.plan, part, options) for part in parts]
+    assert seeks[0] == 0 and all(seeks[1:]), seeks
     assert sum(c["cuts"] for c in counts) == 1 and sum(c["interpolated"] for c in counts) == whole["interpolated"]
     finish_video_job(job, {})
     a, b = probe(alone), probe(tmp_path / "parts.mp4")
-    assert a.frames == b.frames == 96
+    assert a.frames == b.frames == count
     frames = [list(read_frames(x)) for x in (a, b)]
     assert all((x == y).all() for x, y in zip(*frames))
     assert _audio_md5(alone) == _audio_md5(tmp_path / "parts.mp4")

@@ -543,11 +543,17 @@ def _decoded(info: VideoInfo, alpha: bool, first: int = 0) -> Iterator[Tuple[np.
     filters = ([f"bwdif=mode={mode}"] if info.interlaced else []) + ["showinfo=checksum=0"]
     # from frame ``first``: ffmpeg seeks to halfway between it and the frame before (counted from the file's start),
     # decodes from the key frame before and shows the frames from there on, timed from there
+    # (read one frame per field, at the frame's first field: a seek shows whole frames)
+    first -= first % 2 if info.field_rate else 0
     seek = "" if first <= 0 else f"{float(info.start + (info.pts[first - 1] + info.pts[first]) / 2):.6f}"
     proc = subprocess.Popen([ffmpeg_exe(), "-hide_banner", "-nostdin", "-nostats", "-loglevel", "level+info",
                              *decoder, *(["-ss", seek] if seek else []), "-i", str(info.path), "-map",
-                             f"0:{info.stream}", "-vf", ",".join(filters), "-fps_mode", "passthrough", "-f",
-                             "rawvideo", "-pix_fmt", pix, "-"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             f"0:{info.stream}", "-vf", ",".join(filters), "-fps_mode", "passthrough",
+                             # (the raw output in the frames' own time base: in the encoder's default, 1/rate, two
+                             # frames of an mkv's millisecond times after a seek met on one tick, and its muxer
+                             # logged each as an error)
+                             "-enc_time_base", "filter", "-f", "rawvideo", "-pix_fmt", pix, "-"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     # its log read as it comes: a damaged input logs a line or more per bad packet, and at 64 KiB unread ffmpeg
     # would stop, waiting to write the next, and this read with it
     errors = _ErrorLines(proc.stderr, "frame-reader-log", frame_times=True)
