@@ -989,7 +989,7 @@ def test_out_of_range_crf_and_segment_length_are_refused_before_any_work(tmp_pat
     for codec, crf, top in (("libx264", 52, 51), ("libx264", -1, 51), ("libsvtav1", 64, 63), ("h264_nvenc", 60, 51)):
         with pytest.raises(ValueError, match=f"crf {crf} is outside {codec}'s scale: use 0-{top}"):
             encoder_quality_args(codec, crf, "medium")
-    with pytest.raises(ValueError, match="--segment-seconds must be more than 0"):
+    with pytest.raises(ValueError, match="^segment_seconds must be more than 0"):  # (the library's name for it)
         VideoOptions(segment_seconds=0)
     source = tmp_path / "in.mp4"
     source.write_bytes(b"")  # never read: the options are refused first
@@ -1003,7 +1003,7 @@ def test_out_of_range_crf_and_segment_length_are_refused_before_any_work(tmp_pat
         assert run.main(["--video", str(source), "--out", str(tmp_path / "out.mp4")] + extra) == 2
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1
-    with pytest.raises(ValueError, match="--scene-threshold nan"):
+    with pytest.raises(ValueError, match="^scene_threshold nan"):
         VideoOptions(scene_threshold=float("nan"))
 
 
@@ -1209,7 +1209,7 @@ def test_motion_option_is_checked():
     from softsplat_vfi.pipeline.video import VideoOptions
 
     assert VideoOptions().motion == "quadratic"
-    with pytest.raises(ValueError, match="--motion 'cubic': use quadratic or linear"):
+    with pytest.raises(ValueError, match="^motion 'cubic': use quadratic or linear"):
         VideoOptions(motion="cubic")
 
 

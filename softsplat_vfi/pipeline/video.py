@@ -45,6 +45,7 @@ from typing import (Any, Callable, Deque, Iterable, Iterator, List, NamedTuple, 
 import numpy as np
 
 from ..media.declare import frames_fields, option
+from ..media.errors import FieldError, Said
 from ..media.files import (OutputError, atomic_write, check_folder, check_not_input, check_replaceable, human_size,
                            made_here, mark_made, os_error, same_file)
 from ..media.images import as_dtype, mix_alpha_linearly
@@ -153,17 +154,19 @@ class VideoOptions:
         frames=False, flags=[(("--no-space-check",), dict(action="store_false", dest="space_check"))])
 
     def __post_init__(self) -> None:
+        # (each message names its field as the caller does: scene_threshold here, --scene-threshold on the command
+        # line: media.errors.Said)
         if self.motion not in MOTIONS:
-            raise ValueError(f"--motion {self.motion!r}: use {' or '.join(MOTIONS)}")
-        for name, flag in (("scene_threshold", "--scene-threshold"), ("dedup_threshold", "--dedup")):
+            raise FieldError(Said("{motion} {value}: use {choices}", value=repr(self.motion),
+                                  choices=" or ".join(MOTIONS)))
+        for name in ("scene_threshold", "dedup_threshold"):
             if not 0.0 <= getattr(self, name) <= 1.0:  # (a threshold of 2 found no cut, without a word)
-                raise ValueError(f"{flag} {getattr(self, name)}: a mean grey difference, from 0 (off) to 1 (default "
-                                 f"{getattr(VideoOptions, name)})")
+                raise FieldError(Said("{" + name + "} {value}: a mean grey difference, from 0 (off) to 1 (default "
+                                      "{default})", value=getattr(self, name), default=getattr(VideoOptions, name)))
         for name in ("segment_seconds", "segment_work_seconds"):
             if not getattr(self, name) > 0:
-                flag = "--segment-seconds" if name == "segment_seconds" else name
-                raise ValueError(f"{flag} must be more than 0 seconds, got {getattr(self, name)} (default "
-                                 f"{getattr(VideoOptions, name)})")
+                raise FieldError(Said("{" + name + "} must be more than 0 seconds, got {value} (default {default})",
+                                      value=getattr(self, name), default=getattr(VideoOptions, name)))
 
 
 def video_options_from_args(args: Any, leave: Sequence[str] = (), **given: Any) -> VideoOptions:
