@@ -8,7 +8,8 @@ For each shipped network: every convolution the video route runs (the engine eag
 counting calls per pair and recording input shapes), timed alone under bf16 autocast as it is and with its channels
 padded; then the route's CUDA graphs (flow state and synthesis, device tensors, as probe_engine times them) of the
 network as shipped and with pad_channels applied to each part (metric, encoder, synthesis decoder, flow decoders,
-all), with each stack of convolutions run in channels_last (``ChannelsLast``), and with both, their frames' PSNR
+all), with only the channels inside each stack zero-extended (``pad_hidden_channels``: no copies at run time),
+with each stack of convolutions run in channels_last (``ChannelsLast``), and with both, their frames' PSNR
 against the shipped graphs'. Writes OUT_DIR/probe_convs.json and prints a summary.
 """
 
@@ -50,13 +51,43 @@ class ChannelsLast(torch.nn.Module):
         return self.stack(x.contiguous(memory_format=torch.channels_last)).contiguous()
 
 
-def channels_last_stacks(net: torch.nn.Module) -> torch.nn.Module:
-    """``net``, changed in place: each stack (a Sequential of conv blocks) wrapped in ``ChannelsLast``."""
+def _stacks(net: torch.nn.Module):
+    """(parent, name, stack) for each stack of conv blocks (a Sequential of Sequentials) in ``net``."""
     for module in list(net.modules()):
         for name, child in list(module.named_children()):
             if isinstance(child, torch.nn.Sequential) and len(child) and all(
                     isinstance(block, torch.nn.Sequential) for block in child):
-                setattr(module, name, ChannelsLast(child))
+                yield module, name, child
+
+
+def pad_hidden_channels(net: torch.nn.Module, multiple: int = 8) -> torch.nn.Module:
+    """``net``, changed in place: in each stack, a convolution's output channels between two convolutions zero-
+    extended to a multiple of ``multiple`` and the next one's input alike, so that cuDNN's tensor-core kernels take
+    them with no copy at run time (the same outputs: the extra channels are zero, and stay zero through the leaky
+    ReLU); the stack's own input and output channels stay as they are (the fast network's metric: 4 -> 12 -> 1
+    becomes 4 -> 16 -> 1)."""
+    for _, _, stack in _stacks(net):
+        convs = [block[0] for block in stack if isinstance(block[0], torch.nn.Conv2d)]
+        for conv, after in zip(convs, convs[1:]):
+            extra = -conv.out_channels % multiple
+            if not extra or conv.groups != 1 or after.groups != 1:
+                continue
+            with torch.no_grad():
+                conv.weight = torch.nn.Parameter(torch.cat([conv.weight, conv.weight.new_zeros(
+                    extra, *conv.weight.shape[1:])]))
+                if conv.bias is not None:
+                    conv.bias = torch.nn.Parameter(torch.cat([conv.bias, conv.bias.new_zeros(extra)]))
+                after.weight = torch.nn.Parameter(torch.cat([after.weight, after.weight.new_zeros(
+                    after.weight.shape[0], extra, *after.weight.shape[2:])], 1))
+            conv.out_channels += extra
+            after.in_channels += extra
+    return net
+
+
+def channels_last_stacks(net: torch.nn.Module) -> torch.nn.Module:
+    """``net``, changed in place: each stack (a Sequential of conv blocks) wrapped in ``ChannelsLast``."""
+    for module, name, stack in _stacks(net):
+        setattr(module, name, ChannelsLast(stack))
     return net
 
 
@@ -156,11 +187,14 @@ def main() -> int:
             shipped = Interpolator(options, network=eager.network)
             pair, reference = graphs_pair(shipped, frames, height, width)
             variants = {"shipped": time_ms(pair, device, 40)}
-            for parts in [[p] for p in PARTS] + [list(PARTS), ["channels_last"], list(PARTS) + ["channels_last"]]:
+            for parts in [[p] for p in PARTS] + [list(PARTS), ["hidden"], ["channels_last"],
+                                                  ["hidden", "channels_last"], list(PARTS) + ["channels_last"]]:
                 net = copy.deepcopy(eager.network)
                 for part in parts:
                     if part == "channels_last":
                         channels_last_stacks(net)
+                    elif part == "hidden":
+                        pad_hidden_channels(net)
                     else:
                         pad_channels(getattr(net, part))
                 padded_pair, frame = graphs_pair(Interpolator(options, network=net), frames, height, width)
