@@ -62,6 +62,10 @@ def test_said_values_and_fields():
     assert str(said) == "tile 7: use tile=0 or compile=True (1.2 GiB)"
     assert said.said_as(flag_for) == "--tile 7: use --tile 0 or --compile (1.2 GiB)"
     assert FieldError("plain {braces}").said_as(flag_for) == "plain {braces}"  # a plain message names no field
+    # an error raised again with more to say keeps its fields; the words added are taken as they are
+    more = FieldError(said).followed_by("; then out-{i}.png")
+    assert more.fields == ("tile", "compile") and more.said_as(flag_for).endswith("GiB); then out-{i}.png")
+    assert FieldError("plain").followed_by("; more {x}") == "plain; more {x}"
 
 
 def test_the_flag_table_comes_from_the_declarations_and_names_real_flags():

@@ -308,6 +308,8 @@ def test_a_full_disk_writing_frames_keeps_those_written(tmp_path, monkeypatch):
     # existed wrote its image whole; nothing half-written is left, and the message counts what is there
     kept = sorted(p.name for p in folder.glob("*.png"))
     told = int(re.search(r"the (\d+) images written", str(failed.value)).group(1))
+    # rebuilt with the resume's words, the error still names its field: the command line says --out, not out
+    assert "choose --out on another disk" in failed.value.said_as(lambda field: "--" + field)
     assert 5 <= told <= len(kept) < 5 + IMAGE_THREADS
     assert all(cv2.imread(str(folder / name)) is not None for name in kept)
     blend = Blend()

@@ -41,6 +41,10 @@ class Said:
         names = [name.split(".")[0].split("[")[0] for _, name, _, _ in string.Formatter().parse(template) if name]
         self.fields: Tuple[str, ...] = tuple(dict.fromkeys(name for name in names if name not in values))
 
+    def followed_by(self, text: str) -> "Said":
+        """This text with ``text`` after it, taken as it is (its braces are not fields)."""
+        return Said(self.template + text.replace("{", "{{").replace("}", "}}"), **self.values)
+
     def said_as(self, flag: Optional[Callable[[str], str]] = None) -> str:
         """The text with each field said by its name, or as ``flag(field)`` (a command line's flag)."""
         names = {field: _Name(field if flag is None else flag(field), flag is not None) for field in self.fields}
@@ -67,3 +71,8 @@ class FieldError(ValueError):
 
     def said_as(self, flag: Optional[Callable[[str], str]] = None) -> str:
         return self.said.said_as(flag) if self.said is not None else str(self)
+
+    def followed_by(self, text: str) -> Union[str, Said]:
+        """This error's message with ``text`` after it, its fields still fields (for the same error raised again
+        with more to say)."""
+        return self.said.followed_by(text) if self.said is not None else f"{self}{text}"

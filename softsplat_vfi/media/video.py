@@ -1073,9 +1073,9 @@ def concat_and_mux(parts: Sequence[Path], source: Path, out: Path, with_audio: b
         if failed is not None:
             raise failed from None
         if with_audio:
-            raise VideoError(f"{exc} -- the source's audio may not fit this container: rerun with the same "
-                             f"name but .mkv (the encoded video is kept and reused)") from exc
-        raise VideoError(f"{exc} -- {_KEPT}") from exc
+            raise VideoError(exc.followed_by(" -- the source's audio may not fit this container: rerun with the "
+                                             "same name but .mkv (the encoded video is kept and reused)")) from exc
+        raise VideoError(exc.followed_by(f" -- {_KEPT}")) from exc
     finally:
         listing.unlink(missing_ok=True)
         for picture, _ in pictures:

@@ -1136,8 +1136,8 @@ def _image_loop(intervals: Iterator[_Interval], plan: Plan, interpolate: Interpo
                 raise OutputError(f"the output folder {outs[j].parent} was removed during the run -- create "
                                   f"it again and rerun the same command (the job starts over)") from None
             kept = sum(1 for path in outs if path.exists())
-            raise OutputError(f"{exc}; rerun the same command to resume: the {kept} images written are "
-                              f"kept") from None
+            raise OutputError(exc.followed_by(f"; rerun the same command to resume: the {kept} images written "
+                                              f"are kept")) from None
         size = outs[j].stat().st_size
         with lock:
             has_alpha = has_alpha or frame.shape[2] == 4
@@ -1148,8 +1148,8 @@ def _image_loop(intervals: Iterator[_Interval], plan: Plan, interpolate: Interpo
             try:
                 _room_for_the_rest(outs[j].parent, measured[1], measured[0], to_write - measured[0], 0)
             except OutputError as exc:
-                raise OutputError(f"{exc}; rerun the same command to resume: the images written are "
-                                  f"kept") from None
+                raise OutputError(exc.followed_by("; rerun the same command to resume: the images written are "
+                                                  "kept")) from None
 
     with Progress(plan.count, disable=not progress) as bar:
         behind: WriteBehind[Tuple[int, OutputFrame]] = WriteBehind(write, depth=2 * IMAGE_THREADS,
