@@ -1244,7 +1244,8 @@ def test_parts_of_a_job_decode_from_near_their_first_frame_and_make_one_runs_vid
     """A batch's segment tasks and torchrun's ranks each decoded the input from its start (and torchrun's to its
     end): the last of 8 parts read 7/8 of the video before its first frame. A part after the start now has ffmpeg
     seek to SEEK_MARGIN frames before its first pair, decodes up to the anchor after its frames, and counts the cuts
-    before its own frames: the joined parts are one run's video, frame for frame, with one run's cut count. Also
+    before its own frames: the joined parts are one run's video, frame for frame, with one run's cut count; so does a
+    resumed job, from just before its first unfinished frame. Also
     where the input is interlaced, whose first frame after a seek is deinterlaced without the one before it (and,
     read one frame per field, the first two fields)."""
     from softsplat_vfi.pipeline import video as pipeline
@@ -1277,7 +1278,10 @@ def test_parts_of_a_job_decode_from_near_their_first_frame_and_make_one_runs_vid
     assert count == (192 if scan == "fields" else 96)
     step = count // 8  # (on the segments' boundaries)
     parts = [range(0, 2 * step), range(2 * step, 5 * step), range(5 * step, 7 * step), range(7 * step, count)]
-    counts = [encode_segments(job, blend_interpolator, part, progress=False, joins=False) for part in parts]
+    counts = [encode_segments(job, blend_interpolator, part, progress=False, joins=False) for part in parts[:3]]
+    # the rest as a resumed job makes it: the whole video asked for, decoded from just before the last part
+    counts.append(encode_segments(job, blend_interpolator, range(count), progress=False, joins=False))
+    assert counts[-1]["resumed_segments"] == parts[3].start // step
     assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]  # (no frame said lost)
     assert seeks == [first_frame_to_read(job.info, job.plan, part, options) for part in parts]
     assert seeks[0] == 0 and all(seeks[1:]), seeks

@@ -894,11 +894,12 @@ def encode_segments(job: VideoJob, interpolate: Interpolator, mine: range, progr
     the first ``MEASURED_FRAMES`` frames on, each closed segment checks that the rest fits: the frames still to
     encode and, where this process ``joins``, the joined copy of them all (both exist at the end) at the size
     measured, plus the source's other streams. The input is decoded up to the anchor after ``mine`` (to its end
-    where ``mine`` ends the video, and ffmpeg's outcome is judged), from its start or, for a part after the start,
-    from ``SEEK_MARGIN`` input frames before ``mine``'s first (``first_frame_to_read``: each pair's neighbours and
-    scene test see what one run sees). ``report``: called with the count of ``mine``'s frames done (finished
-    before or written now) after each frame; the cuts counted are those before ``mine``'s frames
-    (``_output_frames``' ``counted``), so the parts' counts add up to one run's."""
+    where ``mine`` ends the video, and ffmpeg's outcome is judged), from its start or, from the first frame still
+    to make on where that is after the start (a part's first, or a resumed job's first unfinished), from
+    ``SEEK_MARGIN`` input frames before it (``first_frame_to_read``: each pair's neighbours and scene test see what
+    one run sees). ``report``: called with the count of ``mine``'s frames done (finished before or written now)
+    after each frame. The cuts counted, like the frames interpolated, are those of the frames made from there on
+    (``_output_frames``' ``counted``), so the parts of a job count each once."""
     info, plan, work, suffix, pix_fmt, options = job.info, job.plan, job.work, job.suffix, job.pix_fmt, job.options
     run_opencv_on_callers_threads()  # (the reading, scene test and conversions run in threads of their own)
     # (the joined file copies the source's other streams: room for them is asked for with the segments')
@@ -959,12 +960,14 @@ def encode_segments(job: VideoJob, interpolate: Interpolator, mine: range, progr
     # few frames at most, so that this thread only interpolates: on a GPU the next pair's work is queued as soon as
     # the last one's is (its frames are waited for behind, later=True), not after they are downloaded and written
     # (each frame at its own packet's time: frames that a damaged input loses are made from the frames around them)
-    intervals = _ahead(read_timed_frames(info, first=first_frame_to_read(info, plan, mine, options)), options)
+    # (from just before the first frame still to make: a part's first, or a resumed job's first unfinished)
+    todo = range(next((k for k in mine if not done[k]), mine.stop), mine.stop)
+    intervals = _ahead(read_timed_frames(info, first=first_frame_to_read(info, plan, todo, options)), options)
     behind: WriteBehind[Tuple[int, OutputFrame]] = WriteBehind(write, depth=WRITE_DEPTH, name="segment-writer")
     try:
         for made in _output_frames(intervals, plan, interpolate, skip, stats, options.motion,
                                    drain_after_slow_pairs(behind), later=True,
-                                   counted=range(mine.start, mine.stop + (mine.stop >= plan.count))):
+                                   counted=range(todo.start, mine.stop + (mine.stop >= plan.count))):
             behind.put(made)
             if made[0] + 1 >= mine.stop < plan.count:  # (a part before the end: the rest is another's; the
                 break  # part at the end reads to the end, where ffmpeg's outcome is judged)
