@@ -1283,7 +1283,7 @@ def test_parts_of_a_job_decode_from_near_their_first_frame_and_make_one_runs_vid
     counts.append(encode_segments(job, blend_interpolator, range(count), progress=False, joins=False))
     assert counts[-1]["resumed_segments"] == parts[3].start // step
     assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]  # (no frame said lost)
-    assert seeks == [first_frame_to_read(job.info, job.plan, part, options) for part in parts]
+    assert seeks == [first_frame_to_read(job.info.pts, job.plan, part, options) for part in parts]
     assert seeks[0] == 0 and all(seeks[1:]), seeks
     assert sum(c["cuts"] for c in counts) == 1 and sum(c["interpolated"] for c in counts) == whole["interpolated"]
     finish_video_job(job, {})
@@ -1293,4 +1293,48 @@ def test_parts_of_a_job_decode_from_near_their_first_frame_and_make_one_runs_vid
     assert all((x == y).all() for x, y in zip(*frames))
     assert _audio_md5(alone) == _audio_md5(tmp_path / "parts.mp4")
     # with --dedup, whose anchors chain over the whole video, every part reads from the start
-    assert first_frame_to_read(job.info, job.plan, parts[3], dataclasses.replace(options, dedup_threshold=0.002)) == 0
+    deduplicated = dataclasses.replace(options, dedup_threshold=0.002)
+    assert first_frame_to_read(job.info.pts, job.plan, parts[3], deduplicated) == 0
+
+
+@pytest.mark.parametrize("source", ["video", "frames"])
+def test_an_image_job_resumed_late_reads_from_just_before_its_first_missing_image(tmp_path, blend_interpolator,
+                                                                                    monkeypatch, source):
+    """A rerun of an image job decoded the whole input again to make its last missing images; it now reads from
+    SEEK_MARGIN frames before the first missing one (a video seeks, a folder skips its first files), and makes
+    the same images."""
+    from softsplat_vfi.media import images
+    from softsplat_vfi.pipeline import video as pipeline
+
+    clip = _make_clip(tmp_path / "in.mp4", seconds=4, audio=False)
+    folder = tmp_path / "frames"
+    if source == "frames":
+        folder.mkdir()
+        for i, frame in enumerate(read_frames(probe(clip))):
+            cv2.imwrite(str(folder / f"{i:04d}.png"), frame[:, :, ::-1])
+    out = tmp_path / "out"
+    out.mkdir()
+
+    def job():
+        if source == "video":
+            return interpolate_video(clip, out / "%04d.png", blend_interpolator, VideoOptions(), progress=False)
+        return interpolate_frames(folder, str(out / "%04d.png"), Fraction(12), blend_interpolator, VideoOptions(),
+                                  progress=False)
+
+    job()
+    made = {p.name: p.read_bytes() for p in sorted(out.glob("*.png"))}
+    assert len(made) == 96
+    for name in list(made)[80:]:
+        (out / name).unlink()
+    seeks, reads = [], []
+    real_timed, real_read = pipeline.read_timed_frames, images.read_image
+    monkeypatch.setattr(pipeline, "read_timed_frames",
+                        lambda info, alpha=False, first=0: seeks.append(first) or real_timed(info, alpha, first))
+    monkeypatch.setattr(images, "read_image", lambda path, *a, **k: reads.append(path) or real_read(path, *a, **k))
+    job()
+    assert {p.name: p.read_bytes() for p in sorted(out.glob("*.png"))} == made
+    # output frame 80 lies at input frame 40: read from 8 frames before the one before it
+    if source == "video":
+        assert seeks == [31]
+    else:
+        assert sum(1 for p in reads if p.parent == folder) == 1 + 48 - 31  # (the first, for its size and alpha)

@@ -875,13 +875,14 @@ def segment_frames(rate_out: Fraction, width: int, height: int, options: VideoOp
 SEEK_MARGIN = 8
 
 
-def first_frame_to_read(info: VideoInfo, plan: Plan, mine: range, options: VideoOptions) -> int:
-    """The input frame that a job's part making output frames ``mine`` decodes from (``encode_segments``): 0 for the
-    part at the start, and where de-duplication (``--dedup``) chains its anchors over the whole video; else
-    ``SEEK_MARGIN`` frames before the frame at or before the output frame ahead of ``mine``."""
+def first_frame_to_read(pts: Sequence[Fraction], plan: Plan, mine: range, options: VideoOptions) -> int:
+    """The input frame (of those at times ``pts``) that a job making output frames ``mine`` reads from
+    (``encode_segments``, ``_write_images``): 0 where ``mine`` starts the output, and where de-duplication
+    (``--dedup``) chains its anchors over the whole input; else ``SEEK_MARGIN`` frames before the frame at or
+    before the output frame ahead of ``mine``."""
     if mine.start <= 0 or options.dedup_threshold > 0:
         return 0
-    at = bisect.bisect_right(info.pts, plan.time(mine.start - 1)) - 1
+    at = bisect.bisect_right(pts, plan.time(mine.start - 1)) - 1
     return max(0, at - SEEK_MARGIN)
 
 
@@ -962,7 +963,7 @@ def encode_segments(job: VideoJob, interpolate: Interpolator, mine: range, progr
     # (each frame at its own packet's time: frames that a damaged input loses are made from the frames around them)
     # (from just before the first frame still to make: a part's first, or a resumed job's first unfinished)
     todo = range(next((k for k in mine if not done[k]), mine.stop), mine.stop)
-    intervals = _ahead(read_timed_frames(info, first=first_frame_to_read(info, plan, todo, options)), options)
+    intervals = _ahead(read_timed_frames(info, first=first_frame_to_read(info.pts, plan, todo, options)), options)
     behind: WriteBehind[Tuple[int, OutputFrame]] = WriteBehind(write, depth=WRITE_DEPTH, name="segment-writer")
     try:
         for made in _output_frames(intervals, plan, interpolate, skip, stats, options.motion,
@@ -1079,13 +1080,14 @@ def _prepare_image_job(out_pattern: str, outs: Sequence[Path], key: str, overwri
         raise os_error(exc, exc.filename or work, "write into") from None
 
 
-def _write_images(timed: Iterable[Tuple[np.ndarray, Fraction]], out_pattern: str, plan: Plan,
-                  interpolate: Interpolator, options: VideoOptions, progress: bool, inputs: Sequence[Path],
-                  size: Tuple[int, int, int], key: str) -> dict:
-    """Frames (H x W x 3, or x 4 with alpha, each with its time in seconds) in, one image per output frame; alpha is
-    written where the format holds it. Before any work: no output is one of ``inputs``, the folder takes files and
-    has room for those still to write (``size``: width, height, bit depth), and existing images are this job's (``key``:
-    ``_prepare_image_job``)."""
+def _write_images(timed: Callable[[int], Iterable[Tuple[np.ndarray, Fraction]]], pts: Sequence[Fraction],
+                  out_pattern: str, plan: Plan, interpolate: Interpolator, options: VideoOptions, progress: bool,
+                  inputs: Sequence[Path], size: Tuple[int, int, int], key: str) -> dict:
+    """Frames (H x W x 3, or x 4 with alpha, each with its time in seconds: ``timed(k)``, those from input frame k
+    on, of the inputs at times ``pts``) in, one image per output frame, read from just before the first image not
+    yet written (``first_frame_to_read``: a resumed job); alpha is written where the format holds it. Before any
+    work: no output is one of ``inputs``, the folder takes files and has room for those still to write (``size``:
+    width, height, bit depth), and existing images are this job's (``key``: ``_prepare_image_job``)."""
     from ..media.images import check_image_outputs, check_writable
 
     outs = _image_paths(out_pattern, plan.count)
@@ -1098,9 +1100,10 @@ def _write_images(timed: Iterable[Tuple[np.ndarray, Fraction]], out_pattern: str
     check_image_outputs([path for path in outs if not path.exists()], (), width, height, depth, space_check=False)
     stats = {"cuts": 0, "interpolated": 0}
     keep_alpha = outs[0].suffix.lower() in _ALPHA_FORMATS
-    intervals = _ahead(timed, options)
+    todo = range(next((k for k, path in enumerate(outs) if not path.exists()), plan.count), plan.count)
+    intervals = _ahead(timed(first_frame_to_read(pts, plan, todo, options)), options)
     try:
-        _image_loop(intervals, plan, interpolate, options, outs, keep_alpha, stats, progress)
+        _image_loop(intervals, plan, interpolate, options, outs, keep_alpha, stats, progress, todo.start)
     except KeyboardInterrupt:
         written = sum(1 for path in outs if path.exists())
         raise Interrupted(f"{written} of {plan.count} images written are kept"
@@ -1115,7 +1118,7 @@ def _write_images(timed: Iterable[Tuple[np.ndarray, Fraction]], out_pattern: str
 
 
 def _image_loop(intervals: Iterator[_Interval], plan: Plan, interpolate: Interpolator, options: VideoOptions,
-                outs: Sequence[Path], keep_alpha: bool, stats: dict, progress: bool) -> None:
+                outs: Sequence[Path], keep_alpha: bool, stats: dict, progress: bool, first: int = 0) -> None:
     """Make and write every image not yet written (``_write_images``): the thread that calls the interpolator only
     does that; IMAGE_THREADS threads behind it wait for each frame, encode it and write it."""
     from ..media.images import write_frame
@@ -1159,7 +1162,8 @@ def _image_loop(intervals: Iterator[_Interval], plan: Plan, interpolate: Interpo
                                                                    name="image-writer", threads=IMAGE_THREADS)
         try:
             for made in _output_frames(intervals, plan, interpolate, lambda k: outs[k].exists(), stats,
-                                       options.motion, drain_after_slow_pairs(behind), later=True):
+                                       options.motion, drain_after_slow_pairs(behind), later=True,
+                                       counted=range(first, plan.count + 1)):
                 behind.put(made)
             behind.finish()
         except BaseException:
@@ -1183,8 +1187,9 @@ def _input_notes(info: VideoInfo) -> dict:
 
 def _video_to_images(info: VideoInfo, out_pattern: str, plan: Plan, interpolate: Interpolator,
                      options: VideoOptions, progress: bool, key: str) -> dict:
-    stats = _write_images(read_timed_frames(info, alpha=True), out_pattern, plan, interpolate, options, progress,
-                          [info.path], (info.width, info.height, 16 if info.bit_depth > 8 else 8), key)
+    stats = _write_images(lambda first: read_timed_frames(info, alpha=True, first=first), info.pts, out_pattern, plan,
+                          interpolate, options, progress, [info.path],
+                          (info.width, info.height, 16 if info.bit_depth > 8 else 8), key)
     stats.update(frames_in=info.frames, audio="not written (image output)" if info.has_audio else "none")
     stats.update(_input_notes(info))
     return stats
@@ -1245,8 +1250,8 @@ def _interpolate_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction, i
     first, first_alpha, first_depth = read_image(files[0])
     with_alpha = first_alpha is not None
 
-    def frames() -> Iterator[np.ndarray]:
-        for path in files:
+    def frames(start: int) -> Iterator[np.ndarray]:
+        for path in files[start:]:
             rgb, alpha, depth = read_image(path)
             if rgb.shape != first.shape:  # (numpy said "operands could not be broadcast together" deep inside)
                 raise VideoError(f"{path} is {rgb.shape[1]}x{rgb.shape[0]}, the folder's first frame {files[0].name} "
@@ -1261,8 +1266,8 @@ def _interpolate_frames(frames_dir: Path, out_pattern: str, rate_in: Fraction, i
     key = json.dumps({"inputs": [(str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns) for p in files],
                       "rate": str(rate_in), "options": _frame_options(options), "weights": weights_id},
                      sort_keys=True)
-    stats = _write_images(zip(frames(), stamps), out_pattern, plan, interpolate, options, progress, files,
-                          (first.shape[1], first.shape[0], first_depth), key)
+    stats = _write_images(lambda start: zip(frames(start), stamps[start:]), stamps, out_pattern, plan, interpolate,
+                          options, progress, files, (first.shape[1], first.shape[0], first_depth), key)
     stats.update(frames_in=len(files))
     return stats
 
