@@ -11,6 +11,7 @@ ffmpeg converts.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import errno
 import functools
 import logging
@@ -512,7 +513,9 @@ def read_frames(info: VideoInfo, alpha: bool = False) -> Iterator[np.ndarray]:
     and a source that has it (``info.alpha``), H x W x 4 RGBA. After the last one ffmpeg's outcome is judged
     (``_judge_decoding``): a VideoError where it failed, a logged warning where it got past errors or lost frames.
     A caller that stops reading early stops ffmpeg, and hears nothing."""
-    return (frame for frame, _ in _decoded(info, alpha))
+    with contextlib.closing(_decoded(info, alpha)) as decoded:  # (closed with this one: ffmpeg stopped at once)
+        for frame, _ in decoded:
+            yield frame
 
 
 def read_timed_frames(info: VideoInfo, alpha: bool = False, first: int = 0) -> Iterator[Tuple[np.ndarray, Fraction]]:
@@ -524,9 +527,10 @@ def read_timed_frames(info: VideoInfo, alpha: bool = False, first: int = 0) -> I
     or with one at or before the last frame's, takes the next time; frames after the last packet's time are
     decoded but not given. ``first``: the frames from ``info.pts[first]`` on, ffmpeg seeking to just before it
     (a part of a job: the same frames as decoded from the start)."""
-    for frame, index in _decoded(info, alpha, first):
-        if index < len(info.pts):
-            yield frame, info.pts[index]
+    with contextlib.closing(_decoded(info, alpha, first)) as decoded:
+        for frame, index in decoded:
+            if index < len(info.pts):
+                yield frame, info.pts[index]
 
 
 def _decoded(info: VideoInfo, alpha: bool, first: int = 0) -> Iterator[Tuple[np.ndarray, int]]:
