@@ -9,9 +9,10 @@ input's name, its work folder beside it (``pipeline.jobs.work_folder``), the sam
 setting starts over), the same lock, held by the driver from the job's start to its join. On Ray a job's output
 frames are split into segment tasks at exact frame indices, on the boundaries of the segments one run makes
 (``segment_frames``), so every segment is the one run's segment, encoded alone from the same frames: the joined
-output is one uninterrupted run's. Each task decodes the input from its start to the anchor after its last frame
-(each pair's neighbours, the scene test and de-duplication see what one run sees) and interpolates only its own
-frames (``encode_segments``, the torchrun route's); the driver joins the segments (``finish_video_job``). Tasks
+output is one uninterrupted run's. Each task decodes the input from a few frames before its first (from its start with
+de-duplication; ``first_frame_to_read``) to the anchor after its last frame, so each pair's neighbours and the
+scene test see what one run sees, and interpolates only its own frames (``encode_segments``, the torchrun
+route's); the driver joins the segments (``finish_video_job``). Tasks
 ask for GPUs where the cluster has them, else for CPUs; a killed worker's task is retried by Ray and keeps the
 segments it finished. Inputs, outputs and the weights file must have the same paths on every node (a shared file
 system), as torchrun's processes share one. Importing this module does nothing; it imports Ray only for ``--ray``.
