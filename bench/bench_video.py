@@ -59,7 +59,6 @@ import argparse
 import functools
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -72,7 +71,7 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from bench.timing import cuda_time_ms, require_cuda
+from bench.timing import cuda_time_ms, median_ms, require_cuda
 from softsplat_vfi.engine import Interpolator, InterpolatorOptions
 from softsplat_vfi.engine.interpolator import resolve_device
 from softsplat_vfi.engine.options import add_flags, device_for, show_notes
@@ -376,13 +375,6 @@ def route(interpolator: Interpolator, frames: List[np.ndarray], stamps: Sequence
     return count, stats["interpolated"]
 
 
-def _median_ms(fn: Callable[[], object], device: torch.device, repeats: int) -> float:
-    if device.type == "cuda":
-        return cuda_time_ms(fn, warmup=3, repeats=repeats)
-    fn()
-    return statistics.median(_timed(fn).seconds for _ in range(repeats)) * 1000.0
-
-
 def network_stages(clip: Clip, frames: List[np.ndarray], factor: int, name: str,
                    interpolator: Interpolator) -> Dict[str, Measured]:
     """The network on the clip's decoded frames: through the pipeline's route (output frames per second, and ms per
@@ -399,11 +391,11 @@ def network_stages(clip: Clip, frames: List[np.ndarray], factor: int, name: str,
     a, b = (torch.from_numpy(f.copy()).to(device).permute(2, 0, 1)[None].float() / 255.0 for f in frames[:2])
     repeats = 20 if device.type == "cuda" else 2
     with torch.no_grad():
-        rows[f"network {name}, eager pair ms"] = Measured(_median_ms(lambda: interpolator(a, b, [0.5]), device,
+        rows[f"network {name}, eager pair ms"] = Measured(median_ms(lambda: interpolator(a, b, [0.5]), device,
                                                                      repeats))
         graphed = interpolator.cuda_graphs_for(info.height, info.width)
         if graphed is not None:
-            rows[f"network {name}, graphs pair ms"] = Measured(_median_ms(lambda: graphed(a, b, [0.5]), device,
+            rows[f"network {name}, graphs pair ms"] = Measured(median_ms(lambda: graphed(a, b, [0.5]), device,
                                                                           repeats))
     return rows
 

@@ -22,9 +22,7 @@ import dataclasses
 import functools
 import json
 import math
-import statistics
 import sys
-import time
 from fractions import Fraction
 from pathlib import Path
 
@@ -32,6 +30,7 @@ import torch
 
 from bench.bench_video import DEFAULT_WEIGHTS, FAST_WEIGHTS, route
 from bench.probe_engine import texture_frames
+from bench.timing import median_ms
 from softsplat_vfi.engine import Interpolator, InterpolatorOptions
 from softsplat_vfi.engine.options import add_flags
 from softsplat_vfi.model.runtime import PaddedConv, pad_channels
@@ -89,28 +88,6 @@ def channels_last_stacks(net: torch.nn.Module) -> torch.nn.Module:
     for module, name, stack in _stacks(net):
         setattr(module, name, ChannelsLast(stack))
     return net
-
-
-def time_ms(fn, device: torch.device, repeats: int = 30) -> float:
-    for _ in range(3):
-        fn()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-        times = []
-        for _ in range(repeats):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
-        return statistics.median(times)
-    times = []
-    for _ in range(max(3, repeats // 10)):
-        t0 = time.perf_counter()
-        fn()
-        times.append(1000 * (time.perf_counter() - t0))
-    return statistics.median(times)
 
 
 def conv_census(engine: Interpolator, frames: list, pairs: int) -> dict:
@@ -171,8 +148,8 @@ def main() -> int:
         with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16, enabled=device.type == "cuda"):
             for (module_name, shape), (module, per_pair) in sorted(census.items()):
                 x = torch.rand(shape, device=device)
-                plain_ms = time_ms(functools.partial(module, x), device)
-                padded_ms = time_ms(functools.partial(PaddedConv(module), x), device)
+                plain_ms = median_ms(functools.partial(module, x), device, 30)
+                padded_ms = median_ms(functools.partial(PaddedConv(module), x), device, 30)
                 rows.append({"conv": module_name, "input": list(shape), "in": module.in_channels,
                              "out": module.out_channels, "stride": module.stride[0], "per_pair": per_pair,
                              "ms": plain_ms, "padded_ms": padded_ms})
@@ -186,7 +163,7 @@ def main() -> int:
         if device.type == "cuda":
             shipped = Interpolator(options, network=eager.network)
             pair, reference = graphs_pair(shipped, frames, height, width)
-            variants = {"shipped": time_ms(pair, device, 40)}
+            variants = {"shipped": median_ms(pair, device, 40)}
             for parts in [[p] for p in PARTS] + [list(PARTS), ["hidden"], ["channels_last"],
                                                   ["hidden", "channels_last"], list(PARTS) + ["channels_last"]]:
                 net = copy.deepcopy(eager.network)
@@ -199,10 +176,10 @@ def main() -> int:
                         pad_channels(getattr(net, part))
                 padded_pair, frame = graphs_pair(Interpolator(options, network=net), frames, height, width)
                 key = "+".join(parts)
-                variants[key] = time_ms(padded_pair, device, 40)
+                variants[key] = median_ms(padded_pair, device, 40)
                 variants[key + " psnr"] = psnr(frame, reference)
                 # the shipped graphs again, so that drift between variants shows
-                variants[f"shipped after {key}"] = time_ms(pair, device, 40)
+                variants[f"shipped after {key}"] = median_ms(pair, device, 40)
                 del net, padded_pair
                 torch.cuda.empty_cache()
             net_result["graphs_ms"] = variants

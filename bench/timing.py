@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import statistics
 import sys
+import time
 from typing import Callable, Optional
 
 import torch
@@ -22,6 +23,20 @@ def cuda_time_ms(fn: Callable[[], object], warmup: int = 5, repeats: int = 30) -
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def median_ms(fn: Callable[[], object], device: torch.device, repeats: int, warmup: int = 3) -> float:
+    """``fn``'s median time in ms on ``device``: ``cuda_time_ms`` on a GPU; elsewhere one warm-up call, then the
+    wall clock's median over ``repeats`` calls."""
+    if device.type == "cuda":
+        return cuda_time_ms(fn, warmup=warmup, repeats=repeats)
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(1000.0 * (time.perf_counter() - start))
     return statistics.median(times)
 
 
