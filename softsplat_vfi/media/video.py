@@ -562,8 +562,8 @@ def _decoded(info: VideoInfo, alpha: bool, first: int = 0) -> Iterator[Tuple[np.
     # would stop, waiting to write the next, and this read with it
     errors = _ErrorLines(proc.stderr, "frame-reader-log", frame_times=True)
     offset = Fraction(seek) if seek else Fraction(0)
-    first = max(first, 0)
-    decoded, index, first_lost = 0, None, None
+    # ``expected``: the packet after the last frame's (the frame lost first: the first packet skipped)
+    decoded, expected, first_lost = 0, max(first, 0), None
     try:
         while True:
             data = proc.stdout.read(frame_bytes)
@@ -572,18 +572,17 @@ def _decoded(info: VideoInfo, alpha: bool, first: int = 0) -> Iterator[Tuple[np.
             decoded += 1
             # (showinfo logs a frame before ffmpeg writes it, so its line is there or on its way)
             time = errors.next_time()
-            place = _packet_index(info, None if time is None else time + offset, index, first)
-            if first_lost is None and place > (first if index is None else index + 1):
-                first_lost = first if index is None else index + 1
-            index = place
+            index = _packet_index(info, None if time is None else time + offset, expected, anywhere=decoded == 1)
+            if first_lost is None and index > expected:
+                first_lost = expected
+            expected = index + 1
             frame = np.frombuffer(data, dtype="<u2" if deep else np.uint8)
             yield frame.reshape(info.height, info.width, channels), index
         # (not reached where the caller stops reading early: the kill below is then ours, and says nothing)
         code = proc.wait()
         errors.join()
-        after = first if index is None else index + 1
-        if first_lost is None and after < info.frames:
-            first_lost = after
+        if first_lost is None and expected < info.frames:
+            first_lost = expected
         _judge_decoding(info, code, errors, decoded, info.pts[first_lost] if first_lost is not None else None,
                         first)
     finally:
@@ -594,18 +593,17 @@ def _decoded(info: VideoInfo, alpha: bool, first: int = 0) -> Iterator[Tuple[np.
         proc.stderr.close()
 
 
-def _packet_index(info: VideoInfo, time: Optional[Fraction], last: Optional[int], first: int = 0) -> int:
+def _packet_index(info: VideoInfo, time: Optional[Fraction], expected: int, anywhere: bool = False) -> int:
     """The index in ``info.pts`` of the frame that ffmpeg timed at ``time`` (seconds from the file's start, as
-    ``info.start``): the nearest, or the one after ``last`` (the last frame's; None: ``first``, before any) where
-    it has no time or the nearest is not after ``last``."""
-    following = first if last is None else last + 1
+    ``info.start``): the nearest, or ``expected`` (the one after the last frame's) where it has no time or the
+    nearest is before ``expected``; with ``anywhere`` (a decode's first frame) the nearest wherever it is."""
     if time is None:
-        return following
+        return expected
     relative = time - info.start
     after = bisect.bisect_left(info.pts, relative)
     nearest = min((i for i in (after - 1, after) if 0 <= i < len(info.pts)),
-                  key=lambda i: abs(info.pts[i] - relative), default=following)
-    return nearest if last is None or nearest > last else following
+                  key=lambda i: abs(info.pts[i] - relative), default=expected)
+    return nearest if anywhere or nearest >= expected else expected
 
 
 def _judge_decoding(info: VideoInfo, code: int, errors: _ErrorLines, decoded: int,
