@@ -211,11 +211,6 @@ def frame_planes(data: bytes, header: Y4MHeader) -> Tuple[np.ndarray, np.ndarray
     return y, u, v
 
 
-def _ranges(header: Y4MHeader) -> Tuple[float, float, float]:
-    """(black, luma span, chroma span) in the stream's sample values."""
-    return sample_ranges(header.depth, header.full_range)
-
-
 def _rgb_matrix(kr: float, kb: float, ranges: Tuple[float, float, float], mid: float, top: float) -> np.ndarray:
     """The float32 3 x 4 matrix taking (Y, Cb, Cr, 1) to RGB in [0, top], for samples whose black, luma span and
     chroma span are ``ranges`` and whose chroma zero is ``mid``: with y = (Y - black) / span and u, v = (Cb, Cr -
@@ -235,7 +230,7 @@ def _rgb_matrix(kr: float, kb: float, ranges: Tuple[float, float, float], mid: f
 def _rgb_from_yuv(header: Y4MHeader) -> np.ndarray:
     """``_rgb_matrix`` for a stream's samples scaled to 16 bits, to RGB in 0..65535."""
     scale = float(1 << (16 - header.depth))
-    ranges = tuple(scale * r for r in _ranges(header))
+    ranges = tuple(scale * r for r in sample_ranges(header.depth, header.full_range))
     return _rgb_matrix(*MATRICES[header.matrix], ranges, scale * (1 << (header.depth - 1)), 65535.0)
 
 
