@@ -70,6 +70,13 @@ part_peers() {
         --json "$out/patterns_peers.json"
 }
 
+both_routes() {  # NAME COMMAND...: the command along CUDA graphs, then with --compile; ROUTE in NAME names each
+    local name=$1
+    shift
+    measure "${name/ROUTE/graphs}" "$@" --json "$out/${name/ROUTE/graphs}.json"
+    measure "${name/ROUTE/compile}" "$@" --compile --json "$out/${name/ROUTE/compile}.json"
+}
+
 part_compiled() {  # the compiled route beside CUDA graphs: a process per network, each measure compiled right after
     # its graph-route twin (so that the two are compared clip by clip, scene by scene), and the pattern set in a
     # third; two threads each (compiling is mostly CPU). Inductor's cache (/tmp) serves the video path the pairs'
@@ -78,27 +85,12 @@ part_compiled() {  # the compiled route beside CUDA graphs: a process per networ
     for model in network fast; do
         (
             w=softsplat_vfi/weights/$model.safetensors
-            for route in graphs compile; do
-                measure "pairs_${route}_$model" "${holdout[@]}" --weights "$w" $([ $route = compile ] && echo --compile) \
-                    --json "$out/pairs_${route}_$model.json"
-            done
-            for route in graphs compile; do
-                measure "video_${route}_$model" "${holdout[@]}" --weights "$w" --motion quadratic \
-                    $([ $route = compile ] && echo --compile) --json "$out/video_${route}_$model.json"
-            done
-            for route in graphs compile; do
-                measure "middlebury_${route}_$model" python3 benchmark_middlebury.py --data "$middlebury" \
-                    --model "$model" $([ $route = compile ] && echo --compile) \
-                    --json "$out/middlebury_${route}_$model.json"
-            done
+            both_routes "pairs_ROUTE_$model" "${holdout[@]}" --weights "$w"
+            both_routes "video_ROUTE_$model" "${holdout[@]}" --weights "$w" --motion quadratic
+            both_routes "middlebury_ROUTE_$model" python3 benchmark_middlebury.py --data "$middlebury" --model "$model"
         ) & pids+=($!)
     done
-    (
-        measure patterns_graphs python3 -m bench.patterns --weights "${ours[@]}" --no-camera \
-            --json "$out/patterns_graphs.json"
-        measure patterns_compile python3 -m bench.patterns --weights "${ours[@]}" --no-camera --compile \
-            --json "$out/patterns_compile.json"
-    ) & pids+=($!)
+    both_routes patterns_ROUTE python3 -m bench.patterns --weights "${ours[@]}" --no-camera & pids+=($!)
     wait "${pids[@]}"
 }
 
