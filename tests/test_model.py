@@ -365,6 +365,54 @@ def test_compiled_regions_pad_every_convolution_and_keep_the_frames():
         torch.testing.assert_close(regions.synthesize(state, t), net.synthesize(state, t), rtol=0, atol=1e-5)
 
 
+@pytest.mark.parametrize("hidden", [12, 24])
+def test_pad_metric_pads_the_metrics_convolutions_and_keeps_its_outputs(hidden):
+    """model.runtime.pad_metric: the metric's two convolutions (4 -> hidden, hidden -> 1) become PaddedConvs with
+    channels in multiples of 8, the rest of the network is untouched, the metric gives the same outputs, and a
+    second call (or compiled_regions' pad_channels of the whole network after it) pads the metric nothing again."""
+    import copy
+
+    from softsplat_vfi.model.runtime import PaddedConv, pad_channels, pad_metric
+
+    torch.manual_seed(0)
+    net = Network(NetworkConfig(metric_hidden=hidden)).eval()
+    plain = copy.deepcopy(net)
+    assert pad_metric(net) is net
+    padded = [m for m in net.metric.net.modules() if isinstance(m, PaddedConv)]
+    assert len(padded) == 2 and not any(isinstance(m, torch.nn.Conv2d) and m.in_channels % 8
+                                        for m in net.metric.modules())
+    wide = hidden + -hidden % 8
+    assert [(p.conv.in_channels, p.conv.out_channels) for p in padded] == [(8, wide), (wide, 8)]
+    assert not any(isinstance(m, PaddedConv) for name, m in net.named_modules() if not name.startswith("metric"))
+    image, other, flow = torch.rand(2, 3, 20, 28), torch.rand(2, 3, 20, 28), 3 * torch.randn(2, 2, 20, 28)
+    with torch.no_grad():
+        torch.testing.assert_close(net.metric(image, other, flow), plain.metric(image, other, flow),
+                                   rtol=0, atol=1e-6)
+    metric = [id(m) for m in net.metric.modules()]
+    pad_metric(net)
+    pad_channels(net)  # (as compiled_regions pads a loaded network's copy)
+    assert [id(m) for m in net.metric.modules()] == metric
+
+
+def test_pad_metric_leaves_networks_without_a_metric_as_they_are():
+    """The published architecture has no ``metric``: pad_metric changes nothing; an ensemble's network (its
+    ``base``) is padded."""
+    from softsplat_vfi.model.ensemble import EnsembleNetwork
+    from softsplat_vfi.model.published import PublishedNetwork
+    from softsplat_vfi.model.runtime import PaddedConv, pad_metric
+
+    published = PublishedNetwork()
+    before = {k: v.clone() for k, v in published.state_dict().items()}
+    modules = [type(m) for m in published.modules()]
+    assert pad_metric(published) is published
+    assert [type(m) for m in published.modules()] == modules
+    after = published.state_dict()
+    assert sorted(after) == sorted(before) and all(torch.equal(after[k], v) for k, v in before.items())
+    ensemble = EnsembleNetwork(Network(), 2)
+    assert pad_metric(ensemble) is ensemble
+    assert sum(isinstance(m, PaddedConv) for m in ensemble.net.metric.modules()) == 2
+
+
 def test_config_overrides_name_the_fix():
     config = NetworkConfig().with_overrides(["flow_finest_level=0", "flow_hidden=64,32"])
     assert config.flow_finest_level == 0 and config.flow_hidden == (64, 32)
