@@ -7,10 +7,15 @@ F77's profile found a cuDNN direct kernel taking 2.85 of the fast network's 15.2
 For each shipped network: every convolution the video route runs (the engine eager along quadratic paths, hooks
 counting calls per pair and recording input shapes), timed alone under bf16 autocast as it is and with its channels
 padded; then the route's CUDA graphs (flow state and synthesis, device tensors, as probe_engine times them) of the
-network as shipped and with pad_channels applied to each part (metric, encoder, synthesis decoder, flow decoders,
-all), with only the channels inside each stack zero-extended (``pad_hidden_channels``: no copies at run time),
-with each stack of convolutions run in channels_last (``ChannelsLast``), and with both, their frames' PSNR
-against the shipped graphs'. Writes OUT_DIR/probe_convs.json and prints a summary.
+network as shipped and with pad_channels applied to each part (encoder, synthesis decoder, flow decoders, all),
+with only the channels inside each stack zero-extended (``pad_hidden_channels``: no copies at run time), with each
+stack of convolutions run in channels_last (``ChannelsLast``), and with both, their frames' PSNR against the
+shipped graphs'. Writes OUT_DIR/probe_convs.json and prints a summary.
+
+Since F81 the metric pads its own convolutions on the GPU (``synthesis.Metric``, ``layers.run_padded``: they call
+``F.conv2d`` with the modules' weights, so the census no longer sees them, and ``pad_channels`` leaves the metric
+alone): the "metric" part is gone, and "shipped" includes the metric's padding. F81's figures came from the probe
+before that (``git show 938ec51:bench/probe_convs.py``).
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from softsplat_vfi.engine import Interpolator, InterpolatorOptions
 from softsplat_vfi.engine.options import add_flags
 from softsplat_vfi.model.runtime import PaddedConv, pad_channels
 
-PARTS = ("metric", "encoder", "decoder", "flow")
+PARTS = ("encoder", "decoder", "flow")
 
 
 class ChannelsLast(torch.nn.Module):

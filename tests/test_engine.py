@@ -481,47 +481,6 @@ def test_published_ensemble_moves_at_constant_velocity_in_a_stream(caplog):
     assert caplog.text.count("(the published network) frames move at constant velocity") == 1
 
 
-def test_networks_loaded_on_the_cpu_are_not_padded(cpu_network):
-    """load_network pads the metric's convolutions only on a GPU (model.runtime.pad_metric): on the CPU the padding
-    costs a copy per call and gains nothing, so the loaded network keeps its plain convolutions."""
-    from softsplat_vfi.engine.interpolator import load_network
-    from softsplat_vfi.engine.options import DEFAULT_WEIGHTS
-    from softsplat_vfi.model.runtime import PaddedConv
-
-    fast = load_network(DEFAULT_WEIGHTS.parent / "fast.safetensors", torch.device("cpu"))
-    for net in (cpu_network, fast):
-        assert not any(isinstance(m, PaddedConv) for m in net.modules())
-        assert net.metric.net[0][0].in_channels == 4
-
-
-@pytest.mark.cuda
-def test_cuda_loaded_networks_have_their_metric_padded_and_given_networks_are_run_as_they_are():
-    """load_network on a GPU pads the metric's two convolutions (model.runtime.pad_metric), once per load, and only
-    those; a network given to Interpolator(network=...) (training's live network) is never changed, and the padded
-    network makes the unpadded one's frames."""
-    from softsplat_vfi.engine.interpolator import load_network
-    from softsplat_vfi.engine.options import DEFAULT_WEIGHTS
-    from softsplat_vfi.model.runtime import PaddedConv
-    from softsplat_vfi.model.weights import load_weights
-
-    cuda = torch.device("cuda")
-    weights = DEFAULT_WEIGHTS.parent / "fast.safetensors"
-    loaded = load_network(weights, cuda)
-    assert load_network(weights, cuda) is loaded
-    padded = [name for name, m in loaded.named_modules() if isinstance(m, PaddedConv)]
-    assert padded == ["metric.net.0.0", "metric.net.1.0"]
-    assert Interpolator(InterpolatorOptions(weights=weights, device="cuda")).network is loaded
-    given = load_weights(weights, cuda).eval()
-    options = InterpolatorOptions(weights=weights, tile=0, precision="bf16")  # (as measured: bf16, CUDA graphs)
-    frames = _moving_frames(3, seed=6)
-    plain = Interpolator(options, network=given).interpolate_integer(frames[0], frames[1], [0.5])[0]
-    assert not any(isinstance(m, PaddedConv) for m in given.modules())
-    ours = Interpolator(options, network=loaded).interpolate_integer(frames[0], frames[1], [0.5])[0]
-    # (softsplat's atomic sums may differ by a rounding step at a few pixels)
-    difference = np.abs(plain.astype(int) - ours.astype(int))
-    assert difference.max() <= 1 and (difference > 0).mean() < 0.01
-
-
 def test_a_weights_file_loads_once_by_any_path_and_again_once_rewritten(tmp_path, monkeypatch):
     """load_network keys its networks by the file's real path, size and modification time: the same file through a
     relative path, an absolute one or a link is one load, and a file rewritten since (a new export) loads again."""

@@ -348,8 +348,10 @@ def test_compiled_regions_pad_every_convolution_and_keep_the_frames():
         return fn
 
     regions = compiled_regions(copy.deepcopy(net), stand_in)
-    convs = [m for m in regions.modules() if isinstance(m, torch.nn.Conv2d)]
+    # (the metric pads its own on the GPU: synthesis.Metric, layers.run_padded)
+    convs = [m for name, m in regions.named_modules() if isinstance(m, torch.nn.Conv2d) and "metric" not in name]
     assert convs and all(c.in_channels % 8 == 0 and c.out_channels % 8 == 0 for c in convs)
+    assert not any(isinstance(m, PaddedConv) for m in regions.metric.modules())
     assert any(isinstance(m, PaddedConv) for m in regions.modules())
     assert len(compiled) == 4 + 2 * len(net.flow.decoders)
     scene = F.interpolate(torch.rand(1, 3, 6, 8), size=(60, 84), mode="bicubic", align_corners=False).clamp(0, 1)
@@ -365,52 +367,57 @@ def test_compiled_regions_pad_every_convolution_and_keep_the_frames():
         torch.testing.assert_close(regions.synthesize(state, t), net.synthesize(state, t), rtol=0, atol=1e-5)
 
 
-@pytest.mark.parametrize("hidden", [12, 24])
-def test_pad_metric_pads_the_metrics_convolutions_and_keeps_its_outputs(hidden):
-    """model.runtime.pad_metric: the metric's two convolutions (4 -> hidden, hidden -> 1) become PaddedConvs with
-    channels in multiples of 8, the rest of the network is untouched, the metric gives the same outputs, and a
-    second call (or compiled_regions' pad_channels of the whole network after it) pads the metric nothing again."""
-    import copy
-
-    from softsplat_vfi.model.runtime import PaddedConv, pad_channels, pad_metric
+@pytest.mark.parametrize("widths", [(4, 12, 1), (4, 24, 1), (3, 5, 7, 16)])
+def test_run_padded_gives_the_stacks_own_values(widths):
+    """layers.run_padded (the metric's convolutions on a GPU, F81): a stack of conv blocks with its channels
+    zero-extended to multiples of 8 gives the stack's own output, gradients included."""
+    from softsplat_vfi.model.layers import conv, run_padded
 
     torch.manual_seed(0)
-    net = Network(NetworkConfig(metric_hidden=hidden)).eval()
-    plain = copy.deepcopy(net)
-    assert pad_metric(net) is net
-    padded = [m for m in net.metric.net.modules() if isinstance(m, PaddedConv)]
-    assert len(padded) == 2 and not any(isinstance(m, torch.nn.Conv2d) and m.in_channels % 8
-                                        for m in net.metric.modules())
-    wide = hidden + -hidden % 8
-    assert [(p.conv.in_channels, p.conv.out_channels) for p in padded] == [(8, wide), (wide, 8)]
-    assert not any(isinstance(m, PaddedConv) for name, m in net.named_modules() if not name.startswith("metric"))
-    image, other, flow = torch.rand(2, 3, 20, 28), torch.rand(2, 3, 20, 28), 3 * torch.randn(2, 2, 20, 28)
-    with torch.no_grad():
-        torch.testing.assert_close(net.metric(image, other, flow), plain.metric(image, other, flow),
-                                   rtol=0, atol=1e-6)
+    blocks = [conv(a, b, act=i < len(widths) - 2) for i, (a, b) in enumerate(zip(widths, widths[1:]))]
+    stack = torch.nn.Sequential(*blocks)
+    x = torch.randn(2, widths[0], 18, 22, requires_grad=True)
+    plain = stack(x)
+    padded = run_padded(stack, x)
+    assert padded.shape == plain.shape == (2, widths[-1], 18, 22)
+    torch.testing.assert_close(padded, plain, rtol=0, atol=1e-5)
+    grads = torch.autograd.grad(padded.square().sum(), [x, *stack.parameters()])
+    plain_grads = torch.autograd.grad(plain.square().sum(), [x, *stack.parameters()])
+    for a, b in zip(grads, plain_grads):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_pad_channels_leaves_the_metric_to_pad_its_own():
+    """runtime.pad_channels (--compile's padding) pads every other narrow convolution and leaves the metric, which
+    pads its own on the GPU (``pads_own_channels``), as it is, called on the network or on the metric alone."""
+    from softsplat_vfi.model.runtime import PaddedConv, pad_channels
+
+    net = Network(NetworkConfig(metric_hidden=12))
     metric = [id(m) for m in net.metric.modules()]
-    pad_metric(net)
-    pad_channels(net)  # (as compiled_regions pads a loaded network's copy)
+    assert pad_channels(net) is net and pad_channels(net.metric) is net.metric
     assert [id(m) for m in net.metric.modules()] == metric
+    assert any(isinstance(m, PaddedConv) for m in net.modules())
 
 
-def test_pad_metric_leaves_networks_without_a_metric_as_they_are():
-    """The published architecture has no ``metric``: pad_metric changes nothing; an ensemble's network (its
-    ``base``) is padded."""
-    from softsplat_vfi.model.ensemble import EnsembleNetwork
-    from softsplat_vfi.model.published import PublishedNetwork
-    from softsplat_vfi.model.runtime import PaddedConv, pad_metric
+@pytest.mark.cuda
+@pytest.mark.parametrize("hidden", [12, 24])
+def test_the_metric_on_a_gpu_gives_its_plain_convolutions_values(hidden):
+    """synthesis.Metric on CUDA runs its convolutions padded (layers.run_padded); float32 and bf16 autocast give
+    the plain stack's values."""
+    torch.manual_seed(0)
+    metric = Network(NetworkConfig(metric_hidden=hidden)).metric.cuda().eval()
+    image, other = torch.rand(2, 1, 3, 64, 96, device="cuda")
+    flow = 3 * torch.randn(1, 2, 64, 96, device="cuda")
+    from softsplat_vfi.model.warp import backwarp
 
-    published = PublishedNetwork()
-    before = {k: v.clone() for k, v in published.state_dict().items()}
-    modules = [type(m) for m in published.modules()]
-    assert pad_metric(published) is published
-    assert [type(m) for m in published.modules()] == modules
-    after = published.state_dict()
-    assert sorted(after) == sorted(before) and all(torch.equal(after[k], v) for k, v in before.items())
-    ensemble = EnsembleNetwork(Network(), 2)
-    assert pad_metric(ensemble) is ensemble
-    assert sum(isinstance(m, PaddedConv) for m in ensemble.net.metric.modules()) == 2
+    def plain() -> torch.Tensor:
+        error = (image - backwarp(other, flow)).abs().mean(1, keepdim=True)
+        return (metric.scale * error + metric.net(torch.cat([image - 0.5, error], 1))).clamp(-50.0, 50.0)
+
+    with torch.no_grad():
+        torch.testing.assert_close(metric(image, other, flow), plain(), rtol=1e-5, atol=1e-4)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            torch.testing.assert_close(metric(image, other, flow).float(), plain().float(), rtol=0.02, atol=0.1)
 
 
 def test_config_overrides_name_the_fix():

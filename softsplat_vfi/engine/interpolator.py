@@ -136,10 +136,7 @@ _MAX_LOADED = 4
 def load_network(weights: Path, device: torch.device) -> nn.Module:
     """The network for ``weights`` on ``device``, loaded once per file and device: the same file by another path
     (relative, absolute, through a link) is not loaded again, and a file rewritten since (a training run's new
-    export) is. On a CUDA device its splatting metric's convolutions are padded to tensor-core channels
-    (``model.runtime.pad_metric``: the same frames, faster), so every route (eager, CUDA graphs, compiled, tiles,
-    ensembles) runs them; a network given to ``Interpolator(network=...)`` is run as it is."""
-    from ..model.runtime import pad_metric
+    export) is."""
     from ..model.weights import load_any
 
     try:
@@ -150,8 +147,7 @@ def load_network(weights: Path, device: torch.device) -> nn.Module:
     if key not in _LOADED:
         while len(_LOADED) >= _MAX_LOADED:
             _LOADED.pop(next(iter(_LOADED)))
-        net = load_any(weights, device)
-        _LOADED[key] = pad_metric(net) if device.type == "cuda" else net
+        _LOADED[key] = load_any(weights, device)
     return _LOADED[key]
 
 

@@ -387,25 +387,14 @@ class PaddedConv(nn.Module):
 def pad_channels(net: nn.Module, multiple: int = 8) -> nn.Module:
     """``net``, changed in place: each ungrouped convolution whose channels are not multiples of ``multiple``
     replaced by its ``PaddedConv``. Eagerly the padding costs a copy per call (20.8 -> 21.4 ms at 1080p on an H200),
-    so only compiled networks take it."""
-    for module in list(net.modules()):
-        for name, child in list(module.named_children()):
-            if (isinstance(child, nn.Conv2d) and child.groups == 1
-                    and (child.in_channels % multiple or child.out_channels % multiple)):
-                setattr(module, name, PaddedConv(child, multiple))
-    return net
-
-
-def pad_metric(net: nn.Module, multiple: int = 8) -> nn.Module:
-    """``net``, changed in place: the convolutions of its splatting metric (``Network.metric``: 4 -> hidden and
-    hidden -> 1 at full resolution) padded to multiples of ``multiple`` (``pad_channels``); a network without a
-    metric (the published architecture) is returned unchanged. cuDNN otherwise runs these two at full resolution in
-    a slow kernel without tensor cores (``conv2d_grouped_direct_kernel``): the fast network took 16.27 -> 13.80 ms
-    per 1080p pair on an H100 (bf16, the engine's CUDA graphs; frames identical to 99 dB), the default unchanged
-    (25.49 -> 25.57 ms, within the run's drift); padding the whole network cost the default 0.6 ms
-    (bench.probe_convs; F81). The engine pads the networks it loads onto a GPU (``engine.interpolator.load_network``);
-    on the CPU the padding would cost a copy per call and gain nothing."""
-    metric = getattr(getattr(net, "base", net), "metric", None)
-    if isinstance(metric, nn.Module):
-        pad_channels(metric, multiple)
+    so only compiled networks take it. A module that pads its own on the GPU (``pads_own_channels``: the splatting
+    metric, ``synthesis.Metric``) is left as it is."""
+    if getattr(net, "pads_own_channels", False):
+        return net
+    for name, child in list(net.named_children()):
+        if (isinstance(child, nn.Conv2d) and child.groups == 1
+                and (child.in_channels % multiple or child.out_channels % multiple)):
+            setattr(net, name, PaddedConv(child, multiple))
+        else:
+            pad_channels(child, multiple)
     return net

@@ -16,12 +16,18 @@ from torch import nn
 
 from .. import softsplat
 
-from .layers import conv
+from .layers import conv, run_padded
 from .warp import backwarp
 
 
 class Metric(nn.Module):
-    """Importance metric Z (N x 1 x H x W) for softmax splatting."""
+    """Importance metric Z (N x 1 x H x W) for softmax splatting.
+
+    On a GPU its two convolutions run with their channels padded to multiples of 8 (``layers.run_padded``: the same
+    values): at full resolution, 4 -> 12 -> 1 fell to a cuDNN kernel without tensor cores, 2.5 of the fast network's
+    16.3 ms a 1080p pair on an H100 (F81). ``pads_own_channels`` tells ``runtime.pad_channels`` to leave it so."""
+
+    pads_own_channels = True
 
     def __init__(self, hidden: int = 12) -> None:
         super().__init__()
@@ -30,8 +36,9 @@ class Metric(nn.Module):
 
     def forward(self, image: torch.Tensor, other: torch.Tensor, flow: torch.Tensor) -> torch.Tensor:
         error = (image - backwarp(other, flow)).abs().mean(1, keepdim=True)
-        metric = self.scale * error + self.net(torch.cat([image - 0.5, error], 1))
-        return metric.clamp(-50.0, 50.0)
+        features = torch.cat([image - 0.5, error], 1)
+        refined = run_padded(self.net, features) if features.is_cuda else self.net(features)
+        return (self.scale * error + refined).clamp(-50.0, 50.0)
 
 
 def splat_pyramid(image: torch.Tensor, feats: Sequence[torch.Tensor], flow: torch.Tensor,
