@@ -29,7 +29,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
-from typing import IO, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import IO, Callable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -93,63 +93,32 @@ class _ErrorLines:
     counts N), so memory stays bounded; ``os_error``: whether a line names an operating-system cause (``errno_in``:
     a full disk).
 
-    ``frame_times``: the log of a decode with ``-loglevel level+info`` and a ``showinfo=checksum=0`` filter, whose
-    lines say their level: the error, fatal and panic lines are the errors (their level tag taken out), showinfo's
-    line for each frame gives that frame's presentation time (``next_time``), and the rest is dropped."""
+    Only error lines: ffmpeg's threads (demuxer, decoder, filters, muxer) share its log, and a line that one of them
+    writes in pieces (showinfo's, the banner's) takes another's line into it, which then loses its "[h264 @ 0x...]
+    [error]" and reads as the first one's (F82); error lines are written whole."""
 
     KEPT = 20
-    _END = object()  # in ``_times`` after the last line
 
-    def __init__(self, stream: IO[bytes], name: str, frame_times: bool = False) -> None:
+    def __init__(self, stream: IO[bytes], name: str) -> None:
         self.lines: List[str] = []
         self.count = 0
         self.os_error = False
-        self._frame_times = frame_times
-        self._times: "queue.SimpleQueue[object]" = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._read, args=(stream,), name=name, daemon=True)
         self._thread.start()
 
     def _read(self, stream: IO[bytes]) -> None:
-        time_base, last_was_error = None, True
-        try:
-            for raw in iter(functools.partial(stream.readline, 4096), b""):
-                line = raw.decode("utf-8", "replace").strip()
-                repeated = re.fullmatch(r"(?:\[\w+\] )?Last message repeated (\d+) times?", line)
-                if repeated:
-                    self.count += int(repeated.group(1)) if last_was_error else 0
-                    continue
-                if self._frame_times:
-                    shown = _SHOWINFO.match(line)
-                    if shown:
-                        last_was_error = False
-                        if shown.group("tb"):
-                            time_base = Fraction(int(shown.group("num")), int(shown.group("den")))
-                        else:
-                            pts = shown.group("pts")
-                            self._times.put(None if time_base is None or pts is None else int(pts) * time_base)
-                        continue
-                    level = _LEVEL.search(line)
-                    last_was_error = level is not None and level.group(1) in ("error", "fatal", "panic")
-                    if not last_was_error:
-                        continue
-                    line = (line[:level.start()] + line[level.end():]).strip()
-                if line:
-                    self.count += 1
-                    if len(self.lines) < self.KEPT:
-                        self.lines.append(line)
-                    if errno_in(line) is not None:
-                        self.os_error = True
-        finally:
-            self._times.put(self._END)
-
-    def next_time(self) -> Optional[Fraction]:
-        """The presentation time (seconds, as ffmpeg counts them: from the file's start) of the next frame that
-        showinfo passed, waiting for its line; None where its line gave none or the log ended before it."""
-        value = self._times.get()
-        if value is self._END:
-            self._times.put(value)  # (every later call ends here too)
-            return None
-        return value
+        for raw in iter(functools.partial(stream.readline, 4096), b""):
+            line = raw.decode("utf-8", "replace").strip()
+            repeated = re.fullmatch(r"(?:\[\w+\] )?Last message repeated (\d+) times?", line)
+            if repeated:
+                self.count += int(repeated.group(1))
+                continue
+            if line:
+                self.count += 1
+                if len(self.lines) < self.KEPT:
+                    self.lines.append(line)
+                if errno_in(line) is not None:
+                    self.os_error = True
 
     def join(self) -> None:
         """Wait until ffmpeg's stderr is closed (it has exited, or been killed) and every line of it read."""
@@ -161,11 +130,58 @@ class _ErrorLines:
         return " / ".join(_without_prefix(line) if bare else line for line in self.lines[:count])[:600]
 
 
-# a line of ``-loglevel level+info``'s: its level tag, after the "[h264 @ 0x...]" ones naming where it came from
-_LEVEL = re.compile(r"(?:^|(?<=\] ))\[(trace|debug|verbose|info|warning|error|fatal|panic)\] ?")
-# showinfo's lines: its input's time base (once), then one per frame with the frame's pts in that time base
-_SHOWINFO = re.compile(r"^\[Parsed_showinfo_\d+ @ [^]]*\] \[info\] (?:(?P<tb>config in time_base: (?P<num>\d+)/"
-                       r"(?P<den>\d+))|n:\s*\d+\s+pts:\s*(?:(?P<pts>-?\d+)|NOPTS)\b)")
+class _FrameTimes:
+    """Each decoded frame's presentation time as ffmpeg has it, from the file of ``ARGS``' ``-stats_enc_pre``: a
+    line per frame, its time base and pts, which ffmpeg writes and flushes before it encodes the frame, so before
+    the frame's bytes come out of its stdout (``next_time`` reads the line of the frame just read). A file of its
+    own, not ffmpeg's log: a decoder's error line that came in the middle of a line showinfo logged in pieces lost
+    its "[error]" there (F82)."""
+
+    ARGS = ("-stats_enc_pre_fmt", "{tb} {pts}")
+    WAIT = 10.0  # the longest a frame's line is waited for while ffmpeg runs (seconds; it is there already)
+    _NO_PTS = -(2 ** 63)  # (AV_NOPTS_VALUE)
+
+    def __init__(self, path: Path, running: Callable[[], bool]) -> None:
+        self.path, self._running = path, running
+        self._file: Optional[IO[bytes]] = None
+        self._partial = b""
+
+    @classmethod
+    def args(cls, path: Path) -> List[str]:
+        """ffmpeg's output options that write the file ``path``."""
+        return ["-stats_enc_pre", f"file:{path}", *cls.ARGS]
+
+    def _line(self) -> Optional[bytes]:
+        end = time.monotonic() + self.WAIT
+        while True:
+            ended = not self._running()  # (before the read: what it wrote before it ended is read then)
+            if self._file is None:
+                with contextlib.suppress(OSError):
+                    self._file = open(self.path, "rb")
+            if self._file is not None:
+                self._partial += self._file.readline()
+                if self._partial.endswith(b"\n"):
+                    line, self._partial = self._partial, b""
+                    return line
+            if ended or time.monotonic() > end:
+                return None
+            time.sleep(0.001)
+
+    def next_time(self) -> Optional[Fraction]:
+        """The presentation time (seconds, as ffmpeg counts them: from the file's start, or from a seek's point)
+        of the next frame; None where its line gave none or there was none."""
+        line = self._line()
+        try:
+            base, pts = line.split() if line else (None, None)
+            if base is None or int(pts) == self._NO_PTS:
+                return None
+            return int(pts) * Fraction(base.decode())
+        except (ValueError, ZeroDivisionError):
+            return None
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
 
 
 def _run(args: Sequence[str], what: str) -> subprocess.CompletedProcess:
@@ -542,25 +558,33 @@ def _decoded(info: VideoInfo, alpha: bool, first: int = 0) -> Iterator[Tuple[np.
     decoder = ["-c:v", info.alpha_decoder] if channels == 4 and info.alpha_decoder else []
     frame_bytes = info.width * info.height * channels * (2 if deep else 1)
     # interlaced frames: each field filled in from the fields around it (bwdif), one frame per frame, or per field
-    # (every frame then, so that the count is exactly twice the frames'); showinfo logs each frame's timestamp
+    # (every frame then, so that the count is exactly twice the frames')
     mode = "send_field:deint=all" if info.field_rate else "send_frame:deint=interlaced"
-    filters = ([f"bwdif=mode={mode}"] if info.interlaced else []) + ["showinfo=checksum=0"]
+    filters = ["-vf", f"bwdif=mode={mode}"] if info.interlaced else []
     # from frame ``first``: ffmpeg seeks to halfway between it and the frame before (counted from the file's start),
     # decodes from the key frame before and shows the frames from there on, timed from there
     # (read one frame per field, at the frame's first field: a seek shows whole frames)
     first -= first % 2 if info.field_rate else 0
     seek = "" if first <= 0 else f"{float(info.start + (info.pts[first - 1] + info.pts[first]) / 2):.6f}"
-    proc = subprocess.Popen([ffmpeg_exe(), "-hide_banner", "-nostdin", "-nostats", "-loglevel", "level+info",
-                             *decoder, *(["-ss", seek] if seek else []), "-i", str(info.path), "-map",
-                             f"0:{info.stream}", "-vf", ",".join(filters), "-fps_mode", "passthrough",
-                             # (the raw output in the frames' own time base: in the encoder's default, 1/rate, two
-                             # frames of an mkv's millisecond times after a seek met on one tick, and its muxer
-                             # logged each as an error)
-                             "-enc_time_base", "filter", "-f", "rawvideo", "-pix_fmt", pix, "-"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # each frame's timestamp: a line of its own in a file beside (its log holds only errors)
+    folder = Path(tempfile.mkdtemp(prefix="softsplat-frame-times-"))
+    try:
+        proc = subprocess.Popen([ffmpeg_exe(), "-hide_banner", "-nostdin", "-nostats", "-loglevel", "error",
+                                 *decoder, *(["-ss", seek] if seek else []), "-i", str(info.path), "-map",
+                                 f"0:{info.stream}", *filters, "-fps_mode", "passthrough",
+                                 # (the raw output in the frames' own time base: in the encoder's default, 1/rate,
+                                 # two frames of an mkv's millisecond times after a seek met on one tick, and its
+                                 # muxer logged each as an error)
+                                 "-enc_time_base", "filter", *_FrameTimes.args(folder / "times.txt"),
+                                 "-f", "rawvideo", "-pix_fmt", pix, "-"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    times = _FrameTimes(folder / "times.txt", lambda: proc.poll() is None)
     # its log read as it comes: a damaged input logs a line or more per bad packet, and at 64 KiB unread ffmpeg
     # would stop, waiting to write the next, and this read with it
-    errors = _ErrorLines(proc.stderr, "frame-reader-log", frame_times=True)
+    errors = _ErrorLines(proc.stderr, "frame-reader-errors")
     offset = Fraction(seek) if seek else Fraction(0)
     # ``expected``: the packet after the last frame's (the frame lost first: the first packet skipped)
     decoded, expected, first_lost = 0, max(first, 0), None
@@ -570,8 +594,7 @@ def _decoded(info: VideoInfo, alpha: bool, first: int = 0) -> Iterator[Tuple[np.
             if len(data) < frame_bytes:
                 break
             decoded += 1
-            # (showinfo logs a frame before ffmpeg writes it, so its line is there or on its way)
-            time = errors.next_time()
+            time = times.next_time()
             index = _packet_index(info, None if time is None else time + offset, expected, anywhere=decoded == 1)
             if first_lost is None and index > expected:
                 first_lost = expected
@@ -591,6 +614,8 @@ def _decoded(info: VideoInfo, alpha: bool, first: int = 0) -> Iterator[Tuple[np.
         proc.wait()
         errors.join()
         proc.stderr.close()
+        times.close()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _packet_index(info: VideoInfo, time: Optional[Fraction], expected: int, anywhere: bool = False) -> int:
