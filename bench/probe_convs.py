@@ -14,8 +14,8 @@ shipped graphs'. Writes OUT_DIR/probe_convs.json and prints a summary.
 
 Since F81 the metric pads its own convolutions on the GPU (``synthesis.Metric``, ``layers.run_padded``: they call
 ``F.conv2d`` with the modules' weights, so the census no longer sees them, and ``pad_channels`` leaves the metric
-alone): the "metric" part is gone, and "shipped" includes the metric's padding. F81's figures came from the probe
-before that (``git show 938ec51:bench/probe_convs.py``).
+alone): the "metric" part is gone, and "shipped" includes the metric's padding. F81's figures came from the tree
+before that (``git worktree add /tmp/f81 938ec51``, the probe run there).
 """
 
 from __future__ import annotations

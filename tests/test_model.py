@@ -404,11 +404,12 @@ def test_pad_channels_leaves_the_metric_to_pad_its_own():
 def test_the_metric_on_a_gpu_gives_its_plain_convolutions_values(hidden):
     """synthesis.Metric on CUDA runs its convolutions padded (layers.run_padded); float32 and bf16 autocast give
     the plain stack's values."""
+    from softsplat_vfi.model.warp import backwarp
+
     torch.manual_seed(0)
     metric = Network(NetworkConfig(metric_hidden=hidden)).metric.cuda().eval()
     image, other = torch.rand(2, 1, 3, 64, 96, device="cuda")
     flow = 3 * torch.randn(1, 2, 64, 96, device="cuda")
-    from softsplat_vfi.model.warp import backwarp
 
     def plain() -> torch.Tensor:
         error = (image - backwarp(other, flow)).abs().mean(1, keepdim=True)

@@ -21,10 +21,10 @@ def run_padded(stack: nn.Sequential, x: torch.Tensor, multiple: int = 8) -> torc
     channels that are not multiples of 8 in a slow kernel without tensor cores (F81: the fast network's metric,
     4 -> 12 -> 1 at full resolution). The extra channels between two convolutions meet zero weights in the next
     one, so what the activation makes of them does not matter."""
-    extra = -x.shape[1] % multiple
+    out_channels = x.shape[1]  # (the stack's output channels once its last convolution has run)
+    extra = -out_channels % multiple
     if extra:
         x = F.pad(x, (0, 0, 0, 0, 0, extra))
-    out_channels = x.shape[1]
     for block in stack:
         conv = block[0]
         out_channels = conv.out_channels
