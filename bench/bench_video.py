@@ -19,7 +19,7 @@ The stage table (issue 85) times each stage of the pipeline on two or more kinds
 
     python -m bench.bench_video --clips synthetic NATURAL.mp4 [--size 1920x1080] [--frames 480] [--factor 2]
         [--weights weights/network.safetensors weights/fast.safetensors] [--preset veryfast medium]
-        [--device auto|cpu|cuda] [--json out.json]
+        [--device auto|cpu|cuda] [--compiled] [--json out.json]
 
 ``synthetic`` is ffmpeg's testsrc2 with a 440 Hz AAC tone (x264 -preset fast -crf 18, 4:2:0, 24 frames/s: the
 issue's clip), made at ``--size`` with ``--frames`` frames; a path is natural footage, looped to ``--frames``,
@@ -51,6 +51,9 @@ tells a stage that waits from one that fills the machine):
   apart); pipeline copy P: the same with an interpolator that copies the nearer frame (no network), sized in segments
   as the engine's device sizes them; pipeline copy P, one segment: the output in one segment (what closing a segment
   and opening the next one costs).
+
+With ``--compiled`` (CUDA) each network also runs as run.py --compile runs it, as the network "N compiled" in every
+network and pipeline row; it compiles in its route's warm-up, which no row times.
 """
 
 from __future__ import annotations
@@ -73,7 +76,7 @@ import torch
 
 from bench.timing import cuda_time_ms, median_ms, require_cuda
 from softsplat_vfi.engine import Interpolator, InterpolatorOptions
-from softsplat_vfi.engine.interpolator import resolve_device
+from softsplat_vfi.engine.interpolator import check_compile, resolve_device
 from softsplat_vfi.engine.options import add_flags, device_for, show_notes
 from softsplat_vfi.media.video import (FrameWriter, VideoInfo, concat_and_mux, ffmpeg_exe, output_pix_fmt, probe,
                                        read_frames, rgb_conversion_filter)
@@ -339,11 +342,12 @@ def encode_stages(clip: Clip, frames: List[np.ndarray], factor: int, presets: Se
     return rows, first
 
 
-def table_engine(weights: Path, device: str, precision: str = "auto") -> Interpolator:
+def table_engine(weights: Path, device: str, precision: str = "auto", compile: bool = False) -> Interpolator:
     """The engine as run.py builds it for ``weights`` (engine.options.options_from_args): its defaults, and the flow
     scale the weights file states (its metadata: auto for the default network, 1 for the fast one), which the
-    engine reads as run.py's does."""
-    return Interpolator(InterpolatorOptions(weights=str(weights), device=device, precision=precision))
+    engine reads as run.py's does; with ``compile``, as run.py --compile builds it."""
+    return Interpolator(InterpolatorOptions(weights=str(weights), device=device, precision=precision,
+                                            compile=compile))
 
 
 def engine_line(name: str, interpolator: Interpolator) -> str:
@@ -352,7 +356,8 @@ def engine_line(name: str, interpolator: Interpolator) -> str:
     graphs = options.cuda_graphs and interpolator.device.type == "cuda"
     autocast = str(interpolator.autocast_dtype).replace("torch.", "") if interpolator.autocast_dtype else "none"
     return (f"network {name}: {Path(options.weights).name} on {interpolator.device}, autocast {autocast}, flow scale "
-            f"{options.flow_scale}, CUDA graphs {'on' if graphs else 'off'}")
+            f"{options.flow_scale}, CUDA graphs {'on' if graphs else 'off'}, "
+            f"compile {'on' if options.compile else 'off'}")
 
 
 def route(interpolator: Interpolator, frames: List[np.ndarray], stamps: Sequence[Fraction], rate: Fraction,
@@ -450,6 +455,9 @@ def stage_table(args: argparse.Namespace, weights: Sequence[Path], presets: Sequ
     run_opencv_on_callers_threads()  # every stage as the pipeline runs its jobs
     device = resolve_device(args.device)
     engines = {_network_name(w): table_engine(w, str(device), args.precision) for w in weights}
+    if args.compiled:  # beside each network, the same compiled (its first pair compiles, in the route's warm-up)
+        engines.update({f"{_network_name(w)} compiled": table_engine(w, str(device), args.precision, compile=True)
+                        for w in weights})
     notes = [f"machine: {os.cpu_count()} CPU cores, {device}"
              + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""),
              *(engine_line(name, interpolator) for name, interpolator in engines.items())]
@@ -528,6 +536,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--clips", nargs="+", default=[], metavar="CLIP",
                    help="the stage table: 'synthetic' (testsrc2 with a tone) and/or natural clips' paths, a column "
                         "each (the module's docstring lists the stages)")
+    p.add_argument("--compiled", action="store_true",
+                   help="--clips: also each network as run.py --compile runs it (rows 'N compiled'; each compiles "
+                        "once, in its route's untimed warm-up)")
     p.add_argument("--size", default="1920x1080", help="--clips: the clips' frame size WxH")
     p.add_argument("--frames", type=int, default=480, help="--clips: input frames per clip")
     p.add_argument("--json", type=Path, default=None)
@@ -537,7 +548,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         if args.frames < 3:
             p.error("--frames must be at least 3 (the route's warm-up takes three)")
         try:
-            device_for(args)
+            device = device_for(args)
+            if args.compiled:
+                check_compile(resolve_device(device))
         except ValueError as exc:
             p.error(str(exc))
         weights = [] if args.no_network else args.weights

@@ -52,7 +52,8 @@ def table(tmp_path_factory: pytest.TempPathFactory) -> tuple:
         torch.set_num_threads(threads)
     saved = json.loads(out.read_text())
     assert saved["notes"] == ["machine: " + f"{os.cpu_count()} CPU cores, cpu",
-                              "network fast: fast.safetensors on cpu, autocast none, flow scale 1.0, CUDA graphs off"]
+                              "network fast: fast.safetensors on cpu, autocast none, flow scale 1.0, CUDA graphs off, "
+                              "compile off"]
     return code, saved["rows"], printed.getvalue()
 
 
@@ -78,7 +79,8 @@ def test_the_table_prints_a_column_per_clip(table: tuple) -> None:
     _, rows, out = table
     lines = out.splitlines()
     assert lines[:2] == ["machine: " + f"{os.cpu_count()} CPU cores, cpu",
-                         "network fast: fast.safetensors on cpu, autocast none, flow scale 1.0, CUDA graphs off"]
+                         "network fast: fast.safetensors on cpu, autocast none, flow scale 1.0, CUDA graphs off, "
+                              "compile off"]
     assert "synthetic: testsrc2 128x72 at 24/s, 4 frames, audio yes" in lines
     # the natural clip had no audio: the bench gave it the tone, so the mux and the pipeline copy audio on both
     assert "natural pan: pan.mp4 128x72 at 12/s, 4 frames, audio yes" in lines
@@ -113,3 +115,6 @@ def test_the_table_names_bad_arguments(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(SystemExit):
         bench_video.main(["--clips", "synthetic", "--device", "gpu"])
     assert "--device 'gpu' is not a device: use auto, cpu, cuda or cuda:N" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # (before any clip is made)
+        bench_video.main(["--clips", "synthetic", "--compiled", "--device", "cpu"])
+    assert "torch.compile needs the network on a CUDA device" in capsys.readouterr().err

@@ -10,7 +10,8 @@
 # frames, which the bench loops to FRAMES and scales to 1080p with lanczos, as the 1080p clip of the earlier pipeline
 # tables in docs/performance.md was made (no 1080p natural footage is staged). FRAMES: input frames per clip (default
 # 300: the whole call in about 6 minutes; 480 is the issue's clip length). OUTPUT gets stages.json, stages.log
-# and issue.log.
+# and issue.log. COMPILED=1 adds each network as run.py --compile runs it (about 3 minutes more: each compiles from
+# an empty cache).
 #
 # ffmpeg travels in two halves (ffmpeg.sh says how they are made): call 1 carries .data/ffparts/0 and runs
 # `mkdir -p ~/ffparts && cp .data/ffparts/0/* ~/ffparts/`; call 2, within the 30 s the machine stays warm, carries
@@ -38,7 +39,7 @@ use_packed_ffmpeg || exit 2
 ffmpeg -hide_banner -version | sed -n 1p
 if command -v nvidia-smi >/dev/null; then nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; fi
 start=$(date +%s)
-python3 -m bench.bench_video --clips synthetic "$natural" --size "$size" --frames "$frames" \
+python3 -m bench.bench_video --clips synthetic "$natural" --size "$size" --frames "$frames" ${COMPILED:+--compiled} \
     --json "$out/stages.json" 2>&1 | tee "$out/stages.log" || echo "error: the stage table failed (exit $?)"
 echo "stage table: $(( $(date +%s) - start )) s"
 # the issue's clip and rows: the fast network at veryfast, float32 (the bench's default without --bf16) and bf16
