@@ -16,16 +16,21 @@ def charbonnier(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     return torch.sqrt(x * x + eps).mean()
 
 
-@functools.lru_cache(maxsize=8)
-def _gauss_kernel(device: torch.device, dtype: torch.dtype) -> torch.Tensor:
-    """The 5x5 binomial kernel, made once per device: a host-to-device copy on every call would also break
-    CUDA graph capture (train.py --cuda-graph)."""
+def _binomial_kernel(device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """The 5x5 binomial kernel."""
     taps = torch.tensor([1.0, 4.0, 6.0, 4.0, 1.0], dtype=dtype)
     return ((taps[:, None] * taps[None, :]) / 256.0).to(device)
 
 
+# made once per device and dtype when eager: a host-to-device copy on every call would also break CUDA graph capture
+# (train.py --cuda-graph)
+_gauss_kernel = functools.lru_cache(maxsize=8)(_binomial_kernel)
+
+
 def _gauss_down(x: torch.Tensor) -> torch.Tensor:
-    kernel = _gauss_kernel(x.device, x.dtype)
+    # (compiling, the kernel is a constant of the graph: torch.compile traces past a cache, and warns that it does)
+    made = _binomial_kernel if torch.compiler.is_compiling() else _gauss_kernel
+    kernel = made(x.device, x.dtype)
     c = x.shape[1]
     x = F.pad(x, (2, 2, 2, 2), mode="reflect")
     return F.conv2d(x, kernel.expand(c, 1, 5, 5), groups=c)[:, :, ::2, ::2]
