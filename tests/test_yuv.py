@@ -316,3 +316,20 @@ def test_a_video_job_runs_opencv_on_its_callers_threads(tmp_path, blend_interpol
         assert cv2.getNumThreads() == 1 and (tmp_path / "out.mp4").is_file()
     finally:
         cv2.setNumThreads(1)  # (conftest's setting for every test)
+
+
+def test_an_image_sequence_job_runs_opencv_on_its_callers_threads(tmp_path, blend_interpolator):
+    """Likewise for image outputs (pipeline.video._write_images): its reading thread's thumbnails and its image
+    encoders' threads run side by side."""
+    from softsplat_vfi.pipeline.video import VideoOptions, interpolate_video
+
+    clip = tmp_path / "in.mp4"
+    subprocess.run([video.ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i",
+                    "testsrc2=size=64x48:rate=12", "-frames:v", "4", "-pix_fmt", "yuv420p", str(clip)], check=True)
+    cv2.setNumThreads(3)
+    try:
+        interpolate_video(clip, str(tmp_path / "out_%03d.png"), blend_interpolator, VideoOptions(factor=2),
+                          progress=False)
+        assert cv2.getNumThreads() == 1 and (tmp_path / "out_001.png").is_file()
+    finally:
+        cv2.setNumThreads(1)  # (conftest's setting for every test)

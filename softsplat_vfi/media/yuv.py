@@ -93,7 +93,8 @@ def yuv_from_rgb(matrix: str, depth: int, full_range: bool, top: float) -> np.nd
 
 def run_opencv_on_callers_threads() -> None:
     """Make OpenCV run each call on its caller's thread alone (``cv2.setNumThreads(1)``, process-wide). The video
-    pipeline calls it as a job starts (``pipeline.video.encode_segments``, ``pipeline.pipe.interpolate_pipe``): its own
+    pipeline calls it as a job starts (``pipeline.video.encode_segments``, ``pipeline.video._write_images`` for image
+    outputs, ``pipeline.pipe.interpolate_pipe``): its own
     threads (reading with the thumbnails, the writer's conversions) run side by side, and OpenCV's pool beside
     x264's threads cost a core for nothing (at 1080p on one H200's host, x264 veryfast fed by the writer 211-221 ->
     255-257 output frames/s on a synthetic clip, the conversion alone 2.0 -> 1.0 cores at the same rate; on the

@@ -1090,6 +1090,7 @@ def _write_images(timed: Callable[[int], Iterable[Tuple[np.ndarray, Fraction]]],
     width, height, bit depth), and existing images are this job's (``key``: ``_prepare_image_job``)."""
     from ..media.images import check_image_outputs, check_writable
 
+    run_opencv_on_callers_threads()  # (the reading, scene test and image encoders run in threads of their own)
     outs = _image_paths(out_pattern, plan.count)
     check_writable(outs[0])
     check_not_input(outs, inputs)
