@@ -53,7 +53,8 @@ tells a stage that waits from one that fills the machine):
   and opening the next one costs).
 
 With ``--compiled`` (CUDA) each network also runs as run.py --compile runs it, as the network "N compiled" in every
-network and pipeline row; it compiles in its route's warm-up, which no row times.
+network and pipeline row; it compiles in its route's warm-up, which no row times (compiled, the warm-up runs the
+whole clip once, so that every branch a pair can take is compiled before the timed runs).
 """
 
 from __future__ import annotations
@@ -390,7 +391,10 @@ def network_stages(clip: Clip, frames: List[np.ndarray], factor: int, name: str,
     interpolated frame), and one pair alone, eager and (CUDA) replayed as graphs, in ms."""
     info = clip.info
     stamps = info.pts[:len(frames)]
-    route(interpolator, frames[:3], stamps[:3], info.rate, factor)  # warm-up: graphs captured, kernels built
+    # warm-up: graphs captured, kernels built; compiled, the whole clip (a pair that takes another branch, such as
+    # flow scale auto's half-scale flow on large motion, would compile inside the timed run)
+    warm = len(frames) if interpolator.options.compile else 3
+    route(interpolator, frames[:warm], stamps[:warm], info.rate, factor)
     made: List[Tuple[int, int]] = []
     timing = _timed(lambda: made.append(route(interpolator, frames, stamps, info.rate, factor)))
     count, interpolated = made[0]
@@ -542,7 +546,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                         "each (the module's docstring lists the stages)")
     p.add_argument("--compiled", action="store_true",
                    help="--clips: also each network as run.py --compile runs it (rows 'N compiled'; each compiles "
-                        "once, in its route's untimed warm-up)")
+                        "in its route's untimed warm-up, a run of the whole clip)")
     p.add_argument("--size", default="1920x1080", help="--clips: the clips' frame size WxH")
     p.add_argument("--frames", type=int, default=480, help="--clips: input frames per clip")
     p.add_argument("--json", type=Path, default=None)
