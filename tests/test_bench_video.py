@@ -27,6 +27,10 @@ STAGES = ["decode", "decode + rgb24", "read_frames", "read_frames + thumbnails",
           "network fast, eager pair ms", "pipeline set-up s", "pipeline fast veryfast", "pipeline copy veryfast",
           "pipeline fast medium", "pipeline copy medium", "pipeline copy veryfast, one segment"]
 
+# the table's header: the machine, and what the network's rows ran
+NOTES = [f"machine: {os.cpu_count()} CPU cores, cpu",
+         "network fast: fast.safetensors on cpu, autocast none, flow scale 1.0, CUDA graphs off, compile off"]
+
 
 def natural_clip(path: Path) -> Path:
     """A few frames of a photograph (the seed example's first frame) panned across: natural content, no audio."""
@@ -51,9 +55,7 @@ def table(tmp_path_factory: pytest.TempPathFactory) -> tuple:
     finally:
         torch.set_num_threads(threads)
     saved = json.loads(out.read_text())
-    assert saved["notes"] == ["machine: " + f"{os.cpu_count()} CPU cores, cpu",
-                              "network fast: fast.safetensors on cpu, autocast none, flow scale 1.0, CUDA graphs off, "
-                              "compile off"]
+    assert saved["notes"] == NOTES
     return code, saved["rows"], printed.getvalue()
 
 
@@ -78,9 +80,7 @@ def test_the_table_has_every_stage_for_both_kinds_of_clip(table: tuple) -> None:
 def test_the_table_prints_a_column_per_clip(table: tuple) -> None:
     _, rows, out = table
     lines = out.splitlines()
-    assert lines[:2] == ["machine: " + f"{os.cpu_count()} CPU cores, cpu",
-                         "network fast: fast.safetensors on cpu, autocast none, flow scale 1.0, CUDA graphs off, "
-                              "compile off"]
+    assert lines[:2] == NOTES
     assert "synthetic: testsrc2 128x72 at 24/s, 4 frames, audio yes" in lines
     # the natural clip had no audio: the bench gave it the tone, so the mux and the pipeline copy audio on both
     assert "natural pan: pan.mp4 128x72 at 12/s, 4 frames, audio yes" in lines
