@@ -415,9 +415,10 @@ def test_the_space_check_measures_instead_of_guessing(tmp_path, monkeypatch):
                                           r"the rest of the job needs about [\d.]+ KB and 100.0 KB is free -- .*"
                                           r"--no-space-check .*; rerun the same command to resume"):
         interpolate_video(busy, out, blend, OPTIONS, progress=False)
-    # 6 pairs fill the first segment; the pairs made while it closed are those written behind (WRITE_DEPTH frames)
-    # and the one in hand
-    assert 6 <= blend.calls <= 6 + WRITE_DEPTH // 2 + 1, blend.calls
+    # 6 pairs fill the first segment; it closes behind the writing (F84), so the failure stops the job by the
+    # second segment's close at the latest (6 pairs more), with the pairs written behind (WRITE_DEPTH frames) and
+    # the one in hand; the second segment is not kept
+    assert 6 <= blend.calls <= 2 * 6 + WRITE_DEPTH // 2 + 1, blend.calls
     assert len(list((tmp_path / "busy_x2.mp4.work").glob("seg_*-*.mp4"))) == 1
     stats = interpolate_video(busy, out, Blend(), dataclasses.replace(OPTIONS, space_check=False), progress=False)
     assert stats["resumed_segments"] == 1 and probe(out).frames == 48

@@ -105,7 +105,53 @@ def test_the_network_along_quadratic_paths_gives_the_same_bytes(tmp_path, monkey
 
 
 def _threads_ended():
-    return not [t for t in threading.enumerate() if t.name in ("segment-writer", "prefetch")]
+    return not [t for t in threading.enumerate() if t.name in ("segment-writer", "segment-closer", "prefetch")]
+
+
+def test_a_segment_closes_while_the_next_one_is_made(tmp_path, monkeypatch, cut_clip, blend_interpolator):
+    """F84: the writing thread waited for each segment's encoder to drain (x264's lookahead and frame threads), and
+    the network for the writing; now a segment closes behind, one at a time, and the output's bytes are the same
+    (test_the_threads_change_no_output_byte_nor_the_calls)."""
+    real_close, closing, during = FrameWriter.close, threading.Event(), []
+
+    def slow_close(self):
+        closing.set()
+        time.sleep(0.3)
+        real_close(self)
+        closing.clear()
+
+    def step(one, two, times):
+        during.append(closing.is_set())
+        return blend_interpolator.interpolate_integer(one, two, times)
+
+    monkeypatch.setattr(FrameWriter, "close", slow_close)
+    stats = interpolate_video(cut_clip, tmp_path / "out.mp4", step, VideoOptions(segment_seconds=0.5),
+                              progress=False)
+    assert probe(tmp_path / "out.mp4").frames == 48 and stats["interpolated"] == 22  # (one pair across the cut)
+    # pairs made while a segment closed: more than the writing behind holds (WRITE_DEPTH frames and the pair in
+    # hand) for each of the 3 segments that close before the end
+    assert sum(during) > 3 * (pv.WRITE_DEPTH // 2 + 1), during
+    assert _threads_ended()
+
+
+def test_a_segment_that_fails_to_close_stops_the_job_and_keeps_those_before(tmp_path, monkeypatch, cut_clip,
+                                                                          blend_interpolator):
+    real_close, closes = FrameWriter.close, []
+
+    def close(self):
+        closes.append(1)
+        if len(closes) == 2:
+            self.abort()
+            raise VideoError("ffmpeg could not encode")
+        real_close(self)
+
+    monkeypatch.setattr(FrameWriter, "close", close)
+    out = tmp_path / "out.mp4"
+    with pytest.raises(VideoError, match="could not encode"):
+        interpolate_video(cut_clip, out, blend_interpolator, VideoOptions(segment_seconds=0.5), progress=False)
+    assert _threads_ended()
+    # the first segment kept; the second failed; the one open when the failure was seen removed
+    assert sorted(p.name for p in (tmp_path / "out.mp4.work").glob("seg_*")) == ["seg_000000-000012.mp4"]
 
 
 def test_an_interpolator_error_mid_clip_reaches_the_caller(tmp_path, cut_clip, blend_interpolator):

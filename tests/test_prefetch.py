@@ -156,6 +156,28 @@ def test_write_behind_drain_waits_for_what_was_given():
         broken.drain()
 
 
+def test_write_behind_check_raises_a_failure_without_waiting():
+    from softsplat_vfi.pipeline.prefetch import WriteBehind
+
+    release = threading.Event()
+    busy = WriteBehind(lambda i: release.wait(5), depth=1)
+    busy.put(0)
+    started = time.monotonic()
+    busy.check()  # (item 0 still in hand: nothing to raise, and no wait for it)
+    assert time.monotonic() - started < 1
+    release.set()
+    busy.finish()
+
+    def failing(i):
+        raise OSError("disk gone")
+
+    broken = WriteBehind(failing)
+    broken.put(0)
+    broken._workers[0].join(5)  # (the consumer has failed and ended)
+    with pytest.raises(OSError, match="disk gone"):
+        broken.check()
+
+
 def test_write_behind_with_several_threads_consumes_everything_and_reports_a_failure():
     """``threads`` > 1: every item is consumed once, by several threads at a time; a consumer's failure reaches the
     caller and the threads take no more items; ``stop`` waits for what was given."""

@@ -46,6 +46,9 @@ class InlineWriter:
     def put(self, item):
         self.consume(item)
 
+    def check(self):
+        pass
+
     def drain(self):
         pass
 

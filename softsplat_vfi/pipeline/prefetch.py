@@ -76,7 +76,7 @@ class WriteBehind(Generic[T]):
 
     With one thread (the default) items are consumed in order; with ``threads`` > 1 that many take items as they come
     (for consumers whose items are independent, such as image files, and whose work releases the GIL). The
-    consumer's exception is raised in the caller at the next ``put``, ``drain`` or ``finish``; after one the
+    consumer's exception is raised in the caller at the next ``put``, ``check``, ``drain`` or ``finish``; after one the
     threads take no more items. ``finish`` waits for every item given; ``stop`` (for the caller's own failure or an
     interrupt) too, unless interrupted again, when the items still waiting are dropped. Either way the consumer's
     threads have ended when they return, so what they used can be cleaned up by the caller.
@@ -129,6 +129,11 @@ class WriteBehind(Generic[T]):
         if self._failure is not None:
             raise self._failure
         raise RuntimeError("the write-behind thread has ended: put after finish or stop")
+
+    def check(self) -> None:
+        """Raise the consumer's exception if it has failed, without waiting for anything."""
+        if self._failure is not None:
+            raise self._failure
 
     def drain(self) -> None:
         """Wait until every item given so far is consumed; raises the consumer's exception if it failed."""

@@ -833,15 +833,17 @@ SLOW_PAIR_SECONDS = 0.5
 IMAGE_THREADS = min(4, os.cpu_count() or 1)
 
 
-def drain_after_slow_pairs(behind: WriteBehind) -> Callable[[], None]:
+def drain_after_slow_pairs(*behind: WriteBehind) -> Callable[[], None]:
     """``_output_frames``' ``before_pair``: after a pair that took SLOW_PAIR_SECONDS or more, wait until what was
-    handed to ``behind`` is written (a failure in writing then stops the job before another long pair)."""
+    handed to each of ``behind``, in order, is done (the frames written, then the segments they closed: a failure
+    in writing then stops the job before another long pair)."""
     last_pair: Optional[float] = None
 
     def before_pair() -> None:
         nonlocal last_pair
         if last_pair is not None and time.monotonic() - last_pair >= SLOW_PAIR_SECONDS:
-            behind.drain()
+            for writing in behind:
+                writing.drain()
         last_pair = time.monotonic()
 
     return before_pair
@@ -917,18 +919,23 @@ def encode_segments(job: VideoJob, interpolate: Interpolator, mine: range, progr
     sizes: List[int] = []  # and their sizes in bytes
     to_make = sum(1 for k in mine if not done[k])
 
-    def close(stop: int) -> None:
-        nonlocal writer
-        closing, writer = writer, None
-        closing.close()
-        path = work / f"seg_{start:06d}-{stop:06d}{suffix}"
-        os.replace(closing.path, path)
-        kept.append(stop - start)
+    def finish_segment(closing: Tuple[FrameWriter, int, int]) -> None:  # (its encoder drained, its file named)
+        segment, first, stop = closing
+        segment.close()
+        path = work / f"seg_{first:06d}-{stop:06d}{suffix}"
+        os.replace(segment.path, path)
+        kept.append(stop - first)
         sizes.append(path.stat().st_size)
         if options.space_check and sum(kept) >= min(MEASURED_FRAMES, to_make):
             per_frame = sum(sizes) / sum(kept)
             _room_for_the_rest(work, sum(sizes), sum(kept), to_make - sum(kept),
                                int(per_frame * plan.count) + other if joins else 0)
+
+    def close(stop: int) -> None:
+        nonlocal writer
+        closer.drain()  # (the segment before has closed; had it failed, this one's encoder is aborted with the job)
+        closing, writer = writer, None
+        closer.put((closing, start, stop))
 
     skip = lambda k: done[k] or k not in mine  # noqa: E731
     bar = Progress(plan.count, job.out.name, disable=not progress)
@@ -938,6 +945,7 @@ def encode_segments(job: VideoJob, interpolate: Interpolator, mine: range, progr
         """Output frame j into the open segment (opened here where none is), or None: skipped (the open segment
         closes before it); then counted on the progress bar."""
         nonlocal writer, start, done_here
+        closer.check()  # (a segment that failed to close stops the job at the next frame)
         j, frame = made[0], frame_made(made[1])
         if frame is None:
             if writer is not None:
@@ -965,9 +973,12 @@ def encode_segments(job: VideoJob, interpolate: Interpolator, mine: range, progr
     todo = range(next((k for k in mine if not done[k]), mine.stop), mine.stop)
     intervals = _ahead(read_timed_frames(info, first=first_frame_to_read(info.pts, plan, todo, options)), options)
     behind: WriteBehind[Tuple[int, OutputFrame]] = WriteBehind(write, depth=WRITE_DEPTH, name="segment-writer")
+    # segments close behind the writing, one at a time (F84: an encoder drains while the next one starts); a failure
+    # in closing (ffmpeg's, the space check's) is raised at the next frame written, or at the end
+    closer: WriteBehind[Tuple[FrameWriter, int, int]] = WriteBehind(finish_segment, depth=1, name="segment-closer")
     try:
         for made in _output_frames(intervals, plan, interpolate, skip, stats, options.motion,
-                                   drain_after_slow_pairs(behind), later=True,
+                                   drain_after_slow_pairs(behind, closer), later=True,
                                    counted=range(todo.start, mine.stop + (mine.stop >= plan.count))):
             behind.put(made)
             if made[0] + 1 >= mine.stop < plan.count:  # (a part before the end: the rest is another's; the
@@ -975,12 +986,15 @@ def encode_segments(job: VideoJob, interpolate: Interpolator, mine: range, progr
         behind.finish()
         if writer is not None:
             close(mine.stop)
+        closer.finish()
     except BaseException as exc:
         interrupted = isinstance(exc, KeyboardInterrupt)
-        try:
-            behind.stop()  # the frames made before the failure are written, as they were when writing came first
-        except KeyboardInterrupt:  # a second interrupt: those still waiting are dropped
-            interrupted = True
+        # the frames made before the failure are written (as when writing came first), a segment closing kept
+        for writing in (behind, closer):
+            try:
+                writing.stop()
+            except KeyboardInterrupt:  # a second interrupt: those still waiting are dropped
+                interrupted = True
         if writer is not None:
             writer.abort()
         if interrupted:
