@@ -530,8 +530,8 @@ def test_remote_scripts_keep_nvlink_multicast_off(tmp_path):
     source = 'source "$(dirname "${BASH_SOURCE[0]}")/env.sh"'
     # (env.sh, hold.sh and ffmpeg.sh are sourced by the others, after env.sh)
     scripts = sorted(p.name for p in remote.glob("*.sh") if p.name not in ("env.sh", "hold.sh", "ffmpeg.sh"))
-    assert scripts == ["arm.sh", "batch_bench.sh", "campaign.sh", "chunk.sh", "detach.sh", "peers_pack.sh",
-                       "rescore.sh", "score.sh", "screen_score.sh", "throughput.sh", "video_stages.sh"]
+    assert scripts == ["ab_segments.sh", "arm.sh", "batch_bench.sh", "campaign.sh", "chunk.sh", "detach.sh",
+                       "peers_pack.sh", "rescore.sh", "score.sh", "screen_score.sh", "throughput.sh", "video_stages.sh"]
     for script in scripts:
         lines = (remote / script).read_text().splitlines()
         at = [i for i, line in enumerate(lines) if line.startswith(source)]
