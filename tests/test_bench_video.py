@@ -118,3 +118,22 @@ def test_the_table_names_bad_arguments(capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(SystemExit):  # (before any clip is made)
         bench_video.main(["--clips", "synthetic", "--compiled", "--device", "cpu"])
     assert "torch.compile needs the network on a CUDA device" in capsys.readouterr().err
+
+
+def test_the_video_rows_pipeline_without_a_network_has_the_engines_segments(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """--video --stages: its copying stand-in stood without a device, so on a GPU it made a CPU's segments (6 frames
+    at 1080p) and the row timed their closing; it now runs on the engine's device, as the stage table's does."""
+    from softsplat_vfi.pipeline.video import VideoOptions, device_type, segment_frames
+
+    clip = bench_video.make_clip("synthetic", tmp_path, (36, 64), 6)
+    timed = []
+
+    def time_pipeline(video, step, options):
+        timed.append(step)
+        return 0.5, 12, {}
+
+    monkeypatch.setattr(bench_video, "time_pipeline", time_pipeline)
+    row = bench_video.stage_rows(clip.path, clip.info, torch.device("cuda"), VideoOptions())
+    assert device_type(timed[0]) == "cuda" and row["pipeline_without_network_fps"] == 24.0 and row["decode_fps"] > 0
+    assert segment_frames(clip.info.rate * 2, 1920, 1080, VideoOptions(), device_type(timed[0])) == 480
